@@ -1,0 +1,51 @@
+# kcleanup — every command a developer or CI needs. `make help` lists them.
+SHELL := /usr/bin/env bash
+GO    ?= go
+PKGS  := ./...
+KAFKA := cmd/kafkadev/kafka.sh
+# Integration tests read the broker address from here; `make test` fills it in.
+export KCLEANUP_TEST_BOOTSTRAP ?=
+
+.PHONY: help build demo test test-unit test-integration lint fuzz bench bench-quick \
+        kafka-up kafka-down kafka-cli docs clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
+
+build: ## build bin/kcleanup
+	$(GO) build -o bin/kcleanup ./cmd/kcleanup
+
+demo: build ## walk the C0/C1 example end to end on an embedded broker
+	./bin/kcleanup demo
+
+test: ## all tests: unit, then integration against a real Kafka broker (started if needed)
+	$(KAFKA) test $(GO) test -count=1 $(PKGS)
+
+test-unit: ## tests that need no broker
+	$(GO) test -count=1 -short $(PKGS)
+
+lint: ## gofmt and go vet
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+
+docs: ## regenerate generated docs (state diagram)
+	$(GO) run ./fsm/cmd/gendiagram > docs/state-diagram.md
+
+fuzz: ## fuzz every decoder for FUZZTIME each (default 30s)
+	@for t in $$($(GO) test -list '^Fuzz' ./events/ | grep ^Fuzz); do \
+	  echo "== $$t"; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $${FUZZTIME:-30s} ./events/ || exit 1; done
+
+bench: ## benchmarks (see docs/benchmarks.md)
+	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+
+kafka-up: ## start (or reuse) a single-node Apache Kafka broker from Maven Central
+	$(KAFKA) up
+
+kafka-down: ## stop the broker started by kafka-up and remove its data
+	$(KAFKA) down
+
+kafka-cli: ## run a Kafka tool: make kafka-cli TOOL=kafka-get-offsets ARGS='--topic t'
+	$(KAFKA) cli $(TOOL) $(ARGS)
+
+clean: ## remove build output
+	rm -rf bin

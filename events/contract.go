@@ -1,0 +1,51 @@
+package events
+
+import "time"
+
+// SchemaVersion is the only plan, marker and envelope version this build understands.
+const SchemaVersion = 1
+
+// Offsets maps a partition number to an offset.
+type Offsets map[int32]int64
+
+// Plan is the Flink-Agents-compatible cleanup plan (DESIGN §3).
+type Plan struct {
+	PlanID              string
+	SourceRecoveryPoint string
+	Topic               string
+	TopicID             string
+	Offsets             Offsets
+}
+
+// Marker is what one job subtask recorded in a recovery point (DESIGN §2).
+type Marker struct {
+	Topic   string
+	TopicID string
+	Offsets Offsets
+}
+
+// Event names one transition of an operation on the control topic.
+type Event string
+
+// The four transitions, in lifecycle order.
+const (
+	Planned   Event = "PLANNED"
+	Committed Event = "COMMITTED"
+	Deleting  Event = "DELETING"
+	Applied   Event = "APPLIED"
+)
+
+// Envelope is the value of every control-topic record: a full snapshot of the
+// operation at that transition (DESIGN §4).
+type Envelope struct {
+	SchemaVersion int
+	Event         Event
+	PlanID        string
+	Plan          Plan
+	At            time.Time
+	Actor         string
+	// Boundary is the cumulative boundary after a COMMITTED; nil for other events.
+	Boundary Offsets
+	// LogStart holds the log-start offsets observed before APPLIED; nil for other events.
+	LogStart Offsets
+}
