@@ -147,6 +147,9 @@ func invalid(from State, e events.Event) error {
 		allowed = append(allowed, string(a))
 	}
 	list := "none"
+	if from.Terminal() {
+		list = "none, " + from.String() + " is terminal"
+	}
 	if len(allowed) > 0 {
 		list = strings.Join(allowed, ", ")
 	}
