@@ -1,0 +1,263 @@
+package events
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/cockroachdb/errors"
+)
+
+// markerFields are the fields of a marker, in the order Encode writes them.
+var markerFields = []string{"schemaVersion", "topic", "topicId", "offsets"}
+
+// ParseMarkers reads one marker object, or a non-empty JSON array of them,
+// as strictly as ParsePlan reads a plan.
+func ParseMarkers(data []byte) ([]Marker, error) {
+	n, ferr := parseJSON(data)
+	if ferr != nil {
+		return nil, errors.Newf("invalid markers: %s", ferr.Error())
+	}
+	switch n.kind {
+	case kindObject:
+		m, ferr := markerFromNode(n)
+		if ferr != nil {
+			return nil, errors.Newf("invalid marker: %s", ferr.Error())
+		}
+		return []Marker{m}, nil
+	case kindArray:
+		if len(n.items) == 0 {
+			return nil, errors.New("invalid markers: the array is empty: expected at least one marker")
+		}
+		ms := make([]Marker, len(n.items))
+		for i, item := range n.items {
+			m, ferr := markerFromNode(item)
+			if ferr != nil {
+				return nil, errors.Newf("invalid marker %d: %s", i, ferr.Error())
+			}
+			ms[i] = m
+		}
+		return ms, nil
+	default:
+		return nil, errors.Newf("invalid markers: %s", wrongKind("", n, "a marker object or an array of them").Error())
+	}
+}
+
+func markerFromNode(n node) (Marker, *fieldError) {
+	if n.kind != kindObject {
+		return Marker{}, wrongKind("", n, "a marker object")
+	}
+	var m Marker
+	var seen [4]bool
+	for _, f := range n.members {
+		i := indexOf(markerFields, f.name)
+		if i < 0 {
+			return Marker{}, unknownField(f.name, markerFields)
+		}
+		seen[i] = true
+		var ferr *fieldError
+		switch f.name {
+		case "schemaVersion":
+			ferr = schemaVersionFromNode(f.name, f.value)
+		case "topic":
+			m.Topic, ferr = stringFromNode(f.name, f.value)
+			if ferr == nil {
+				ferr = checkTopic(f.name, m.Topic)
+			}
+		case "topicId":
+			m.TopicID, ferr = stringFromNode(f.name, f.value)
+			if ferr == nil {
+				ferr = checkTopicID(f.name, m.TopicID)
+			}
+		case "offsets":
+			m.Offsets, ferr = offsetsFromNode(f.name, f.value)
+		}
+		if ferr != nil {
+			return Marker{}, ferr
+		}
+	}
+	for i, ok := range seen {
+		if !ok {
+			return Marker{}, missingField(markerFields[i])
+		}
+	}
+	return m, nil
+}
+
+// Validate checks a marker built in code as strictly as ParseMarkers does.
+func (m Marker) Validate() error {
+	if ferr := m.check(); ferr != nil {
+		return errors.Newf("invalid marker: %s", ferr.Error())
+	}
+	return nil
+}
+
+func (m Marker) check() *fieldError {
+	if ferr := checkTopic("topic", m.Topic); ferr != nil {
+		return ferr
+	}
+	if ferr := checkTopicID("topicId", m.TopicID); ferr != nil {
+		return ferr
+	}
+	return validateOffsets("offsets", m.Offsets)
+}
+
+// Encode writes the marker as compact JSON, partitions in ascending order.
+func (m Marker) Encode() []byte {
+	b := []byte(`{"schemaVersion":`)
+	b = strconv.AppendInt(b, SchemaVersion, 10)
+	b = append(b, `,"topic":`...)
+	b = appendString(b, m.Topic)
+	b = append(b, `,"topicId":`...)
+	b = appendString(b, m.TopicID)
+	b = append(b, `,"offsets":`...)
+	b = appendOffsets(b, m.Offsets, "")
+	return append(b, '}')
+}
+
+// BuildPlan makes the plan of one recovery point from the markers of all its
+// subtasks: they must agree on topic, topic ID and partition set, and the
+// plan offset of each partition is the minimum over the markers (the oldest
+// record any subtask still needs).
+func BuildPlan(recoveryPoint string, markers []Marker) (Plan, error) {
+	if ferr := checkRecoveryPoint("sourceRecoveryPoint", recoveryPoint); ferr != nil {
+		return Plan{}, errors.Newf("cannot build a plan: recovery point: %s", ferr.Reason)
+	}
+	if len(markers) == 0 {
+		return Plan{}, errors.New("cannot build a plan: no markers: expected the markers of every subtask of the recovery point")
+	}
+	first := markers[0]
+	if ferr := first.check(); ferr != nil {
+		return Plan{}, errors.Newf("cannot build a plan: marker 0: %s", ferr.Error())
+	}
+	mins, dense := newMinimum(first.Offsets)
+	for i := 1; i < len(markers); i++ {
+		m := markers[i]
+		if m.Topic != first.Topic {
+			return Plan{}, errors.Newf("cannot build a plan: marker %d names topic %q but marker 0 names %q: expected one topic", i, m.Topic, first.Topic)
+		}
+		if m.TopicID != first.TopicID {
+			return Plan{}, errors.Newf("cannot build a plan: marker %d names topic ID %q but marker 0 names %q: expected one topic incarnation", i, m.TopicID, first.TopicID)
+		}
+		if len(m.Offsets) != len(first.Offsets) {
+			return Plan{}, partitionSetError(i, m.Offsets, first.Offsets)
+		}
+		for p, off := range m.Offsets {
+			if off < 0 {
+				return Plan{}, errors.Newf("cannot build a plan: marker %d: partition %d has offset %d: expected an offset of 0 or more", i, p, off)
+			}
+			// Equal lengths plus every partition known means equal sets.
+			if !mins.lower(p, off, dense) {
+				return Plan{}, partitionSetError(i, m.Offsets, first.Offsets)
+			}
+		}
+	}
+	offsets := mins.offsets(first.Offsets, dense)
+	return Plan{
+		PlanID:              ComputePlanID(recoveryPoint, first.Topic, first.TopicID, offsets),
+		SourceRecoveryPoint: recoveryPoint,
+		Topic:               first.Topic,
+		TopicID:             first.TopicID,
+		Offsets:             offsets,
+	}, nil
+}
+
+// minimum tracks the running minimum per partition. When the partitions are
+// exactly 0..n-1 (the usual case) it indexes a slice instead of hashing, which
+// makes BuildPlan over many markers several times faster.
+type minimum struct {
+	slice []int64 // dense: slice[p]
+	m     Offsets // sparse
+}
+
+func newMinimum(first Offsets) (minimum, bool) {
+	n := len(first)
+	dense := true
+	for p := range first {
+		if int(p) >= n { // p >= 0 was validated; n distinct values below n are exactly 0..n-1
+			dense = false
+			break
+		}
+	}
+	if !dense {
+		return minimum{m: first.Clone()}, false
+	}
+	s := make([]int64, n)
+	for p, off := range first {
+		s[p] = off
+	}
+	return minimum{slice: s}, true
+}
+
+// lower records off for p if it is lower; false when p is not a partition
+// of the first marker.
+func (mn minimum) lower(p int32, off int64, dense bool) bool {
+	if dense {
+		if p < 0 || int(p) >= len(mn.slice) {
+			return false
+		}
+		if off < mn.slice[p] {
+			mn.slice[p] = off
+		}
+		return true
+	}
+	cur, ok := mn.m[p]
+	if !ok {
+		return false
+	}
+	if off < cur {
+		mn.m[p] = off
+	}
+	return true
+}
+
+func (mn minimum) offsets(first Offsets, dense bool) Offsets {
+	if !dense {
+		return mn.m
+	}
+	o := make(Offsets, len(mn.slice))
+	for p, off := range mn.slice {
+		o[int32(p)] = off
+	}
+	return o
+}
+
+// partitionSetError names what marker i lacks and has extra, compared with
+// marker 0, listing at most a few partitions of each.
+func partitionSetError(i int, got, want Offsets) error {
+	var missing, extra []int32
+	for _, p := range want.Partitions() {
+		if _, ok := got[p]; !ok {
+			missing = append(missing, p)
+		}
+	}
+	for _, p := range got.Partitions() {
+		if _, ok := want[p]; !ok {
+			extra = append(extra, p)
+		}
+	}
+	var parts []string
+	if len(missing) > 0 {
+		parts = append(parts, "lacks partitions "+listPartitions(missing)+" that marker 0 has")
+	}
+	if len(extra) > 0 {
+		parts = append(parts, "has partitions "+listPartitions(extra)+" that marker 0 lacks")
+	}
+	return errors.Newf("cannot build a plan: marker %d %s: expected every marker to cover the same partitions", i, errors.Safe(strings.Join(parts, " and ")))
+}
+
+func listPartitions(ps []int32) string {
+	const show = 10
+	var b strings.Builder
+	for i, p := range ps {
+		if i == show {
+			fmt.Fprintf(&b, " and %d more", len(ps)-show)
+			break
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(strconv.Itoa(int(p)))
+	}
+	return b.String()
+}

@@ -1,0 +1,170 @@
+package events
+
+import (
+	"math"
+	"slices"
+	"strconv"
+)
+
+// Partitions returns the partitions of o in ascending numeric order.
+func (o Offsets) Partitions() []int32 {
+	ps := make([]int32, 0, len(o))
+	for p := range o {
+		ps = append(ps, p)
+	}
+	slices.Sort(ps)
+	return ps
+}
+
+// Clone returns a copy of o (nil for nil).
+func (o Offsets) Clone() Offsets {
+	if o == nil {
+		return nil
+	}
+	c := make(Offsets, len(o))
+	for p, off := range o {
+		c[p] = off
+	}
+	return c
+}
+
+// Equal reports whether o and other hold the same partitions and offsets.
+func (o Offsets) Equal(other Offsets) bool {
+	if len(o) != len(other) {
+		return false
+	}
+	for p, off := range o {
+		if v, ok := other[p]; !ok || v != off {
+			return false
+		}
+	}
+	return true
+}
+
+// validateOffsets checks offsets built in code: at least one partition, no
+// negative partition or offset.
+func validateOffsets(field string, o Offsets) *fieldError {
+	if len(o) == 0 {
+		return fieldErrorf(field, "is empty: expected at least one partition")
+	}
+	for _, p := range o.Partitions() {
+		if p < 0 {
+			return fieldErrorf(field, "has partition %d: expected partitions 0 to %d", p, math.MaxInt32)
+		}
+		if o[p] < 0 {
+			return fieldErrorf(childPath(field, strconv.Itoa(int(p))), "is %d: expected an offset of 0 or more", o[p])
+		}
+	}
+	return nil
+}
+
+// offsetsFromNode reads {"0":100,"1":150}: canonical partition keys, integer
+// offsets of 0 or more, at least one partition. Duplicates were rejected by
+// parseJSON.
+func offsetsFromNode(field string, n node) (Offsets, *fieldError) {
+	if n.kind != kindObject {
+		return nil, wrongKind(field, n, `an object of partition to offset, like {"0":100}`)
+	}
+	if len(n.members) == 0 {
+		return nil, fieldErrorf(field, "is empty: expected at least one partition")
+	}
+	o := make(Offsets, len(n.members))
+	for _, m := range n.members {
+		at := childPath(field, m.name)
+		p, ok := parsePartition(m.name)
+		if !ok {
+			return nil, fieldErrorf(at, "is not a canonical partition number: expected a decimal number from 0 to %d, without sign, spaces or leading zeros", math.MaxInt32)
+		}
+		if _, dup := o[p]; dup { // unreachable after parseJSON; kept for safety
+			return nil, fieldErrorf(at, "appears more than once: expected each partition exactly once")
+		}
+		off, ferr := offsetFromNode(at, m.value)
+		if ferr != nil {
+			return nil, ferr
+		}
+		o[p] = off
+	}
+	return o, nil
+}
+
+// parsePartition accepts exactly the keys Offsets are written with:
+// ^(0|[1-9][0-9]{0,9})$ and at most MaxInt32.
+func parsePartition(s string) (int32, bool) {
+	if s == "" || len(s) > 10 || (s[0] == '0' && len(s) > 1) {
+		return 0, false
+	}
+	var v int64
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		v = v*10 + int64(c-'0')
+	}
+	if v > math.MaxInt32 {
+		return 0, false
+	}
+	return int32(v), true
+}
+
+// offsetFromNode accepts a plain non-negative integer literal that fits int64:
+// no fraction, no exponent, no sign.
+func offsetFromNode(field string, n node) (int64, *fieldError) {
+	if n.kind != kindNumber {
+		return 0, wrongKind(field, n, "an integer offset of 0 or more")
+	}
+	v, ok := parseCount(n.text)
+	if !ok {
+		return 0, fieldErrorf(field, "is %s: expected an integer offset from 0 to %d, without fraction or exponent", n.text, int64(math.MaxInt64))
+	}
+	return v, nil
+}
+
+// parseCount parses a non-negative decimal integer literal into an int64.
+func parseCount(s string) (int64, bool) {
+	if s == "" || (s[0] == '0' && len(s) > 1) {
+		return 0, false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return 0, false
+		}
+	}
+	v, err := strconv.ParseInt(s, 10, 64)
+	return v, err == nil
+}
+
+// appendOffsets writes o as a JSON object with keys in ascending numeric
+// order. indent "" writes it compact; otherwise one partition per line.
+func appendOffsets(b []byte, o Offsets, indent string) []byte {
+	b = append(b, '{')
+	for i, p := range o.Partitions() {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if indent != "" {
+			b = append(b, '\n')
+			b = append(b, indent...)
+			b = append(b, "  "...)
+		}
+		b = append(b, '"')
+		b = strconv.AppendInt(b, int64(p), 10)
+		b = append(b, '"', ':')
+		if indent != "" {
+			b = append(b, ' ')
+		}
+		b = strconv.AppendInt(b, o[p], 10)
+	}
+	if indent != "" && len(o) > 0 {
+		b = append(b, '\n')
+		b = append(b, indent...)
+	}
+	return append(b, '}')
+}
+
+func wrongKind(field string, n node, expected string) *fieldError {
+	if n.kind == kindNull {
+		return fieldErrorf(field, "is null: expected %s", expected)
+	}
+	return fieldErrorf(field, "is %s: expected %s", n.kind, expected)
+}
