@@ -1,0 +1,54 @@
+package projector
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/cockroachdb/errors"
+
+	"github.com/kcleanup/kcleanup/events"
+)
+
+// decodeReason classifies an events.Decode error into a rejection reason.
+func decodeReason(err error) Reason {
+	switch {
+	case errors.Is(err, events.ErrNewerSchema):
+		return ReasonNewerSchema
+	case errors.Is(err, events.ErrUnknownEvent):
+		return ReasonUnknownEvent
+	case errors.Is(err, events.ErrTombstone):
+		return ReasonTombstone
+	}
+	var de *events.DecodeError
+	if errors.As(err, &de) {
+		switch {
+		case de.Field == "key" || strings.Contains(de.Reason, "but the key names"):
+			// The key does not parse, or names another plan or event than
+			// the body (events/envelope.go Decode).
+			return ReasonBadKey
+		case de.Field == "plan.planId" && strings.Contains(de.Reason, "does not match the plan's content"):
+			// events reports an edited plan as malformed with this reason
+			// (events/plan.go idMismatch); tampering deserves its own name.
+			return ReasonTampered
+		}
+	}
+	return ReasonMalformed
+}
+
+// formatOffsets writes offsets as "0:150,1:230" in partition order, the same
+// syntax the transcripts use; "none" when empty.
+func formatOffsets(o events.Offsets) string {
+	if len(o) == 0 {
+		return "none"
+	}
+	var b []byte
+	for i, p := range o.Partitions() {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, int64(p), 10)
+		b = append(b, ':')
+		b = strconv.AppendInt(b, o[p], 10)
+	}
+	return string(b)
+}

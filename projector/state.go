@@ -1,0 +1,252 @@
+package projector
+
+import (
+	"slices"
+	"time"
+
+	"github.com/kcleanup/kcleanup/events"
+	"github.com/kcleanup/kcleanup/fsm"
+)
+
+// State is the projection of one control topic. It is built by folding
+// records with Step, one goroutine at a time; reads return copies.
+type State struct {
+	next int64 // offset after the last record folded
+
+	bound          bool
+	topic, topicID string
+
+	boundary events.Offsets // replaced, never mutated: Operation.Boundary may share it
+	setBy    map[int32]string
+
+	ops    []*op
+	byPlan map[string]int32 // planId → index in ops
+
+	// audit has one compact entry per folded record. Accepted records point
+	// at their step in an operation's history; the others at a full
+	// Verdict in others. This keeps a million-record audit small.
+	audit  []auditEntry
+	others []Verdict
+
+	degraded       bool
+	degradedReason string
+
+	// overwritten holds the keys whose accepted record was overwritten and
+	// not yet repaired.
+	overwritten map[string]overwrite
+
+	actors map[string]string // interned actor names: few writers, many records
+}
+
+// op is the internal form of an Operation.
+type op struct {
+	plan     events.Plan
+	state    fsm.State
+	history  []Step
+	boundary events.Offsets
+	logStart events.Offsets
+	deletes  int
+	accepted uint8 // bit per event (eventBit) whose key holds an accepted record
+	commitAt int64 // offset of the accepted COMMITTED, for Pending's order
+}
+
+// auditEntry is one folded record. op ≥ 0: accepted, idx indexes the
+// operation's history; op < 0: idx indexes State.others.
+type auditEntry struct {
+	offset int64
+	op     int32
+	idx    int32
+}
+
+// overwrite remembers an accepted key that a later record overwrote.
+type overwrite struct {
+	op    int32
+	event events.Event
+	at    int64 // offset of the first overwriting record
+}
+
+// New returns the empty projection: nothing folded, no binding, no boundary.
+func New() *State {
+	return &State{
+		boundary:    events.Offsets{},
+		setBy:       map[int32]string{},
+		byPlan:      map[string]int32{},
+		overwritten: map[string]overwrite{},
+		actors:      map[string]string{},
+	}
+}
+
+// eventBit maps the four known events to a bit of op.accepted.
+func eventBit(e events.Event) uint8 {
+	switch e {
+	case events.Planned:
+		return 1
+	case events.Committed:
+		return 2
+	case events.Deleting:
+		return 4
+	case events.Applied:
+		return 8
+	}
+	return 0
+}
+
+// Boundary returns a copy of the committed boundary: per partition, the
+// highest plan offset ever committed. Empty before the first commit.
+func (s *State) Boundary() events.Offsets {
+	return s.boundary.Clone()
+}
+
+// BoundarySetBy returns the plan ID of the commit that last raised partition
+// p's boundary, or "" when p has none.
+func (s *State) BoundarySetBy(p int32) string {
+	return s.setBy[p]
+}
+
+// Binding returns the data topic (name and topic ID) this control topic
+// governs; ok is false until the first PLANNED is accepted.
+func (s *State) Binding() (topic, topicID string, ok bool) {
+	return s.topic, s.topicID, s.bound
+}
+
+// Next returns the offset after the last record folded: where the reader
+// resumes. Zero before any record.
+func (s *State) Next() int64 {
+	return s.next
+}
+
+// Degraded reports whether a record from a newer kcleanup was seen, and which
+// (offset and why). It is sticky: only an upgraded build replaying the log
+// clears it. A degraded projection must not approve recovery points
+// (Validate refuses) and workers must not delete.
+func (s *State) Degraded() (bool, string) {
+	return s.degraded, s.degradedReason
+}
+
+// Operation returns the operation of a plan, if its PLANNED was accepted.
+func (s *State) Operation(planID string) (Operation, bool) {
+	i, ok := s.byPlan[planID]
+	if !ok {
+		return Operation{}, false
+	}
+	return s.ops[i].export(), true
+}
+
+// Operations returns every operation in the order their PLANNED was accepted.
+func (s *State) Operations() []Operation {
+	out := make([]Operation, len(s.ops))
+	for i, o := range s.ops {
+		out[i] = o.export()
+	}
+	return out
+}
+
+// Pending returns the operations a worker must finish (COMMITTED or
+// DELETING), oldest commit first.
+func (s *State) Pending() []Operation {
+	var pending []*op
+	for _, o := range s.ops {
+		if o.state == fsm.Committed || o.state == fsm.Deleting {
+			pending = append(pending, o)
+		}
+	}
+	slices.SortFunc(pending, func(a, b *op) int { return compareInt64(a.commitAt, b.commitAt) })
+	out := make([]Operation, len(pending))
+	for i, o := range pending {
+		out[i] = o.export()
+	}
+	return out
+}
+
+// Audit returns a verdict for every record folded, in log order.
+func (s *State) Audit() []Verdict {
+	out := make([]Verdict, len(s.audit))
+	for i, e := range s.audit {
+		out[i] = s.verdictOf(e)
+	}
+	return out
+}
+
+// Rejected returns the verdicts of rejected records, in log order.
+func (s *State) Rejected() []Verdict {
+	var out []Verdict
+	for _, v := range s.others {
+		if v.Outcome == Rejected {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// verdictOf rebuilds the verdict of one audit entry.
+func (s *State) verdictOf(e auditEntry) Verdict {
+	if e.op < 0 {
+		return s.others[e.idx]
+	}
+	o := s.ops[e.op]
+	st := o.history[e.idx]
+	return Verdict{
+		Offset:  e.offset,
+		Key:     events.Key(o.plan.PlanID, st.Event),
+		Event:   st.Event,
+		PlanID:  o.plan.PlanID,
+		Outcome: Accepted,
+		Detail:  o.describe(int(e.idx)),
+		At:      st.At,
+		Actor:   st.Actor,
+	}
+}
+
+func (o *op) export() Operation {
+	return Operation{
+		PlanID:         o.plan.PlanID,
+		Plan:           clonePlan(o.plan),
+		State:          o.state,
+		History:        slices.Clone(o.history),
+		Boundary:       o.boundary.Clone(),
+		LogStart:       o.logStart.Clone(),
+		DeleteAttempts: o.deletes,
+	}
+}
+
+func clonePlan(p events.Plan) events.Plan {
+	p.Offsets = p.Offsets.Clone()
+	return p
+}
+
+// firstStep returns the first accepted step of event e.
+func (o *op) firstStep(e events.Event) (Step, bool) {
+	for _, st := range o.history {
+		if st.Event == e {
+			return st, true
+		}
+	}
+	return Step{}, false
+}
+
+func compareInt64(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// intern returns one shared copy of an actor name.
+func (s *State) intern(actor string) string {
+	if a, ok := s.actors[actor]; ok {
+		return a
+	}
+	s.actors[actor] = actor
+	return actor
+}
+
+// verdictAt is the time a verdict reports: the envelope's, else the record's.
+func verdictAt(env *events.Envelope, r Record) time.Time {
+	if env != nil && !env.At.IsZero() {
+		return env.At
+	}
+	return r.Timestamp
+}

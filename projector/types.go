@@ -1,0 +1,145 @@
+package projector
+
+import (
+	"time"
+
+	"github.com/kcleanup/kcleanup/events"
+	"github.com/kcleanup/kcleanup/fsm"
+)
+
+// Record is one control-topic record as the reader delivers it. A nil Value is
+// a tombstone; an empty non-nil Value is not (it is malformed).
+type Record struct {
+	Offset    int64
+	Key       []byte
+	Value     []byte
+	Timestamp time.Time
+}
+
+// Outcome is what the fold made of one record.
+type Outcome int8
+
+const (
+	// Accepted: the record moved an operation through its lifecycle (or, for
+	// a DELETING retry, recorded another attempt).
+	Accepted Outcome = iota + 1
+	// Duplicate: the key already holds an accepted record with the same
+	// content (event, planId, plan, boundary, logStart; not at or actor).
+	// Nothing changes. A repair re-append is a duplicate too.
+	Duplicate
+	// Rejected: nothing changes except that the rejection is recorded.
+	Rejected
+)
+
+func (o Outcome) String() string {
+	switch o {
+	case Accepted:
+		return "accepted"
+	case Duplicate:
+		return "duplicate"
+	case Rejected:
+		return "rejected"
+	}
+	return "unknown"
+}
+
+// Reason says why a record was rejected. The values are stable: they appear
+// in audits, status output and metrics labels.
+type Reason string
+
+// Every reason a record can be rejected for.
+const (
+	// ReasonMalformed: the value is not a valid schema-1 envelope.
+	ReasonMalformed Reason = "malformed"
+	// ReasonBadKey: the key is not "<planId>/<EVENT>" or does not match the body.
+	ReasonBadKey Reason = "bad-key"
+	// ReasonTampered: the plan's content does not hash to its planId.
+	ReasonTampered Reason = "tampered"
+	// ReasonTombstone: a nil value on a key that holds no accepted record.
+	ReasonTombstone Reason = "tombstone"
+	// ReasonWrongTopic: a plan for a topic name or topic ID other than the one
+	// this control topic is bound to.
+	ReasonWrongTopic Reason = "wrong-topic"
+	// ReasonUnknownOperation: COMMITTED, DELETING or APPLIED for a plan whose
+	// PLANNED was never accepted.
+	ReasonUnknownOperation Reason = "unknown-operation"
+	// ReasonInvalidTransition: the lifecycle (fsm.Next) does not allow the
+	// event in the operation's state, e.g. APPLIED without DELETING.
+	ReasonInvalidTransition Reason = "invalid-transition"
+	// ReasonBoundaryRegression: a COMMITTED whose plan is below the current
+	// boundary of some partition; the boundary never moves backward.
+	ReasonBoundaryRegression Reason = "boundary-regression"
+	// ReasonBoundaryMismatch: a COMMITTED whose boundary field is not the max
+	// of the current boundary and the plan (typically a concurrent commit
+	// computed on an older view).
+	ReasonBoundaryMismatch Reason = "boundary-mismatch"
+	// ReasonLogStartBelowPlan: an APPLIED whose log-start offsets do not prove
+	// that every plan partition was deleted up to the plan offset.
+	ReasonLogStartBelowPlan Reason = "log-start-below-plan"
+	// ReasonOverwritesAccepted: a record (or tombstone) with the key of an
+	// accepted record but other content. Compaction would erase the accepted
+	// record, so the key is listed in Repairs until the accepted content is
+	// appended again.
+	ReasonOverwritesAccepted Reason = "overwrites-accepted"
+	// ReasonNewerSchema: a well-formed envelope of a newer schema version;
+	// the projection is degraded.
+	ReasonNewerSchema Reason = "newer-schema"
+	// ReasonUnknownEvent: a schema-1 envelope with an event this build does
+	// not know; the projection is degraded.
+	ReasonUnknownEvent Reason = "unknown-event"
+	// ReasonOutOfOrder: an offset at or below one already folded. The record
+	// is ignored and not recorded (see Step).
+	ReasonOutOfOrder Reason = "out-of-order"
+)
+
+// Reasons lists every rejection reason, for documentation and metrics.
+func Reasons() []Reason {
+	return []Reason{
+		ReasonMalformed, ReasonBadKey, ReasonTampered, ReasonTombstone,
+		ReasonWrongTopic, ReasonUnknownOperation, ReasonInvalidTransition,
+		ReasonBoundaryRegression, ReasonBoundaryMismatch, ReasonLogStartBelowPlan,
+		ReasonOverwritesAccepted, ReasonNewerSchema, ReasonUnknownEvent,
+		ReasonOutOfOrder,
+	}
+}
+
+// Verdict is the fold's decision about one record.
+type Verdict struct {
+	Offset int64
+	Key    string
+	// Event and PlanID are filled in when known, from the envelope or else
+	// from the key.
+	Event   events.Event
+	PlanID  string
+	Outcome Outcome
+	// Reason is empty unless Outcome is Rejected.
+	Reason Reason
+	// Detail says, for a person, what was decided and why.
+	Detail string
+	// At is the envelope's "at", or the record timestamp when the value
+	// could not be decoded.
+	At    time.Time
+	Actor string
+}
+
+// Step is one accepted record in an operation's history.
+type Step struct {
+	Offset int64
+	Event  events.Event
+	At     time.Time
+	Actor  string
+}
+
+// Operation is one plan's life on the control topic.
+type Operation struct {
+	PlanID  string
+	Plan    events.Plan
+	State   fsm.State
+	History []Step
+	// Boundary is the cumulative boundary its COMMITTED set (nil before).
+	Boundary events.Offsets
+	// LogStart holds the log-start offsets its APPLIED reported (nil before).
+	LogStart events.Offsets
+	// DeleteAttempts counts accepted DELETING records, retries included.
+	DeleteAttempts int
+}
