@@ -122,7 +122,7 @@ func Decode(key, value []byte) (Envelope, error) {
 	}
 	n, ferr := parseJSON(value)
 	if ferr != nil {
-		return Envelope{}, malformed(ferr.within("value"))
+		return Envelope{}, malformed(ferr)
 	}
 	if n.kind != kindObject {
 		return Envelope{}, malformed(wrongKind("value", n, "a JSON object"))

@@ -63,7 +63,7 @@ type fieldError struct {
 
 func (e *fieldError) Error() string {
 	if e.Field == "" {
-		return e.Reason
+		return "the document " + e.Reason
 	}
 	return "field " + quoteField(e.Field) + ": " + e.Reason
 }

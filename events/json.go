@@ -6,6 +6,8 @@ import (
 	"io"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/cockroachdb/errors"
 )
 
 // This file reads JSON into a small ordered tree and writes JSON by hand.
@@ -59,7 +61,7 @@ func parseJSON(data []byte) (node, *fieldError) {
 		return node{}, &fieldError{Reason: "is empty: expected a JSON object"}
 	}
 	if err != nil {
-		return node{}, &fieldError{Reason: "is not valid JSON: " + err.Error()}
+		return node{}, syntaxError("", err)
 	}
 	n, ferr := parseValue(dec, tok, "", 0)
 	if ferr != nil {
@@ -133,7 +135,7 @@ func parseObject(dec *json.Decoder, path string, depth int) (node, *fieldError) 
 			seen = make(map[string]bool)
 		}
 		if seen[name] {
-			return node{}, fieldErrorf(child, "appears more than once: expected each field exactly once")
+			return node{}, fieldErrorf(child, "appears more than once: expected each key exactly once")
 		}
 		seen[name] = true
 		tok, err = dec.Token()
@@ -151,6 +153,10 @@ func parseObject(dec *json.Decoder, path string, depth int) (node, *fieldError) 
 func syntaxError(path string, err error) *fieldError {
 	if err == io.EOF {
 		return fieldErrorf(path, "is not valid JSON: unexpected end of input")
+	}
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return fieldErrorf(path, "is not valid JSON: %v at byte %d", err, se.Offset)
 	}
 	return fieldErrorf(path, "is not valid JSON: %v", err)
 }
