@@ -1,0 +1,200 @@
+package worker
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/errors"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kcleanup/kcleanup/events"
+	"github.com/kcleanup/kcleanup/fsm"
+	"github.com/kcleanup/kcleanup/projector"
+)
+
+// fakeCluster starts an in-process kfake broker. kfake is trusted here only
+// for the protocol's bookkeeping; Kafka's behaviour is proven against the
+// real broker in the integration tests.
+func fakeCluster(t *testing.T) (*Cluster, string) {
+	t.Helper()
+	fk, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(fk.Close)
+	addr := fk.ListenAddrs()[0]
+	c, err := Connect(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c, addr
+}
+
+// dataTopic creates a data topic with the required configs and n records in
+// each partition, and returns its topic ID.
+func dataTopic(t *testing.T, c *Cluster, name string, partitions int32, n int) string {
+	t.Helper()
+	ctx := context.Background()
+	s := func(v string) *string { return &v }
+	_, err := c.adm.CreateTopic(ctx, partitions, 1, map[string]*string{
+		"cleanup.policy": s("compact,delete"), "retention.ms": s("-1"), "retention.bytes": s("-1"),
+	}, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rs []*kgo.Record
+	for p := int32(0); p < partitions; p++ {
+		for i := 0; i < n; i++ {
+			rs = append(rs, &kgo.Record{Topic: name, Partition: p, Key: []byte{byte(i)}, Value: []byte("v")})
+		}
+	}
+	if err := c.cl.ProduceSync(ctx, rs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	info, err := c.TopicMetadata(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.ID
+}
+
+func mustPlan(t *testing.T, rp, topic, id string, offs events.Offsets) events.Plan {
+	t.Helper()
+	p, err := events.BuildPlan(rp, []events.Marker{{Topic: topic, TopicID: id, Offsets: offs}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestApplyOnFakeWalksTheLifecycle(t *testing.T) {
+	c, _ := fakeCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	id := dataTopic(t, c, "action-state", 2, 200)
+	ctl := ControlTopicFor("action-state")
+	if err := c.EnsureControlTopic(ctx, ctl, "action-state", Options{}); err != nil {
+		t.Fatal(err)
+	}
+	proj, err := c.Project(ctx, ctl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proj.Close()
+
+	var steps []string
+	o := Options{Observe: func(p Progress) { steps = append(steps, p.Step) }}
+	c1 := mustPlan(t, "C1", "action-state", id, events.Offsets{0: 150, 1: 120})
+	out, err := c.Apply(ctx, proj, c1, o)
+	if err != nil {
+		t.Fatalf("apply: %+v", err)
+	}
+	if out.State != fsm.Applied {
+		t.Fatalf("state %s, want APPLIED", out.State)
+	}
+	if got := strings.Join(steps, ","); got != "check,planned,committed,deleting,delete-records,verify,applied" {
+		t.Fatalf("steps %s", got)
+	}
+	start, err := c.StartOffsets(ctx, "action-state")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if start[0] != 150 || start[1] != 120 {
+		t.Fatalf("log start %v, want 0:150 1:120", start)
+	}
+
+	// A fresh projection, as any replica would build, agrees.
+	fresh, err := c.Project(ctx, ctl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.Close()
+	if fresh.State.Digest() != proj.State.Digest() {
+		t.Fatal("a fresh replay differs from the writer's projection")
+	}
+	if b := fresh.State.Boundary(); b[0] != 150 || b[1] != 120 {
+		t.Fatalf("boundary %v", b)
+	}
+	if n := len(fresh.State.Rejected()); n != 0 {
+		t.Fatalf("%d rejected records: %v", n, fresh.State.Rejected())
+	}
+
+	// Applying again is a no-op that says so.
+	again, err := c.Apply(ctx, fresh, c1, Options{})
+	if err != nil || !again.Already {
+		t.Fatalf("re-apply: %+v %v", again, err)
+	}
+
+	// C0 is older: it is refused before anything is written.
+	before := fresh.State.Next()
+	c0 := mustPlan(t, "C0", "action-state", id, events.Offsets{0: 100, 1: 120})
+	_, err = c.Apply(ctx, fresh, c0, Options{})
+	if !errors.Is(err, ErrRejected) || !strings.Contains(err.Error(), "below the committed boundary 150") {
+		t.Fatalf("apply C0: %v", err)
+	}
+	if err := fresh.CatchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if fresh.State.Next() != before {
+		t.Fatal("a refused plan wrote to the control topic")
+	}
+}
+
+func TestApplyResumesAfterNoWait(t *testing.T) {
+	c, _ := fakeCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	id := dataTopic(t, c, "t", 1, 50)
+	ctl := ControlTopicFor("t")
+	if err := c.EnsureControlTopic(ctx, ctl, "t", Options{}); err != nil {
+		t.Fatal(err)
+	}
+	proj, err := c.Project(ctx, ctl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proj.Close()
+	plan := mustPlan(t, "cp", "t", id, events.Offsets{0: 40})
+	out, err := c.Apply(ctx, proj, plan, Options{NoWait: true})
+	if err != nil || out.State != fsm.Committed {
+		t.Fatalf("no-wait: %+v %v", out, err)
+	}
+	if start, _ := c.StartOffsets(ctx, "t"); start[0] != 0 {
+		t.Fatalf("no-wait deleted: log start %d", start[0])
+	}
+	pending := proj.State.Pending()
+	if len(pending) != 1 || pending[0].PlanID != plan.PlanID {
+		t.Fatalf("pending %v", pending)
+	}
+	// Two finishers racing on the same operation: both succeed, the log
+	// stays clean (duplicates collapse), the operation is APPLIED once.
+	other, err := c.Project(ctx, ctl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if _, err := c.Finish(ctx, other, plan.PlanID, Options{Actor: "w2"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Finish(ctx, proj, plan.PlanID, Options{Actor: "w1"}); err != nil {
+		t.Fatal(err)
+	}
+	final, err := c.Project(ctx, ctl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer final.Close()
+	op, _ := final.State.Operation(plan.PlanID)
+	if op.State != fsm.Applied {
+		t.Fatalf("state %s", op.State)
+	}
+	for _, v := range final.State.Audit() {
+		if v.Outcome == projector.Rejected {
+			t.Fatalf("rejected record in a clean race: %+v", v)
+		}
+	}
+}

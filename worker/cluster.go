@@ -1,0 +1,212 @@
+package worker
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/cockroachdb/errors"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kcleanup/kcleanup/events"
+)
+
+// ErrTopicNotFound is returned when a topic does not exist on the cluster.
+var ErrTopicNotFound = errors.New("topic does not exist")
+
+// Cluster is kcleanup's view of one Kafka cluster: the few admin calls the
+// protocol needs, each answered per partition and never from a cache, and the
+// control-topic reads and writes.
+type Cluster struct {
+	opts []kgo.Opt // connection options, reused for each control-topic reader
+	cl   *kgo.Client
+	adm  *kadm.Client
+}
+
+// Connect creates a Cluster from franz-go connection options (seed brokers,
+// TLS, SASL). Records it writes go to an explicit partition with acks=all and
+// the idempotent producer. Close releases it.
+func Connect(opts ...kgo.Opt) (*Cluster, error) {
+	own := append(slices.Clone(opts),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.RequiredAcks(kgo.AllISRAcks()),
+	)
+	cl, err := kgo.NewClient(own...)
+	if err != nil {
+		return nil, errors.Wrap(err, "create Kafka client")
+	}
+	return &Cluster{opts: opts, cl: cl, adm: kadm.NewClient(cl)}, nil
+}
+
+// Close releases the cluster's connections.
+func (c *Cluster) Close() { c.cl.Close() }
+
+// Client returns the underlying franz-go client.
+func (c *Cluster) Client() *kgo.Client { return c.cl }
+
+// TopicInfo is what the protocol needs to know about a topic at one moment.
+type TopicInfo struct {
+	Name string
+	// ID is the topic ID in Kafka's text form (URL-safe base64, no padding).
+	ID         string
+	Partitions []int32
+	// Replicas is the replication factor of the first partition.
+	Replicas int
+	// Configs holds the effective value of every topic config.
+	Configs map[string]string
+	// Start and End are the log-start offset and high watermark per partition.
+	Start, End events.Offsets
+}
+
+// TopicIDString renders a topic ID the way Kafka's tools print it. kadm's
+// TopicID.String uses padded standard base64, which is not Kafka's text form.
+func TopicIDString(id [16]byte) string { return base64.RawURLEncoding.EncodeToString(id[:]) }
+
+// TopicMetadata returns a topic's ID and partitions from an uncached Metadata
+// request: kadm.Metadata may answer from a cache for seconds, long enough to
+// miss a deleted and recreated topic.
+func (c *Cluster) TopicMetadata(ctx context.Context, topic string) (TopicInfo, error) {
+	info := TopicInfo{Name: topic}
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, c.cl)
+	if err != nil {
+		return info, errors.Wrapf(err, "metadata request for topic %q", topic)
+	}
+	for _, t := range resp.Topics {
+		if t.Topic == nil || *t.Topic != topic {
+			continue
+		}
+		if err := kerr.ErrorForCode(t.ErrorCode); err != nil {
+			if errors.Is(err, kerr.UnknownTopicOrPartition) {
+				return info, errors.Mark(errors.Newf("topic %q does not exist", topic), ErrTopicNotFound)
+			}
+			return info, errors.Wrapf(err, "metadata for topic %q", topic)
+		}
+		for _, p := range t.Partitions {
+			info.Partitions = append(info.Partitions, p.Partition)
+			if p.Partition == 0 {
+				info.Replicas = len(p.Replicas)
+			}
+		}
+		slices.Sort(info.Partitions)
+		info.ID = TopicIDString(t.TopicID)
+		return info, nil
+	}
+	return info, errors.Mark(errors.Newf("topic %q does not exist", topic), ErrTopicNotFound)
+}
+
+// DescribeTopic gathers a topic's ID, partitions, configs and offsets.
+func (c *Cluster) DescribeTopic(ctx context.Context, topic string) (TopicInfo, error) {
+	info, err := c.TopicMetadata(ctx, topic)
+	if err != nil {
+		return info, err
+	}
+	if info.Configs, err = c.TopicConfigs(ctx, topic); err != nil {
+		return info, err
+	}
+	if info.Start, err = c.StartOffsets(ctx, topic); err != nil {
+		return info, err
+	}
+	if info.End, err = c.EndOffsets(ctx, topic); err != nil {
+		return info, err
+	}
+	return info, nil
+}
+
+// TopicConfigs returns the effective value of every config of a topic.
+func (c *Cluster) TopicConfigs(ctx context.Context, topic string) (map[string]string, error) {
+	rcs, err := c.adm.DescribeTopicConfigs(ctx, topic)
+	if err != nil {
+		return nil, errors.Wrapf(err, "describe configs of topic %q", topic)
+	}
+	rc, err := rcs.On(topic, nil)
+	if err != nil {
+		return nil, errors.Wrapf(err, "describe configs of topic %q", topic)
+	}
+	if rc.Err != nil {
+		return nil, errors.Wrapf(rc.Err, "describe configs of topic %q", topic)
+	}
+	out := make(map[string]string, len(rc.Configs))
+	for _, cfg := range rc.Configs {
+		out[cfg.Key] = cfg.MaybeValue()
+	}
+	return out, nil
+}
+
+// StartOffsets lists the log-start offset of every partition of a topic.
+func (c *Cluster) StartOffsets(ctx context.Context, topic string) (events.Offsets, error) {
+	lo, err := c.adm.ListStartOffsets(ctx, topic)
+	return listed(lo, err, topic, "log-start")
+}
+
+// EndOffsets lists the high watermark of every partition of a topic.
+func (c *Cluster) EndOffsets(ctx context.Context, topic string) (events.Offsets, error) {
+	lo, err := c.adm.ListEndOffsets(ctx, topic)
+	return listed(lo, err, topic, "end")
+}
+
+func listed(lo kadm.ListedOffsets, err error, topic, what string) (events.Offsets, error) {
+	if err != nil {
+		return nil, errors.Wrapf(err, "list %s offsets of topic %q", what, topic)
+	}
+	out := events.Offsets{}
+	var errs []string
+	lo.Each(func(o kadm.ListedOffset) {
+		if o.Err != nil {
+			errs = append(errs, fmt.Sprintf("%s-%d: %v", o.Topic, o.Partition, o.Err))
+			return
+		}
+		out[o.Partition] = o.Offset
+	})
+	if len(errs) > 0 {
+		slices.Sort(errs)
+		return nil, errors.Newf("list %s offsets of topic %q failed for %d partition(s): %s",
+			what, topic, len(errs), strings.Join(errs, "; "))
+	}
+	return out, nil
+}
+
+// DeleteResult is the broker's answer for one partition of a DeleteRecords.
+type DeleteResult struct {
+	Partition int32
+	// LowWatermark is the log-start offset after the deletion.
+	LowWatermark int64
+	Err          error
+}
+
+// DeleteRecords asks the broker to delete every record below the given
+// offsets. Results are reported per partition, sorted; err is set only when
+// the request as a whole could not be issued. A timeout does not mean that
+// nothing happened: callers verify with StartOffsets.
+func (c *Cluster) DeleteRecords(ctx context.Context, topic string, to events.Offsets) ([]DeleteResult, error) {
+	if len(to) == 0 {
+		return nil, nil
+	}
+	os := kadm.Offsets{}
+	for p, o := range to {
+		os.AddOffset(topic, p, o, -1)
+	}
+	resp, err := c.adm.DeleteRecords(ctx, os)
+	if err != nil {
+		return nil, errors.Wrapf(err, "delete records of topic %q", topic)
+	}
+	var out []DeleteResult
+	for p := range to {
+		r, ok := resp.Lookup(topic, p)
+		if !ok {
+			out = append(out, DeleteResult{Partition: p, Err: errors.Newf("no answer for %s-%d", topic, p)})
+			continue
+		}
+		out = append(out, DeleteResult{Partition: p, LowWatermark: r.LowWatermark, Err: r.Err})
+	}
+	slices.SortFunc(out, func(a, b DeleteResult) int { return int(a.Partition) - int(b.Partition) })
+	return out, nil
+}

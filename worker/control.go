@@ -1,0 +1,198 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/cockroachdb/errors"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kcleanup/kcleanup/events"
+	"github.com/kcleanup/kcleanup/projector"
+)
+
+// ErrNotCaughtUp means a projection could not prove it has read the control
+// topic to its end; nothing may be approved or deleted on its word.
+var ErrNotCaughtUp = errors.New("projection is not caught up with the control topic")
+
+// CreateControlTopic creates a control topic with one partition and the
+// settings of DESIGN §4. It reports false, and no error, when the topic exists.
+func (c *Cluster) CreateControlTopic(ctx context.Context, name string, replicationFactor int16) (bool, error) {
+	resp, err := c.adm.CreateTopic(ctx, 1, replicationFactor, ControlTopicConfigs(replicationFactor), name)
+	if errors.Is(err, kerr.TopicAlreadyExists) || errors.Is(resp.Err, kerr.TopicAlreadyExists) {
+		return false, nil
+	}
+	if err != nil {
+		return false, errors.WithHint(errors.Wrapf(err, "create control topic %q", name),
+			"check that the principal may create topics, or create it yourself with one partition and cleanup.policy=compact")
+	}
+	return true, nil
+}
+
+// Projection is a projector.State fed from a control topic. It reads with a
+// dedicated consumer and knows how far it has read.
+type Projection struct {
+	Topic string
+	State *projector.State
+	// Next is the offset after the last record (or transaction marker) read.
+	Next int64
+	// End is the end offset captured at the start of the last CatchUp that
+	// completed: the projection is caught up to at least End.
+	End int64
+
+	reader  *kgo.Client
+	cluster *Cluster
+	// onVerdict, when set, sees every verdict the fold returns.
+	onVerdict func(projector.Verdict)
+}
+
+// Project opens a projection of a control topic and reads it to its end.
+func (c *Cluster) Project(ctx context.Context, controlTopic string) (*Projection, error) {
+	p, err := c.OpenProjection(controlTopic)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.CatchUp(ctx); err != nil {
+		p.Close()
+		return nil, err
+	}
+	return p, nil
+}
+
+// OpenProjection prepares a projection without reading anything yet.
+func (c *Cluster) OpenProjection(controlTopic string) (*Projection, error) {
+	opts := append([]kgo.Opt{}, c.opts...)
+	opts = append(opts,
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{controlTopic: {0: kgo.NewOffset().AtStart()}}),
+		// Aborted transactional writes never count as decisions.
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		// Transaction markers occupy offsets; without them a read could never
+		// prove it reached the end.
+		kgo.KeepControlRecords(),
+		kgo.FetchMaxWait(500*time.Millisecond),
+	)
+	reader, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, errors.Wrap(err, "create control-topic reader")
+	}
+	return &Projection{Topic: controlTopic, State: projector.New(), reader: reader, cluster: c}, nil
+}
+
+// Close releases the projection's reader.
+func (p *Projection) Close() { p.reader.Close() }
+
+// CatchUp reads until the projection has folded every record below the end
+// offset captured when it began. It fails closed: on a deadline it returns
+// ErrNotCaughtUp and the caller must not act on the state.
+func (p *Projection) CatchUp(ctx context.Context) error {
+	ends, err := p.cluster.adm.ListCommittedOffsets(ctx, p.Topic)
+	if err != nil {
+		return errors.Wrapf(err, "read the end of control topic %q", p.Topic)
+	}
+	end, ok := ends.Lookup(p.Topic, 0)
+	if !ok || end.Err != nil {
+		if ok && errors.Is(end.Err, kerr.UnknownTopicOrPartition) || !ok {
+			return errors.WithHint(errors.Mark(errors.Newf("control topic %q does not exist", p.Topic), ErrTopicNotFound),
+				"create it with: kcleanup init --topic <data topic> --control-topic "+p.Topic)
+		}
+		return errors.Wrapf(end.Err, "read the end of control topic %q", p.Topic)
+	}
+	return p.readTo(ctx, end.Offset)
+}
+
+func (p *Projection) readTo(ctx context.Context, end int64) error {
+	for p.Next < end {
+		fs := p.reader.PollFetches(ctx)
+		if ctx.Err() != nil {
+			return errors.Mark(errors.Wrapf(ctx.Err(),
+				"control topic %q: read to offset %d of %d", p.Topic, p.Next, end), ErrNotCaughtUp)
+		}
+		var ferr error
+		fs.EachError(func(_ string, _ int32, err error) {
+			if ferr == nil {
+				ferr = err
+			}
+		})
+		if ferr != nil && !kerr.IsRetriable(ferr) {
+			return errors.Wrapf(ferr, "read control topic %q", p.Topic)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			if r.Offset < p.Next {
+				return
+			}
+			p.Next = r.Offset + 1
+			if r.Attrs.IsControl() {
+				return
+			}
+			v := p.State.Step(projector.Record{Offset: r.Offset, Key: r.Key, Value: r.Value, Timestamp: r.Timestamp})
+			if p.onVerdict != nil {
+				p.onVerdict(v)
+			}
+		})
+	}
+	p.End = end
+	return nil
+}
+
+// Actor names the writer of a control record: host/pid unless set.
+func Actor() string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s/%d", host, os.Getpid())
+}
+
+// Append writes one control record and returns its offset. It does not wait
+// for the verdict: see Decide.
+func (c *Cluster) Append(ctx context.Context, controlTopic string, env events.Envelope) (int64, error) {
+	key, value := env.Encode()
+	r := &kgo.Record{Topic: controlTopic, Partition: 0, Key: key, Value: value}
+	if err := c.cl.ProduceSync(ctx, r).FirstErr(); err != nil {
+		return 0, errors.Wrapf(err, "append %s to control topic %q", events.Key(env.PlanID, env.Event), controlTopic)
+	}
+	return r.Offset, nil
+}
+
+// Decide appends a record and reads the control topic until it has folded
+// it, then returns the log's verdict on it: a writer learns whether its
+// transition was accepted only by reading it back (DESIGN §5).
+func (p *Projection) Decide(ctx context.Context, env events.Envelope) (projector.Verdict, error) {
+	off, err := p.cluster.Append(ctx, p.Topic, env)
+	if err != nil {
+		return projector.Verdict{}, err
+	}
+	var got *projector.Verdict
+	prev := p.onVerdict
+	p.onVerdict = func(v projector.Verdict) {
+		if v.Offset == off {
+			got = &v
+		}
+		if prev != nil {
+			prev(v)
+		}
+	}
+	defer func() { p.onVerdict = prev }()
+	if err := p.readTo(ctx, off+1); err != nil {
+		return projector.Verdict{}, err
+	}
+	if got == nil {
+		return projector.Verdict{}, errors.Newf("control topic %q: record %d was not read back", p.Topic, off)
+	}
+	if err := p.Repair(ctx); err != nil {
+		return *got, err
+	}
+	return *got, nil
+}
+
+// Repair re-appends every accepted record whose key a later record
+// overwrote, so that compaction keeps the accepted value (DESIGN §5).
+func (p *Projection) Repair(ctx context.Context) error {
+	for _, r := range p.State.Repairs() {
+		rec := &kgo.Record{Topic: p.Topic, Partition: 0, Key: r.Key, Value: r.Value}
+		if err := p.cluster.cl.ProduceSync(ctx, rec).FirstErr(); err != nil {
+			return errors.Wrapf(err, "repair key %q on control topic %q", r.Key, p.Topic)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,22 @@
+// Package worker is everything of kcleanup that talks to Kafka: reading a
+// control topic into a projection, the apply protocol of DESIGN §6, and the
+// replicated worker daemon that finishes interrupted operations.
+//
+// The protocol, as Apply and Finish run it:
+//
+//  1. Preflight: the plan against the live topic (uncached topic ID, partition
+//     set, configs, offsets within [log start, high watermark]) and the
+//     boundary. Nothing is written; a failure leaves Kafka unchanged.
+//  2. PLANNED (if absent), then COMMITTED carrying the new cumulative
+//     boundary. A writer learns the verdict only by reading its record back
+//     (Projection.Decide). COMMITTED accepted is the point of no return:
+//     recovery enforces the new boundary from then on.
+//  3. DELETING; re-check topic ID and configs; DeleteRecords for partitions
+//     whose log start is below the plan.
+//  4. List log-start offsets; when each is at or above the plan, APPLIED.
+//
+// Every step is idempotent, so any process may resume an operation left in
+// COMMITTED or DELETING, and safety never depends on only one doing so. A
+// process acts only on a COMMITTED it read back from the log, through a
+// projection that proved it was caught up.
+package worker
