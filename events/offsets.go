@@ -52,7 +52,7 @@ func validateOffsets(field string, o Offsets) *fieldError {
 			return fieldErrorf(field, "has partition %d: expected partitions 0 to %d", p, math.MaxInt32)
 		}
 		if o[p] < 0 {
-			return fieldErrorf(childPath(field, strconv.Itoa(int(p))), "is %d: expected an offset of 0 or more", o[p])
+			return fieldErrorf(keyPath(field, strconv.Itoa(int(p))), "is %d: expected an offset of 0 or more", o[p])
 		}
 	}
 	return nil
@@ -70,7 +70,7 @@ func offsetsFromNode(field string, n node) (Offsets, *fieldError) {
 	}
 	o := make(Offsets, len(n.members))
 	for _, m := range n.members {
-		at := childPath(field, m.name)
+		at := keyPath(field, m.name)
 		p, ok := parsePartition(m.name)
 		if !ok {
 			return nil, fieldErrorf(at, "is not a canonical partition number: expected a decimal number from 0 to %d, without sign, spaces or leading zeros", math.MaxInt32)
@@ -85,6 +85,11 @@ func offsetsFromNode(field string, n node) (Offsets, *fieldError) {
 		o[p] = off
 	}
 	return o, nil
+}
+
+// keyPath names a partition key inside field: offsets["00"].
+func keyPath(field, key string) string {
+	return field + "[" + strconv.Quote(key) + "]"
 }
 
 // parsePartition accepts exactly the keys Offsets are written with:
