@@ -1,0 +1,41 @@
+// Command kcleanup is the operator's CLI: plan, submit and apply cleanups of a Kafka topic's old
+// prefix, check recovery points against the committed boundary, and run the workers.
+//
+// # Layout
+//
+//	main.go          main and run: execute the root command, print errors, map them to exit codes
+//	exitcode.go      exit codes (0 ok, 1 error, 2 usage, 3 refused), usageError, refusedError, printError
+//	root.go          the root command, the list of subcommands, the preflight every command gets
+//	globals.go       global flags with KCLEANUP_* fallbacks → globalOptions → franz-go options
+//	commandconfig.go --command-config: Kafka client properties → clientSecurity
+//	properties.go    the java.util.Properties text format
+//	jaas.go          sasl.jaas.config
+//	security.go      clientSecurity → TLS config, SASL mechanism, kgo options
+//	output.go        writeJSON (versioned) and newTable
+//	version.go       the version command: the smallest complete example of a command
+//
+// # Adding a command
+//
+// Write a builder in its own file, newXxxCmd(g *globalOptions) *cobra.Command, and add it to the
+// AddCommand list in newRootCmd (root.go). Follow version.go:
+//
+//   - Flags are locals of the builder, parsed into a struct; RunE calls a plain function that
+//     writes results to cmd.OutOrStdout() (in table form, or writeJSON when g.output is json) and
+//     uses cmd.Context(), which Ctrl-C cancels. Never call os.Exit or write to os.Stdout.
+//   - g is filled in before RunE runs: read it in RunE, not in the builder. Use g.kgoOpts() to
+//     build a franz-go client and g.controlTopicOf(topic) for the control topic.
+//   - Set Args (cobra.ExactArgs(1), ...) if the command takes positional arguments; without it,
+//     any argument is rejected. Argument, flag and MarkFlagRequired errors become usage errors
+//     (exit 2) by themselves: root.go installs the checks on every command of the tree. Wrap
+//     other errors about the command line in usageError, and a refusal by validation (a
+//     recovery point older than the boundary) in refusedError (exit 3). Everything else exits 1.
+//   - Attach operator advice with errors.WithHint: it is printed as a "Hint:" line.
+//   - Do not define flags named like the global ones (-b/--bootstrap-server, --control-topic,
+//     --command-config, -o/--output, --timeout).
+//
+// # Output contract
+//
+// Results go to stdout; errors ("Error: ..." then one "Hint: ..." line per hint) to stderr.
+// A JSON document is one object whose first field is "schemaVersion":1; exit codes are listed in
+// `kcleanup --help` and never renumbered.
+package main

@@ -1,0 +1,167 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/cockroachdb/errors"
+	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// outputFormat is the value of --output.
+type outputFormat string
+
+const (
+	outputTable outputFormat = "table" // aligned text for people
+	outputJSON  outputFormat = "json"  // one versioned JSON document on stdout, for programs
+)
+
+// Names of the global (persistent) flags and their environment fallbacks. A subcommand must not
+// define a flag with one of these names or shorthands (-b, -o).
+const (
+	flagBootstrap     = "bootstrap-server"
+	flagControlTopic  = "control-topic"
+	flagCommandConfig = "command-config"
+	flagOutput        = "output"
+	flagTimeout       = "timeout"
+
+	envBootstrap     = "KCLEANUP_BOOTSTRAP_SERVER"
+	envControlTopic  = "KCLEANUP_CONTROL_TOPIC"
+	envCommandConfig = "KCLEANUP_COMMAND_CONFIG"
+	envOutput        = "KCLEANUP_OUTPUT"
+	envTimeout       = "KCLEANUP_TIMEOUT"
+
+	defaultBootstrap = "localhost:9092"
+	defaultOutput    = outputTable
+	defaultTimeout   = 30 * time.Second
+
+	// defaultClientID names kcleanup in broker logs and quotas unless client.id overrides it.
+	defaultClientID = "kcleanup"
+)
+
+// globalOptions are the settings every command shares, resolved once per invocation from flags,
+// then KCLEANUP_* environment variables, then defaults (in that order of precedence).
+type globalOptions struct {
+	bootstrapServers []string     // never empty after resolution
+	controlTopic     string       // "" means: derive from the data topic (controlTopicFor)
+	commandConfig    string       // path of a Kafka client properties file, "" for none
+	output           outputFormat // outputTable or outputJSON
+	timeout          time.Duration
+}
+
+// addGlobalFlags declares the persistent flags on the root command. Their defaults are shown in
+// --help, but the values are read only through resolveGlobals, which also consults the
+// environment. They are strings (not pflag.Duration) so that a flag and its environment variable
+// are parsed by the same code and fail with the same message.
+func addGlobalFlags(root *cobra.Command) {
+	f := root.PersistentFlags()
+	f.StringP(flagBootstrap, "b", defaultBootstrap,
+		"Kafka bootstrap `servers`, comma-separated (env "+envBootstrap+")")
+	f.String(flagControlTopic, "",
+		"control `topic` (env "+envControlTopic+"; default: <data topic>.kcleanup)")
+	f.String(flagCommandConfig, "",
+		"Kafka client properties `file` for TLS and SASL, as Kafka's own tools take it (env "+envCommandConfig+")")
+	f.StringP(flagOutput, "o", string(defaultOutput),
+		"output `format`: table or json (env "+envOutput+")")
+	f.String(flagTimeout, defaultTimeout.String(),
+		"how long to wait for the cluster, a Go `duration` such as 30s or 2m (env "+envTimeout+")")
+}
+
+// resolveGlobals reads the global flags of cmd (the command being run, which inherits the
+// persistent flags) with their environment fallbacks. An invalid value is a usage error naming
+// where it came from (the flag or the environment variable).
+func resolveGlobals(cmd *cobra.Command) (globalOptions, error) {
+	var g globalOptions
+
+	raw, src := lookupSetting(cmd, flagBootstrap, envBootstrap, defaultBootstrap)
+	for _, s := range strings.Split(raw, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			g.bootstrapServers = append(g.bootstrapServers, s)
+		}
+	}
+	if len(g.bootstrapServers) == 0 {
+		return globalOptions{}, usageError(errors.Newf("%s is empty: give at least one host:port", src))
+	}
+
+	g.controlTopic, _ = lookupSetting(cmd, flagControlTopic, envControlTopic, "")
+	g.controlTopic = strings.TrimSpace(g.controlTopic)
+	g.commandConfig, _ = lookupSetting(cmd, flagCommandConfig, envCommandConfig, "")
+
+	raw, src = lookupSetting(cmd, flagOutput, envOutput, string(defaultOutput))
+	switch f := outputFormat(strings.ToLower(strings.TrimSpace(raw))); f {
+	case outputTable, outputJSON:
+		g.output = f
+	default:
+		return globalOptions{}, usageError(errors.Newf(
+			"invalid %s %q: allowed values are %s and %s", src, raw, outputTable, outputJSON))
+	}
+
+	raw, src = lookupSetting(cmd, flagTimeout, envTimeout, defaultTimeout.String())
+	d, err := time.ParseDuration(strings.TrimSpace(raw))
+	if err != nil || d <= 0 {
+		return globalOptions{}, usageError(errors.WithHint(
+			errors.Newf("invalid %s %q: want a positive Go duration", src, raw),
+			"examples: 500ms, 30s, 2m, 1h30m"))
+	}
+	g.timeout = d
+	return g, nil
+}
+
+// lookupSetting applies the precedence flag > environment > default and reports where the value
+// came from ("--output" or "KCLEANUP_OUTPUT=" ...), for error messages. An environment variable
+// that is set but empty counts as unset.
+func lookupSetting(cmd *cobra.Command, flag, env, def string) (value, source string) {
+	if f := cmd.Flags().Lookup(flag); f != nil && f.Changed {
+		return f.Value.String(), "--" + flag
+	}
+	if v, ok := os.LookupEnv(env); ok && v != "" {
+		return v, env
+	}
+	return def, fmt.Sprintf("--%s (default)", flag)
+}
+
+// controlTopicFor is the control topic a data topic gets when --control-topic is not given:
+// "<dataTopic>.kcleanup". This is the one place the convention lives. It does not check that the
+// result is a legal topic name (Kafka allows 249 characters); the caller's Kafka request will.
+func controlTopicFor(dataTopic string) string {
+	return dataTopic + ".kcleanup"
+}
+
+// controlTopicOf returns the control topic to use for dataTopic: --control-topic if given,
+// otherwise controlTopicFor(dataTopic).
+func (g globalOptions) controlTopicOf(dataTopic string) string {
+	if g.controlTopic != "" {
+		return g.controlTopic
+	}
+	return controlTopicFor(dataTopic)
+}
+
+// kgoOpts builds the franz-go client options every kcleanup client starts from: seed brokers,
+// dial timeout, acks=all, and TLS/SASL from --command-config. The idempotent producer is
+// franz-go's default and is deliberately left on (DESIGN §4: writers use acks=all and
+// idempotence). The command config file is read here, not in resolveGlobals, so that commands
+// that never talk to Kafka (version) do not fail on it.
+func (g globalOptions) kgoOpts() ([]kgo.Opt, error) {
+	opts := []kgo.Opt{
+		kgo.SeedBrokers(g.bootstrapServers...),
+		kgo.DialTimeout(g.timeout),
+		kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.ClientID(defaultClientID),
+	}
+	if g.commandConfig == "" {
+		return opts, nil
+	}
+	sec, err := loadCommandConfig(g.commandConfig)
+	if err != nil {
+		return nil, err
+	}
+	secOpts, err := sec.kgoOpts()
+	if err != nil {
+		return nil, errors.Wrapf(err, "--command-config %s", g.commandConfig)
+	}
+	// Appended last: a client.id in the file overrides the default.
+	return append(opts, secOpts...), nil
+}

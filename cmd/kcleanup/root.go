@@ -1,0 +1,128 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/cockroachdb/errors"
+	"github.com/spf13/cobra"
+)
+
+// newRootCmd builds the whole command tree. Every subcommand is registered here, one builder per
+// command; each builder receives the shared *globalOptions, which is filled in before the
+// command's RunE runs (see installPreflight).
+func newRootCmd() *cobra.Command {
+	g := &globalOptions{}
+	// In the order they should appear in --help.
+	return buildRoot(g,
+		newVersionCmd(g),
+	)
+}
+
+// buildRoot makes the root command with the given subcommands (built with the same g) and
+// installs the preflight on the finished tree. Tests use it to run made-up commands in the real
+// frame.
+func buildRoot(g *globalOptions, subcommands ...*cobra.Command) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "kcleanup",
+		Short: "Reclaim the old prefix of a Kafka topic without deleting records a recovery point needs",
+		Long: `kcleanup records a per-partition cleanup boundary on a compacted control topic before
+anything is deleted, deletes older records with Kafka's DeleteRecords, and refuses recovery
+points older than the boundary.
+
+Global flags may be given before or after the command. Each has an environment fallback;
+precedence is flag, then KCLEANUP_* environment variable, then default.
+
+` + exitCodesHelp,
+		SilenceUsage:               true,
+		SilenceErrors:              true,
+		SuggestionsMinimumDistance: 2,
+	}
+	addGlobalFlags(root)
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return usageError(errors.WithHint(err, helpHint(c)))
+	})
+	root.AddCommand(subcommands...)
+	installPreflight(root, g)
+	return root
+}
+
+// installPreflight walks the finished command tree (so it must run after every AddCommand) and
+// gives each command the checks that make a bad command line exit 2 before anything runs:
+//
+//   - positional arguments are validated by the command's Args (cobra.NoArgs when unset);
+//   - required flags and flag groups are checked here, not later by cobra, so that their
+//     errors too are usage errors;
+//   - the global options are resolved into *g.
+//
+// All of this runs as cobra's Args validator, which cobra calls after parsing flags and before
+// any hook or RunE. A command with subcommands and no RunE of its own (root, or a group) reports
+// a missing or unknown subcommand as a usage error instead of cobra's silent help.
+// Cobra's own help and completion commands are added at Execute time, after this walk, and so
+// are left alone (they work even when a KCLEANUP_* variable is invalid).
+func installPreflight(cmd *cobra.Command, g *globalOptions) {
+	if cmd.HasSubCommands() && cmd.RunE == nil && cmd.Run == nil {
+		cmd.Args = unknownSubcommand
+		cmd.RunE = missingSubcommand
+	}
+	args := cmd.Args
+	if args == nil {
+		args = cobra.NoArgs
+	}
+	cmd.Args = func(c *cobra.Command, a []string) error {
+		if err := args(c, a); err != nil {
+			if errors.Is(err, errUsage) { // already explained, e.g. by unknownSubcommand
+				return err
+			}
+			return usageError(errors.WithHint(err, helpHint(c)))
+		}
+		if err := c.ValidateRequiredFlags(); err != nil {
+			return usageError(errors.WithHint(err, helpHint(c)))
+		}
+		if err := c.ValidateFlagGroups(); err != nil {
+			return usageError(errors.WithHint(err, helpHint(c)))
+		}
+		resolved, err := resolveGlobals(c)
+		if err != nil {
+			return err
+		}
+		*g = resolved
+		return nil
+	}
+	for _, sub := range cmd.Commands() {
+		installPreflight(sub, g)
+	}
+}
+
+// unknownSubcommand is the Args validator of a command that only groups subcommands: any
+// positional argument left over is a subcommand that does not exist.
+func unknownSubcommand(c *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	err := errors.Newf("unknown command %q for %q", args[0], c.CommandPath())
+	if s := c.SuggestionsFor(args[0]); len(s) > 0 {
+		err = errors.WithHintf(err, "did you mean %s?", quoteJoin(s))
+	}
+	return usageError(errors.WithHint(err, helpHint(c)))
+}
+
+// missingSubcommand runs for a group command given no subcommand: like `go`, print the usage to
+// stderr (stdout is for results) and exit 2.
+func missingSubcommand(c *cobra.Command, _ []string) error {
+	c.SetOut(c.ErrOrStderr())
+	_ = c.Usage()
+	return usageError(errors.Newf("missing command for %q", c.CommandPath()))
+}
+
+func helpHint(c *cobra.Command) string {
+	return fmt.Sprintf("run '%s --help' for usage", c.CommandPath())
+}
+
+func quoteJoin(ss []string) string {
+	q := make([]string, len(ss))
+	for i, s := range ss {
+		q[i] = fmt.Sprintf("%q", s)
+	}
+	return strings.Join(q, " or ")
+}
