@@ -19,8 +19,11 @@ import (
 // reader re-delivers.
 func (s *State) Step(r Record) Verdict {
 	if r.Offset < s.next {
-		v := Verdict{Offset: r.Offset, Key: string(r.Key), Outcome: Rejected, Reason: ReasonOutOfOrder, At: r.Timestamp,
-			Detail: fmt.Sprintf("offset %d is at or below offset %d, already folded; ignored", r.Offset, s.next-1)}
+		detail := fmt.Sprintf("offset %d is at or below offset %d, already folded; ignored", r.Offset, s.next-1)
+		if r.Offset < 0 {
+			detail = fmt.Sprintf("offset %d is negative: Kafka offsets start at 0; ignored", r.Offset)
+		}
+		v := Verdict{Offset: r.Offset, Key: string(r.Key), Outcome: Rejected, Reason: ReasonOutOfOrder, At: r.Timestamp, Detail: detail}
 		v.PlanID, v.Event = keyParts(r.Key)
 		return v
 	}
@@ -278,7 +281,7 @@ func (s *State) degrade(offset int64, key string, err error) {
 		return
 	}
 	s.degraded = true
-	s.degradedReason = fmt.Sprintf("record at offset %d (key %q) was written by a newer kcleanup: %v; upgrade kcleanup to read it", offset, key, err)
+	s.degradedReason = fmt.Sprintf("record at offset %d (key %q) is from a newer kcleanup: %v", offset, key, err)
 }
 
 // acceptedOffset is the offset of the first accepted record of event e.

@@ -1,0 +1,141 @@
+package projector
+
+import (
+	"encoding/base64"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kcleanup/kcleanup/events"
+	"github.com/kcleanup/kcleanup/fsm"
+)
+
+// testTopic is the data topic of every test unless it says otherwise.
+const testTopic = "action-state"
+
+// testEpoch is the "at" of offset 0 in generated records; offset n is n
+// seconds later. Fixed, so transcripts and digests are reproducible.
+var testEpoch = time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+
+// testTopicID returns a valid Kafka topic ID distinct for each n ≥ 1.
+func testTopicID(n byte) string {
+	var b [16]byte
+	b[0], b[7] = n, 0x5a
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// newPlan builds a plan with its real ID.
+func newPlan(rp, topic, topicID string, offsets events.Offsets) events.Plan {
+	return events.Plan{
+		PlanID:              events.ComputePlanID(rp, topic, topicID, offsets),
+		SourceRecoveryPoint: rp,
+		Topic:               topic,
+		TopicID:             topicID,
+		Offsets:             offsets,
+	}
+}
+
+// envelope builds the envelope of event e for plan p. The caller adds
+// Boundary (COMMITTED) and LogStart (APPLIED).
+func envelope(p events.Plan, e events.Event, offset int64, actor string) events.Envelope {
+	return events.Envelope{
+		SchemaVersion: events.SchemaVersion,
+		Event:         e,
+		PlanID:        p.PlanID,
+		Plan:          p,
+		At:            testEpoch.Add(time.Duration(offset) * time.Second),
+		Actor:         actor,
+	}
+}
+
+// record encodes an envelope as the record at offset.
+func record(offset int64, env events.Envelope) Record {
+	k, v := env.Encode()
+	return Record{Offset: offset, Key: k, Value: v, Timestamp: env.At}
+}
+
+// nextBoundary is what a correct writer puts in a COMMITTED: the max of the
+// boundary it sees and the plan, over the union of partitions.
+func nextBoundary(current, plan events.Offsets) events.Offsets {
+	next := current.Clone()
+	if next == nil {
+		next = events.Offsets{}
+	}
+	for p, off := range plan {
+		if b, ok := next[p]; !ok || off > b {
+			next[p] = off
+		}
+	}
+	return next
+}
+
+// parseOffsets reads "0:150,1:230"; "" and "none" are empty.
+func parseOffsets(t testing.TB, s string) events.Offsets {
+	t.Helper()
+	o := events.Offsets{}
+	if s == "" || s == "none" {
+		return o
+	}
+	for _, part := range strings.Split(s, ",") {
+		ps, os, ok := strings.Cut(part, ":")
+		if !ok {
+			t.Fatalf("offsets %q: expected partition:offset,...", s)
+		}
+		p, err := strconv.ParseInt(ps, 10, 32)
+		if err != nil {
+			t.Fatalf("offsets %q: %v", s, err)
+		}
+		off, err := strconv.ParseInt(os, 10, 64)
+		if err != nil {
+			t.Fatalf("offsets %q: %v", s, err)
+		}
+		o[int32(p)] = off
+	}
+	return o
+}
+
+// compact is what Kafka's log cleaner leaves: the last record of every key,
+// in offset order (tombstones included, as before delete.retention.ms).
+func compact(log []Record) []Record {
+	last := map[string]int{}
+	for i, r := range log {
+		last[string(r.Key)] = i
+	}
+	var out []Record
+	for i, r := range log {
+		if last[string(r.Key)] == i {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// fold folds records into a new State.
+func fold(records []Record) *State {
+	s := New()
+	for _, r := range records {
+		s.Step(r)
+	}
+	return s
+}
+
+// opStates maps each plan ID to its state, for comparing projections.
+func opStates(s *State) map[string]fsm.State {
+	m := map[string]fsm.State{}
+	for _, o := range s.Operations() {
+		m[o.PlanID] = o.State
+	}
+	return m
+}
+
+// sortedKeys returns the keys of m in order.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

@@ -1,0 +1,343 @@
+package projector
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/datadriven"
+	"github.com/cockroachdb/errors"
+
+	"github.com/kcleanup/kcleanup/events"
+)
+
+// TestTranscripts runs the datadriven files under testdata/. Regenerate the
+// expected output with `go test ./projector -run TestTranscripts -rewrite`
+// and review the diff. Plan IDs print as their names (p1) and topic IDs as
+// T1, T2, ... (tid=T1 in arguments; <p1> and <T1> in raw input).
+//
+//	plan id=p1 rp=C1 offsets=0:150,1:230 [topic=action-state] [tid=T1]
+//	    define a plan (not a record)
+//	record off=5 plan=p1 event=PLANNED [key=p1/PLANNED] [boundary=0:150]
+//	    [logstart=0:150] [actor=w1] [tamper] [tombstone] [raw]
+//	    fold one record and print its verdict. COMMITTED's boundary
+//	    defaults to the correct one (max of the current boundary and the
+//	    plan), APPLIED's logstart to the plan. tamper edits the plan's first
+//	    offset without fixing its ID; tombstone folds a nil value; raw uses
+//	    the input text as the value (key= required).
+//	state       the projection: boundary, binding, operations, rejections, repairs
+//	audit       every verdict in log order
+//	pending     the operations a worker must finish
+//	repair off=N      fold Repairs() at offsets N, N+1, ...
+//	validate [topic=action-state] [tid=T1] offsets=0:100
+//	    validate one marker (or one per input line, in the same syntax)
+//	compact     replay the log compacted by key in a fresh projection and print its state
+//	digest      whether a second fold of the same records has the same Digest
+//	reset       start over with an empty projection and log
+func TestTranscripts(t *testing.T) {
+	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+		tr := newTranscript()
+		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
+			return tr.run(t, d)
+		})
+	})
+}
+
+type transcript struct {
+	s     *State
+	log   []Record
+	plans map[string]events.Plan
+	names *strings.Replacer // real IDs → names, for output
+	pairs []string          // the pairs names is built from
+	tids  map[string]string // T1 → topic ID
+}
+
+func newTranscript() *transcript {
+	tr := &transcript{s: New(), plans: map[string]events.Plan{}, tids: map[string]string{}}
+	for i := byte(1); i <= 3; i++ {
+		name := fmt.Sprintf("T%d", i)
+		tr.tids[name] = testTopicID(i)
+		tr.pairs = append(tr.pairs, testTopicID(i), name)
+	}
+	tr.names = strings.NewReplacer(tr.pairs...)
+	return tr
+}
+
+func (tr *transcript) run(t *testing.T, d *datadriven.TestData) string {
+	switch d.Cmd {
+	case "plan":
+		return tr.plan(t, d)
+	case "record":
+		return tr.record(t, d)
+	case "state":
+		return tr.show(tr.s)
+	case "audit":
+		var b strings.Builder
+		for _, v := range tr.s.Audit() {
+			b.WriteString(tr.verdictLine(v))
+		}
+		return tr.names.Replace(b.String())
+	case "pending":
+		var b strings.Builder
+		for _, o := range tr.s.Pending() {
+			fmt.Fprintf(&b, "%s %s\n", o.PlanID, o.State)
+		}
+		if b.Len() == 0 {
+			return "none\n"
+		}
+		return tr.names.Replace(b.String())
+	case "repair":
+		var off int64
+		d.ScanArgs(t, "off", &off)
+		var b strings.Builder
+		for _, r := range tr.s.Repairs() {
+			r.Offset = off
+			off++
+			b.WriteString(tr.fold(r))
+		}
+		if b.Len() == 0 {
+			return "nothing to repair\n"
+		}
+		return b.String()
+	case "validate":
+		return tr.validate(t, d)
+	case "compact":
+		return tr.show(fold(compact(tr.log)))
+	case "digest":
+		again := fold(tr.log)
+		if again.Digest() != tr.s.Digest() {
+			return "different\n"
+		}
+		return "same\n"
+	case "reset":
+		tr.s, tr.log = New(), nil
+		return "ok\n"
+	}
+	d.Fatalf(t, "unknown command %q", d.Cmd)
+	return ""
+}
+
+func (tr *transcript) plan(t *testing.T, d *datadriven.TestData) string {
+	var name, rp, offsets string
+	topic, tid := testTopic, "T1"
+	d.ScanArgs(t, "id", &name)
+	d.ScanArgs(t, "rp", &rp)
+	d.ScanArgs(t, "offsets", &offsets)
+	d.MaybeScanArgs(t, "topic", &topic)
+	d.MaybeScanArgs(t, "tid", &tid)
+	p := newPlan(rp, topic, tr.topicID(t, tid), parseOffsets(t, offsets))
+	if err := p.Validate(); err != nil {
+		d.Fatalf(t, "plan %s: %v", name, err)
+	}
+	tr.plans[name] = p
+	tr.pairs = append(tr.pairs, p.PlanID, name)
+	tr.names = strings.NewReplacer(tr.pairs...)
+	return tr.names.Replace(fmt.Sprintf("%s: %s (%s) from %s, offsets %s\n", p.PlanID, p.Topic, p.TopicID, rp, formatOffsets(p.Offsets)))
+}
+
+func (tr *transcript) topicID(t *testing.T, name string) string {
+	if id, ok := tr.tids[name]; ok {
+		return id
+	}
+	return name // a literal, possibly invalid, ID
+}
+
+// resolve turns "<p1>" and "<T1>" in text, and "p1/EVENT" in a key, into IDs.
+func (tr *transcript) resolve(text string) string {
+	var pairs []string
+	for name, p := range tr.plans {
+		pairs = append(pairs, "<"+name+">", p.PlanID)
+	}
+	for name, id := range tr.tids {
+		pairs = append(pairs, "<"+name+">", id)
+	}
+	return strings.NewReplacer(pairs...).Replace(text)
+}
+
+func (tr *transcript) record(t *testing.T, d *datadriven.TestData) string {
+	var off int64
+	d.ScanArgs(t, "off", &off)
+	var key string
+	if d.MaybeScanArgs(t, "key", &key) {
+		if id, rest, ok := strings.Cut(key, "/"); ok {
+			if p, ok := tr.plans[id]; ok {
+				key = p.PlanID + "/" + rest
+			}
+		}
+		key = tr.resolve(key)
+	}
+	r := Record{Offset: off, Key: []byte(key), Timestamp: testEpoch.Add(time.Duration(off) * time.Second)}
+	switch {
+	case d.HasArg("raw"):
+		r.Value = []byte(tr.resolve(strings.TrimSpace(d.Input)))
+	case d.HasArg("tombstone") && key != "":
+	default:
+		env := tr.envelope(t, d, off)
+		k, v := env.Encode()
+		if key == "" {
+			r.Key = k
+		}
+		if !d.HasArg("tombstone") {
+			r.Value = v
+		}
+	}
+	return tr.fold(r)
+}
+
+// envelope builds the record's envelope from its arguments.
+func (tr *transcript) envelope(t *testing.T, d *datadriven.TestData, off int64) events.Envelope {
+	var name, ev string
+	d.ScanArgs(t, "plan", &name)
+	d.ScanArgs(t, "event", &ev)
+	p, ok := tr.plans[name]
+	if !ok {
+		d.Fatalf(t, "unknown plan %q", name)
+	}
+	actor := "worker-1"
+	d.MaybeScanArgs(t, "actor", &actor)
+	env := envelope(p, events.Event(ev), off, actor)
+	var s string
+	switch {
+	case d.MaybeScanArgs(t, "boundary", &s):
+		env.Boundary = parseOffsets(t, s)
+	case env.Event == events.Committed:
+		env.Boundary = nextBoundary(tr.s.Boundary(), p.Offsets)
+	}
+	switch {
+	case d.MaybeScanArgs(t, "logstart", &s):
+		env.LogStart = parseOffsets(t, s)
+	case env.Event == events.Applied:
+		env.LogStart = p.Offsets.Clone()
+	}
+	if d.HasArg("tamper") {
+		env.Plan.Offsets = p.Offsets.Clone()
+		first := env.Plan.Offsets.Partitions()[0]
+		env.Plan.Offsets[first]++
+	}
+	return env
+}
+
+// fold steps one record, keeps it in the log (unless out of order) and
+// prints the verdict.
+func (tr *transcript) fold(r Record) string {
+	before := tr.s.coreDigest()
+	v := tr.s.Step(r)
+	if v.Reason != ReasonOutOfOrder {
+		tr.log = append(tr.log, r)
+	}
+	line := tr.verdictLine(v)
+	if v.Outcome != Accepted && tr.s.coreDigest() != before {
+		line += "BUG: a non-accepted record changed the boundary, binding or operations\n"
+	}
+	return tr.names.Replace(line)
+}
+
+func (tr *transcript) verdictLine(v Verdict) string {
+	what := v.Outcome.String()
+	if v.Reason != "" {
+		what += " " + string(v.Reason)
+	}
+	return fmt.Sprintf("%d %s: %s: %s\n", v.Offset, printableKey(v.Key), what, v.Detail)
+}
+
+func printableKey(k string) string {
+	if k == "" {
+		return `""`
+	}
+	return k
+}
+
+// show prints a projection. Names stand for IDs.
+func (tr *transcript) show(s *State) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "next: %d\n", s.Next())
+	if topic, tid, ok := s.Binding(); ok {
+		fmt.Fprintf(&b, "binding: %s %s\n", topic, tid)
+	} else {
+		b.WriteString("binding: none\n")
+	}
+	bd := s.Boundary()
+	if len(bd) == 0 {
+		b.WriteString("boundary: none\n")
+	}
+	for _, p := range bd.Partitions() {
+		fmt.Fprintf(&b, "boundary: %d:%d set by %s\n", p, bd[p], s.BoundarySetBy(p))
+	}
+	if ok, why := s.Degraded(); ok {
+		fmt.Fprintf(&b, "degraded: %s\n", why)
+	}
+	for _, o := range s.Operations() {
+		fmt.Fprintf(&b, "op %s %s", o.PlanID, o.State)
+		if o.Boundary != nil {
+			fmt.Fprintf(&b, " boundary=%s", formatOffsets(o.Boundary))
+		}
+		if o.LogStart != nil {
+			fmt.Fprintf(&b, " logstart=%s", formatOffsets(o.LogStart))
+		}
+		if o.DeleteAttempts > 0 {
+			fmt.Fprintf(&b, " attempts=%d", o.DeleteAttempts)
+		}
+		var steps []string
+		for _, st := range o.History {
+			steps = append(steps, fmt.Sprintf("%d:%s", st.Offset, st.Event))
+		}
+		fmt.Fprintf(&b, " history=%s\n", strings.Join(steps, ","))
+	}
+	for _, v := range s.Rejected() {
+		fmt.Fprintf(&b, "rejected %d %s: %s\n", v.Offset, printableKey(v.Key), v.Reason)
+	}
+	for _, r := range s.Repairs() {
+		fmt.Fprintf(&b, "repair %s (accepted at %d)\n", r.Key, r.Offset)
+	}
+	return tr.names.Replace(b.String())
+}
+
+func (tr *transcript) validate(t *testing.T, d *datadriven.TestData) string {
+	var markers []events.Marker
+	if d.HasArg("offsets") {
+		markers = append(markers, tr.marker(t, d.CmdArgs))
+	}
+	for _, line := range strings.Split(strings.TrimSpace(d.Input), "\n") {
+		if line == "" {
+			continue
+		}
+		_, args, err := datadriven.ParseLine("marker " + line)
+		if err != nil {
+			d.Fatalf(t, "%v", err)
+		}
+		markers = append(markers, tr.marker(t, args))
+	}
+	err := tr.s.Validate(markers)
+	if err == nil {
+		return "allowed\n"
+	}
+	var refusal *RefusalError
+	if !errors.As(err, &refusal) {
+		d.Fatalf(t, "Validate returned %v, not a *RefusalError", err)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "refused %s: %s\n", refusal.Reason, err)
+	for _, h := range errors.GetAllHints(err) {
+		fmt.Fprintf(&b, "hint: %s\n", h)
+	}
+	if n := len(tr.s.Refusals(markers)); n > 1 {
+		fmt.Fprintf(&b, "(%d refusals in all)\n", n)
+	}
+	return tr.names.Replace(b.String())
+}
+
+func (tr *transcript) marker(t *testing.T, args []datadriven.CmdArg) events.Marker {
+	m := events.Marker{Topic: testTopic, TopicID: tr.tids["T1"]}
+	for _, a := range args {
+		switch a.Key {
+		case "topic":
+			m.Topic = a.Vals[0]
+		case "tid":
+			m.TopicID = tr.topicID(t, a.Vals[0])
+		case "offsets":
+			m.Offsets = parseOffsets(t, a.Vals[0])
+		}
+	}
+	return m
+}
