@@ -44,6 +44,9 @@ type Options struct {
 	Observe func(Progress)
 	// Bootstrap is quoted in hints (the exact commands to run).
 	Bootstrap string
+	// DeleteRecordsTook, when set, sees how long each DeleteRecords request
+	// took and whether it failed as a whole (the worker's latency metric).
+	DeleteRecordsTook func(took time.Duration, err error)
 }
 
 func (o Options) say(step, format string, args ...any) {
@@ -355,6 +358,9 @@ func (c *Cluster) Finish(ctx context.Context, proj *Projection, planID string, o
 	}
 	began := time.Now()
 	res, err := c.DeleteRecords(ctx, plan.Topic, to)
+	if o.DeleteRecordsTook != nil && len(to) > 0 {
+		o.DeleteRecordsTook(time.Since(began), err)
+	}
 	if err != nil {
 		return out, err
 	}

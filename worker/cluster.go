@@ -49,6 +49,11 @@ func (c *Cluster) Close() { c.cl.Close() }
 // Client returns the underlying franz-go client.
 func (c *Cluster) Client() *kgo.Client { return c.cl }
 
+// ConnOpts returns a copy of the connection options the cluster was created
+// with (seed brokers, TLS, SASL), for callers that need a client of their own:
+// the worker's consumer-group member, a test's raw reader.
+func (c *Cluster) ConnOpts() []kgo.Opt { return slices.Clone(c.opts) }
+
 // TopicInfo is what the protocol needs to know about a topic at one moment.
 type TopicInfo struct {
 	Name string

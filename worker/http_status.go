@@ -1,0 +1,124 @@
+package worker
+
+import (
+	"time"
+
+	"github.com/kcleanup/kcleanup/events"
+	"github.com/kcleanup/kcleanup/fsm"
+	"github.com/kcleanup/kcleanup/projector"
+)
+
+// StatusSchemaVersion versions the status document. A field may be added
+// without a new version; renaming or removing one needs a new version.
+const StatusSchemaVersion = 1
+
+// Status is the state of one control topic as `kcleanup status -o json`
+// prints it and a worker serves it at /v1/status: one document, one shape,
+// built by StatusOf for both.
+type Status struct {
+	SchemaVersion int    `json:"schemaVersion"`
+	ControlTopic  string `json:"controlTopic"`
+	// Topic and TopicID are the data topic this control topic governs (empty
+	// until the first PLANNED is accepted).
+	Topic   string `json:"topic,omitempty"`
+	TopicID string `json:"topicId,omitempty"`
+	// ReadTo is the offset after the last control record folded.
+	ReadTo         int64  `json:"readTo"`
+	Degraded       bool   `json:"degraded"`
+	DegradedReason string `json:"degradedReason,omitempty"`
+	// Boundary is the committed boundary per partition, and BoundarySetBy
+	// the plan whose commit last raised each partition.
+	Boundary      events.Offsets    `json:"boundary"`
+	BoundarySetBy map[int32]string  `json:"boundarySetBy"`
+	Operations    []OperationStatus `json:"operations"`
+	Rejected      []RejectedRecord  `json:"rejected"`
+	// Blocked lists the operations a worker stopped retrying for a cause an
+	// operator must remove. Only the worker that owns the control topic
+	// knows them; `kcleanup status` always shows none.
+	Blocked []BlockedOperation `json:"blocked"`
+	// UnrepairedKeys counts accepted records overwritten under their key and
+	// not yet re-appended (a worker repairs them).
+	UnrepairedKeys int `json:"unrepairedKeys"`
+}
+
+// OperationStatus is one plan's life on the control topic.
+type OperationStatus struct {
+	PlanID              string         `json:"planId"`
+	State               fsm.State      `json:"state"`
+	SourceRecoveryPoint string         `json:"sourceRecoveryPoint"`
+	Offsets             events.Offsets `json:"offsets"`
+	// Boundary is the cumulative boundary its COMMITTED set.
+	Boundary events.Offsets `json:"boundary,omitempty"`
+	// LogStart holds the verified log-start offsets its APPLIED reported.
+	LogStart       events.Offsets `json:"logStart,omitempty"`
+	DeleteAttempts int            `json:"deleteAttempts"`
+	// UpdatedAt and UpdatedBy are the "at" and "actor" of its last accepted record.
+	UpdatedAt time.Time `json:"updatedAt"`
+	UpdatedBy string    `json:"updatedBy"`
+	// Offset is the control-topic offset of its last accepted record.
+	Offset int64 `json:"offset"`
+}
+
+// RejectedRecord is one control record the fold rejected.
+type RejectedRecord struct {
+	Offset int64            `json:"offset"`
+	Key    string           `json:"key"`
+	Reason projector.Reason `json:"reason"`
+	Detail string           `json:"detail"`
+	At     time.Time        `json:"at"`
+	Actor  string           `json:"actor,omitempty"`
+}
+
+// BlockedOperation is an operation a worker will not retry until RetryAt,
+// because its last attempt failed for a cause retrying cannot fix.
+type BlockedOperation struct {
+	PlanID  string    `json:"planId"`
+	Reason  string    `json:"reason"`
+	Since   time.Time `json:"since"`
+	RetryAt time.Time `json:"retryAt"`
+}
+
+// StatusOf builds the status document of a projection. It reads the
+// projection and must run on the goroutine that folds into it. Lists are
+// never null, so a consumer can iterate them without a check.
+func StatusOf(proj *Projection) Status {
+	s := proj.State
+	st := Status{
+		SchemaVersion: StatusSchemaVersion,
+		ControlTopic:  proj.Topic,
+		ReadTo:        proj.Next,
+		Boundary:      s.Boundary(),
+		BoundarySetBy: map[int32]string{},
+		Operations:    []OperationStatus{},
+		Rejected:      []RejectedRecord{},
+		Blocked:       []BlockedOperation{},
+	}
+	st.Topic, st.TopicID, _ = s.Binding()
+	st.Degraded, st.DegradedReason = s.Degraded()
+	for p := range st.Boundary {
+		st.BoundarySetBy[p] = s.BoundarySetBy(p)
+	}
+	for _, op := range s.Operations() {
+		os := OperationStatus{
+			PlanID:              op.PlanID,
+			State:               op.State,
+			SourceRecoveryPoint: op.Plan.SourceRecoveryPoint,
+			Offsets:             op.Plan.Offsets,
+			Boundary:            op.Boundary,
+			LogStart:            op.LogStart,
+			DeleteAttempts:      op.DeleteAttempts,
+		}
+		if n := len(op.History); n > 0 {
+			last := op.History[n-1]
+			os.UpdatedAt, os.UpdatedBy, os.Offset = last.At, last.Actor, last.Offset
+		}
+		st.Operations = append(st.Operations, os)
+	}
+	for _, v := range s.Rejected() {
+		st.Rejected = append(st.Rejected, RejectedRecord{
+			Offset: v.Offset, Key: v.Key, Reason: v.Reason, Detail: v.Detail, At: v.At, Actor: v.Actor,
+		})
+	}
+	st.UnrepairedKeys = len(s.Repairs())
+	return st
+}
