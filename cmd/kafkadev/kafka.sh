@@ -1,0 +1,218 @@
+#!/usr/bin/env bash
+# A real, single-node Apache Kafka broker for development and tests, from Maven Central.
+# Needs Java 17+, Maven and Go; no Docker.
+#
+#   kafka.sh up              start a broker (or reuse the running one); prints host:port
+#   kafka.sh down            stop it and delete its data
+#   kafka.sh cli TOOL ARGS   run one of Kafka's own tools (kafka-topics, kafka-configs, ...)
+#   kafka.sh test CMD...     run CMD with KCLEANUP_TEST_BOOTSTRAP set, starting a broker if needed
+#
+# State: the jars in .cache/kafka/<version>/lib, the running broker in .kafka/broker/
+# (config, data, logs/server.log, pid) and its address in .kafka/bootstrap.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(cd "$here/../.." && pwd)
+version=$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$here/pom.xml")
+lib="$root/.cache/kafka/$version/lib"
+state="$root/.kafka"
+broker="$state/broker"
+java="${JAVA_HOME:+$JAVA_HOME/bin/}java"
+start_timeout="${KAFKA_DEV_START_TIMEOUT:-120s}"
+
+die() { echo "kafka.sh: $*" >&2; exit 1; }
+log() { echo "kafka.sh: $*" >&2; }
+
+# lock serialises up and down between users of the same checkout; unlock ends it.
+lock() { mkdir -p "$state"; exec 9>"$state/lock"; flock 9; }
+unlock() { flock -u 9; }
+
+# fetch_jars resolves the pinned release once; the rename makes a half-done download invisible.
+fetch_jars() {
+  [[ -d $lib ]] && return
+  command -v mvn >/dev/null || die "Maven is needed to download Kafka $version (or set KCLEANUP_TEST_BOOTSTRAP to an existing broker)"
+  log "downloading Apache Kafka $version from Maven Central into ${lib#"$root/"}"
+  mkdir -p "$(dirname "$lib")"
+  local tmp="$lib.tmp.$$"
+  if ! mvn -q -B -ntp -f "$here/pom.xml" \
+    org.apache.maven.plugins:maven-dependency-plugin:3.8.1:copy-dependencies \
+    -DincludeScope=runtime -DoutputDirectory="$tmp" >"$tmp.log" 2>&1; then
+    cat "$tmp.log" >&2
+    rm -rf "$tmp" "$tmp.log"
+    die "Maven could not resolve Kafka $version"
+  fi
+  rm -f "$tmp.log"
+  mv "$tmp" "$lib" 2>/dev/null || rm -rf "$tmp" # another user finished first: keep theirs
+}
+
+check_java() {
+  local v
+  command -v "$java" >/dev/null || die "Java 17 or newer is needed (none found; set JAVA_HOME)"
+  v=$("$java" -XshowSettings:properties -version 2>&1 | sed -n 's/ *java.specification.version = //p')
+  [[ ${v%%.*} -ge 17 ]] 2>/dev/null || die "Java 17 or newer is needed, found $v (set JAVA_HOME)"
+}
+
+# run_java runs a Kafka main class from the cached jars with quiet tool logging.
+run_java() {
+  "$java" -Xmx512m -XX:TieredStopAtLevel=1 -XX:+UseSerialGC \
+    -Dlog4j2.configurationFile="$here/log4j2-tools.properties" -cp "$lib/*" "$@"
+}
+
+# waitkafka waits for a Metadata answer (worker/kafkatest/cmd/waitkafka).
+waitkafka() { (cd "$root" && go run ./worker/kafkatest/cmd/waitkafka "$@"); }
+
+# our_broker prints the pid of the broker this checkout started, if that process still runs.
+our_broker() {
+  local pid
+  pid=$(cat "$broker/pid" 2>/dev/null) || return 1
+  # A recycled pid belongs to someone else: it must be our java with our config.
+  ps -o args= -p "$pid" 2>/dev/null | grep -qF "kafka.Kafka $broker/server.properties" || return 1
+  echo "$pid"
+}
+
+# free_port prints a port below the ephemeral range on which nothing listens.
+free_port() {
+  local p
+  while :; do
+    p=$((20000 + RANDOM % 12000))
+    (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return; }
+  done
+}
+
+# up OWNER: OWNER is "user" (kafka.sh up: stays until kafka.sh down) or "test" (kafka.sh test:
+# the last test run to finish stops it).
+up() {
+  lock
+  local pid addr
+  if pid=$(our_broker); then
+    addr=$(cat "$state/bootstrap")
+    waitkafka -timeout 15s "$addr" >/dev/null 2>&1 ||
+      die "broker pid $pid runs but does not answer at $addr; see ${broker#"$root/"}/logs/server.log or run: $0 down"
+    [[ $1 == user ]] && rm -f "$broker/owned-by-test"
+    log "reusing the broker at $addr (pid $pid)"
+    echo "$addr"
+    unlock
+    return
+  fi
+  rm -rf "$broker" "$state/bootstrap" # leftovers of a broker that died
+  check_java
+  fetch_jars
+  command -v go >/dev/null || die "Go is needed to check that the broker answers"
+
+  local port cport
+  port=$(free_port)
+  cport=$(free_port)
+  [[ $port != "$cport" ]] || cport=$(free_port)
+  addr="127.0.0.1:$port"
+  mkdir -p "$broker/data" "$broker/logs"
+  sed -e "s|@PORT@|$port|g" -e "s|@CONTROLLER_PORT@|$cport|g" -e "s|@DATA_DIR@|$broker/data|g" \
+    "$here/server.properties.in" >"$broker/server.properties"
+  [[ $1 == test ]] && touch "$broker/owned-by-test"
+
+  # A cluster ID is a Kafka UUID: 16 random bytes, URL-safe base64 without padding.
+  local cluster_id
+  cluster_id=$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')
+  run_java kafka.tools.StorageTool format -t "$cluster_id" -c "$broker/server.properties" \
+    >"$broker/logs/format.log" 2>&1 || { cat "$broker/logs/format.log" >&2; die "formatting the storage failed"; }
+
+  log "starting Apache Kafka $version at $addr (logs: ${broker#"$root/"}/logs/server.log)"
+  # shellcheck disable=SC2086 # KAFKA_HEAP_OPTS is a list of JVM flags
+  nohup "$java" ${KAFKA_HEAP_OPTS:--Xmx1g -Xms256m} -XX:+UseG1GC -Djava.awt.headless=true \
+    -Dlog4j2.configurationFile="$here/log4j2-broker.properties" -Dkafka.logs.dir="$broker/logs" \
+    -cp "$lib/*" kafka.Kafka "$broker/server.properties" \
+    >"$broker/logs/stdout.log" 2>&1 </dev/null 8>&- 9>&- & # the JVM must not inherit our locks
+  pid=$!
+  echo "$pid" >"$broker/pid"
+
+  if ! waitkafka -timeout "$start_timeout" -pid "$pid" "$addr"; then
+    echo "---- last lines of ${broker#"$root/"}/logs (server.log, stdout.log):" >&2
+    tail -n 40 "$broker/logs/server.log" "$broker/logs/stdout.log" >&2 || true
+    kill -KILL "$pid" 2>/dev/null || true
+    die "the broker did not start; its files are kept in ${broker#"$root/"} (run: $0 down)"
+  fi
+  echo "$addr" >"$state/bootstrap"
+  log "ready at $addr (pid $pid)"
+  echo "$addr"
+  unlock
+}
+
+down() {
+  lock
+  local pid
+  if pid=$(our_broker); then
+    kill -TERM "$pid"
+    for _ in $(seq 1 100); do # 20 seconds for a clean shutdown, then KILL
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.2
+    done
+    kill -KILL "$pid" 2>/dev/null || true
+    log "stopped the broker (pid $pid)"
+  else
+    log "no broker running"
+  fi
+  rm -rf "$broker" "$state/bootstrap"
+  unlock
+}
+
+# tool_class maps a tool's script name (as in Kafka's bin/) to its main class.
+tool_class() {
+  case $1 in
+  kafka-topics) echo org.apache.kafka.tools.TopicCommand ;;
+  kafka-configs) echo kafka.admin.ConfigCommand ;;
+  kafka-get-offsets) echo org.apache.kafka.tools.GetOffsetShell ;;
+  kafka-delete-records) echo org.apache.kafka.tools.DeleteRecordsCommand ;;
+  kafka-console-producer) echo org.apache.kafka.tools.ConsoleProducer ;;
+  kafka-console-consumer) echo org.apache.kafka.tools.consumer.ConsoleConsumer ;;
+  kafka-consumer-groups) echo org.apache.kafka.tools.consumer.group.ConsumerGroupCommand ;;
+  kafka-broker-api-versions) echo org.apache.kafka.tools.BrokerApiVersionsCommand ;;
+  kafka-metadata-quorum) echo org.apache.kafka.tools.MetadataQuorumCommand ;;
+  *) return 1 ;;
+  esac
+}
+
+cli() {
+  [[ $# -ge 1 ]] || die "usage: $0 cli TOOL [ARGS...]"
+  local tool=$1 class
+  shift
+  class=$(tool_class "$tool") || die "unknown tool '$tool'; known: kafka-topics kafka-configs kafka-get-offsets kafka-delete-records kafka-console-producer kafka-console-consumer kafka-consumer-groups kafka-broker-api-versions kafka-metadata-quorum"
+  local arg addr="${KCLEANUP_TEST_BOOTSTRAP:-}"
+  for arg in "$@"; do [[ $arg == --bootstrap-server* ]] && addr=given; done
+  if [[ $addr != given ]]; then
+    [[ -n $addr ]] || addr=$(cat "$state/bootstrap" 2>/dev/null) ||
+      die "no broker: run '$0 up' (make kafka-up) or pass --bootstrap-server"
+    set -- --bootstrap-server "$addr" "$@"
+  fi
+  check_java
+  fetch_jars
+  run_java "$class" "$@"
+}
+
+# test_cmd holds a shared lock on .kafka/users.lock while CMD runs: a broker that a test run
+# started is stopped by the last test run to finish, never under another one's feet.
+test_cmd() {
+  [[ $# -ge 1 ]] || die "usage: $0 test CMD [ARGS...]"
+  if [[ -n ${KCLEANUP_TEST_BOOTSTRAP:-} ]]; then
+    exec "$@"
+  fi
+  mkdir -p "$state"
+  exec 8>"$state/users.lock"
+  flock -s 8
+  KCLEANUP_TEST_BOOTSTRAP=$(up test)
+  export KCLEANUP_TEST_BOOTSTRAP
+  trap release EXIT # also on failure or Ctrl-C; the exit status stays CMD's
+  "$@"
+}
+
+release() {
+  if flock -x -n 8 && [[ -f $broker/owned-by-test ]]; then
+    down
+  fi
+}
+
+case ${1:-} in
+up) up user ;;
+down) down ;;
+cli) shift && cli "$@" ;;
+test) shift && test_cmd "$@" ;;
+*) die "usage: $0 up | down | cli TOOL [ARGS...] | test CMD [ARGS...]" ;;
+esac
