@@ -1,6 +1,7 @@
 package events
 
 import (
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -288,14 +289,20 @@ func fieldRequired(name string, e Event) bool {
 	return true
 }
 
+// rfc3339 is the time syntax the envelope schema allows: RFC 3339 with an
+// upper-case T and Z and at most nine fraction digits. time.Parse alone also
+// accepts a comma before the fraction, an offset hour of 24, and more digits
+// than it keeps.
+var rfc3339 = regexp.MustCompile(`^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,9})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$`)
+
 func timeFromNode(field string, n node) (time.Time, *fieldError) {
 	s, ferr := stringFromNode(field, n)
 	if ferr != nil {
 		return time.Time{}, ferr
 	}
 	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		return time.Time{}, fieldErrorf(field, "is %q: expected an RFC 3339 time such as 2006-01-02T15:04:05Z", s)
+	if err != nil || !rfc3339.MatchString(s) {
+		return time.Time{}, fieldErrorf(field, "is %q: expected an RFC 3339 time such as 2006-01-02T15:04:05.999Z", s)
 	}
 	// UTC: the location time.Parse picks depends on the host's time zone,
 	// and every replica must decode the same record to the same value.
