@@ -1,0 +1,218 @@
+package events
+
+import (
+	"encoding/json"
+	"maps"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// These tests keep docs/schema/*.schema.json and the code from drifting
+// apart: the schemas list exactly the fields the encoders write, and their
+// patterns agree with the Go checks on sample values.
+
+func loadSchema(t *testing.T, name string) map[string]any {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "docs", "schema", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// parseJSON also rejects duplicate keys, which encoding/json would hide.
+	if _, ferr := parseJSON(data); ferr != nil {
+		t.Fatalf("%s: %v", name, ferr)
+	}
+	var s map[string]any
+	if err := json.Unmarshal(data, &s); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	if got := s["$schema"]; got != "https://json-schema.org/draft/2020-12/schema" {
+		t.Fatalf("%s: $schema is %v, want draft 2020-12", name, got)
+	}
+	return s
+}
+
+// at walks a path of object keys.
+func at(t *testing.T, v any, path ...string) any {
+	t.Helper()
+	for _, p := range path {
+		m, ok := v.(map[string]any)
+		if !ok {
+			t.Fatalf("schema has no object at %q", strings.Join(path, "/"))
+		}
+		v, ok = m[p]
+		if !ok {
+			t.Fatalf("schema has no %q (path %q)", p, strings.Join(path, "/"))
+		}
+	}
+	return v
+}
+
+func strs(t *testing.T, v any) []string {
+	t.Helper()
+	list, ok := v.([]any)
+	if !ok {
+		t.Fatalf("%v is not an array", v)
+	}
+	out := make([]string, len(list))
+	for i, x := range list {
+		out[i], ok = x.(string)
+		if !ok {
+			t.Fatalf("%v is not a string", x)
+		}
+	}
+	return out
+}
+
+// written lists the top-level fields of an encoded document, in order.
+func written(t *testing.T, data []byte) []string {
+	t.Helper()
+	n, ferr := parseJSON(data)
+	if ferr != nil {
+		t.Fatal(ferr)
+	}
+	var names []string
+	for _, m := range n.members {
+		names = append(names, m.name)
+	}
+	return names
+}
+
+// checkObject: required (in order) and properties are exactly fields, and
+// no other property is allowed.
+func checkObject(t *testing.T, obj any, fields []string) {
+	t.Helper()
+	if got := strs(t, at(t, obj, "required")); !slices.Equal(got, fields) {
+		t.Errorf("required = %v, want %v", got, fields)
+	}
+	props := slices.Sorted(maps.Keys(at(t, obj, "properties").(map[string]any)))
+	if want := slices.Sorted(slices.Values(fields)); !slices.Equal(props, want) {
+		t.Errorf("properties = %v, want %v", props, want)
+	}
+	if at(t, obj, "additionalProperties") != false {
+		t.Error("additionalProperties is not false")
+	}
+}
+
+func TestPlanSchemaMatchesEncoder(t *testing.T) {
+	s := loadSchema(t, "plan.schema.json")
+	fields := written(t, planC1().Encode())
+	if !slices.Equal(fields, planFields) {
+		t.Fatalf("Encode writes %v, parser expects %v", fields, planFields)
+	}
+	checkObject(t, s, fields)
+}
+
+func TestMarkerSchemaMatchesEncoder(t *testing.T) {
+	s := loadSchema(t, "marker.schema.json")
+	fields := written(t, marker(Offsets{0: 1}).Encode())
+	if !slices.Equal(fields, markerFields) {
+		t.Fatalf("Encode writes %v, parser expects %v", fields, markerFields)
+	}
+	checkObject(t, at(t, s, "$defs", "marker"), fields)
+}
+
+func TestEnvelopeSchemaMatchesEncoder(t *testing.T) {
+	s := loadSchema(t, "envelope.schema.json")
+	props := slices.Sorted(maps.Keys(at(t, s, "properties").(map[string]any)))
+	if want := slices.Sorted(slices.Values(envelopeFields)); !slices.Equal(props, want) {
+		t.Errorf("properties = %v, want %v", props, want)
+	}
+	if at(t, s, "additionalProperties") != false {
+		t.Error("additionalProperties is not false")
+	}
+	if got := strs(t, at(t, s, "properties", "event", "enum")); !slices.Equal(got, []string{"PLANNED", "COMMITTED", "DELETING", "APPLIED"}) {
+		t.Errorf("event enum = %v", got)
+	}
+	// Each allOf entry: if event is E, then field F is required, else forbidden.
+	conditional := map[Event][]string{}
+	for _, c := range at(t, s, "allOf").([]any) {
+		e := Event(at(t, c, "if", "properties", "event", "const").(string))
+		then := strs(t, at(t, c, "then", "required"))
+		if els := strs(t, at(t, c, "else", "not", "required")); !slices.Equal(then, els) {
+			t.Errorf("allOf for %s requires %v but forbids %v elsewhere", e, then, els)
+		}
+		conditional[e] = append(conditional[e], then...)
+	}
+	required := strs(t, at(t, s, "required"))
+	for _, e := range []Event{Planned, Committed, Deleting, Applied} {
+		_, value := envelopeOf(e, planC1()).Encode()
+		want := append(slices.Clone(required), conditional[e]...)
+		if got := written(t, value); !slices.Equal(got, want) {
+			t.Errorf("%s: Encode writes %v, schema requires %v", e, got, want)
+		}
+	}
+}
+
+func pattern(t *testing.T, v any) *regexp.Regexp {
+	t.Helper()
+	return regexp.MustCompile(v.(string))
+}
+
+func TestSchemaPatternsAgreeWithCode(t *testing.T) {
+	plan := loadSchema(t, "plan.schema.json")
+	env := loadSchema(t, "envelope.schema.json")
+
+	planID := pattern(t, at(t, plan, "properties", "planId", "pattern"))
+	if envID := at(t, env, "properties", "planId", "pattern"); envID != planID.String() {
+		t.Errorf("envelope planId pattern %v differs from the plan's %v", envID, planID)
+	}
+	for _, s := range []string{planC1ID, strings.ToUpper(planC1ID), planC1ID[1:], planC1ID + "0", "", strings.Repeat("g", 64)} {
+		if planID.MatchString(s) != isPlanID(s) {
+			t.Errorf("planId %q: schema says %v, code says %v", s, planID.MatchString(s), isPlanID(s))
+		}
+	}
+
+	key := pattern(t, at(t, plan, "$defs", "offsets", "propertyNames", "pattern"))
+	for _, s := range []string{"0", "1", "10", "2147483647", "00", "01", "+1", "-1", " 1", "1 ", "", "1.0", "１", "99999999999"} {
+		_, ok := parsePartition(s)
+		if key.MatchString(s) != ok {
+			t.Errorf("partition key %q: schema says %v, code says %v", s, key.MatchString(s), ok)
+		}
+	}
+
+	topicID := pattern(t, at(t, plan, "$defs", "topicId", "pattern"))
+	zero := at(t, plan, "$defs", "topicId", "not", "const")
+	for _, s := range []string{topicA, "-39OXTwrGgn459bFtKOSgQ", "_____________________w", "AAAAAAAAAAAAAAAAAAAAAQ",
+		zeroTopicID, "MTIzNDU2Nzg5MDEyMzQ1Nh", "MTIzNDU2Nzg5MDEyMzQ1N", topicA + "A", "+39OXTwrGgn459bFtKOSgQ", "MTIzNDU2Nzg5MDEyMzQ1N="} {
+		schemaOK := topicID.MatchString(s) && s != zero
+		if codeOK := ValidTopicID(s) == nil; schemaOK != codeOK {
+			t.Errorf("topic ID %q: schema says %v, code says %v", s, schemaOK, codeOK)
+		}
+	}
+
+	topic := pattern(t, at(t, plan, "$defs", "topic", "pattern"))
+	notTopic := strs(t, at(t, plan, "$defs", "topic", "not", "enum"))
+	for _, s := range []string{"action-state", "a.b_c-D9", ".", "..", "...", "", " ", "a/b", "ü", strings.Repeat("a", 249), strings.Repeat("a", 250)} {
+		schemaOK := topic.MatchString(s) && !slices.Contains(notTopic, s)
+		if codeOK := checkTopic("topic", s) == nil; schemaOK != codeOK {
+			t.Errorf("topic %q: schema says %v, code says %v", s, schemaOK, codeOK)
+		}
+	}
+
+	texts := []string{"cp-7", "chk-ü-检查点-7", " x ", "", " ", "\t", "a\nb", "a\x00", "a\u0085b", "a\x7fb", "s3://b/p?a=1&b=2"}
+	for _, c := range []struct {
+		schema any
+		check  func(field, s string) *fieldError
+	}{
+		{at(t, plan, "properties", "sourceRecoveryPoint", "allOf"), checkRecoveryPoint},
+		{at(t, env, "properties", "actor", "allOf"), checkActor},
+	} {
+		for _, s := range texts {
+			schemaOK := true
+			for _, p := range c.schema.([]any) {
+				schemaOK = schemaOK && pattern(t, at(t, p, "pattern")).MatchString(s)
+			}
+			if codeOK := c.check("f", s) == nil; schemaOK != codeOK {
+				t.Errorf("text %q: schema %v says %v, code says %v", s, c.schema, schemaOK, codeOK)
+			}
+		}
+	}
+
+	if got := at(t, env, "properties", "at", "pattern"); got != rfc3339.String() {
+		t.Errorf("at pattern\n%v\ndiffers from the code's\n%v", got, rfc3339)
+	}
+}
