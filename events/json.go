@@ -73,28 +73,36 @@ func parseJSON(data []byte) (node, *fieldError) {
 	return n, nil
 }
 
+// parseValue parses the value that starts with tok. Paths are built only for
+// containers (scalars cannot fail here), which keeps large offset maps cheap.
 func parseValue(dec *json.Decoder, tok json.Token, path string, depth int) (node, *fieldError) {
+	if n, ok := scalar(tok); ok {
+		return n, nil
+	}
 	if depth > maxDepth {
 		return node{}, fieldErrorf(path, "nests deeper than %d levels", maxDepth)
 	}
-	switch t := tok.(type) {
-	case nil:
-		return node{kind: kindNull}, nil
-	case bool:
-		return node{kind: kindBool, boolean: t}, nil
-	case json.Number:
-		return node{kind: kindNumber, text: string(t)}, nil
-	case string:
-		return node{kind: kindString, text: t}, nil
-	case json.Delim:
-		if t == '[' {
-			return parseArray(dec, path, depth)
-		}
-		if t == '{' {
-			return parseObject(dec, path, depth)
-		}
+	switch tok {
+	case json.Delim('['):
+		return parseArray(dec, path, depth)
+	case json.Delim('{'):
+		return parseObject(dec, path, depth)
 	}
 	return node{}, fieldErrorf(path, "is not valid JSON: unexpected %v", tok)
+}
+
+func scalar(tok json.Token) (node, bool) {
+	switch t := tok.(type) {
+	case nil:
+		return node{kind: kindNull}, true
+	case bool:
+		return node{kind: kindBool, boolean: t}, true
+	case json.Number:
+		return node{kind: kindNumber, text: string(t)}, true
+	case string:
+		return node{kind: kindString, text: t}, true
+	}
+	return node{}, false
 }
 
 func parseArray(dec *json.Decoder, path string, depth int) (node, *fieldError) {
@@ -107,9 +115,13 @@ func parseArray(dec *json.Decoder, path string, depth int) (node, *fieldError) {
 		if tok == json.Delim(']') {
 			return n, nil
 		}
-		item, ferr := parseValue(dec, tok, path+"["+strconv.Itoa(len(n.items))+"]", depth+1)
-		if ferr != nil {
-			return node{}, ferr
+		item, ok := scalar(tok)
+		if !ok {
+			var ferr *fieldError
+			item, ferr = parseValue(dec, tok, path+"["+strconv.Itoa(len(n.items))+"]", depth+1)
+			if ferr != nil {
+				return node{}, ferr
+			}
 		}
 		n.items = append(n.items, item)
 	}
@@ -117,7 +129,7 @@ func parseArray(dec *json.Decoder, path string, depth int) (node, *fieldError) {
 
 func parseObject(dec *json.Decoder, path string, depth int) (node, *fieldError) {
 	n := node{kind: kindObject}
-	var seen map[string]bool
+	var seen map[string]struct{}
 	for {
 		tok, err := dec.Token()
 		if err != nil {
@@ -130,21 +142,24 @@ func parseObject(dec *json.Decoder, path string, depth int) (node, *fieldError) 
 		if !ok {
 			return node{}, fieldErrorf(path, "is not valid JSON: unexpected %v", tok)
 		}
-		child := childPath(path, name)
 		if seen == nil {
-			seen = make(map[string]bool)
+			seen = make(map[string]struct{})
 		}
-		if seen[name] {
-			return node{}, fieldErrorf(child, "appears more than once: expected each key exactly once")
+		if _, dup := seen[name]; dup {
+			return node{}, fieldErrorf(childPath(path, name), "appears more than once: expected each key exactly once")
 		}
-		seen[name] = true
+		seen[name] = struct{}{}
 		tok, err = dec.Token()
 		if err != nil {
-			return node{}, syntaxError(child, err)
+			return node{}, syntaxError(childPath(path, name), err)
 		}
-		value, ferr := parseValue(dec, tok, child, depth+1)
-		if ferr != nil {
-			return node{}, ferr
+		value, ok := scalar(tok)
+		if !ok {
+			var ferr *fieldError
+			value, ferr = parseValue(dec, tok, childPath(path, name), depth+1)
+			if ferr != nil {
+				return node{}, ferr
+			}
 		}
 		n.members = append(n.members, member{name: name, value: value})
 	}

@@ -70,17 +70,19 @@ func offsetsFromNode(field string, n node) (Offsets, *fieldError) {
 	}
 	o := make(Offsets, len(n.members))
 	for _, m := range n.members {
-		at := keyPath(field, m.name)
 		p, ok := parsePartition(m.name)
 		if !ok {
-			return nil, fieldErrorf(at, "is not a canonical partition number: expected a decimal number from 0 to %d, without sign, spaces or leading zeros", math.MaxInt32)
+			return nil, fieldErrorf(keyPath(field, m.name), "is not a canonical partition number: expected a decimal number from 0 to %d, without sign, spaces or leading zeros", math.MaxInt32)
 		}
 		if _, dup := o[p]; dup { // unreachable after parseJSON; kept for safety
-			return nil, fieldErrorf(at, "appears more than once: expected each partition exactly once")
+			return nil, fieldErrorf(keyPath(field, m.name), "appears more than once: expected each partition exactly once")
 		}
-		off, ferr := offsetFromNode(at, m.value)
-		if ferr != nil {
-			return nil, ferr
+		if m.value.kind != kindNumber {
+			return nil, wrongKind(keyPath(field, m.name), m.value, "an integer offset of 0 or more")
+		}
+		off, ok := parseCount(m.value.text)
+		if !ok {
+			return nil, fieldErrorf(keyPath(field, m.name), "is %s: expected an integer offset from 0 to %d, without fraction or exponent", m.value.text, int64(math.MaxInt64))
 		}
 		o[p] = off
 	}
@@ -110,19 +112,6 @@ func parsePartition(s string) (int32, bool) {
 		return 0, false
 	}
 	return int32(v), true
-}
-
-// offsetFromNode accepts a plain non-negative integer literal that fits int64:
-// no fraction, no exponent, no sign.
-func offsetFromNode(field string, n node) (int64, *fieldError) {
-	if n.kind != kindNumber {
-		return 0, wrongKind(field, n, "an integer offset of 0 or more")
-	}
-	v, ok := parseCount(n.text)
-	if !ok {
-		return 0, fieldErrorf(field, "is %s: expected an integer offset from 0 to %d, without fraction or exponent", n.text, int64(math.MaxInt64))
-	}
-	return v, nil
 }
 
 // parseCount parses a non-negative decimal integer literal into an int64.
