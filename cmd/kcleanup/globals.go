@@ -158,9 +158,9 @@ func (g globalOptions) kgoOpts() ([]kgo.Opt, error) {
 	if err != nil {
 		return nil, err
 	}
-	secOpts, err := sec.kgoOpts()
+	secOpts, err := sec.kgoOpts() // its errors name the file and line already
 	if err != nil {
-		return nil, errors.Wrapf(err, "--command-config %s", g.commandConfig)
+		return nil, err
 	}
 	// Appended last: a client.id in the file overrides the default.
 	return append(opts, secOpts...), nil
