@@ -58,8 +58,11 @@ run_java() {
     -Dlog4j2.configurationFile="$here/log4j2-tools.properties" -cp "$lib/*" "$@"
 }
 
-# waitkafka waits for a Metadata answer (worker/kafkatest/cmd/waitkafka).
-waitkafka() { (cd "$root" && go run ./worker/kafkatest/cmd/waitkafka "$@"); }
+# waitkafka waits for a Metadata answer (worker/kafkatest/cmd/waitkafka; go build is cached).
+waitkafka() {
+  (cd "$root" && go build -o "$state/waitkafka" ./worker/kafkatest/cmd/waitkafka) || die "cannot build waitkafka"
+  "$state/waitkafka" "$@"
+}
 
 # our_broker prints the pid of the broker this checkout started, if that process still runs.
 our_broker() {
@@ -125,8 +128,8 @@ up() {
   echo "$pid" >"$broker/pid"
 
   if ! waitkafka -timeout "$start_timeout" -pid "$pid" "$addr"; then
-    echo "---- last lines of ${broker#"$root/"}/logs (server.log, stdout.log):" >&2
-    tail -n 40 "$broker/logs/server.log" "$broker/logs/stdout.log" >&2 || true
+    echo "---- last lines of ${broker#"$root/"}/logs:" >&2
+    tail -n 40 "$broker"/logs/*.log >&2 || true
     kill -KILL "$pid" 2>/dev/null || true
     die "the broker did not start; its files are kept in ${broker#"$root/"} (run: $0 down)"
   fi

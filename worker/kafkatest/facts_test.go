@@ -399,3 +399,50 @@ func countValue(values map[string][]string, v string) int {
 	}
 	return n
 }
+
+// TestFactTopicConfigValidation: Kafka refuses a topic config it does not know, or a value
+// it cannot use, when the topic is created. kcleanup's config checks must not rely on
+// kfake for this.
+func TestFactTopicConfigValidation(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		configs map[string]string
+		want    map[string]error // CreateTopics' error for the topic
+	}{
+		{"unknown config", map[string]string{"retention.msec": "-1"}, map[string]error{
+			"real":  kerr.InvalidConfig,
+			"kfake": nil,
+		}},
+		{"unknown cleanup.policy", map[string]string{"cleanup.policy": "compact,archive"}, map[string]error{
+			"real":  kerr.InvalidConfig,
+			"kfake": nil,
+		}},
+		{"known config and value", map[string]string{"cleanup.policy": "compact,delete", "retention.ms": "-1"}, map[string]error{
+			"real":  nil,
+			"kfake": nil,
+		}},
+	} {
+		for _, b := range backends {
+			t.Run(tc.name+"/"+b.name, func(t *testing.T) {
+				cl := kafkatest.Client(t, b.bootstrap(t))
+				adm := kafkatest.Admin(t, cl)
+				ctx := ctxFor(t, 30*time.Second)
+				cfgs := map[string]*string{}
+				for k, v := range tc.configs {
+					cfgs[k] = kadm.StringPtr(v)
+				}
+				topic := fmt.Sprintf("configs-%d", time.Now().UnixNano())
+				resp, err := adm.CreateTopic(ctx, 1, -1, cfgs, topic) // err is the topic's error too
+				if err == nil {
+					err = resp.Err
+				}
+				if err == nil {
+					t.Cleanup(func() { _, _ = adm.DeleteTopic(context.Background(), topic) })
+				}
+				if want := tc.want[b.name]; !errors.Is(err, want) || (want == nil) != (err == nil) {
+					t.Errorf("CreateTopics with %v: got %v, want %v", tc.configs, err, want)
+				}
+			})
+		}
+	}
+}

@@ -41,7 +41,7 @@ func wait(addr string, timeout time.Duration, pid int) error {
 	var last error
 	for {
 		if pid > 0 && !alive(pid) {
-			return fmt.Errorf("process %d exited before %s answered (last error: %v)", pid, addr, last)
+			return fmt.Errorf("process %d exited before %s answered", pid, addr)
 		}
 		if last = ping(ctx, addr); last == nil {
 			return nil
