@@ -92,8 +92,10 @@ func (s *State) decide(r Record) (Verdict, change) {
 			return s.overwrite(v, oi, "other content ("+contentDiff(o, &env)+")"), change{}
 		}
 		s.repaired(v.Key)
-		if env.Event == events.Deleting && o.state == fsm.Deleting {
+		if env.Event == events.Deleting && o.state == fsm.Deleting && !o.hasStep(&env) {
 			// A worker retrying DeleteRecords announces the attempt again.
+			// The same at and actor as an accepted attempt is that attempt
+			// re-appended (a repair, a producer retry), not a new one.
 			return Verdict{Outcome: Accepted}, change{env: env, op: oi, to: fsm.Deleting}
 		}
 		v.Outcome = Duplicate
@@ -282,6 +284,17 @@ func (s *State) degrade(offset int64, key string, err error) {
 	}
 	s.degraded = true
 	s.degradedReason = fmt.Sprintf("record at offset %d (key %q) is from a newer kcleanup: %v", offset, key, err)
+}
+
+// hasStep reports whether the history holds a step of env's event written
+// at the same time by the same actor.
+func (o *op) hasStep(env *events.Envelope) bool {
+	for _, st := range o.history {
+		if st.Event == env.Event && st.Actor == env.Actor && st.At.Equal(env.At) {
+			return true
+		}
+	}
+	return false
 }
 
 // acceptedOffset is the offset of the first accepted record of event e.

@@ -1,0 +1,77 @@
+package projector
+
+import (
+	"fmt"
+	"runtime"
+	"testing"
+
+	"github.com/kcleanup/kcleanup/events"
+	"github.com/kcleanup/kcleanup/fsm"
+)
+
+// syntheticLog returns n valid records: n/4 operations, each PLANNED,
+// COMMITTED, DELETING, APPLIED in a row, over three partitions, every plan
+// above the last so that every commit is accepted.
+func syntheticLog(n int) []Record {
+	tid := testTopicID(1)
+	log := make([]Record, 0, n)
+	boundary := events.Offsets{}
+	for i := 0; len(log) < n; i++ {
+		base := int64(i) * 10
+		p := newPlan(fmt.Sprintf("chk-%d", i), testTopic, tid, events.Offsets{0: base, 1: base + 1, 2: base + 2})
+		actor := fmt.Sprintf("worker-%d", i%3)
+		off := int64(len(log))
+		log = append(log, record(off, envelope(p, events.Planned, off, actor)))
+		env := envelope(p, events.Committed, off+1, actor)
+		boundary = nextBoundary(boundary, p.Offsets)
+		env.Boundary = boundary
+		log = append(log, record(off+1, env))
+		log = append(log, record(off+2, envelope(p, events.Deleting, off+2, actor)))
+		env = envelope(p, events.Applied, off+3, actor)
+		env.LogStart = p.Offsets.Clone()
+		log = append(log, record(off+3, env))
+	}
+	return log[:n]
+}
+
+// BenchmarkFold1M folds a million valid records (250,000 operations) into a
+// fresh projection. Reported: ns/record; retained-B/record, what the
+// projection keeps once folded; peak-MB, the most heap the fold used on top
+// of its input (sampled every 50,000 records).
+func BenchmarkFold1M(b *testing.B) {
+	const n = 1_000_000
+	log := syntheticLog(n)
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	baseline := ms.HeapAlloc
+	var peak uint64
+	var s *State
+	b.ResetTimer()
+	for range b.N {
+		s = New()
+		for i, r := range log {
+			s.Step(r)
+			if i%50_000 == 0 {
+				b.StopTimer()
+				runtime.ReadMemStats(&ms)
+				peak = max(peak, ms.HeapAlloc)
+				b.StartTimer()
+			}
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/record")
+	if len(s.Rejected()) != 0 || len(s.Pending()) != 0 {
+		b.Fatalf("synthetic log: %d rejected, %d pending", len(s.Rejected()), len(s.Pending()))
+	}
+	if ops := s.Operations(); len(ops) != n/4 || ops[len(ops)-1].State != fsm.Applied {
+		b.Fatalf("synthetic log: %d operations", len(ops))
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	runtime.KeepAlive(log)
+	b.ReportMetric(float64(int64(ms.HeapAlloc)-int64(baseline))/n, "retained-B/record")
+	b.ReportMetric(float64(int64(peak)-int64(baseline))/(1<<20), "peak-MB")
+	runtime.KeepAlive(s)
+}
