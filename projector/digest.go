@@ -32,7 +32,7 @@ func (s *State) Digest() string {
 	}
 	d.line("rejections", strconv.Itoa(len(s.others)))
 	for _, v := range s.others {
-		d.line("verdict", strconv.FormatInt(v.Offset, 10), strconv.Quote(v.Key), v.Outcome.String(),
+		d.line("verdict", strconv.FormatInt(v.Offset, 10), strconv.Quote(v.Key), string(v.Outcome),
 			string(v.Reason), string(v.Event), v.PlanID, formatTime(v.At), strconv.Quote(v.Actor), strconv.Quote(v.Detail))
 	}
 	return hex.EncodeToString(h.Sum(nil))

@@ -20,12 +20,12 @@ import (
 //	plan id=p1 rp=C1 offsets=0:150,1:230 [topic=action-state] [tid=T1]
 //	    define a plan (not a record)
 //	record off=5 plan=p1 event=PLANNED [key=p1/PLANNED] [boundary=0:150]
-//	    [logstart=0:150] [actor=w1] [tamper] [tombstone] [raw]
+//	    [logstart=0:150] [actor=w1] [tamper] [tombstone] [raw[=<json>]]
 //	    fold one record and print its verdict. COMMITTED's boundary
 //	    defaults to the correct one (max of the current boundary and the
 //	    plan), APPLIED's logstart to the plan. tamper edits the plan's first
 //	    offset without fixing its ID; tombstone folds a nil value; raw uses
-//	    the input text as the value (key= required).
+//	    its value, or else the input text, as the record value (key= required).
 //	state       the projection: boundary, binding, operations, rejections, repairs
 //	audit       every verdict in log order
 //	pending     the operations a worker must finish
@@ -170,7 +170,11 @@ func (tr *transcript) record(t *testing.T, d *datadriven.TestData) string {
 	r := Record{Offset: off, Key: []byte(key), Timestamp: testEpoch.Add(time.Duration(off) * time.Second)}
 	switch {
 	case d.HasArg("raw"):
-		r.Value = []byte(tr.resolve(strings.TrimSpace(d.Input)))
+		raw := strings.TrimSpace(d.Input)
+		if a, _ := d.Arg("raw"); len(a.Vals) > 0 && a.Vals[0] != "" {
+			raw = a.Vals[0] // raw=<json without spaces>
+		}
+		r.Value = []byte(tr.resolve(raw))
 	case d.HasArg("tombstone") && key != "":
 	default:
 		env := tr.envelope(t, d, off)
@@ -234,7 +238,7 @@ func (tr *transcript) fold(r Record) string {
 }
 
 func (tr *transcript) verdictLine(v Verdict) string {
-	what := v.Outcome.String()
+	what := string(v.Outcome)
 	if v.Reason != "" {
 		what += " " + string(v.Reason)
 	}

@@ -16,32 +16,21 @@ type Record struct {
 	Timestamp time.Time
 }
 
-// Outcome is what the fold made of one record.
-type Outcome int8
+// Outcome is what the fold made of one record. Its values are stable words,
+// fit for JSON output and metrics labels.
+type Outcome string
 
 const (
 	// Accepted: the record moved an operation through its lifecycle (or, for
 	// a DELETING retry, recorded another attempt).
-	Accepted Outcome = iota + 1
+	Accepted Outcome = "accepted"
 	// Duplicate: the key already holds an accepted record with the same
 	// content (event, planId, plan, boundary, logStart; not at or actor).
 	// Nothing changes. A repair re-append is a duplicate too.
-	Duplicate
+	Duplicate Outcome = "duplicate"
 	// Rejected: nothing changes except that the rejection is recorded.
-	Rejected
+	Rejected Outcome = "rejected"
 )
-
-func (o Outcome) String() string {
-	switch o {
-	case Accepted:
-		return "accepted"
-	case Duplicate:
-		return "duplicate"
-	case Rejected:
-		return "rejected"
-	}
-	return "unknown"
-}
 
 // Reason says why a record was rejected. The values are stable: they appear
 // in audits, status output and metrics labels.
