@@ -140,14 +140,14 @@ func Decode(key, value []byte) (Envelope, error) {
 		return Envelope{}, malformed(ferr)
 	}
 	if ev != string(keyEvent) {
-		return Envelope{}, malformed(fieldErrorf("event", "is %q but the key names %q: expected the key to be <planId>/<event>", ev, keyEvent))
+		return Envelope{}, malformed(keyMismatch("event", ev, string(keyEvent)))
 	}
 	id, ferr := requiredString(n, "planId")
 	if ferr != nil {
 		return Envelope{}, malformed(ferr)
 	}
 	if id != keyID {
-		return Envelope{}, malformed(fieldErrorf("planId", "is %q but the key names %q: expected the key to be <planId>/<event>", id, keyID))
+		return Envelope{}, malformed(keyMismatch("planId", id, keyID))
 	}
 	if keyErr != nil { // well-formed, consistent, and from a newer kcleanup
 		return Envelope{}, unknownEvent("event", ev)
@@ -164,9 +164,15 @@ func Decode(key, value []byte) (Envelope, error) {
 	return env, nil
 }
 
+func keyMismatch(field, body, key string) *fieldError {
+	f := fieldErrorf(field, "is %q but the key names %q: expected the key to be <planId>/<event>", body, key)
+	f.detail = ErrKeyMismatch
+	return f
+}
+
 func malformed(ferr *fieldError) *DecodeError {
 	if ferr.Field == "" {
-		ferr = &fieldError{Field: "value", Reason: ferr.Reason}
+		ferr = ferr.within("value")
 	}
 	return newDecodeError(ErrMalformed, ferr)
 }

@@ -271,3 +271,43 @@ func TestEnvelopeValidate(t *testing.T) {
 		t.Fatal("Validate accepted an envelope without plan ID")
 	}
 }
+
+func TestDecodeFinerCauses(t *testing.T) {
+	pk, pv := validRecord(t, Planned)
+	cases := []struct {
+		name, key, value string
+		detail           error
+	}{
+		{"tampered plan", pk, strings.Replace(pv, `"1":150`, `"1":151`, 1), ErrPlanEdited},
+		{"key names another event", planC1ID + "/DELETING", pv, ErrKeyMismatch},
+		{"key names another plan", strings.Repeat("0", 64) + "/PLANNED", pv, ErrKeyMismatch},
+		{"malformed key", "x", pv, nil},
+		{"plan partition key", pk, strings.Replace(pv, `"1":150`, `"01":150`, 1), nil},
+		{"actor", pk, strings.Replace(pv, `"worker-1/4242"`, `""`, 1), nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Decode([]byte(c.key), []byte(c.value))
+			assertClass(t, err, ErrMalformed)
+			for _, d := range []error{ErrPlanEdited, ErrKeyMismatch} {
+				if got := errors.Is(err, d); got != (d == c.detail) {
+					t.Errorf("errors.Is(%v, %v) = %v", err, d, got)
+				}
+				if got := stderrors.Is(err, d); got != (d == c.detail) {
+					t.Errorf("std errors.Is(%v, %v) = %v", err, d, got)
+				}
+			}
+		})
+	}
+	_, err := ParsePlan([]byte(strings.Replace(planC1JSON, `"1":150`, `"1":151`, 1)))
+	if !errors.Is(err, ErrPlanEdited) {
+		t.Errorf("ParsePlan of an edited plan: %v does not match ErrPlanEdited", err)
+	}
+	if hints := errors.GetAllHints(err); len(hints) == 0 || !strings.Contains(hints[0], "kcleanup plan") {
+		t.Errorf("ParsePlan of an edited plan: hints %q", hints)
+	}
+	_, err = ParsePlan([]byte(strings.Replace(planC1JSON, `"1":150`, `"01":150`, 1)))
+	if errors.Is(err, ErrPlanEdited) {
+		t.Errorf("ParsePlan: %v matches ErrPlanEdited", err)
+	}
+}

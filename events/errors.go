@@ -25,6 +25,17 @@ var (
 	ErrUnknownEvent = errors.New("control record names an unknown event")
 )
 
+// Finer causes of ErrMalformed, for callers that report them apart. errors.Is
+// matches them in addition to the class; they are not classes themselves.
+var (
+	// ErrPlanEdited: a plan's planId is not the hash of its content (the plan
+	// was edited after it was made). Also marks ParsePlan's error.
+	ErrPlanEdited = errors.New("plan does not match its plan ID")
+	// ErrKeyMismatch: the record key names another plan ID or event than the
+	// value's body.
+	ErrKeyMismatch = errors.New("control record key does not match its value")
+)
+
 // DecodeError says which field of a control record is wrong and why. Field is
 // a path into the record: "key", "value", "actor", "plan.offsets" or
 // `plan.offsets["00"]`. errors.Is matches it with exactly one of ErrTombstone,
@@ -35,6 +46,8 @@ type DecodeError struct {
 	// class is one of the four sentinels; nil means ErrMalformed, so a
 	// DecodeError built by hand elsewhere still classifies as malformed.
 	class error
+	// detail is nil, ErrPlanEdited or ErrKeyMismatch.
+	detail error
 }
 
 func (e *DecodeError) Error() string {
@@ -50,8 +63,13 @@ func (e *DecodeError) Unwrap() error {
 	return e.class
 }
 
+// Is matches the finer cause, if any; the class is matched through Unwrap.
+func (e *DecodeError) Is(target error) bool {
+	return e.detail != nil && target == e.detail
+}
+
 func newDecodeError(class error, f *fieldError) *DecodeError {
-	return &DecodeError{Field: f.Field, Reason: f.Reason, class: class}
+	return &DecodeError{Field: f.Field, Reason: f.Reason, class: class, detail: f.detail}
 }
 
 // fieldError is the parse error shared by plans, markers and envelopes before
@@ -59,6 +77,7 @@ func newDecodeError(class error, f *fieldError) *DecodeError {
 type fieldError struct {
 	Field  string // path, "" for the whole document
 	Reason string
+	detail error // nil, ErrPlanEdited or ErrKeyMismatch
 }
 
 func (e *fieldError) Error() string {
@@ -75,14 +94,16 @@ func fieldErrorf(field, format string, args ...any) *fieldError {
 // within prefixes the path of a nested document's error with the field that
 // holds it: plan + offsets["00"] = plan.offsets["00"].
 func (e *fieldError) within(parent string) *fieldError {
+	f := *e
 	switch {
 	case e.Field == "":
-		return &fieldError{Field: parent, Reason: e.Reason}
+		f.Field = parent
 	case strings.HasPrefix(e.Field, "["):
-		return &fieldError{Field: parent + e.Field, Reason: e.Reason}
+		f.Field = parent + e.Field
 	default:
-		return &fieldError{Field: parent + "." + e.Field, Reason: e.Reason}
+		f.Field = parent + "." + e.Field
 	}
+	return &f
 }
 
 // quoteField quotes a plain path ("at" reads badly unquoted) but leaves a

@@ -58,7 +58,8 @@ func ParsePlan(data []byte) (Plan, error) {
 
 func planError(ferr *fieldError) error {
 	err := errors.Newf("invalid plan: %s", ferr.Error())
-	if strings.HasPrefix(ferr.Reason, editedReason) {
+	if ferr.detail == ErrPlanEdited {
+		err = errors.Mark(err, ErrPlanEdited)
 		err = errors.WithHint(err, "make a new plan from the recovery point instead of editing one: kcleanup plan")
 	}
 	return err
@@ -123,7 +124,9 @@ func planFromNode(n node) (Plan, *fieldError) {
 const editedReason = "does not match the plan's content"
 
 func idMismatch(got, want string) *fieldError {
-	return fieldErrorf("planId", "%s: the plan was edited after it was made (planId %s, content hashes to %s)", editedReason, got, want)
+	f := fieldErrorf("planId", "%s: the plan was edited after it was made (planId %s, content hashes to %s)", editedReason, got, want)
+	f.detail = ErrPlanEdited
+	return f
 }
 
 // Validate checks a plan built in code as strictly as ParsePlan checks a file,
