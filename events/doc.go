@@ -6,4 +6,74 @@
 // (unknown or duplicate fields, trailing content, non-canonical partition keys are
 // errors) because a plan decides which records are deleted forever, and every
 // error names the field or partition at fault and what was expected.
+//
+// # Plan
+//
+// A plan file (DESIGN §3, JSON Schema in docs/schema/plan.schema.json):
+//
+//	{"schemaVersion":1,"planId":"<64 lowercase hex>","sourceRecoveryPoint":"chk-7",
+//	 "topic":"action-state","topicId":"<22-char Kafka topic ID>","offsets":{"0":100,"1":150}}
+//
+// The plan ID is the lowercase hex SHA-256 of
+// "1\n" + sourceRecoveryPoint + "\n" + topic + "\n" + topicId + "\n" followed by
+// partition + "=" + offset + "\n" per partition in ascending numeric order
+// (ComputePlanID). It covers content, not bytes: whitespace and field order may
+// differ between writers. ParsePlan recomputes it on every load, so an edited plan
+// fails with an error matching ErrPlanEdited; Plan.Validate checks a plan built in
+// code the same way. Plan.Encode writes the canonical file: fixed field order,
+// partitions ascending, two-space indentation, trailing newline.
+//
+// Strict means: one JSON object, valid UTF-8, nothing after it; exactly the six
+// fields, none null, none twice; schemaVersion 1; partition keys in canonical
+// decimal (^(0|[1-9][0-9]{0,9})$, at most 2147483647, so not "00", "+0", " 1");
+// offsets plain integers from 0 to 2^63-1 (not 1.0, 1e2, -1); at least one
+// partition; a legal Kafka topic name; a non-blank recovery point without
+// control characters; a topic ID that is 22 characters of URL-safe base64 with no
+// padding decoding to 16 bytes, and not the zero ID (ValidTopicID).
+//
+// # Markers
+//
+// A marker is what one subtask recorded in a recovery point:
+// {"schemaVersion":1,"topic":T,"topicId":ID,"offsets":{...}}. ParseMarkers reads
+// one, or a non-empty array of them, as strictly as a plan. BuildPlan requires all
+// markers to name the same topic, topic ID and partition set (errors name the
+// marker index and the partitions that differ) and takes the minimum offset per
+// partition: the oldest record any subtask still needs.
+//
+// # Control records
+//
+// Every transition of an operation is one record on the control topic. Its key is
+// Key(planID, event) = "<planId>/<EVENT>"; its value is an Envelope, a full
+// snapshot of the operation (docs/schema/envelope.schema.json):
+//
+//	{"schemaVersion":1,"event":"COMMITTED","planId":…,"plan":{…the full plan…},
+//	 "at":"2025-03-04T05:06:07.89Z","actor":"host/pid","boundary":{"0":150}}
+//
+// boundary is required on COMMITTED and forbidden elsewhere; logStart likewise on
+// APPLIED. Envelope.Encode writes fixed field order, compact JSON and "at" in UTC,
+// so equal envelopes give equal bytes on every host; it does not check anything,
+// so call Envelope.Validate before producing a record.
+//
+// Decode checks a record strictly: the key parses, the key's plan ID and event
+// equal the body's, the body's planId equals plan.planId and the plan verifies.
+// Decode returns the UTC time, so every replica decodes a record to the same
+// value. Its errors are *DecodeError (Field is a path such as
+// `plan.offsets["01"]`) and match exactly one class with errors.Is:
+//
+//   - ErrTombstone: the value is nil.
+//   - ErrNewerSchema: the value is a JSON object whose schemaVersion (or whose
+//     plan's schemaVersion) is above SchemaVersion. Nothing else is checked: a
+//     newer schema may add fields.
+//   - ErrUnknownEvent: schema 1, a well-formed key "<planId>/<NEW_EVENT>" whose
+//     plan ID and event the body repeats, but an event this build does not know.
+//   - ErrMalformed: everything else. ErrKeyMismatch and ErrPlanEdited further
+//     mark a key that disagrees with the body and an edited plan.
+//
+// ErrNewerSchema and ErrUnknownEvent come from a newer kcleanup. A reader must
+// not skip such a record, since it may carry a commit the reader cannot see:
+// the projection fails closed (DESIGN §5) until the reader is upgraded.
+//
+// Out of scope here, and the projector's job: whether a transition is allowed,
+// whether a COMMITTED boundary is the maximum of the previous boundary and the
+// plan, and whether APPLIED's logStart reaches the plan's offsets.
 package events
