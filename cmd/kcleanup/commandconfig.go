@@ -222,7 +222,7 @@ func (s *clientSecurity) checkStoreType(p property, v string) error {
 				"-destkeystore keystore.p12 -deststoretype PKCS12, then openssl pkcs12 -in keystore.p12 -nodes -out client.pem; " +
 				"set ssl.keystore.type=PEM and ssl.keystore.location=client.pem (keep it private: chmod 600)"
 		}
-		return errors.WithHint(s.errorf(p.line, "%s %s is not supported: kcleanup reads PEM only", p.key, v), hint)
+		return errors.WithHint(s.errorf(p.line, "%s %s is not supported: kcleanup reads PEM only; convert the store to PEM", p.key, v), hint)
 	default:
 		return s.errorf(p.line, "%s %q is not supported: use PEM", p.key, v)
 	}

@@ -102,7 +102,7 @@ func TestParseCommandConfigErrors(t *testing.T) {
 		{"GSSAPI", "security.protocol=SASL_SSL\nsasl.mechanism=GSSAPI", []string{`client.properties:2: sasl.mechanism "GSSAPI" is not supported`}, ""},
 		{"OAUTHBEARER", "sasl.mechanism=OAUTHBEARER", []string{`client.properties:1: sasl.mechanism "OAUTHBEARER" is not supported`}, ""},
 		{"jaas syntax", sasl + "sasl.jaas.config=org.x.PlainLoginModule required username=\"u\"", []string{"client.properties:3: sasl.jaas.config: login module entry not terminated by ';'"}, ""},
-		{"JKS truststore", "security.protocol=SSL\nssl.truststore.type=JKS", []string{"client.properties:2: ssl.truststore.type JKS is not supported: kcleanup reads PEM only"}, "keytool -list -rfc"},
+		{"JKS truststore", "security.protocol=SSL\nssl.truststore.type=JKS", []string{"client.properties:2: ssl.truststore.type JKS is not supported: kcleanup reads PEM only; convert the store to PEM"}, "keytool -list -rfc"},
 		{"PKCS12 keystore", "security.protocol=SSL\nssl.keystore.type=pkcs12", []string{"client.properties:2: ssl.keystore.type pkcs12 is not supported"}, "openssl pkcs12 -in keystore.p12 -nodes"},
 		{"other store type", "ssl.truststore.type=BCFKS", []string{`client.properties:1: ssl.truststore.type "BCFKS" is not supported: use PEM`}, ""},
 		{"bad endpoint algorithm", "ssl.endpoint.identification.algorithm=ldaps", []string{`client.properties:1: ssl.endpoint.identification.algorithm "ldaps" is not supported`}, ""},

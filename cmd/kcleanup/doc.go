@@ -33,6 +33,17 @@
 //   - Do not define flags named like the global ones (-b/--bootstrap-server, --control-topic,
 //     --command-config, -o/--output, --timeout).
 //
+// # --command-config
+//
+// The file Kafka's own tools take (kafka-topics --command-config), read as java.util.Properties
+// (properties.go) with Kafka's value trimming. Supported: security.protocol, sasl.mechanism
+// (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512), sasl.jaas.config (PlainLoginModule or
+// ScramLoginModule), PEM trust and key stores (file or inline), host name verification on or off,
+// client.id. Everything else is rejected with the file and line, rather than silently ignored;
+// JKS/PKCS12 stores and encrypted keys are rejected with the openssl/keytool command that
+// converts them. Two deliberate differences from Java: the file must be UTF-8 (Java reads
+// ISO-8859-1), and a key set twice is an error (Java keeps the last).
+//
 // # Output contract
 //
 // Results go to stdout; errors ("Error: ..." then one "Hint: ..." line per hint) to stderr.

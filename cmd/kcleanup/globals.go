@@ -131,12 +131,23 @@ func controlTopicFor(dataTopic string) string {
 }
 
 // controlTopicOf returns the control topic to use for dataTopic: --control-topic if given,
-// otherwise controlTopicFor(dataTopic).
-func (g globalOptions) controlTopicOf(dataTopic string) string {
-	if g.controlTopic != "" {
-		return g.controlTopic
+// otherwise controlTopicFor(dataTopic). It refuses, as a usage error, an empty data topic and a
+// control topic equal to the data topic: control records must never land in the data topic
+// (DESIGN §4).
+func (g globalOptions) controlTopicOf(dataTopic string) (string, error) {
+	if dataTopic == "" {
+		return "", usageError(errors.New("the data topic is empty"))
 	}
-	return controlTopicFor(dataTopic)
+	if g.controlTopic == "" {
+		return controlTopicFor(dataTopic), nil
+	}
+	if g.controlTopic == dataTopic {
+		return "", usageError(errors.WithHintf(
+			errors.Newf("--control-topic %q is the data topic itself", g.controlTopic),
+			"the control topic must be a separate, compacted, single-partition topic; omit --control-topic to use %q",
+			controlTopicFor(dataTopic)))
+	}
+	return g.controlTopic, nil
 }
 
 // kgoOpts builds the franz-go client options every kcleanup client starts from: seed brokers,

@@ -1,0 +1,45 @@
+package main
+
+import (
+	"context"
+	"strings"
+
+	"github.com/cockroachdb/errors"
+
+	"github.com/kcleanup/kcleanup/worker"
+)
+
+// connect opens a Cluster from the global options. The caller closes it.
+func (g globalOptions) connect() (*worker.Cluster, error) {
+	opts, err := g.kgoOpts()
+	if err != nil {
+		return nil, err
+	}
+	return worker.Connect(opts...)
+}
+
+// bootstrap is the bootstrap list as a flag value, quoted in hints.
+func (g globalOptions) bootstrap() string { return strings.Join(g.bootstrapServers, ",") }
+
+// project opens a caught-up projection of a control topic, within the
+// --timeout. A projection that cannot prove it is caught up is an error.
+func (g globalOptions) project(ctx context.Context, c *worker.Cluster, controlTopic string) (*worker.Projection, error) {
+	ctx, cancel := context.WithTimeout(ctx, g.timeout)
+	defer cancel()
+	p, err := c.Project(ctx, controlTopic)
+	if err != nil {
+		return nil, g.unreachable(err)
+	}
+	return p, nil
+}
+
+// unreachable adds the hint an operator needs when the cluster did not answer
+// within --timeout.
+func (g globalOptions) unreachable(err error) error {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return errors.WithHintf(err,
+			"no answer from %s within --timeout %s: check the address (-b), the network and --command-config",
+			g.bootstrap(), g.timeout)
+	}
+	return err
+}
