@@ -32,8 +32,9 @@ docs: ## regenerate generated docs (state diagram)
 	$(GO) run ./fsm/cmd/gendiagram > docs/state-diagram.md
 
 fuzz: ## fuzz every decoder for FUZZTIME each (default 30s)
-	@for t in $$($(GO) test -list '^Fuzz' ./events/ | grep ^Fuzz); do \
-	  echo "== $$t"; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $${FUZZTIME:-30s} ./events/ || exit 1; done
+	@for pkg in ./events/ ./projector/ ./fsm/ ./cmd/kcleanup/; do \
+	  for t in $$($(GO) test -list '^Fuzz' $$pkg | grep ^Fuzz); do \
+	    echo "== $$pkg $$t"; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $${FUZZTIME:-30s} $$pkg || exit 1; done; done
 
 bench: ## benchmarks (see docs/benchmarks.md)
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
