@@ -1,0 +1,290 @@
+package worker
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/cockroachdb/errors"
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kcleanup/kcleanup/projector"
+)
+
+// owner drives the pending operations of one control topic while this
+// replica owns it. Its loop runs on one goroutine, which alone touches its
+// projection; the retry table is also read by HTTP handlers, under mu.
+type owner struct {
+	topic string
+	since time.Time
+	// soft ends when no new work may start; hard abandons the step in flight.
+	soft, hard         context.Context
+	stopSoft, stopHard context.CancelFunc
+	done               chan struct{}
+
+	mu       sync.Mutex
+	attempts map[string]*attempt // by plan ID, only for pending operations
+}
+
+// attempt is the retry state of one pending operation.
+type attempt struct {
+	failures int
+	next     time.Time // no new attempt before this
+	blocked  bool      // the last failure needs an operator (or time)
+	reason   string
+	since    time.Time // first failure of the current streak
+}
+
+// own starts a runner for a control topic this replica was assigned.
+func (d *Daemon) own(topic string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.stopping || d.owners[topic] != nil || d.runCtx == nil {
+		return
+	}
+	o := &owner{topic: topic, since: time.Now(), done: make(chan struct{}), attempts: map[string]*attempt{}}
+	o.soft, o.stopSoft = context.WithCancel(d.runCtx)
+	o.hard, o.stopHard = context.WithCancel(context.WithoutCancel(d.runCtx))
+	d.owners[topic] = o
+	d.metrics.takeover()
+	d.log.Info("took ownership of control topic", "control_topic", topic, "group", d.cfg.group)
+	d.wg.Add(1)
+	go func() {
+		defer d.wg.Done()
+		defer close(o.done)
+		defer o.stopHard()
+		d.runOwner(o)
+	}()
+}
+
+// disown stops the runner of a control topic: no new step starts, the step
+// in flight may run on for grace, then it is abandoned. Abandoning is safe
+// because every step is idempotent and the next owner starts from the log.
+func (d *Daemon) disown(topic string, grace time.Duration, why string) {
+	d.mu.Lock()
+	o := d.owners[topic]
+	delete(d.owners, topic)
+	d.mu.Unlock()
+	if o == nil {
+		return
+	}
+	o.stopSoft()
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-o.done:
+	case <-t.C:
+		o.stopHard()
+		<-o.done
+		d.log.Warn("abandoned the step in flight", "control_topic", topic, "grace", grace)
+	}
+	d.log.Info("released control topic", "control_topic", topic, "why", why, "owned_for", time.Since(o.since).Round(time.Millisecond))
+}
+
+// owned reports the owner of a control topic, or nil.
+func (d *Daemon) owned(topic string) *owner {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.owners[topic]
+}
+
+// ownedTopics lists the control topics this replica owns, sorted.
+func (d *Daemon) ownedTopics() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]string, 0, len(d.owners))
+	for t := range d.owners {
+		out = append(out, t)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// runOwner is the loop of one owned control topic: read the log to its end,
+// repair overwritten keys, finish each due pending operation, wait a poll
+// interval (or until the next retry is due), again.
+func (d *Daemon) runOwner(o *owner) {
+	log := d.log.With("control_topic", o.topic)
+	proj, err := d.cluster.OpenProjection(o.topic)
+	if err != nil {
+		log.Error("cannot read control topic", errAttr(err))
+		return
+	}
+	defer proj.Close()
+	opts := Options{
+		Actor:     d.cfg.actor,
+		Bootstrap: d.cfg.bootstrap,
+		Observe: func(p Progress) {
+			log.Info(p.Message, "step", p.Step)
+		},
+		DeleteRecordsTook: func(took time.Duration, _ error) {
+			d.metrics.observeDelete(o.topic, took)
+		},
+	}
+	readFailures := 0
+	for o.soft.Err() == nil {
+		wait := d.cfg.pollInterval
+		if err := d.pass(o, proj, opts); err != nil {
+			if o.soft.Err() != nil {
+				return
+			}
+			readFailures++
+			wait = backoff(d.cfg.backoffMin, d.cfg.backoffMax, readFailures)
+			log.Warn("cannot read control topic; will retry", errAttr(err), "attempt", readFailures, "retry_in", wait)
+		} else {
+			readFailures = 0
+			if due := o.nextDue(); !due.IsZero() {
+				wait = min(wait, max(time.Until(due), 0))
+			}
+		}
+		sleep(o.soft, wait)
+	}
+}
+
+// pass is one round of the owner loop. It returns an error only when the
+// control topic could not be read or repaired; failures of an operation are
+// recorded in its attempt and logged.
+func (d *Daemon) pass(o *owner, proj *Projection, opts Options) error {
+	ctx, cancel := context.WithTimeout(o.hard, d.cfg.readTimeout)
+	defer cancel()
+	if err := proj.CatchUp(ctx); err != nil {
+		return err
+	}
+	if n := len(proj.State.Repairs()); n > 0 {
+		d.log.Warn("re-appending accepted records whose key was overwritten", "control_topic", o.topic, "keys", n)
+		if err := proj.Repair(ctx); err != nil {
+			return err
+		}
+	}
+	pending := proj.State.Pending()
+	o.keepOnly(pending)
+	for _, op := range pending {
+		if o.soft.Err() != nil {
+			return nil
+		}
+		if !o.due(op.PlanID, time.Now()) {
+			continue
+		}
+		d.finish(o, proj, op, opts)
+	}
+	return nil
+}
+
+// finish makes one attempt to drive one operation to APPLIED.
+func (d *Daemon) finish(o *owner, proj *Projection, op projector.Operation, opts Options) {
+	log := d.log.With("control_topic", o.topic, "plan", op.PlanID)
+	log.Info("finishing operation", "state", op.State, "delete_attempts", op.DeleteAttempts)
+	ctx, cancel := context.WithTimeout(o.hard, d.cfg.operationTimeout)
+	defer cancel()
+	began := time.Now()
+	out, err := d.cluster.Finish(ctx, proj, op.PlanID, opts)
+	took := time.Since(began).Round(time.Millisecond)
+	switch {
+	case err == nil:
+		o.succeeded(op.PlanID)
+		d.metrics.attempt(o.topic, "applied")
+		log.Info("operation applied", "state", out.State, "already", out.Already, "log_start", out.LogStart, "took", took)
+	case o.hard.Err() != nil:
+		log.Info("step in flight abandoned; the next owner resumes it", errAttr(err))
+	case permanent(err):
+		a := o.failed(op.PlanID, true, err, d.cfg)
+		d.metrics.attempt(o.topic, "blocked")
+		log.Error("operation blocked: it stays in its state until the cause is removed",
+			"state", out.State, errAttr(err), "hints", errors.GetAllHints(err), "retry_at", a.next.Format(time.RFC3339), "took", took)
+	default:
+		a := o.failed(op.PlanID, false, err, d.cfg)
+		d.metrics.attempt(o.topic, "retry")
+		log.Warn("operation attempt failed; will retry", "state", out.State, errAttr(err),
+			"attempt", a.failures, "retry_in", time.Until(a.next).Round(time.Millisecond), "took", took)
+	}
+}
+
+// permanent reports whether retrying soon cannot help: the topic was
+// recreated or reconfigured, access is denied, or the control topic holds
+// records from a newer kcleanup.
+func permanent(err error) bool {
+	return errors.Is(err, ErrBlocked) || errors.Is(err, ErrDegraded) ||
+		errors.Is(err, kerr.TopicAuthorizationFailed) || errors.Is(err, kerr.GroupAuthorizationFailed) ||
+		errors.Is(err, kerr.ClusterAuthorizationFailed) || errors.Is(err, kerr.TransactionalIDAuthorizationFailed) ||
+		errors.Is(err, kerr.SaslAuthenticationFailed)
+}
+
+// backoff is min·2^(n-1), capped at max.
+func backoff(minD, maxD time.Duration, n int) time.Duration {
+	d := minD
+	for i := 1; i < n && d < maxD; i++ {
+		d *= 2
+	}
+	return min(d, maxD)
+}
+
+func (o *owner) due(planID string, now time.Time) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	a := o.attempts[planID]
+	return a == nil || !now.Before(a.next)
+}
+
+// nextDue is the earliest time a waiting operation may be retried.
+func (o *owner) nextDue() time.Time {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var next time.Time
+	for _, a := range o.attempts {
+		if next.IsZero() || a.next.Before(next) {
+			next = a.next
+		}
+	}
+	return next
+}
+
+func (o *owner) succeeded(planID string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	delete(o.attempts, planID)
+}
+
+func (o *owner) failed(planID string, blocked bool, err error, cfg daemonConfig) attempt {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	a := o.attempts[planID]
+	if a == nil {
+		a = &attempt{since: time.Now()}
+		o.attempts[planID] = a
+	}
+	a.failures++
+	a.blocked, a.reason = blocked, err.Error()
+	if blocked {
+		a.next = time.Now().Add(cfg.blockedRetry)
+	} else {
+		a.next = time.Now().Add(backoff(cfg.backoffMin, cfg.backoffMax, a.failures))
+	}
+	return *a
+}
+
+// keepOnly forgets operations that are no longer pending (another writer,
+// or this one, finished them).
+func (o *owner) keepOnly(pending []projector.Operation) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for id := range o.attempts {
+		if !slices.ContainsFunc(pending, func(op projector.Operation) bool { return op.PlanID == id }) {
+			delete(o.attempts, id)
+		}
+	}
+}
+
+// blocked lists the blocked operations, oldest first.
+func (o *owner) blocked() []BlockedOperation {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	out := []BlockedOperation{}
+	for id, a := range o.attempts {
+		if a.blocked {
+			out = append(out, BlockedOperation{PlanID: id, Reason: a.reason, Since: a.since, RetryAt: a.next})
+		}
+	}
+	slices.SortFunc(out, func(a, b BlockedOperation) int { return a.Since.Compare(b.Since) })
+	return out
+}

@@ -1,0 +1,144 @@
+package worker
+
+import (
+	"encoding/json"
+	"net/http"
+	"time"
+)
+
+// Handler serves the replica's HTTP API:
+//
+//	GET  /healthz      200 while the process runs
+//	GET  /readyz       200 when every served control topic was read to its end
+//	                   within the ready window; 503 with the reasons otherwise
+//	GET  /metrics      Prometheus text format
+//	GET  /v1/status    every served control topic (?controlTopic= for one)
+//	POST /v1/validate  the recovery gate: markers in, a verdict out
+func (d *Daemon) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", d.serveHealth)
+	mux.HandleFunc("GET /readyz", d.serveReady)
+	mux.HandleFunc("GET /metrics", d.serveMetrics)
+	mux.HandleFunc("GET /v1/status", d.serveStatus)
+	mux.HandleFunc("POST /v1/validate", d.serveValidate)
+	return mux
+}
+
+func writeJSONStatus(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+func (d *Daemon) serveHealth(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	_, _ = w.Write([]byte("ok\n"))
+}
+
+// readiness is the body of /readyz.
+type readiness struct {
+	Ready bool `json:"ready"`
+	// NotReady says, per control topic, why it is not caught up.
+	NotReady map[string]string `json:"notReady,omitempty"`
+	Reason   string            `json:"reason,omitempty"`
+}
+
+func (d *Daemon) serveReady(w http.ResponseWriter, _ *http.Request) {
+	d.mu.Lock()
+	stopping := d.stopping
+	d.mu.Unlock()
+	if stopping {
+		writeJSONStatus(w, http.StatusServiceUnavailable, readiness{Reason: "shutting down"})
+		return
+	}
+	r := readiness{Ready: true}
+	for _, t := range d.cfg.topics {
+		if ok, why := d.views[t].snap.Load().caughtUp(d.cfg.readyWindow); !ok {
+			if r.NotReady == nil {
+				r.NotReady = map[string]string{}
+			}
+			r.NotReady[t] = why
+			r.Ready = false
+		}
+	}
+	if !r.Ready {
+		r.Reason = "not caught up with every control topic"
+		writeJSONStatus(w, http.StatusServiceUnavailable, r)
+		return
+	}
+	writeJSONStatus(w, http.StatusOK, r)
+}
+
+func (d *Daemon) serveMetrics(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+	_ = d.writeMetrics(w)
+}
+
+// TopicStatus is one control topic as a worker serves it at /v1/status: the
+// status document of `kcleanup status -o json` (with the blocked operations
+// this replica knows of, if it owns the topic) and the replica's view of it.
+type TopicStatus struct {
+	Status
+	// Owned is true on the replica that finishes this topic's operations.
+	Owned bool `json:"owned"`
+	// CaughtUp is true when the replica read to the end within the ready
+	// window; CaughtUpAt is when it last did.
+	CaughtUp   bool       `json:"caughtUp"`
+	CaughtUpAt *time.Time `json:"caughtUpAt,omitempty"`
+	LagRecords int64      `json:"lagRecords"`
+	// ReadError is the last read's error, if it did not reach the end.
+	ReadError string `json:"readError,omitempty"`
+}
+
+// WorkerStatus is the body of /v1/status without ?controlTopic=.
+type WorkerStatus struct {
+	SchemaVersion int           `json:"schemaVersion"`
+	Group         string        `json:"group"`
+	Actor         string        `json:"actor"`
+	ControlTopics []TopicStatus `json:"controlTopics"`
+}
+
+// topicStatus assembles a TopicStatus from the view's last snapshot.
+func (d *Daemon) topicStatus(topic string) TopicStatus {
+	s := d.views[topic].snap.Load()
+	ts := TopicStatus{Status: s.status, LagRecords: s.lag}
+	ts.Blocked = []BlockedOperation{}
+	if o := d.owned(topic); o != nil {
+		ts.Owned = true
+		ts.Blocked = o.blocked()
+	}
+	ts.CaughtUp, _ = s.caughtUp(d.cfg.readyWindow)
+	if !s.caughtUpAt.IsZero() {
+		at := s.caughtUpAt.UTC()
+		ts.CaughtUpAt = &at
+	}
+	if s.err != nil {
+		ts.ReadError = s.err.Error()
+	}
+	return ts
+}
+
+// apiError is the body of every error answer.
+type apiError struct {
+	Error string   `json:"error"`
+	Hints []string `json:"hints,omitempty"`
+}
+
+func (d *Daemon) serveStatus(w http.ResponseWriter, r *http.Request) {
+	if t := r.URL.Query().Get("controlTopic"); t != "" {
+		if d.views[t] == nil {
+			writeJSONStatus(w, http.StatusNotFound, apiError{Error: "this worker does not serve control topic " + t})
+			return
+		}
+		writeJSONStatus(w, http.StatusOK, d.topicStatus(t))
+		return
+	}
+	ws := WorkerStatus{SchemaVersion: StatusSchemaVersion, Group: d.cfg.group, Actor: d.cfg.actor}
+	for _, t := range d.cfg.topics {
+		ws.ControlTopics = append(ws.ControlTopics, d.topicStatus(t))
+	}
+	writeJSONStatus(w, http.StatusOK, ws)
+}
