@@ -1,0 +1,12 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/kcleanup/kcleanup/worker/kafkatest"
+)
+
+// TestMain ends the Docker broker of this test binary, if kafkatest.Bootstrap started one.
+// Integration tests of every command share it; put shared test helpers in this file only when
+// more than one command's tests need them.
+func TestMain(m *testing.M) { kafkatest.Main(m) }
