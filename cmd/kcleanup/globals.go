@@ -9,6 +9,8 @@ import (
 	"github.com/cockroachdb/errors"
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kcleanup/kcleanup/worker"
 )
 
 // outputFormat is the value of --output.
@@ -46,7 +48,7 @@ const (
 // then KCLEANUP_* environment variables, then defaults (in that order of precedence).
 type globalOptions struct {
 	bootstrapServers []string     // never empty after resolution
-	controlTopic     string       // "" means: derive from the data topic (controlTopicFor)
+	controlTopic     string       // "" means: derive from the data topic (worker.ControlTopicFor)
 	commandConfig    string       // path of a Kafka client properties file, "" for none
 	output           outputFormat // outputTable or outputJSON
 	timeout          time.Duration
@@ -123,29 +125,22 @@ func lookupSetting(cmd *cobra.Command, flag, env, def string) (value, source str
 	return def, fmt.Sprintf("--%s (default)", flag)
 }
 
-// controlTopicFor is the control topic a data topic gets when --control-topic is not given:
-// "<dataTopic>.kcleanup". This is the one place the convention lives. It does not check that the
-// result is a legal topic name (Kafka allows 249 characters); the caller's Kafka request will.
-func controlTopicFor(dataTopic string) string {
-	return dataTopic + ".kcleanup"
-}
-
 // controlTopicOf returns the control topic to use for dataTopic: --control-topic if given,
-// otherwise controlTopicFor(dataTopic). It refuses, as a usage error, an empty data topic and a
-// control topic equal to the data topic: control records must never land in the data topic
-// (DESIGN §4).
+// otherwise worker.ControlTopicFor(dataTopic), the one place the naming convention lives. It
+// refuses, as a usage error, an empty data topic and a control topic equal to the data topic:
+// control records must never land in the data topic (DESIGN §4).
 func (g globalOptions) controlTopicOf(dataTopic string) (string, error) {
 	if dataTopic == "" {
 		return "", usageError(errors.New("the data topic is empty"))
 	}
 	if g.controlTopic == "" {
-		return controlTopicFor(dataTopic), nil
+		return worker.ControlTopicFor(dataTopic), nil
 	}
 	if g.controlTopic == dataTopic {
 		return "", usageError(errors.WithHintf(
 			errors.Newf("--control-topic %q is the data topic itself", g.controlTopic),
 			"the control topic must be a separate, compacted, single-partition topic; omit --control-topic to use %q",
-			controlTopicFor(dataTopic)))
+			worker.ControlTopicFor(dataTopic)))
 	}
 	return g.controlTopic, nil
 }

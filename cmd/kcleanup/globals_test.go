@@ -3,11 +3,13 @@ package main
 import (
 	"strings"
 	"testing"
+
+	"github.com/kcleanup/kcleanup/worker"
 )
 
 func TestControlTopic(t *testing.T) {
-	if got := controlTopicFor("action-state"); got != "action-state.kcleanup" {
-		t.Fatalf("controlTopicFor: %q", got)
+	if got := worker.ControlTopicFor("action-state"); got != "action-state.kcleanup" {
+		t.Fatalf("worker.ControlTopicFor: %q", got)
 	}
 	for _, tc := range []struct {
 		flag, data, want, err string
