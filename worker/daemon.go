@@ -298,7 +298,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		return err
 	}
 	d.log.Info("worker started", "group", d.cfg.group, "control_topics", d.cfg.topics, "actor", d.cfg.actor,
-		"session_timeout", d.cfg.sessionTimeout, "heartbeat_interval", d.cfg.heartbeatInterval)
+		"session_timeout", d.cfg.sessionTimeout.String(), "heartbeat_interval", d.cfg.heartbeatInterval.String())
 
 	var viewsDone sync.WaitGroup
 	for _, v := range d.views {
@@ -309,7 +309,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	go func() { defer close(memberDone); d.pollMember(runCtx, member) }()
 
 	<-ctx.Done()
-	d.log.Info("shutting down: no new work; steps in flight may finish", "grace", d.cfg.grace)
+	d.log.Info("shutting down: no new work; steps in flight may finish", "grace", d.cfg.grace.String())
 	d.mu.Lock()
 	d.stopping = true
 	owned := make([]string, 0, len(d.owners))

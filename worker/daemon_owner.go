@@ -77,9 +77,9 @@ func (d *Daemon) disown(topic string, grace time.Duration, why string) {
 	case <-t.C:
 		o.stopHard()
 		<-o.done
-		d.log.Warn("abandoned the step in flight", "control_topic", topic, "grace", grace)
+		d.log.Warn("abandoned the step in flight", "control_topic", topic, "grace", grace.String())
 	}
-	d.log.Info("released control topic", "control_topic", topic, "why", why, "owned_for", time.Since(o.since).Round(time.Millisecond))
+	d.log.Info("released control topic", "control_topic", topic, "why", why, "owned_for", time.Since(o.since).Round(time.Millisecond).String())
 }
 
 // owned reports the owner of a control topic, or nil.
@@ -131,7 +131,7 @@ func (d *Daemon) runOwner(o *owner) {
 			}
 			readFailures++
 			wait = backoff(d.cfg.backoffMin, d.cfg.backoffMax, readFailures)
-			log.Warn("cannot read control topic; will retry", errAttr(err), "attempt", readFailures, "retry_in", wait)
+			log.Warn("cannot read control topic; will retry", errAttr(err), "attempt", readFailures, "retry_in", wait.String())
 		} else {
 			readFailures = 0
 			if due := o.nextDue(); !due.IsZero() {
@@ -184,19 +184,19 @@ func (d *Daemon) finish(o *owner, proj *Projection, op projector.Operation, opts
 	case err == nil:
 		o.succeeded(op.PlanID)
 		d.metrics.attempt(o.topic, "applied")
-		log.Info("operation applied", "state", out.State, "already", out.Already, "log_start", out.LogStart, "took", took)
+		log.Info("operation applied", "state", out.State, "already", out.Already, "log_start", out.LogStart, "took", took.String())
 	case o.hard.Err() != nil:
 		log.Info("step in flight abandoned; the next owner resumes it", errAttr(err))
 	case permanent(err):
 		a := o.failed(op.PlanID, true, err, d.cfg)
 		d.metrics.attempt(o.topic, "blocked")
 		log.Error("operation blocked: it stays in its state until the cause is removed",
-			"state", out.State, errAttr(err), "hints", errors.GetAllHints(err), "retry_at", a.next.Format(time.RFC3339), "took", took)
+			"state", out.State, errAttr(err), "hints", errors.GetAllHints(err), "retry_at", a.next.Format(time.RFC3339), "took", took.String())
 	default:
 		a := o.failed(op.PlanID, false, err, d.cfg)
 		d.metrics.attempt(o.topic, "retry")
 		log.Warn("operation attempt failed; will retry", "state", out.State, errAttr(err),
-			"attempt", a.failures, "retry_in", time.Until(a.next).Round(time.Millisecond), "took", took)
+			"attempt", a.failures, "retry_in", time.Until(a.next).Round(time.Millisecond).String(), "took", took.String())
 	}
 }
 

@@ -15,6 +15,7 @@ func newRootCmd() *cobra.Command {
 	g := &globalOptions{}
 	// In the order they should appear in --help.
 	return buildRoot(g,
+		newWorkerCmd(g),
 		newVersionCmd(g),
 	)
 }

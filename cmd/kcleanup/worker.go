@@ -1,0 +1,183 @@
+package main
+
+import (
+	"io"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/cockroachdb/errors"
+	"github.com/spf13/cobra"
+
+	"github.com/kcleanup/kcleanup/worker"
+)
+
+// Flags of `kcleanup worker` and their environment fallbacks (flag > environment > default).
+const (
+	flagWorkerTopics    = "control-topics"
+	flagWorkerGroup     = "group"
+	flagWorkerHTTPAddr  = "http-addr"
+	flagWorkerLogFormat = "log-format"
+	flagWorkerLogLevel  = "log-level"
+	flagWorkerSession   = "session-timeout"
+	flagWorkerHeartbeat = "heartbeat-interval"
+	flagWorkerBlocked   = "blocked-retry"
+
+	envWorkerTopics    = "KCLEANUP_CONTROL_TOPICS"
+	envWorkerGroup     = "KCLEANUP_GROUP"
+	envWorkerHTTPAddr  = "KCLEANUP_HTTP_ADDR"
+	envWorkerLogFormat = "KCLEANUP_LOG_FORMAT"
+	envWorkerLogLevel  = "KCLEANUP_LOG_LEVEL"
+
+	// defaultHTTPAddr listens on every interface, so that Kubernetes probes and Prometheus
+	// reach it. The API only reads: nothing served there changes any state.
+	defaultHTTPAddr = ":9308"
+)
+
+// workerOptions is the parsed command line of `kcleanup worker`.
+type workerOptions struct {
+	topics       []string
+	group        string
+	httpAddr     string
+	logFormat    string
+	logLevel     slog.Level
+	session      time.Duration
+	heartbeat    time.Duration
+	blockedRetry time.Duration
+}
+
+func newWorkerCmd(g *globalOptions) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "worker",
+		Short: "Run a worker replica: finish every committed cleanup, serve status, validation and metrics",
+		Long: `worker runs one replica of the worker fleet until SIGTERM or Ctrl-C.
+
+Replicas join one Kafka consumer group over the control topics they serve. The replica that owns
+a control topic finishes every operation left COMMITTED or DELETING on it (an interrupted apply,
+or apply --no-wait): DELETING, DeleteRecords, verification, APPLIED, exactly as apply does. When it
+dies, another replica takes over within about the session timeout. Every replica serves, on
+--http-addr:
+
+  GET  /healthz      200 while the process runs
+  GET  /readyz       200 when every served control topic was read to its end in the last 5s
+  GET  /metrics      Prometheus text format
+  GET  /v1/status    the status of every served control topic (?controlTopic= for one)
+  POST /v1/validate  markers in; 200 allowed, 409 refused, 400 bad input, 503 cannot tell
+
+Control topics: --control-topic for one, or --control-topics a,b (repeatable) for several; all
+replicas of a group must serve the same set. The default group is kcleanup-worker.<first control
+topic>. On SIGTERM the replica stops taking work, lets the step in flight end (at most 5s),
+leaves the group so another replica takes over at once, and exits 0.
+
+Testing aid: KCLEANUP_FAILPOINT=after-deleting or after-delete-records makes the process kill
+itself with SIGKILL at that step of an operation (see docs/deploy.md).`,
+		Example: `  kcleanup worker -b kafka:9092 --control-topic action-state.kcleanup
+  kcleanup worker -b kafka:9092 --control-topics orders.kcleanup,payments.kcleanup --log-format json`,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o, err := parseWorkerFlags(cmd, *g)
+			if err != nil {
+				return err
+			}
+			return runWorker(cmd, *g, o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringSlice(flagWorkerTopics, nil,
+		"control `topics` to serve, comma-separated or repeated; adds to --control-topic (env "+envWorkerTopics+")")
+	f.String(flagWorkerGroup, "",
+		"consumer `group` of the fleet (env "+envWorkerGroup+"; default kcleanup-worker.<first control topic>)")
+	f.String(flagWorkerHTTPAddr, defaultHTTPAddr,
+		"`host:port` of the HTTP API, probes and metrics; empty disables it (env "+envWorkerHTTPAddr+")")
+	f.String(flagWorkerLogFormat, "text", "log `format` on stderr: text or json (env "+envWorkerLogFormat+")")
+	f.String(flagWorkerLogLevel, "info", "log `level`: debug, info, warn or error (env "+envWorkerLogLevel+")")
+	f.Duration(flagWorkerSession, worker.DefaultSessionTimeout,
+		"consumer-group session timeout: how long a dead owner keeps its control topics (at least the broker's group.min.session.timeout.ms)")
+	f.Duration(flagWorkerHeartbeat, worker.DefaultHeartbeatInterval, "consumer-group heartbeat interval (below a third of the session timeout)")
+	f.Duration(flagWorkerBlocked, worker.DefaultBlockedRetry,
+		"how long an operation blocked for a cause an operator must remove waits before the next attempt")
+	return cmd
+}
+
+// parseWorkerFlags resolves the worker's flags with their environment fallbacks. Every problem
+// is a usage error.
+func parseWorkerFlags(cmd *cobra.Command, g globalOptions) (workerOptions, error) {
+	var o workerOptions
+	if g.controlTopic != "" {
+		o.topics = append(o.topics, g.controlTopic)
+	}
+	// A string slice prints as "[a,b]", so lookupSetting is asked only for the environment.
+	raw, _ := lookupSetting(cmd, flagWorkerTopics, envWorkerTopics, "")
+	if cmd.Flags().Changed(flagWorkerTopics) {
+		list, _ := cmd.Flags().GetStringSlice(flagWorkerTopics)
+		raw = strings.Join(list, ",")
+	}
+	for _, t := range strings.Split(raw, ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			o.topics = append(o.topics, t)
+		}
+	}
+	if len(o.topics) == 0 {
+		return o, usageError(errors.WithHint(errors.New("no control topic to serve"),
+			"give --control-topic <topic>, or --control-topics a,b for several"))
+	}
+	o.group, _ = lookupSetting(cmd, flagWorkerGroup, envWorkerGroup, "")
+	o.group = strings.TrimSpace(o.group)
+	o.httpAddr, _ = lookupSetting(cmd, flagWorkerHTTPAddr, envWorkerHTTPAddr, defaultHTTPAddr)
+
+	raw, src := lookupSetting(cmd, flagWorkerLogFormat, envWorkerLogFormat, "text")
+	switch o.logFormat = strings.ToLower(strings.TrimSpace(raw)); o.logFormat {
+	case "text", "json":
+	default:
+		return o, usageError(errors.Newf("invalid %s %q: allowed values are text and json", src, raw))
+	}
+	raw, src = lookupSetting(cmd, flagWorkerLogLevel, envWorkerLogLevel, "info")
+	if err := o.logLevel.UnmarshalText([]byte(strings.TrimSpace(raw))); err != nil {
+		return o, usageError(errors.Newf("invalid %s %q: allowed values are debug, info, warn and error", src, raw))
+	}
+	o.session, _ = cmd.Flags().GetDuration(flagWorkerSession)
+	o.heartbeat, _ = cmd.Flags().GetDuration(flagWorkerHeartbeat)
+	o.blockedRetry, _ = cmd.Flags().GetDuration(flagWorkerBlocked)
+	for name, d := range map[string]time.Duration{flagWorkerSession: o.session, flagWorkerHeartbeat: o.heartbeat, flagWorkerBlocked: o.blockedRetry} {
+		if d <= 0 {
+			return o, usageError(errors.Newf("invalid --%s %s: want a positive duration", name, d))
+		}
+	}
+	return o, nil
+}
+
+// newLogger writes structured logs to w (stderr: stdout is for results).
+func newLogger(w io.Writer, format string, level slog.Level) *slog.Logger {
+	ho := &slog.HandlerOptions{Level: level}
+	if format == "json" {
+		return slog.New(slog.NewJSONHandler(w, ho))
+	}
+	return slog.New(slog.NewTextHandler(w, ho))
+}
+
+// runWorker runs the daemon until the command's context ends (SIGTERM, Ctrl-C). A shutdown
+// is a success: exit 0.
+func runWorker(cmd *cobra.Command, g globalOptions, o workerOptions) error {
+	log := newLogger(cmd.ErrOrStderr(), o.logFormat, o.logLevel)
+	c, err := g.connect()
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	opts := []worker.DaemonOption{
+		worker.WithControlTopics(o.topics...),
+		worker.WithGroup(o.group),
+		worker.WithHTTPAddr(o.httpAddr),
+		worker.WithLogger(log),
+		worker.WithGroupTimings(o.session, o.heartbeat, 0),
+		worker.WithBlockedRetry(o.blockedRetry),
+		worker.WithBootstrap(g.bootstrap()),
+	}
+	d, err := worker.NewDaemon(c, opts...)
+	if errors.Is(err, worker.ErrDaemonConfig) {
+		return usageError(err)
+	}
+	if err != nil {
+		return err
+	}
+	return d.Run(cmd.Context())
+}
