@@ -3,7 +3,7 @@
 # Needs Java 17+, Maven and Go; no Docker.
 #
 #   kafka.sh up              start a broker (or reuse the running one); prints host:port
-#   kafka.sh down            stop it and delete its data
+#   kafka.sh down            stop it and delete its data (after the test runs still using it)
 #   kafka.sh cli TOOL ARGS   run one of Kafka's own tools (kafka-topics, kafka-configs, ...)
 #   kafka.sh test CMD...     run CMD with KCLEANUP_TEST_BOOTSTRAP set, starting a broker if needed
 #
@@ -141,7 +141,22 @@ up() {
   unlock
 }
 
+# down stops the broker, unless kafka.sh test runs still use it: then the last of them will.
 down() {
+  mkdir -p "$state"
+  exec 8>"$state/users.lock"
+  flock -s 8 # join the users, so that none of them stops it while we mark it
+  lock
+  [[ ! -d $broker ]] || touch "$broker/owned-by-test"
+  unlock
+  if flock -x -n 8; then
+    stop
+  else
+    log "test runs (kafka.sh test) still use the broker: the last of them stops it"
+  fi
+}
+
+stop() {
   lock
   local pid
   if pid=$(our_broker); then
@@ -193,7 +208,8 @@ cli() {
 }
 
 # test_cmd holds a shared lock on .kafka/users.lock while CMD runs: a broker that a test run
-# started is stopped by the last test run to finish, never under another one's feet.
+# started (or that kafka.sh down was asked to stop meanwhile) is stopped by the last test run
+# to finish, never under another one's feet.
 test_cmd() {
   [[ $# -ge 1 ]] || die "usage: $0 test CMD [ARGS...]"
   if [[ -n ${KCLEANUP_TEST_BOOTSTRAP:-} ]]; then
@@ -210,7 +226,7 @@ test_cmd() {
 
 release() {
   if flock -x -n 8 && [[ -f $broker/owned-by-test ]]; then
-    down
+    stop
   fi
 }
 
