@@ -6,7 +6,7 @@ KAFKA := cmd/kafkadev/kafka.sh
 # Integration tests read the broker address from here; `make test` fills it in.
 export KCLEANUP_TEST_BOOTSTRAP ?=
 
-.PHONY: help build demo test test-unit test-integration lint fuzz bench bench-quick \
+.PHONY: help build demo test test-unit lint fuzz bench bench-quick \
         kafka-up kafka-down kafka-cli docs clean
 
 help: ## list the targets
