@@ -15,6 +15,9 @@ func newRootCmd() *cobra.Command {
 	g := &globalOptions{}
 	// In the order they should appear in --help.
 	return buildRoot(g,
+		newStatusCmd(g),
+		newHistoryCmd(g),
+		newValidateCmd(g),
 		newWorkerCmd(g),
 		newVersionCmd(g),
 	)

@@ -1,0 +1,184 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/cockroachdb/errors"
+	"github.com/spf13/cobra"
+
+	"github.com/kcleanup/kcleanup/events"
+	"github.com/kcleanup/kcleanup/projector"
+)
+
+// shortPlanID is how many hex digits of a plan ID the history table shows; --plan takes any
+// unique prefix, so what the table shows can be pasted back.
+const shortPlanID = 12
+
+func newHistoryCmd(g *globalOptions) *cobra.Command {
+	var dataTopic, plan string
+	cmd := &cobra.Command{
+		Use:   "history",
+		Short: "List every control record in log order with the verdict the log gave it",
+		Long: `history is the audit of every decision: each record of the control topic, in log order, with
+its verdict (accepted, duplicate, or rejected and why), the time and the actor the record names.
+A rejected record changed nothing; it is listed so that nobody has to wonder why.
+
+--plan keeps the records of one plan (a unique prefix of its ID is enough). Name the control
+topic with --control-topic, or the data topic with --topic.`,
+		Example: `  kcleanup history --topic action-state
+  kcleanup history --topic action-state --plan 3f2a9c81d0e4
+  kcleanup history --control-topic action-state.kcleanup -o json`,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctl, err := g.readControlTopic(dataTopic)
+			if err != nil {
+				return err
+			}
+			if plan != "" && !isHexPrefix(plan) {
+				return usageError(errors.Newf("--plan %q is not a plan ID: expected lowercase hex digits (a prefix of the 64-digit ID)", plan))
+			}
+			return runHistory(cmd.Context(), cmd.OutOrStdout(), *g, ctl, plan)
+		},
+	}
+	cmd.Flags().StringVar(&dataTopic, flagTopic, "", "data `topic` whose control topic (<topic>.kcleanup) to read")
+	cmd.Flags().StringVar(&plan, "plan", "", "show only the records of this plan (`ID` or a unique prefix of it)")
+	return cmd
+}
+
+// historyDoc is `kcleanup history -o json`: the verdicts, wrapped in an object like every
+// kcleanup document (output.go).
+type historyDoc struct {
+	ControlTopic string `json:"controlTopic"`
+	// ReadTo is the offset after the last control record folded.
+	ReadTo int64 `json:"readTo"`
+	// PlanID is the full ID of the plan --plan selected.
+	PlanID   string         `json:"planId,omitempty"`
+	Verdicts []verdictEntry `json:"verdicts"`
+}
+
+// verdictEntry is one projector.Verdict in JSON.
+type verdictEntry struct {
+	Offset  int64             `json:"offset"`
+	Key     string            `json:"key"`
+	Event   events.Event      `json:"event,omitempty"`
+	PlanID  string            `json:"planId,omitempty"`
+	Verdict projector.Outcome `json:"verdict"`
+	Reason  projector.Reason  `json:"reason,omitempty"`
+	Detail  string            `json:"detail"`
+	// At is the record's "at" (or, for a value that could not be decoded, its Kafka
+	// timestamp), RFC 3339; absent when neither is known.
+	At    *time.Time `json:"at,omitempty"`
+	Actor string     `json:"actor,omitempty"`
+}
+
+func runHistory(ctx context.Context, w io.Writer, g globalOptions, controlTopic, plan string) error {
+	_, proj, done, err := g.openProjection(ctx, controlTopic)
+	if err != nil {
+		return err
+	}
+	defer done()
+
+	audit := proj.State.Audit()
+	doc := historyDoc{ControlTopic: controlTopic, ReadTo: proj.Next, Verdicts: []verdictEntry{}}
+	if plan != "" {
+		if doc.PlanID, err = resolvePlanID(plan, audit, controlTopic); err != nil {
+			return err
+		}
+	}
+	for _, v := range audit {
+		if doc.PlanID != "" && v.PlanID != doc.PlanID {
+			continue
+		}
+		e := verdictEntry{Offset: v.Offset, Key: v.Key, Event: v.Event, PlanID: v.PlanID,
+			Verdict: v.Outcome, Reason: v.Reason, Detail: v.Detail, Actor: v.Actor}
+		if !v.At.IsZero() {
+			at := v.At.UTC()
+			e.At = &at
+		}
+		doc.Verdicts = append(doc.Verdicts, e)
+	}
+	if g.output == outputJSON {
+		return writeJSON(w, doc)
+	}
+	return printHistory(w, doc)
+}
+
+// resolvePlanID expands a plan ID prefix to the one plan of the log that has it.
+func resolvePlanID(prefix string, audit []projector.Verdict, controlTopic string) (string, error) {
+	var ids []string
+	for _, v := range audit {
+		if strings.HasPrefix(v.PlanID, prefix) && !slices.Contains(ids, v.PlanID) {
+			ids = append(ids, v.PlanID)
+		}
+	}
+	switch len(ids) {
+	case 1:
+		return ids[0], nil
+	case 0:
+		return "", errors.WithHintf(errors.Newf("no record of control topic %s names a plan %s", controlTopic, prefix),
+			"`kcleanup status --control-topic %s` lists the plans of this control topic", controlTopic)
+	}
+	return "", usageError(errors.WithHint(
+		errors.Newf("--plan %s matches %d plans: %s", prefix, len(ids), strings.Join(ids, ", ")),
+		"give more digits of the plan ID"))
+}
+
+func isHexPrefix(s string) bool {
+	if len(s) > 64 {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+func printHistory(w io.Writer, doc historyDoc) error {
+	what := "records"
+	if doc.PlanID != "" {
+		what = "records of plan " + doc.PlanID
+	}
+	fmt.Fprintf(w, "Control topic %s, %s, in log order (read to offset %d):\n", doc.ControlTopic, what, doc.ReadTo)
+	if len(doc.Verdicts) == 0 {
+		fmt.Fprintln(w, "  none: the control topic is empty")
+		return nil
+	}
+	tw := newTable(w)
+	fmt.Fprintln(tw, "  OFFSET\tAT\tEVENT\tPLAN\tVERDICT\tACTOR\tDETAIL")
+	for _, v := range doc.Verdicts {
+		verdict := string(v.Verdict)
+		if v.Reason != "" {
+			verdict += " (" + string(v.Reason) + ")"
+		}
+		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\t%s\n", v.Offset, formatTimePtr(v.At), orDash(string(v.Event)),
+			orDash(shorten(v.PlanID, shortPlanID)), verdict, orDash(v.Actor), singleLine(v.Detail))
+	}
+	return tw.Flush()
+}
+
+func formatTimePtr(t *time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return formatTime(*t)
+}
+
+func shorten(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -1,0 +1,205 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/cockroachdb/errors"
+	"github.com/spf13/cobra"
+
+	"github.com/kcleanup/kcleanup/events"
+	"github.com/kcleanup/kcleanup/fsm"
+	"github.com/kcleanup/kcleanup/worker"
+)
+
+// flagTopic is the local --topic flag of the commands that read a control topic (status,
+// history): the data topic whose default control topic, <topic>.kcleanup, is meant.
+const flagTopic = "topic"
+
+func newStatusCmd(g *globalOptions) *cobra.Command {
+	var dataTopic string
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Show the committed boundary, the operations and the rejected records of a control topic",
+		Long: `status reads the control topic from its beginning to its end (as the end was when the read
+began) and shows what the log decided: the committed boundary of every partition and the plan
+that set it, every operation and its state, every rejected record and why, whether the projection
+is degraded (a record from a newer kcleanup), and the offset it read to.
+
+Name the control topic with --control-topic, or the data topic with --topic (the control topic is
+then <topic>.kcleanup). With -o json it prints the document a worker serves at /v1/status.`,
+		Example: `  kcleanup status --topic action-state
+  kcleanup status --control-topic action-state.kcleanup -o json`,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctl, err := g.readControlTopic(dataTopic)
+			if err != nil {
+				return err
+			}
+			return runStatus(cmd.Context(), cmd.OutOrStdout(), *g, ctl)
+		},
+	}
+	cmd.Flags().StringVar(&dataTopic, flagTopic, "", "data `topic` whose control topic (<topic>.kcleanup) to read")
+	return cmd
+}
+
+// readControlTopic is the control topic a read-only command is about: --control-topic when
+// given, else the default control topic of --topic. One of them is required.
+func (g globalOptions) readControlTopic(dataTopic string) (string, error) {
+	if dataTopic != "" {
+		return g.controlTopicOf(dataTopic)
+	}
+	if g.controlTopic == "" {
+		return "", usageError(errors.WithHint(
+			errors.New("which control topic? neither --topic nor --control-topic is given"),
+			"give the data topic (--topic action-state reads action-state.kcleanup) or the control topic itself (--control-topic)"))
+	}
+	return g.controlTopic, nil
+}
+
+// openProjection connects to the cluster and reads a control topic to its end within --timeout.
+// The caller calls done when finished with both.
+func (g globalOptions) openProjection(ctx context.Context, controlTopic string) (_ *worker.Cluster, _ *worker.Projection, done func(), _ error) {
+	c, err := g.connect()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	proj, err := g.project(ctx, c, controlTopic)
+	if err != nil {
+		c.Close()
+		return nil, nil, nil, err
+	}
+	return c, proj, func() { proj.Close(); c.Close() }, nil
+}
+
+func runStatus(ctx context.Context, w io.Writer, g globalOptions, controlTopic string) error {
+	_, proj, done, err := g.openProjection(ctx, controlTopic)
+	if err != nil {
+		return err
+	}
+	defer done()
+	st := worker.StatusOf(proj)
+	if g.output == outputJSON {
+		return writeJSON(w, st)
+	}
+	return printStatus(w, st)
+}
+
+// printStatus renders the status document for people: a summary, then one table per section.
+func printStatus(w io.Writer, st worker.Status) error {
+	tw := newTable(w)
+	fmt.Fprintf(tw, "Control topic:\t%s (read to offset %d, its end when the read began)\n", st.ControlTopic, st.ReadTo)
+	if st.Topic != "" {
+		fmt.Fprintf(tw, "Data topic:\t%s (topic ID %s)\n", st.Topic, st.TopicID)
+	} else {
+		fmt.Fprintf(tw, "Data topic:\tnone yet (the first accepted PLANNED binds this control topic to its data topic)\n")
+	}
+	if st.Degraded {
+		fmt.Fprintf(tw, "Degraded:\tYES: %s\n", st.DegradedReason)
+		fmt.Fprintf(tw, "\tno recovery point is validated and no worker deletes until kcleanup is upgraded\n")
+	} else {
+		fmt.Fprintf(tw, "Degraded:\tno\n")
+	}
+	if st.UnrepairedKeys > 0 {
+		fmt.Fprintf(tw, "Unrepaired keys:\t%d accepted record(s) overwritten under their key; a worker or the next apply re-appends them\n", st.UnrepairedKeys)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+
+	fmt.Fprintln(w)
+	if len(st.Boundary) == 0 {
+		fmt.Fprintln(w, "Boundary: none committed (every recovery point is allowed)")
+	} else {
+		fmt.Fprintln(w, "Boundary (records below it may be deleted; older recovery points are refused):")
+		tw = newTable(w)
+		fmt.Fprintln(tw, "  PARTITION\tBOUNDARY\tSET BY PLAN")
+		for _, p := range st.Boundary.Partitions() {
+			fmt.Fprintf(tw, "  %d\t%d\t%s\n", p, st.Boundary[p], st.BoundarySetBy[p])
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+
+	fmt.Fprintln(w)
+	if len(st.Operations) == 0 {
+		fmt.Fprintln(w, "Operations: none")
+	} else {
+		fmt.Fprintf(w, "Operations: %s\n", countByState(st.Operations))
+		tw = newTable(w)
+		fmt.Fprintln(tw, "  PLAN\tSTATE\tRECOVERY POINT\tOFFSETS\tUPDATED\tBY")
+		for _, op := range st.Operations {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", op.PlanID, op.State, op.SourceRecoveryPoint,
+				offsetsText(op.Offsets), formatTime(op.UpdatedAt), op.UpdatedBy)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		if pending := countPending(st.Operations); pending > 0 {
+			fmt.Fprintf(w, "  %d operation(s) COMMITTED or DELETING: a running worker finishes them, or re-run `kcleanup apply PLAN.json`\n", pending)
+		}
+	}
+
+	fmt.Fprintln(w)
+	if len(st.Rejected) == 0 {
+		fmt.Fprintln(w, "Rejected records: none")
+		return nil
+	}
+	fmt.Fprintf(w, "Rejected records: %d (they changed nothing; `kcleanup history` shows them in context)\n", len(st.Rejected))
+	tw = newTable(w)
+	fmt.Fprintln(tw, "  OFFSET\tREASON\tKEY\tDETAIL")
+	for _, r := range st.Rejected {
+		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\n", r.Offset, r.Reason, r.Key, singleLine(r.Detail))
+	}
+	return tw.Flush()
+}
+
+// countByState summarizes operations in lifecycle order: "1 PLANNED, 2 APPLIED".
+func countByState(ops []worker.OperationStatus) string {
+	n := map[fsm.State]int{}
+	for _, op := range ops {
+		n[op.State]++
+	}
+	var parts []string
+	for _, s := range []fsm.State{fsm.Planned, fsm.Committed, fsm.Deleting, fsm.Applied} {
+		if n[s] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n[s], s))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+func countPending(ops []worker.OperationStatus) int {
+	n := 0
+	for _, op := range ops {
+		if op.State == fsm.Committed || op.State == fsm.Deleting {
+			n++
+		}
+	}
+	return n
+}
+
+// offsetsText prints offsets as "0=150 1=120", partitions ascending.
+func offsetsText(o events.Offsets) string {
+	parts := make([]string, 0, len(o))
+	for _, p := range o.Partitions() {
+		parts = append(parts, fmt.Sprintf("%d=%d", p, o[p]))
+	}
+	return strings.Join(parts, " ")
+}
+
+// formatTime prints a time in UTC to the second, or "-" when unknown.
+func formatTime(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+// singleLine keeps a table row on one line: a record's detail may quote anything.
+func singleLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
