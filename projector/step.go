@@ -99,7 +99,8 @@ func (s *State) decide(r Record, env events.Envelope, err error) (Verdict, chang
 		if !sameContent(o, &env) {
 			return s.overwrite(v, oi, "other content ("+contentDiff(o, &env)+")"), change{}
 		}
-		s.repaired(v.Key)
+		repairs, wasOverwritten := s.overwritten[v.Key]
+		delete(s.overwritten, v.Key)
 		if env.Event == events.Deleting && o.state == fsm.Deleting && !o.hasStep(&env) {
 			// A worker retrying DeleteRecords announces the attempt again.
 			// The same at and actor as an accepted attempt is that attempt
@@ -108,6 +109,9 @@ func (s *State) decide(r Record, env events.Envelope, err error) (Verdict, chang
 		}
 		v.Outcome = Duplicate
 		v.Detail = fmt.Sprintf("same content as the record accepted at offset %d; no change", o.acceptedOffset(env.Event))
+		if wasOverwritten {
+			v.Detail += fmt.Sprintf("; repairs the key, overwritten at offset %d", repairs.at)
+		}
 		return v, change{}
 	}
 
@@ -283,11 +287,6 @@ func (s *State) markOverwritten(key string, oi int32, e events.Event, offset int
 	if _, ok := s.overwritten[key]; !ok {
 		s.overwritten[key] = overwrite{op: oi, event: e, at: offset}
 	}
-}
-
-// repaired clears the overwrite flag of a key whose accepted content came again.
-func (s *State) repaired(key string) {
-	delete(s.overwritten, key)
 }
 
 // degrade makes the projection fail closed; the first reason stays.
