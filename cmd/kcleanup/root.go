@@ -15,6 +15,11 @@ func newRootCmd() *cobra.Command {
 	g := &globalOptions{}
 	// In the order they should appear in --help.
 	return buildRoot(g,
+		newInitCmd(g),
+		newDoctorCmd(g),
+		newPlanCmd(g),
+		newSubmitCmd(g),
+		newApplyCmd(g),
 		newStatusCmd(g),
 		newHistoryCmd(g),
 		newValidateCmd(g),

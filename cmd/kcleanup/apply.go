@@ -1,0 +1,154 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/cockroachdb/errors"
+	"github.com/spf13/cobra"
+
+	"github.com/kcleanup/kcleanup/events"
+	"github.com/kcleanup/kcleanup/fsm"
+	"github.com/kcleanup/kcleanup/worker"
+)
+
+// applyOptions are the flags of `kcleanup apply`.
+type applyOptions struct {
+	noWait bool
+}
+
+func newApplyCmd(g *globalOptions) *cobra.Command {
+	var o applyOptions
+	cmd := &cobra.Command{
+		Use:   "apply PLAN.json [--no-wait]",
+		Short: "Commit a plan's boundary and delete the records below it",
+		Long: `Apply a plan, printing each step to standard error as it happens:
+
+  1. check     the plan against the live topic (topic ID, partitions, configs, offsets within
+               [log start, high watermark]) and the committed boundary; nothing is written
+  2. commit    append PLANNED and COMMITTED to the control topic and read the verdict back.
+               COMMITTED accepted is the point of no return: recovery refuses older recovery
+               points from then on
+  3. delete    append DELETING, check the topic again, DeleteRecords below the plan offsets
+  4. verify    read the log-start offsets back and append APPLIED
+
+A failure before step 2 leaves Kafka unchanged. Running apply again on an interrupted plan
+resumes it; on an APPLIED plan it says so and exits 0. With --no-wait, apply returns once
+COMMITTED is accepted and leaves steps 3 and 4 to the kcleanup workers.
+
+--timeout bounds each phase separately (connecting and reading the control topic; check and
+commit; delete and verify), so a whole apply may take up to three times as long. The control
+topic is created, as kcleanup init would, if it does not exist yet and the plan passes step 1.`,
+		Example: `  kcleanup apply chk-42.plan.json
+  kcleanup apply chk-42.plan.json --no-wait -o json`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runApply(cmd.Context(), *g, args[0], o, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	cmd.Flags().BoolVar(&o.noWait, "no-wait", false, "return once COMMITTED is accepted; workers delete")
+	return cmd
+}
+
+// applyReport is what apply prints when it succeeds.
+type applyReport struct {
+	PlanID       string    `json:"planId"`
+	Topic        string    `json:"topic"`
+	ControlTopic string    `json:"controlTopic"`
+	State        fsm.State `json:"state"`
+	// AlreadyApplied is true when the plan was APPLIED before this run.
+	AlreadyApplied bool `json:"alreadyApplied"`
+	// Boundary is the committed boundary of the data topic after this run.
+	Boundary events.Offsets `json:"boundary"`
+	// LogStart holds the log-start offsets APPLIED verified; absent until APPLIED.
+	LogStart events.Offsets `json:"logStart,omitempty"`
+	// Steps are the steps this run took, as printed to standard error.
+	Steps []worker.Progress `json:"steps"`
+}
+
+func runApply(ctx context.Context, g globalOptions, path string, o applyOptions, stdin io.Reader, stdout, stderr io.Writer) error {
+	plan, err := readPlanFile(path, stdin)
+	if err != nil {
+		return err
+	}
+	s, err := openPlanSession(ctx, g, plan, stderr)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+
+	rep := applyReport{PlanID: plan.PlanID, Topic: plan.Topic, ControlTopic: s.proj.Topic, Steps: []worker.Progress{}}
+	opts := s.opts
+	say := opts.Observe
+	opts.Observe = func(p worker.Progress) {
+		rep.Steps = append(rep.Steps, p)
+		say(p)
+	}
+
+	// Check and commit (or find the plan already committed or applied).
+	commitOpts := opts
+	commitOpts.NoWait = true
+	out, err := withTimeout(ctx, g, func(ctx context.Context) (worker.Outcome, error) {
+		return s.cluster.Apply(ctx, s.proj, plan, commitOpts)
+	})
+	if err != nil {
+		err = planError(g, err)
+		if !errors.Is(err, worker.ErrRejected) && !errors.Is(err, worker.ErrSuperseded) {
+			err = errors.WithHintf(err, "running kcleanup apply %s again is safe: it resumes where this run stopped", path)
+		}
+		return err
+	}
+	if !out.Already && !o.noWait {
+		out, err = withTimeout(ctx, g, func(ctx context.Context) (worker.Outcome, error) {
+			return s.cluster.Finish(ctx, s.proj, plan.PlanID, opts)
+		})
+		if err != nil {
+			return errors.WithHintf(planError(g, err),
+				"the boundary is committed and recovery enforces it; nothing more is needed for safety. "+
+					"To finish the deletion, remove the cause and run kcleanup apply %s again, or let a kcleanup worker finish it", path)
+		}
+	}
+	rep.State, rep.AlreadyApplied, rep.LogStart = out.State, out.Already, out.LogStart
+	rep.Boundary = s.proj.State.Boundary()
+	if g.output == outputJSON {
+		return writeJSON(stdout, rep)
+	}
+	tw := newTable(stdout)
+	fmt.Fprintf(tw, "plan\t%s\n", rep.PlanID)
+	fmt.Fprintf(tw, "topic\t%s\n", rep.Topic)
+	fmt.Fprintf(tw, "control topic\t%s\n", rep.ControlTopic)
+	state := string(rep.State)
+	switch {
+	case rep.AlreadyApplied:
+		state += " (already, before this run)"
+	case rep.State == fsm.Committed:
+		state += " (deletion left to the workers: kcleanup status shows progress)"
+	}
+	fmt.Fprintf(tw, "state\t%s\n", state)
+	fmt.Fprintf(tw, "boundary\t%s\n", offsetsLine(rep.Boundary))
+	if rep.LogStart != nil {
+		fmt.Fprintf(tw, "log start\t%s\n", offsetsLine(rep.LogStart))
+	}
+	return tw.Flush()
+}
+
+// withTimeout runs one phase of a command under its own --timeout.
+func withTimeout[T any](ctx context.Context, g globalOptions, f func(context.Context) (T, error)) (T, error) {
+	ctx, cancel := context.WithTimeout(ctx, g.timeout)
+	defer cancel()
+	return f(ctx)
+}
+
+// offsetsLine renders offsets as "0=150 1=100", partitions ascending, or "none".
+func offsetsLine(o events.Offsets) string {
+	if len(o) == 0 {
+		return "none"
+	}
+	var parts []string
+	for _, p := range o.Partitions() {
+		parts = append(parts, fmt.Sprintf("%d=%d", p, o[p]))
+	}
+	return strings.Join(parts, " ")
+}

@@ -1,0 +1,197 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/cockroachdb/errors"
+	"github.com/spf13/cobra"
+
+	"github.com/kcleanup/kcleanup/worker"
+)
+
+// doctorOptions are the flags of `kcleanup doctor`.
+type doctorOptions struct {
+	topic      string        // "" means: the topic the control topic governs
+	stuckAfter time.Duration // COMMITTED or DELETING for longer than this is reported
+}
+
+func newDoctorCmd(g *globalOptions) *cobra.Command {
+	var o doctorOptions
+	cmd := &cobra.Command{
+		Use:   "doctor [--topic TOPIC]",
+		Short: "Check the control topic, the data topic, the brokers and the projection (read-only)",
+		Long: `Check everything kcleanup depends on, without changing anything:
+
+  brokers        DeleteRecords supported, topic IDs supported (Metadata v10+)
+  control topic  exists, exactly one partition, cleanup.policy=compact
+  projection     not degraded, rejected records, operations stuck in COMMITTED or DELETING,
+                 accepted records overwritten under their key and not yet repaired
+  data topic     cleanup.policy=compact,delete, retention.ms=-1, retention.bytes=-1, and the
+                 topic ID the control topic governs
+
+The data topic is --topic, or the one the control topic (--control-topic) governs. One line per
+finding, each problem with a hint. Exits 1 when anything blocks cleanup.`,
+		Example: `  kcleanup doctor --topic action-state
+  kcleanup doctor --control-topic action-state.kcleanup -o json`,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.topic == "" && g.controlTopic == "" {
+				return usageError(errors.WithHint(errors.New("doctor needs a data topic or a control topic"),
+					"give --topic TOPIC, or --control-topic NAME to check the topic it governs"))
+			}
+			if o.stuckAfter <= 0 {
+				return usageError(errors.Newf("invalid --stuck-after %s: want a positive duration", o.stuckAfter))
+			}
+			return runDoctor(cmd.Context(), *g, o, cmd.OutOrStdout())
+		},
+	}
+	cmd.Flags().StringVar(&o.topic, "topic", "", "the data `topic` (default: the one the control topic governs)")
+	cmd.Flags().DurationVar(&o.stuckAfter, "stuck-after", 5*time.Minute,
+		"report an operation COMMITTED or DELETING for longer than this `duration` as stuck")
+	return cmd
+}
+
+// doctorReport is what doctor prints.
+type doctorReport struct {
+	Topic        string           `json:"topic,omitempty"`
+	ControlTopic string           `json:"controlTopic"`
+	Blocking     int              `json:"blocking"`
+	Findings     []worker.Finding `json:"findings"`
+}
+
+func runDoctor(ctx context.Context, g globalOptions, o doctorOptions, stdout io.Writer) error {
+	control := g.controlTopic
+	if o.topic != "" {
+		var err error
+		if control, err = g.controlTopicOf(o.topic); err != nil {
+			return err
+		}
+	}
+	c, err := g.connect()
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+
+	rep := doctorReport{Topic: o.topic, ControlTopic: control}
+	if err := diagnose(ctx, c, g, o, &rep); err != nil {
+		return g.unreachable(err)
+	}
+	rep.Blocking = len(worker.Blocking(rep.Findings))
+	if err := printFindings(stdout, g.output, rep, rep.Findings); err != nil {
+		return err
+	}
+	return blockingError(rep.Findings)
+}
+
+// diagnose fills rep with findings. Each group of checks gets its own --timeout. An error means
+// the cluster did not answer; problems found are findings.
+func diagnose(ctx context.Context, c *worker.Cluster, g globalOptions, o doctorOptions, rep *doctorReport) error {
+	add := func(fs ...worker.Finding) { rep.Findings = append(rep.Findings, fs...) }
+	step := func(f func(ctx context.Context) error) error {
+		ctx, cancel := context.WithTimeout(ctx, g.timeout)
+		defer cancel()
+		return f(ctx)
+	}
+
+	if err := step(func(ctx context.Context) error {
+		fs, err := c.CheckBrokers(ctx)
+		add(fs...)
+		return err
+	}); err != nil {
+		return err
+	}
+
+	// The control topic and its projection; they also tell which data topic to check.
+	var status *worker.Status
+	if err := step(func(ctx context.Context) error {
+		info, err := c.DescribeTopic(ctx, rep.ControlTopic)
+		if errors.Is(err, worker.ErrTopicNotFound) {
+			hint := "create it: kcleanup init --topic <data topic>"
+			if rep.Topic != "" {
+				hint = "create it: kcleanup init --topic " + rep.Topic
+			}
+			if g.controlTopic != "" {
+				hint += " --control-topic " + rep.ControlTopic
+			}
+			add(worker.Finding{Severity: worker.Block, Subject: "control topic " + rep.ControlTopic,
+				Message: "does not exist", Hint: hint})
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		var projection []worker.Finding
+		if len(info.Partitions) == 1 { // otherwise there is no single log to project
+			proj, err := c.Project(ctx, rep.ControlTopic)
+			if err != nil {
+				return err
+			}
+			defer proj.Close()
+			st := worker.StatusOf(proj)
+			status = &st
+			projection = worker.CheckProjection(st, time.Now(), o.stuckAfter)
+			if rep.Topic == "" {
+				rep.Topic = st.Topic
+			}
+		}
+		add(worker.CheckControlTopic(info, rep.Topic, info.Replicas, g.bootstrap())...)
+		add(worker.CheckControlTopicDurability(info, g.bootstrap())...)
+		add(projection...)
+		return nil
+	}); err != nil {
+		return err
+	}
+
+	if rep.Topic == "" {
+		add(worker.Finding{Severity: worker.Warn, Subject: "data topic",
+			Message: fmt.Sprintf("not checked: control topic %s governs no topic yet", rep.ControlTopic),
+			Hint:    "give --topic TOPIC to check the data topic too"})
+		return nil
+	}
+	return step(func(ctx context.Context) error {
+		info, err := c.DescribeTopic(ctx, rep.Topic)
+		if errors.Is(err, worker.ErrTopicNotFound) {
+			add(worker.Finding{Severity: worker.Block, Subject: "data topic " + rep.Topic, Message: "does not exist",
+				Hint: "check the name (--topic); a control topic governs the topic it was bound to by its first plan"})
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		add(worker.CheckDataTopic(info, g.bootstrap())...)
+		if status != nil {
+			add(worker.CheckBinding(*status, info)...)
+		}
+		return nil
+	})
+}
+
+// printFindings writes doc as JSON, or the findings as one line each ("SEVERITY  subject:
+// message"), with the hint, when there is one, on the line below.
+func printFindings(w io.Writer, format outputFormat, doc any, fs []worker.Finding) error {
+	if format == outputJSON {
+		return writeJSON(w, doc)
+	}
+	var b strings.Builder
+	for _, f := range fs {
+		fmt.Fprintf(&b, "%-5s  %s: %s\n", strings.ToUpper(string(f.Severity)), f.Subject, f.Message)
+		if f.Hint != "" {
+			fmt.Fprintf(&b, "       hint: %s\n", f.Hint)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return errors.Wrap(err, "write output")
+}
+
+// blockingError is the command's error when findings block cleanup (exit 1), nil otherwise.
+func blockingError(fs []worker.Finding) error {
+	n := len(worker.Blocking(fs))
+	if n == 0 {
+		return nil
+	}
+	return errors.Newf("%d problem(s) block cleanup: fix each BLOCK finding as its hint says, then run the command again", n)
+}

@@ -1,0 +1,132 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/cockroachdb/errors"
+	"github.com/spf13/cobra"
+
+	"github.com/kcleanup/kcleanup/worker"
+)
+
+// initOptions are the flags of `kcleanup init`.
+type initOptions struct {
+	topic             string
+	replicationFactor int16 // -1: the broker's default.replication.factor
+}
+
+func newInitCmd(g *globalOptions) *cobra.Command {
+	var o initOptions
+	cmd := &cobra.Command{
+		Use:   "init --topic TOPIC",
+		Short: "Create the control topic of a data topic and check both",
+		Long: `Create the control topic of a data topic (one partition, cleanup.policy=compact, unclean
+leader election off, min.insync.replicas=2 when the replication factor is 3 or more) and check
+the data topic's settings (cleanup.policy=compact,delete, retention.ms=-1, retention.bytes=-1).
+
+Each problem is reported with the exact command that fixes it. Running init again is safe: an
+existing, correct control topic is left as it is. Exits 1 when anything blocks cleanup.`,
+		Example: `  kcleanup init --topic action-state
+  kcleanup init --topic action-state --replication-factor 3 --control-topic ops.action-state.ctl`,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.replicationFactor == 0 || o.replicationFactor < -1 {
+				return usageError(errors.WithHint(
+					errors.Newf("invalid --replication-factor %d", o.replicationFactor),
+					"give 1 or more, or -1 for the broker's default.replication.factor"))
+			}
+			return runInit(cmd.Context(), *g, o, cmd.OutOrStdout())
+		},
+	}
+	cmd.Flags().StringVar(&o.topic, "topic", "", "the data `topic` to clean up (required)")
+	cmd.Flags().Int16Var(&o.replicationFactor, "replication-factor", -1,
+		"replication factor of a new control topic; -1 takes the broker's default (production: 3)")
+	_ = cmd.MarkFlagRequired("topic")
+	return cmd
+}
+
+// initReport is what init prints: the topics it looked at and one finding per check.
+type initReport struct {
+	Topic               string           `json:"topic"`
+	ControlTopic        string           `json:"controlTopic"`
+	ControlTopicCreated bool             `json:"controlTopicCreated"`
+	Findings            []worker.Finding `json:"findings"`
+}
+
+func runInit(ctx context.Context, g globalOptions, o initOptions, stdout io.Writer) error {
+	control, err := g.controlTopicOf(o.topic)
+	if err != nil {
+		return err
+	}
+	c, err := g.connect()
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(ctx, g.timeout)
+	defer cancel()
+
+	rep, err := initTopics(ctx, c, g, o.topic, control, o.replicationFactor)
+	if err != nil {
+		return g.unreachable(err)
+	}
+	if err := printFindings(stdout, g.output, rep, rep.Findings); err != nil {
+		return err
+	}
+	return blockingError(rep.Findings)
+}
+
+// initTopics checks the data topic, creates the control topic when it is missing, and checks
+// it and what it governs. A missing data topic stops it before anything is created: a mistyped
+// name must not leave a stray control topic behind.
+func initTopics(ctx context.Context, c *worker.Cluster, g globalOptions, topic, control string, rf int16) (initReport, error) {
+	rep := initReport{Topic: topic, ControlTopic: control}
+	data, err := c.TopicMetadata(ctx, topic)
+	if errors.Is(err, worker.ErrTopicNotFound) {
+		rep.Findings = append(rep.Findings, worker.Finding{
+			Severity: worker.Block, Subject: "data topic " + topic,
+			Message: "does not exist; the control topic was not created",
+			Hint: fmt.Sprintf("check the name, or create it: kafka-topics --bootstrap-server %s --create --topic %s "+
+				"--partitions <n> --config cleanup.policy=compact,delete --config retention.ms=-1 --config retention.bytes=-1; "+
+				"then run kcleanup init again", g.bootstrap(), topic),
+		})
+		return rep, nil
+	}
+	if err != nil {
+		return rep, err
+	}
+	if data.Configs, err = c.TopicConfigs(ctx, topic); err != nil {
+		return rep, err
+	}
+	rep.Findings = append(rep.Findings, worker.CheckDataTopic(data, g.bootstrap())...)
+
+	if rep.ControlTopicCreated, err = c.CreateControlTopic(ctx, control, rf); err != nil {
+		return rep, err
+	}
+	info, err := c.DescribeTopic(ctx, control)
+	if err != nil {
+		return rep, err
+	}
+	created := "exists"
+	if rep.ControlTopicCreated {
+		created = "created"
+	}
+	rep.Findings = append(rep.Findings, worker.Finding{Severity: worker.OK, Subject: "control topic " + control,
+		Message: fmt.Sprintf("%s: %d partition(s), replication factor %d", created, len(info.Partitions), info.Replicas)})
+	checks := worker.CheckControlTopic(info, topic, info.Replicas, g.bootstrap())
+	rep.Findings = append(rep.Findings, checks...)
+	rep.Findings = append(rep.Findings, worker.CheckControlTopicDurability(info, g.bootstrap())...)
+	if len(worker.Blocking(checks)) > 0 {
+		return rep, nil // the projection of a broken control topic proves nothing
+	}
+
+	// An existing control topic may govern another incarnation of the data topic.
+	proj, err := c.Project(ctx, control)
+	if err != nil {
+		return rep, err
+	}
+	defer proj.Close()
+	rep.Findings = append(rep.Findings, worker.CheckBinding(worker.StatusOf(proj), data)...)
+	return rep, nil
+}

@@ -1,0 +1,267 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"strings"
+
+	"github.com/cockroachdb/errors"
+	"github.com/spf13/cobra"
+
+	"github.com/kcleanup/kcleanup/events"
+	"github.com/kcleanup/kcleanup/worker"
+)
+
+// planOptions are the flags of `kcleanup plan`.
+type planOptions struct {
+	markers       []string // files; "-" is standard input
+	recoveryPoint string
+	out           string // "" means standard output
+	noPreview     bool
+}
+
+func newPlanCmd(g *globalOptions) *cobra.Command {
+	var o planOptions
+	cmd := &cobra.Command{
+		Use:   "plan --markers FILE [--markers FILE ...] --recovery-point NAME [--out FILE]",
+		Short: "Make a cleanup plan from the recovery markers of one recovery point",
+		Long: `Make a cleanup plan from the markers of every subtask of one recovery point (checkpoint or
+savepoint): the plan offset of each partition is the minimum over the markers. A markers file
+holds one marker object or a JSON array of them; "-" reads standard input. The plan is the
+format of Flink Agents' KafkaActionStateCleanupTool, so plans move freely between the two.
+
+The plan goes to --out, which must not exist yet (a plan file is never overwritten), or to
+standard output. A live preview shows, per partition, the current log start, the log start after
+apply, how many offsets become deletable, and the committed boundary; with --out it is the
+command's output, otherwise it goes to standard error. The plan itself needs no cluster: when the
+cluster cannot be reached the plan is still written and the preview says it is unavailable.`,
+		Example: `  kcleanup plan --markers chk-42/markers.json --recovery-point chk-42 --out chk-42.plan.json
+  kcleanup plan --markers sub-0.json --markers sub-1.json --recovery-point sp-7 > sp-7.plan.json`,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runPlan(cmd.Context(), *g, o, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	f := cmd.Flags()
+	f.StringArrayVar(&o.markers, "markers", nil, "markers `file` (repeatable; - for standard input)")
+	f.StringVar(&o.recoveryPoint, "recovery-point", "", "`name` of the recovery point, e.g. the checkpoint ID (required)")
+	f.StringVar(&o.out, "out", "", "write the plan to this new `file` instead of standard output")
+	f.BoolVar(&o.noPreview, "no-preview", false, "do not contact the cluster for a preview")
+	_ = cmd.MarkFlagRequired("markers")
+	_ = cmd.MarkFlagRequired("recovery-point")
+	return cmd
+}
+
+// planReport is the JSON document of `plan --out`: the plan, where it went, and the preview.
+type planReport struct {
+	PlanID  string          `json:"planId"`
+	Out     string          `json:"out"`
+	Plan    json.RawMessage `json:"plan"`
+	Preview *previewDoc     `json:"preview"`
+	// PreviewError says why there is no preview (unreachable cluster, missing topic).
+	PreviewError string `json:"previewError,omitempty"`
+}
+
+// previewDoc is worker.Preview with the refusal as text.
+type previewDoc struct {
+	worker.Preview
+	ApplyWouldRefuse string   `json:"applyWouldRefuse,omitempty"`
+	RefusalHints     []string `json:"refusalHints,omitempty"`
+}
+
+func runPlan(ctx context.Context, g globalOptions, o planOptions, stdin io.Reader, stdout, stderr io.Writer) error {
+	plan, err := buildPlanFromFiles(o.markers, o.recoveryPoint, stdin)
+	if err != nil {
+		return err
+	}
+	if o.out == "" {
+		if _, err := stdout.Write(plan.Encode()); err != nil {
+			return errors.Wrap(err, "write the plan")
+		}
+	} else {
+		if err := writeNewFile(o.out, plan.Encode()); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "wrote plan %s to %s\n", plan.PlanID, o.out)
+	}
+	if o.noPreview && o.out == "" {
+		return nil
+	}
+
+	var pv *previewDoc
+	var pvErr error
+	if o.noPreview {
+		pvErr = errors.New("not requested (--no-preview)")
+	} else {
+		pv, pvErr = previewPlan(ctx, g, plan)
+	}
+	if o.out == "" { // stdout holds the plan; the preview is a diagnostic
+		printPreview(stderr, plan, pv, pvErr)
+		return nil
+	}
+	if g.output == outputJSON {
+		rep := planReport{PlanID: plan.PlanID, Out: o.out, Plan: plan.Encode(), Preview: pv}
+		if pvErr != nil {
+			rep.PreviewError = pvErr.Error()
+		}
+		return writeJSON(stdout, rep)
+	}
+	printPreview(stdout, plan, pv, pvErr)
+	return nil
+}
+
+// buildPlanFromFiles reads every markers file and builds the plan. Every error names the file it
+// is about; a marker index in BuildPlan's errors counts markers across all files in order, so a
+// hint maps the indices back to files.
+func buildPlanFromFiles(files []string, recoveryPoint string, stdin io.Reader) (events.Plan, error) {
+	var markers []events.Marker
+	var origin []string // origin[i] is the file of markers[i]
+	for _, name := range files {
+		data, err := readInput(name, stdin)
+		if err != nil {
+			return events.Plan{}, err
+		}
+		ms, err := events.ParseMarkers(data)
+		if err != nil {
+			return events.Plan{}, errors.WithHint(errors.Wrapf(err, "markers file %s", name),
+				"a markers file holds one marker object or a JSON array of them: "+
+					`{"schemaVersion":1,"topic":"T","topicId":"ID","offsets":{"0":100}}`)
+		}
+		for range ms {
+			origin = append(origin, name)
+		}
+		markers = append(markers, ms...)
+	}
+	plan, err := events.BuildPlan(recoveryPoint, markers)
+	if err != nil {
+		if len(files) > 1 {
+			err = errors.WithHint(err, "markers are numbered from 0 across all files: "+describeOrigin(origin))
+		} else if len(files) == 1 {
+			err = errors.Wrapf(err, "markers file %s", files[0])
+		}
+		return events.Plan{}, err
+	}
+	return plan, nil
+}
+
+// describeOrigin says which markers came from which file: "0-1 from a.json, 2 from b.json".
+func describeOrigin(origin []string) string {
+	var parts []string
+	for i := 0; i < len(origin); {
+		j := i
+		for j+1 < len(origin) && origin[j+1] == origin[i] {
+			j++
+		}
+		if i == j {
+			parts = append(parts, fmt.Sprintf("%d from %s", i, origin[i]))
+		} else {
+			parts = append(parts, fmt.Sprintf("%d-%d from %s", i, j, origin[i]))
+		}
+		i = j + 1
+	}
+	return strings.Join(parts, ", ")
+}
+
+// readInput reads a file named on the command line; "-" is standard input.
+func readInput(name string, stdin io.Reader) ([]byte, error) {
+	if name == "-" {
+		data, err := io.ReadAll(stdin)
+		return data, errors.Wrap(err, "read standard input")
+	}
+	data, err := os.ReadFile(name)
+	if err != nil {
+		return nil, errors.WithHint(errors.Wrapf(err, "read %s", name), "check the file name and its permissions")
+	}
+	return data, nil
+}
+
+// writeNewFile creates path and writes data to it, failing if path exists: a plan that was
+// reviewed must never be replaced behind the reviewer's back. A partly written file is removed.
+func writeNewFile(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if errors.Is(err, fs.ErrExist) {
+		return errors.WithHintf(errors.Newf("--out %s already exists; kcleanup never overwrites a plan file", path),
+			"choose another file name, or remove %s first if you are sure no one needs it", path)
+	}
+	if err != nil {
+		return errors.Wrapf(err, "create %s", path)
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = os.Remove(path)
+		return errors.Wrapf(err, "write %s", path)
+	}
+	return nil
+}
+
+// previewPlan asks the cluster what applying plan would do, within --timeout.
+func previewPlan(ctx context.Context, g globalOptions, plan events.Plan) (*previewDoc, error) {
+	control, err := g.controlTopicOf(plan.Topic)
+	if err != nil {
+		return nil, err
+	}
+	c, err := g.connect()
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(ctx, g.timeout)
+	defer cancel()
+	pv, err := c.Preview(ctx, control, plan, worker.Options{Bootstrap: g.bootstrap()})
+	if err != nil {
+		return nil, g.unreachable(err)
+	}
+	doc := &previewDoc{Preview: pv}
+	if pv.Refusal != nil {
+		doc.ApplyWouldRefuse = pv.Refusal.Error()
+		doc.RefusalHints = errors.GetAllHints(pv.Refusal)
+	}
+	return doc, nil
+}
+
+// printPreview writes the plan's summary and its preview table (or why there is none).
+func printPreview(w io.Writer, plan events.Plan, pv *previewDoc, pvErr error) {
+	fmt.Fprintf(w, "plan %s: topic %s (ID %s), recovery point %q\n",
+		plan.PlanID, plan.Topic, plan.TopicID, plan.SourceRecoveryPoint)
+	if pvErr != nil {
+		fmt.Fprintf(w, "preview unavailable: %s\n", indentContinuation(pvErr.Error(), "  "))
+		for _, h := range errors.GetAllHints(pvErr) {
+			fmt.Fprintf(w, "  hint: %s\n", h)
+		}
+		return
+	}
+	note := ""
+	if !pv.ControlTopicExists {
+		note = " (does not exist yet: no boundary)"
+	}
+	fmt.Fprintf(w, "preview against the live cluster; control topic %s%s\n", pv.ControlTopic, note)
+	tw := newTable(w)
+	fmt.Fprintln(tw, "PARTITION\tPLAN OFFSET\tLOG START\tNEW LOG START\tDELETABLE\tHIGH WATERMARK\tBOUNDARY")
+	for _, r := range pv.Partitions {
+		boundary := "none"
+		if r.Boundary != nil {
+			boundary = fmt.Sprint(*r.Boundary)
+		}
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%d\t%s\n",
+			r.Partition, r.PlanOffset, r.LogStart, r.NewLogStart, r.Deletable, r.HighWatermark, boundary)
+	}
+	_ = tw.Flush()
+	fmt.Fprintln(w, "DELETABLE counts offsets; compaction may already have removed some of those records.")
+	if pv.ApplyWouldRefuse != "" {
+		fmt.Fprintf(w, "apply would refuse this plan now:\n  %s\n", indentContinuation(pv.ApplyWouldRefuse, "  "))
+		for _, h := range pv.RefusalHints {
+			fmt.Fprintf(w, "  hint: %s\n", h)
+		}
+		return
+	}
+	fmt.Fprintln(w, "apply would accept this plan now.")
+}

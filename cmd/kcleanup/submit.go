@@ -1,0 +1,158 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/cockroachdb/errors"
+	"github.com/spf13/cobra"
+
+	"github.com/kcleanup/kcleanup/events"
+	"github.com/kcleanup/kcleanup/fsm"
+	"github.com/kcleanup/kcleanup/worker"
+)
+
+func newSubmitCmd(g *globalOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:   "submit PLAN.json",
+		Short: "Record a plan on the control topic (PLANNED) without committing it",
+		Long: `Check a plan against the live cluster and the committed boundary, then append its PLANNED
+record to the control topic. Nothing is committed and nothing is deleted: a PLANNED plan is a
+proposal that anyone can review (kcleanup status, history) and later apply.
+
+The control topic is created, as kcleanup init would, if it does not exist yet and the plan
+passes the checks. Submitting a plan that is already on the control topic changes nothing.`,
+		Example: `  kcleanup submit chk-42.plan.json`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runSubmit(cmd.Context(), *g, args[0], cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+}
+
+// submitReport is what submit prints.
+type submitReport struct {
+	PlanID       string    `json:"planId"`
+	ControlTopic string    `json:"controlTopic"`
+	State        fsm.State `json:"state"`
+	// Offset is the control-topic offset of the PLANNED record this call appended; -1 when the
+	// plan was already on the control topic and nothing was written.
+	Offset int64 `json:"offset"`
+	// Outcome is the log's verdict on the record: accepted or duplicate; "" when nothing was written.
+	Outcome string `json:"outcome,omitempty"`
+}
+
+func runSubmit(ctx context.Context, g globalOptions, path string, stdin io.Reader, stdout, stderr io.Writer) error {
+	plan, err := readPlanFile(path, stdin)
+	if err != nil {
+		return err
+	}
+	s, err := openPlanSession(ctx, g, plan, stderr)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+
+	rep := submitReport{PlanID: plan.PlanID, ControlTopic: s.proj.Topic, Offset: -1}
+	if op, ok := s.proj.State.Operation(plan.PlanID); ok {
+		rep.State = op.State
+		fmt.Fprintf(stderr, "plan %s is already on control topic %s (%s): nothing written\n", plan.PlanID, s.proj.Topic, op.State)
+	} else {
+		ctx, cancel := context.WithTimeout(ctx, g.timeout)
+		defer cancel()
+		v, err := s.cluster.Submit(ctx, s.proj, plan, s.opts)
+		if err != nil {
+			return planError(g, err)
+		}
+		op, _ := s.proj.State.Operation(plan.PlanID)
+		rep.State, rep.Offset, rep.Outcome = op.State, v.Offset, string(v.Outcome)
+	}
+	if g.output == outputJSON {
+		return writeJSON(stdout, rep)
+	}
+	tw := newTable(stdout)
+	fmt.Fprintf(tw, "plan\t%s\n", rep.PlanID)
+	fmt.Fprintf(tw, "control topic\t%s\n", rep.ControlTopic)
+	fmt.Fprintf(tw, "state\t%s\n", rep.State)
+	if rep.Offset >= 0 {
+		fmt.Fprintf(tw, "PLANNED at offset\t%d (%s)\n", rep.Offset, rep.Outcome)
+	}
+	if rep.State == fsm.Planned {
+		fmt.Fprintf(tw, "next\tkcleanup apply %s\n", path)
+	}
+	return tw.Flush()
+}
+
+// readPlanFile loads a plan strictly ("-" is standard input): an edited plan fails here, naming
+// the file, before any connection is made.
+func readPlanFile(path string, stdin io.Reader) (events.Plan, error) {
+	data, err := readInput(path, stdin)
+	if err != nil {
+		return events.Plan{}, err
+	}
+	plan, err := events.ParsePlan(data)
+	if err != nil {
+		err = errors.Wrapf(err, "plan file %s", path)
+		if errors.Is(err, events.ErrPlanEdited) {
+			err = errors.WithHint(err, "a plan cannot be edited after it is made: make a new one with kcleanup plan")
+		}
+		return events.Plan{}, err
+	}
+	return plan, nil
+}
+
+// planSession is a cluster connection and a caught-up projection of the plan's control topic.
+type planSession struct {
+	cluster *worker.Cluster
+	proj    *worker.Projection
+	opts    worker.Options
+}
+
+// openPlanSession connects, readies the control topic of plan's data topic (creating it only
+// for a plan that passes the checks: worker.PrepareControlTopic) and reads it to its end, all
+// within --timeout. Progress lines go to stderr.
+func openPlanSession(ctx context.Context, g globalOptions, plan events.Plan, stderr io.Writer) (*planSession, error) {
+	control, err := g.controlTopicOf(plan.Topic)
+	if err != nil {
+		return nil, err
+	}
+	c, err := g.connect()
+	if err != nil {
+		return nil, err
+	}
+	opts := worker.Options{
+		Bootstrap: g.bootstrap(),
+		Observe: func(p worker.Progress) {
+			fmt.Fprintf(stderr, "[%s] %s\n", p.Step, p.Message)
+		},
+	}
+	ctx, cancel := context.WithTimeout(ctx, g.timeout)
+	defer cancel()
+	if err := c.PrepareControlTopic(ctx, control, plan, opts); err != nil {
+		c.Close()
+		return nil, planError(g, err)
+	}
+	proj, err := g.project(ctx, c, control)
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	return &planSession{cluster: c, proj: proj, opts: opts}, nil
+}
+
+func (s *planSession) close() {
+	s.proj.Close()
+	s.cluster.Close()
+}
+
+// planError adds to an error of the protocol what the operator needs to know: whether the
+// cluster stopped answering, and that a refused plan left Kafka unchanged. Every such error
+// exits 1: a plan that does not fit the cluster is an error, not a recovery-point refusal (3).
+func planError(g globalOptions, err error) error {
+	err = g.unreachable(err)
+	if errors.Is(err, worker.ErrRejected) {
+		err = errors.WithHint(err, "nothing was committed or deleted")
+	}
+	return err
+}
