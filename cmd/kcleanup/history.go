@@ -15,8 +15,9 @@ import (
 	"github.com/kcleanup/kcleanup/projector"
 )
 
-// shortPlanID is how many hex digits of a plan ID the history table shows; --plan takes any
-// unique prefix, so what the table shows can be pasted back.
+// shortPlanID is how many hex digits of a plan ID tables show where space is short (JSON
+// always has the full ID); history --plan takes any unique prefix, so what a table shows can be
+// pasted back.
 const shortPlanID = 12
 
 func newHistoryCmd(g *globalOptions) *cobra.Command {

@@ -117,7 +117,7 @@ func printStatus(w io.Writer, st worker.Status) error {
 		tw = newTable(w)
 		fmt.Fprintln(tw, "  PARTITION\tBOUNDARY\tSET BY PLAN")
 		for _, p := range st.Boundary.Partitions() {
-			fmt.Fprintf(tw, "  %d\t%d\t%s\n", p, st.Boundary[p], st.BoundarySetBy[p])
+			fmt.Fprintf(tw, "  %d\t%d\t%s\n", p, st.Boundary[p], shorten(st.BoundarySetBy[p], shortPlanID))
 		}
 		if err := tw.Flush(); err != nil {
 			return err

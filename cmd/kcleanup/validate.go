@@ -175,7 +175,7 @@ func reportRefusal(w io.Writer, g globalOptions, res worker.ValidateResult, err 
 			marker = origins[r.Marker]
 		}
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", marker, optInt(r.Partition), optInt(r.Requested),
-			optInt(r.Boundary), orDash(r.PlanID), r.Reason)
+			optInt(r.Boundary), orDash(shorten(r.PlanID, shortPlanID)), r.Reason)
 	}
 	if ferr := tw.Flush(); ferr != nil {
 		return ferr
@@ -200,7 +200,7 @@ func printAllowed(w io.Writer, proj *worker.Projection, markers []events.Marker)
 				lowest = off
 			}
 		}
-		fmt.Fprintf(tw, "  %d\t%d\t%d\t%s\n", p, lowest, boundary[p], proj.State.BoundarySetBy(p))
+		fmt.Fprintf(tw, "  %d\t%d\t%d\t%s\n", p, lowest, boundary[p], shorten(proj.State.BoundarySetBy(p), shortPlanID))
 	}
 	return tw.Flush()
 }
