@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/errors"
@@ -22,6 +23,7 @@ type owner struct {
 	soft, hard         context.Context
 	stopSoft, stopHard context.CancelFunc
 	done               chan struct{}
+	busy               atomic.Bool // an attempt to finish an operation is in flight
 
 	mu       sync.Mutex
 	attempts map[string]*attempt // by plan ID, only for pending operations
@@ -75,9 +77,12 @@ func (d *Daemon) disown(topic string, grace time.Duration, why string) {
 	select {
 	case <-o.done:
 	case <-t.C:
+		busy := o.busy.Load()
 		o.stopHard()
 		<-o.done
-		d.log.Warn("abandoned the step in flight", "control_topic", topic, "grace", grace.String())
+		if busy {
+			d.log.Warn("abandoned the step in flight; the next owner resumes the operation", "control_topic", topic, "grace", grace.String())
+		}
 	}
 	d.log.Info("released control topic", "control_topic", topic, "why", why, "owned_for", time.Since(o.since).Round(time.Millisecond).String())
 }
@@ -177,6 +182,8 @@ func (d *Daemon) finish(o *owner, proj *Projection, op projector.Operation, opts
 	log.Info("finishing operation", "state", op.State, "delete_attempts", op.DeleteAttempts)
 	ctx, cancel := context.WithTimeout(o.hard, d.cfg.operationTimeout)
 	defer cancel()
+	o.busy.Store(true)
+	defer o.busy.Store(false)
 	began := time.Now()
 	out, err := d.cluster.Finish(ctx, proj, op.PlanID, opts)
 	took := time.Since(began).Round(time.Millisecond)

@@ -7,7 +7,9 @@ import (
 
 // Failpoint steps: KCLEANUP_FAILPOINT=<step> makes the process kill itself
 // with SIGKILL when it reaches that step, so tests can crash an apply or a
-// worker at the worst moments. Off unless set.
+// worker at the worst moments. KCLEANUP_FAILPOINT=<step>:stop makes it stop
+// itself with SIGSTOP there instead (a frozen process, resumed by SIGCONT),
+// to test what a paused owner does when it wakes up. Off unless set.
 const (
 	AfterCommitted     = "after-committed"
 	AfterDeleting      = "after-deleting"
@@ -17,9 +19,16 @@ const (
 // FailpointEnv is the environment variable that arms a failpoint.
 const FailpointEnv = "KCLEANUP_FAILPOINT"
 
+// FailpointStop is the suffix that turns a failpoint's SIGKILL into SIGSTOP.
+const FailpointStop = ":stop"
+
 func failpoint(step string) {
-	if os.Getenv(FailpointEnv) == step {
+	switch os.Getenv(FailpointEnv) {
+	case step:
 		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		select {} // SIGKILL cannot be caught; never return into the next step
+	case step + FailpointStop:
+		// Returns when the process is continued (SIGCONT).
+		_ = syscall.Kill(os.Getpid(), syscall.SIGSTOP)
 	}
 }
