@@ -1,0 +1,284 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/cockroachdb/errors"
+	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/kcleanup/kcleanup/events"
+	"github.com/kcleanup/kcleanup/worker"
+)
+
+// series is what one subject measured over the runs of one case.
+type series struct {
+	in, proc []float64 // seconds: measured inside the process, and the whole process
+	rss      float64   // largest peak RSS, MB
+}
+
+// applySubject deletes every partition of a topic up to offset k, one way.
+type applySubject struct {
+	name string
+	run  func(ctx context.Context, k int64) (in, proc time.Duration, rssMB float64, err error)
+}
+
+// apply is B2: one plan covering every partition of a data topic, applied
+// from start to APPLIED by `kcleanup apply` (a whole process) and by the
+// library, next to Kafka's own kafka-delete-records and to the floor (a bare
+// franz-go program that sends DeleteRecords and lists the start offsets).
+//
+// Every subject works on the same topic, in turns: each deletes one more
+// record from every partition (offset k, then k+1, ...), so each request
+// has the same amount of work and the topic is identical for all of them.
+// The order rotates from run to run.
+func (b *bencher) apply(ctx context.Context) error {
+	hasApply := b.hasCommand(ctx, "apply")
+	if !hasApply {
+		b.note("B2: %s has no apply command; measured the library (worker.Cluster.Apply) only", b.cfg.kcleanup)
+	}
+	tool, toolErr := b.kafkaTool()
+	if toolErr != nil {
+		b.note("B2: kafka-delete-records not measured: %v", toolErr)
+	}
+	names := []string{"floor", "kafka-delete-records", "kcleanup library", "kcleanup apply"}
+	points := map[string][][2]float64{} // subject → (partitions, median seconds)
+	for _, n := range b.cfg.applySizes {
+		data := b.topic(fmt.Sprintf("apply-%d", n))
+		control := b.topic(fmt.Sprintf("apply-%d.kcleanup", n))
+		began := time.Now()
+		topicID, err := createTopic(ctx, b.cl, data, n, dataTopicConfigs())
+		if err != nil {
+			return errors.WithHint(err, "a single test broker may not hold this many partitions; lower the size with -only or -quick")
+		}
+		b.logf("B2 apply: created %s with %d partitions in %s", data, n, time.Since(began).Round(time.Millisecond))
+		if _, err := createTopic(ctx, b.cl, control, 1, worker.ControlTopicConfigs(1)); err != nil {
+			return err
+		}
+		plan := func(k int64) (string, error) { return b.writePlan(data, topicID, n, k) }
+		subjects := []applySubject{{name: "floor", run: func(ctx context.Context, k int64) (time.Duration, time.Duration, float64, error) {
+			path, err := plan(k)
+			if err != nil {
+				return 0, 0, 0, err
+			}
+			m, res, err := runChild(ctx, "delete", "-bootstrap", b.cfg.bootstrap, "-plan", path)
+			return seconds(res["seconds"]), m.Wall, m.MaxRSSMB, err
+		}}, {name: "kcleanup library", run: func(ctx context.Context, k int64) (time.Duration, time.Duration, float64, error) {
+			path, err := plan(k)
+			if err != nil {
+				return 0, 0, 0, err
+			}
+			m, res, err := runChild(ctx, "apply", "-bootstrap", b.cfg.bootstrap, "-control-topic", control, "-plan", path)
+			return seconds(res["seconds"]), m.Wall, m.MaxRSSMB, err
+		}}}
+		if tool != nil {
+			subjects = append(subjects, applySubject{name: "kafka-delete-records", run: func(ctx context.Context, k int64) (time.Duration, time.Duration, float64, error) {
+				path, err := b.writeOffsetsJSON(data, n, k)
+				if err != nil {
+					return 0, 0, 0, err
+				}
+				m, err := run(ctx, nil, tool[0], append(tool[1:], "--bootstrap-server", b.cfg.bootstrap, "--offset-json-file", path)...)
+				if err == nil && strings.Contains(string(m.Stdout), "error") {
+					err = errors.Newf("kafka-delete-records reported an error: %s", tail(m.Stdout, 500))
+				}
+				return 0, m.Wall, m.MaxRSSMB, err
+			}})
+		}
+		if hasApply {
+			subjects = append(subjects, applySubject{name: "kcleanup apply", run: func(ctx context.Context, k int64) (time.Duration, time.Duration, float64, error) {
+				path, err := plan(k)
+				if err != nil {
+					return 0, 0, 0, err
+				}
+				m, err := run(ctx, nil, b.cfg.kcleanup, "apply", path, "-b", b.cfg.bootstrap, "--control-topic", control,
+					"-o", "json", "--timeout", "5m")
+				if err == nil {
+					err = checkApplied(m.Stdout)
+				}
+				return 0, m.Wall, m.MaxRSSMB, err
+			}})
+		}
+		perPartition := b.cfg.runs*len(subjects) + 1
+		if err := produceData(ctx, b.cfg.bootstrap, data, n, perPartition); err != nil {
+			return err
+		}
+		got := map[string]*series{}
+		k := int64(0)
+		for r := range b.cfg.runs {
+			b.logf("B2 apply: %d partitions, run %d of %d", n, r+1, b.cfg.runs)
+			for i := range subjects {
+				s := subjects[(i+r)%len(subjects)]
+				k++
+				in, proc, rss, err := s.run(ctx, k)
+				if err != nil {
+					return errors.Wrapf(err, "%s on %d partitions", s.name, n)
+				}
+				if got[s.name] == nil {
+					got[s.name] = &series{}
+				}
+				g := got[s.name]
+				g.in, g.proc, g.rss = append(g.in, in.Seconds()), append(g.proc, proc.Seconds()), max(g.rss, rss)
+			}
+		}
+		if err := b.checkStarts(ctx, data, n, k); err != nil {
+			return err
+		}
+		b.add(applyRows(n, got)...)
+		for _, name := range names {
+			if s := got[name]; s != nil {
+				points[name+" (whole process)"] = append(points[name+" (whole process)"], [2]float64{float64(n), median(s.proc)})
+				if name == "floor" || name == "kcleanup library" {
+					points[name+" (in process)"] = append(points[name+" (in process)"], [2]float64{float64(n), median(s.in)})
+				}
+			}
+		}
+		// Free the broker of this size's partitions before the next size.
+		if err := deleteTopics(ctx, b.cl, data, control); err != nil {
+			return err
+		}
+	}
+	for _, name := range names {
+		for _, how := range []string{" (in process)", " (whole process)"} {
+			ps := points[name+how]
+			var xs, ys []float64
+			for _, p := range ps {
+				xs, ys = append(xs, p[0]), append(ys, p[1])
+			}
+			b.fit("B2 apply", name+how, "partition", "s", xs, ys)
+		}
+	}
+	return nil
+}
+
+// applyRows turns one size's series into table rows with their ratios.
+func applyRows(n int, got map[string]*series) []Row {
+	c := fmt.Sprintf("%d partitions", n)
+	var rows []Row
+	row := func(subject string, runs []float64, rss float64, ratios ...Ratio) {
+		r := Row{Bench: "B2 apply", Case: c, Subject: subject, PeakRSSMB: rss}
+		r.setRuns(runs)
+		if r.Median > 0 {
+			r.Rate, r.RateUnit = float64(n)/r.Median, "partitions/s"
+		}
+		for _, x := range ratios {
+			if x.Value > 0 {
+				r.Ratios = append(r.Ratios, x)
+			}
+		}
+		rows = append(rows, r)
+	}
+	floor, tool, lib, cmd := got["floor"], got["kafka-delete-records"], got["kcleanup library"], got["kcleanup apply"]
+	row("floor: franz-go DeleteRecords + ListOffsets (in process)", floor.in, 0)
+	row("floor: franz-go DeleteRecords + ListOffsets (whole process)", floor.proc, floor.rss)
+	if tool != nil {
+		row("kafka-delete-records (whole process, JVM)", tool.proc, tool.rss, Ratio{"floor process", pairedRatio(tool.proc, floor.proc)})
+	}
+	row("worker.Cluster.Apply (library, in process)", lib.in, 0, Ratio{"floor", pairedRatio(lib.in, floor.in)})
+	if cmd != nil {
+		ratios := []Ratio{{"floor process", pairedRatio(cmd.proc, floor.proc)}}
+		if tool != nil {
+			ratios = append(ratios, Ratio{"kafka-delete-records", pairedRatio(cmd.proc, tool.proc)})
+		}
+		row("kcleanup apply (whole process)", cmd.proc, cmd.rss, ratios...)
+	}
+	return rows
+}
+
+func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+// writePlan writes the plan that moves every partition of a topic to k.
+func (b *bencher) writePlan(topic, topicID string, partitions int, k int64) (string, error) {
+	offsets := make(events.Offsets, partitions)
+	for p := range partitions {
+		offsets[int32(p)] = k
+	}
+	rp := fmt.Sprintf("kcbench-%d", k)
+	plan := events.Plan{PlanID: events.ComputePlanID(rp, topic, topicID, offsets), SourceRecoveryPoint: rp,
+		Topic: topic, TopicID: topicID, Offsets: offsets}
+	if err := plan.Validate(); err != nil {
+		return "", err
+	}
+	path := filepath.Join(b.tmp, fmt.Sprintf("%s-%d.plan.json", topic, k))
+	return path, os.WriteFile(path, plan.Encode(), 0o644)
+}
+
+// writeOffsetsJSON writes kafka-delete-records' input: every partition to k.
+func (b *bencher) writeOffsetsJSON(topic string, partitions int, k int64) (string, error) {
+	type entry struct {
+		Topic     string `json:"topic"`
+		Partition int    `json:"partition"`
+		Offset    int64  `json:"offset"`
+	}
+	doc := struct {
+		Partitions []entry `json:"partitions"`
+		Version    int     `json:"version"`
+	}{Version: 1}
+	for p := range partitions {
+		doc.Partitions = append(doc.Partitions, entry{topic, p, k})
+	}
+	data, err := json.Marshal(doc)
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(b.tmp, fmt.Sprintf("%s-%d.offsets.json", topic, k))
+	return path, os.WriteFile(path, data, 0o644)
+}
+
+// checkApplied checks that `kcleanup apply -o json` ended APPLIED.
+func checkApplied(out []byte) error {
+	var rep struct {
+		State string `json:"state"`
+	}
+	if err := json.Unmarshal(out, &rep); err != nil {
+		return errors.Wrapf(err, "kcleanup apply -o json printed %q", tail(out, 200))
+	}
+	if rep.State != "APPLIED" {
+		return errors.Newf("kcleanup apply ended in state %q, not APPLIED", rep.State)
+	}
+	return nil
+}
+
+// checkStarts checks that every partition's log start is k: every subject
+// did its part, and none deleted more.
+func (b *bencher) checkStarts(ctx context.Context, topic string, partitions int, k int64) error {
+	lo, err := kadm.NewClient(b.cl).ListStartOffsets(ctx, topic)
+	if err != nil {
+		return err
+	}
+	bad := 0
+	lo.Each(func(o kadm.ListedOffset) {
+		if o.Err != nil || o.Offset != k {
+			bad++
+		}
+	})
+	if bad > 0 || len(lo[topic]) != partitions {
+		return errors.Newf("%s: %d of %d partitions do not start at %d after the runs", topic, bad, partitions, k)
+	}
+	return nil
+}
+
+// kafkaTool is the command line of Kafka's kafka-delete-records, run the way
+// cmd/kafkadev/kafka.sh runs Kafka's tools (same JVM flags), but without
+// the script's own Java version check, which would add a second JVM start.
+func (b *bencher) kafkaTool() ([]string, error) {
+	java := "java"
+	if home := os.Getenv("JAVA_HOME"); home != "" {
+		java = filepath.Join(home, "bin", "java")
+	}
+	if _, err := exec.LookPath(java); err != nil {
+		return nil, errors.Wrap(err, "no java")
+	}
+	lib := filepath.Join(b.cfg.root, ".cache", "kafka", b.rep.Machine.Kafka, "lib")
+	if _, err := os.Stat(lib); err != nil {
+		return nil, errors.WithHint(errors.Newf("no Kafka jars in %s", lib), "run make kafka-up once (it downloads them)")
+	}
+	return []string{java, "-Xmx512m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC",
+		"-Dlog4j2.configurationFile=" + filepath.Join(b.cfg.root, "cmd", "kafkadev", "log4j2-tools.properties"),
+		"-cp", lib + "/*", "org.apache.kafka.tools.DeleteRecordsCommand"}, nil
+}
