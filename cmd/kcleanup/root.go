@@ -23,6 +23,7 @@ func newRootCmd() *cobra.Command {
 		newStatusCmd(g),
 		newHistoryCmd(g),
 		newValidateCmd(g),
+		newDemoCmd(g),
 		newWorkerCmd(g),
 		newVersionCmd(g),
 	)
