@@ -131,10 +131,17 @@ func (c *Cluster) Preflight(ctx context.Context, proj *Projection, plan events.P
 		return err
 	}
 	if topic, id, ok := proj.State.Binding(); ok && (topic != plan.Topic || id != plan.TopicID) {
+		hint := "use the control topic of the plan's data topic (--control-topic)"
+		if topic == plan.Topic {
+			// Same name, other ID: the topic was recreated. Its old control topic keeps the
+			// old incarnation's history; the new incarnation needs a control topic of its own.
+			hint = fmt.Sprintf("topic %s was deleted and recreated since this control topic was bound: "+
+				"give the new incarnation its own control topic (kcleanup init --topic %s --control-topic <new name>) "+
+				"and pass that --control-topic to every kcleanup command for it", topic, topic)
+		}
 		return errors.WithHint(errors.Mark(errors.Newf(
 			"control topic %s governs topic %s (ID %s); the plan is for %s (ID %s)",
-			proj.Topic, topic, id, plan.Topic, plan.TopicID), ErrRejected),
-			"use the control topic of the plan's data topic (--control-topic)")
+			proj.Topic, topic, id, plan.Topic, plan.TopicID), ErrRejected), hint)
 	}
 	info, err := c.DescribeTopic(ctx, plan.Topic)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/cockroachdb/errors"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/projector"
@@ -20,16 +21,51 @@ var ErrNotCaughtUp = errors.New("projection is not caught up with the control to
 
 // CreateControlTopic creates a control topic with one partition and the
 // settings of DESIGN §4. It reports false, and no error, when the topic exists.
+// It returns once the broker's metadata shows the topic with a leader for every
+// partition: a broker answers CreateTopics before its metadata has caught up,
+// and a read or write in that gap would find no such topic.
 func (c *Cluster) CreateControlTopic(ctx context.Context, name string, replicationFactor int16) (bool, error) {
 	resp, err := c.adm.CreateTopic(ctx, 1, replicationFactor, ControlTopicConfigs(replicationFactor), name)
-	if errors.Is(err, kerr.TopicAlreadyExists) || errors.Is(resp.Err, kerr.TopicAlreadyExists) {
-		return false, nil
+	if err == nil {
+		err = resp.Err
+	}
+	created := err == nil
+	if errors.Is(err, kerr.TopicAlreadyExists) {
+		err = nil // possibly created a moment ago by a concurrent kcleanup: wait for it too
 	}
 	if err != nil {
 		return false, errors.WithHint(errors.Wrapf(err, "create control topic %q", name),
 			"check that the principal may create topics, or create it yourself with one partition and cleanup.policy=compact")
 	}
-	return true, nil
+	return created, c.waitForLeaders(ctx, name)
+}
+
+// waitForLeaders polls uncached metadata until every partition of topic has a
+// leader, or ctx ends.
+func (c *Cluster) waitForLeaders(ctx context.Context, topic string) error {
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		req := kmsg.NewPtrMetadataRequest()
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(topic)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, c.cl)
+		if err == nil && len(resp.Topics) == 1 && resp.Topics[0].ErrorCode == 0 && len(resp.Topics[0].Partitions) > 0 {
+			led := true
+			for _, p := range resp.Topics[0].Partitions {
+				led = led && p.ErrorCode == 0 && p.Leader >= 0
+			}
+			if led {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return errors.Wrapf(ctx.Err(), "wait for topic %q to have a leader", topic)
+		case <-tick.C:
+		}
+	}
 }
 
 // Projection is a projector.State fed from a control topic. It reads with a

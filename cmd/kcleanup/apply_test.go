@@ -15,8 +15,8 @@ import (
 	"github.com/kcleanup/kcleanup/worker/kafkatest"
 )
 
-// applyDoc is the part of `apply -o json` the tests read.
-type applyDoc struct {
+// opApplyDoc is the part of `apply -o json` the tests read.
+type opApplyDoc struct {
 	SchemaVersion  int               `json:"schemaVersion"`
 	PlanID         string            `json:"planId"`
 	State          fsm.State         `json:"state"`
@@ -26,9 +26,9 @@ type applyDoc struct {
 	Steps          []worker.Progress `json:"steps"`
 }
 
-func decodeApply(t *testing.T, stdout string) applyDoc {
+func opDecodeApply(t *testing.T, stdout string) opApplyDoc {
 	t.Helper()
-	var d applyDoc
+	var d opApplyDoc
 	if err := json.Unmarshal([]byte(stdout), &d); err != nil {
 		t.Fatalf("apply -o json: %v\n%s", err, stdout)
 	}
@@ -43,7 +43,7 @@ func decodeApply(t *testing.T, stdout string) applyDoc {
 // writes nothing.
 func TestApplyEndToEnd(t *testing.T) {
 	e := opTestEnv(t)
-	topic, id := e.dataTopic(t, 2, 200, goodDataConfigs())
+	topic, id := e.dataTopic(t, 2, 200, opGoodDataConfigs())
 	control := worker.ControlTopicFor(topic)
 	plan, path := opTestPlan(t, t.TempDir(), "chk-7", topic, id, events.Offsets{0: 150, 1: 100})
 
@@ -64,7 +64,7 @@ func TestApplyEndToEnd(t *testing.T) {
 			t.Errorf("stderr lacks step %q:\n%s", step, stderr)
 		}
 	}
-	d := decodeApply(t, stdout)
+	d := opDecodeApply(t, stdout)
 	want := events.Offsets{0: 150, 1: 100}
 	if d.PlanID != plan.PlanID || d.State != fsm.Applied || d.AlreadyApplied ||
 		!d.LogStart.Equal(want) || !d.Boundary.Equal(want) || len(d.Steps) < 6 {
@@ -104,7 +104,7 @@ func TestApplyRefusalsLeaveKafkaUnchanged(t *testing.T) {
 	e := opTestEnv(t)
 
 	t.Run("tampered plan", func(t *testing.T) {
-		topic, id := e.dataTopic(t, 1, 100, goodDataConfigs())
+		topic, id := e.dataTopic(t, 1, 100, opGoodDataConfigs())
 		_, path := opTestPlan(t, t.TempDir(), "chk-1", topic, id, events.Offsets{0: 50})
 		data, _ := os.ReadFile(path)
 		edited := strings.Replace(string(data), `"0": 50`, `"0": 90`, 1)
@@ -118,15 +118,15 @@ func TestApplyRefusalsLeaveKafkaUnchanged(t *testing.T) {
 		before := e.snapshot(t, topic, control)
 		for _, cmd := range []string{"apply", "submit"} {
 			code, _, stderr := e.run(t, cmd, path)
-			wantFailure(t, code, stderr, exitError, "plan file "+path, "planId", "make a new one with kcleanup plan")
+			opWantFailure(t, code, stderr, exitError, "plan file "+path, "planId", "make a new one with kcleanup plan")
 		}
 		e.assertUnchanged(t, topic, control, before)
 	})
 
 	t.Run("topic recreated since the plan", func(t *testing.T) {
-		topic, oldID := e.dataTopic(t, 1, 100, goodDataConfigs())
+		topic, oldID := e.dataTopic(t, 1, 100, opGoodDataConfigs())
 		_, path := opTestPlan(t, t.TempDir(), "chk-1", topic, oldID, events.Offsets{0: 50})
-		e.recreate(t, topic, 1, goodDataConfigs())
+		e.recreate(t, topic, 1, opGoodDataConfigs())
 		// A new client: e.cl's producer still knows the old incarnation's ID.
 		kafkatest.Produce(t, kafkatest.Client(t, e.bootstrap), topic, 0, 100)
 		newID := e.topicID(t, topic)
@@ -137,7 +137,7 @@ func TestApplyRefusalsLeaveKafkaUnchanged(t *testing.T) {
 		before := e.snapshot(t, topic, control)
 		for _, cmd := range []string{"apply", "submit"} {
 			code, _, stderr := e.run(t, cmd, path)
-			wantFailure(t, code, stderr, exitError,
+			opWantFailure(t, code, stderr, exitError,
 				fmt.Sprintf("has topic ID %s but the plan was made for ID %s: the topic was deleted and recreated", newID, oldID),
 				"Hint: make a new plan from recovery markers of the current topic",
 				"Hint: nothing was committed or deleted")
@@ -146,26 +146,26 @@ func TestApplyRefusalsLeaveKafkaUnchanged(t *testing.T) {
 	})
 
 	t.Run("data topic compact only", func(t *testing.T) {
-		cfg := goodDataConfigs()
+		cfg := opGoodDataConfigs()
 		cfg["cleanup.policy"] = "compact"
 		topic, id := e.dataTopic(t, 1, 100, cfg)
 		_, path := opTestPlan(t, t.TempDir(), "chk-1", topic, id, events.Offsets{0: 50})
 		control := worker.ControlTopicFor(topic)
 		before := e.snapshot(t, topic, control)
 		code, _, stderr := e.run(t, "apply", path)
-		wantFailure(t, code, stderr, exitError,
+		opWantFailure(t, code, stderr, exitError,
 			`cleanup.policy is "compact"; kcleanup needs compact,delete`,
 			fmt.Sprintf("Hint: kafka-configs --bootstrap-server %s --alter --entity-type topics --entity-name %s --add-config 'cleanup.policy=[compact,delete]'", e.bootstrap, topic))
 		e.assertUnchanged(t, topic, control, before)
 	})
 
 	t.Run("offset above the high watermark", func(t *testing.T) {
-		topic, id := e.dataTopic(t, 2, 100, goodDataConfigs())
+		topic, id := e.dataTopic(t, 2, 100, opGoodDataConfigs())
 		_, path := opTestPlan(t, t.TempDir(), "chk-1", topic, id, events.Offsets{0: 50, 1: 101})
 		control := worker.ControlTopicFor(topic)
 		before := e.snapshot(t, topic, control)
 		code, _, stderr := e.run(t, "apply", path)
-		wantFailure(t, code, stderr, exitError,
+		opWantFailure(t, code, stderr, exitError,
 			"partition 1: plan offset 101 is outside the available range [0, 100] (log start, high watermark)",
 			"Hint: plan from a recovery point whose offsets are still in the topic")
 		if strings.Contains(stderr, "partition 0") {
@@ -175,19 +175,19 @@ func TestApplyRefusalsLeaveKafkaUnchanged(t *testing.T) {
 	})
 
 	t.Run("offset below the log start", func(t *testing.T) {
-		topic, id := e.dataTopic(t, 1, 100, goodDataConfigs())
+		topic, id := e.dataTopic(t, 1, 100, opGoodDataConfigs())
 		e.deleteRecordsTo(t, topic, events.Offsets{0: 60})
 		_, path := opTestPlan(t, t.TempDir(), "chk-1", topic, id, events.Offsets{0: 40})
 		control := worker.ControlTopicFor(topic)
 		before := e.snapshot(t, topic, control)
 		code, _, stderr := e.run(t, "apply", path)
-		wantFailure(t, code, stderr, exitError,
+		opWantFailure(t, code, stderr, exitError,
 			"partition 0: plan offset 40 is outside the available range [60, 100] (log start, high watermark)")
 		e.assertUnchanged(t, topic, control, before)
 	})
 
 	t.Run("plan below the committed boundary", func(t *testing.T) {
-		topic, id := e.dataTopic(t, 2, 100, goodDataConfigs())
+		topic, id := e.dataTopic(t, 2, 100, opGoodDataConfigs())
 		dir := t.TempDir()
 		first, path := opTestPlan(t, dir, "chk-2", topic, id, events.Offsets{0: 60, 1: 60})
 		if code, _, stderr := e.run(t, "apply", path); code != exitOK {
@@ -198,7 +198,7 @@ func TestApplyRefusalsLeaveKafkaUnchanged(t *testing.T) {
 		before := e.snapshot(t, topic, control)
 		for _, cmd := range []string{"apply", "submit"} {
 			code, _, stderr := e.run(t, cmd, older)
-			wantFailure(t, code, stderr, exitError,
+			opWantFailure(t, code, stderr, exitError,
 				fmt.Sprintf("partition 1: plan offset 50 is below the committed boundary 60 (set by plan %s)", first.PlanID),
 				"Hint: plan from a newer recovery point")
 			if strings.Contains(stderr, "partition 0:") {
@@ -209,14 +209,14 @@ func TestApplyRefusalsLeaveKafkaUnchanged(t *testing.T) {
 	})
 
 	t.Run("control topic with two partitions", func(t *testing.T) {
-		topic, id := e.dataTopic(t, 1, 100, goodDataConfigs())
+		topic, id := e.dataTopic(t, 1, 100, opGoodDataConfigs())
 		control := worker.ControlTopicFor(topic)
 		kafkatest.CreateTopic(t, e.cl, control, 2, map[string]string{"cleanup.policy": "compact"})
 		_, path := opTestPlan(t, t.TempDir(), "chk-1", topic, id, events.Offsets{0: 50})
 		before := e.snapshot(t, topic, control)
 		for _, cmd := range []string{"apply", "submit"} {
 			code, _, stderr := e.run(t, cmd, path)
-			wantFailure(t, code, stderr, exitError,
+			opWantFailure(t, code, stderr, exitError,
 				"control topic "+control+": has 2 partitions; a control topic needs exactly one",
 				"Hint: create a new one-partition control topic: kcleanup init --topic "+topic+" --control-topic <new name>")
 		}
@@ -227,13 +227,13 @@ func TestApplyRefusalsLeaveKafkaUnchanged(t *testing.T) {
 	})
 
 	t.Run("control topic with the delete policy", func(t *testing.T) {
-		topic, id := e.dataTopic(t, 1, 100, goodDataConfigs())
+		topic, id := e.dataTopic(t, 1, 100, opGoodDataConfigs())
 		control := "optest-ctl-" + id[:8]
 		kafkatest.CreateTopic(t, e.cl, control, 1, map[string]string{"cleanup.policy": "delete"})
 		_, path := opTestPlan(t, t.TempDir(), "chk-1", topic, id, events.Offsets{0: 50})
 		before := e.snapshot(t, topic, control)
 		code, _, stderr := e.run(t, "--control-topic", control, "apply", path)
-		wantFailure(t, code, stderr, exitError,
+		opWantFailure(t, code, stderr, exitError,
 			"control topic "+control+`: cleanup.policy is "delete"; a control topic needs exactly compact`,
 			fmt.Sprintf("Hint: kafka-configs --bootstrap-server %s --alter --entity-type topics --entity-name %s --add-config cleanup.policy=compact", e.bootstrap, control))
 		e.assertUnchanged(t, topic, control, before)
@@ -278,7 +278,7 @@ func TestApplyUnreachableBrokerFailsWithinTimeout(t *testing.T) {
 						t.Errorf("plan did not write the plan:\n%s", stdout)
 					}
 				}
-				wantFailure(t, code, stderr, tc.code, want)
+				opWantFailure(t, code, stderr, tc.code, want)
 				t.Logf("took %s with --timeout %s", took.Round(time.Millisecond), timeout)
 				// Generous for a loaded machine, far below the default --timeout of 30s: proves
 				// that the flag bounds the wait.
@@ -298,7 +298,7 @@ func TestApplyConflictingPlansConcurrently(t *testing.T) {
 	e := opTestEnv(t)
 	opTestBinary(t) // build before the race starts
 	for round := 0; round < 3; round++ {
-		topic, id := e.dataTopic(t, 2, 200, goodDataConfigs())
+		topic, id := e.dataTopic(t, 2, 200, opGoodDataConfigs())
 		control := worker.ControlTopicFor(topic)
 		dir := t.TempDir()
 		planA, pathA := opTestPlan(t, dir, "chk-A", topic, id, events.Offsets{0: 150, 1: 100})
@@ -320,13 +320,13 @@ func TestApplyConflictingPlansConcurrently(t *testing.T) {
 		if winner.code != exitOK || loser.code != exitError {
 			t.Fatalf("round %d: exit codes A=%d B=%d, want one 0 and one 1\nA:\n%s\nB:\n%s", round, a.code, b.code, a.stderr, b.stderr)
 		}
-		wantFailure(t, loser.code, loser.stderr, exitError,
+		opWantFailure(t, loser.code, loser.stderr, exitError,
 			fmt.Sprintf("plan %s was superseded by plan %s", losePlan.PlanID, winPlan.PlanID),
 			"nothing was deleted for this plan")
 		if loser.stdout != "" {
 			t.Errorf("the loser printed a result:\n%s", loser.stdout)
 		}
-		d := decodeApply(t, winner.stdout)
+		d := opDecodeApply(t, winner.stdout)
 		if d.State != fsm.Applied || !d.Boundary.Equal(winPlan.Offsets) {
 			t.Errorf("winner: %+v, want APPLIED with boundary %v", d, winPlan.Offsets)
 		}
@@ -363,7 +363,7 @@ func TestApplyConflictingPlansConcurrently(t *testing.T) {
 // it again: it resumes and finishes. --no-wait stops after COMMITTED on purpose.
 func TestApplyResumesAnInterruptedPlan(t *testing.T) {
 	e := opTestEnv(t)
-	topic, id := e.dataTopic(t, 2, 100, goodDataConfigs())
+	topic, id := e.dataTopic(t, 2, 100, opGoodDataConfigs())
 	control := worker.ControlTopicFor(topic)
 	dir := t.TempDir()
 	plan, path := opTestPlan(t, dir, "chk-1", topic, id, events.Offsets{0: 30, 1: 40})
@@ -379,7 +379,7 @@ func TestApplyResumesAnInterruptedPlan(t *testing.T) {
 	if code != exitOK || !strings.Contains(stderr, "is COMMITTED: resuming") {
 		t.Fatalf("resume: exit %d\n%s", code, stderr)
 	}
-	if d := decodeApply(t, stdout); d.State != fsm.Applied || !d.LogStart.Equal(plan.Offsets) {
+	if d := opDecodeApply(t, stdout); d.State != fsm.Applied || !d.LogStart.Equal(plan.Offsets) {
 		t.Errorf("resume: %+v", d)
 	}
 	if got := e.logStarts(t, topic); !got.Equal(plan.Offsets) {
@@ -392,7 +392,7 @@ func TestApplyResumesAnInterruptedPlan(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("--no-wait: exit %d\n%s", code, stderr)
 	}
-	if d := decodeApply(t, stdout); d.State != fsm.Committed || !d.Boundary.Equal(next.Offsets) || d.LogStart != nil {
+	if d := opDecodeApply(t, stdout); d.State != fsm.Committed || !d.Boundary.Equal(next.Offsets) || d.LogStart != nil {
 		t.Errorf("--no-wait: %+v", d)
 	}
 	if strings.Contains(stderr, "[deleting]") {
@@ -409,7 +409,7 @@ func TestApplyResumesAnInterruptedPlan(t *testing.T) {
 		t.Errorf("log starts %v, want %v", got, next.Offsets)
 	}
 	recs, _ := e.controlRecords(t, control)
-	if n := opCount(recs, events.Committed); n != 2 {
+	if n := opCountEvents(recs, events.Committed); n != 2 {
 		t.Errorf("%d COMMITTED records, want 2 (one per plan)", n)
 	}
 }

@@ -45,8 +45,8 @@ func opTestEnv(t *testing.T) *opEnv {
 	return &opEnv{bootstrap: addr, cl: cl, adm: kafkatest.Admin(t, cl)}
 }
 
-// goodDataConfigs are the data-topic settings of DESIGN §2.
-func goodDataConfigs() map[string]string {
+// opGoodDataConfigs are the data-topic settings of DESIGN §2.
+func opGoodDataConfigs() map[string]string {
 	return map[string]string{"cleanup.policy": "compact,delete", "retention.ms": "-1", "retention.bytes": "-1"}
 }
 
@@ -55,6 +55,8 @@ func goodDataConfigs() map[string]string {
 func (e *opEnv) dataTopic(t *testing.T, partitions int32, n int, configs map[string]string) (string, string) {
 	t.Helper()
 	topic := kafkatest.NewTopic(t, e.cl, "optest", partitions, configs)
+	// Commands create the default control topic; it goes with the data topic.
+	t.Cleanup(func() { e.deleteTopic(t, worker.ControlTopicFor(topic)) })
 	for p := int32(0); p < partitions; p++ {
 		kafkatest.Produce(t, e.cl, topic, p, n)
 	}
@@ -163,6 +165,20 @@ func (e *opEnv) deleteRecordsTo(t *testing.T, topic string, to events.Offsets) {
 	}
 }
 
+// deleteTopic deletes a topic if it exists.
+func (e *opEnv) deleteTopic(t *testing.T, topic string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), opTestTimeout)
+	defer cancel()
+	resp, err := e.adm.DeleteTopic(ctx, topic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil && !errors.Is(err, kerr.UnknownTopicOrPartition) {
+		t.Errorf("delete topic %s: %v", topic, err)
+	}
+}
+
 // recreate deletes topic and creates it again under the same name: a new incarnation with a
 // new topic ID. The topic's original cleanup deletes the new one.
 func (e *opEnv) recreate(t *testing.T, topic string, partitions int32, configs map[string]string) {
@@ -267,7 +283,7 @@ func (e *opEnv) controlRecords(t *testing.T, control string) (recs []opControlRe
 }
 
 // count counts the records of one event.
-func opCount(recs []opControlRecord, ev events.Event) int {
+func opCountEvents(recs []opControlRecord, ev events.Event) int {
 	n := 0
 	for _, r := range recs {
 		if r.Event == ev {
@@ -289,7 +305,7 @@ func (e *opEnv) snapshot(t *testing.T, topic, control string) opSnapshot {
 	t.Helper()
 	recs, exists := e.controlRecords(t, control)
 	return opSnapshot{logStart: e.logStarts(t, topic), controlExists: exists, controlEnd: len(recs),
-		committed: opCount(recs, events.Committed)}
+		committed: opCountEvents(recs, events.Committed)}
 }
 
 // assertUnchanged fails unless the data topic's log starts and the control topic (its
@@ -309,8 +325,8 @@ func (e *opEnv) assertUnchanged(t *testing.T, topic, control string, before opSn
 	}
 }
 
-// wantFailure checks the exit code and that stderr holds every fragment.
-func wantFailure(t *testing.T, code int, stderr string, wantCode int, fragments ...string) {
+// opWantFailure checks the exit code and that stderr holds every fragment.
+func opWantFailure(t *testing.T, code int, stderr string, wantCode int, fragments ...string) {
 	t.Helper()
 	if code != wantCode {
 		t.Errorf("exit code %d, want %d; stderr:\n%s", code, wantCode, stderr)

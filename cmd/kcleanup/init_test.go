@@ -1,0 +1,188 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kcleanup/kcleanup/events"
+	"github.com/kcleanup/kcleanup/worker"
+	"github.com/kcleanup/kcleanup/worker/kafkatest"
+)
+
+// opFindingsDoc is the part of `init -o json` and `doctor -o json` the tests read.
+type opFindingsDoc struct {
+	SchemaVersion       int              `json:"schemaVersion"`
+	Topic               string           `json:"topic"`
+	ControlTopic        string           `json:"controlTopic"`
+	ControlTopicCreated bool             `json:"controlTopicCreated"`
+	Blocking            int              `json:"blocking"`
+	Findings            []worker.Finding `json:"findings"`
+}
+
+func opDecodeFindings(t *testing.T, stdout string) opFindingsDoc {
+	t.Helper()
+	var d opFindingsDoc
+	if err := json.Unmarshal([]byte(stdout), &d); err != nil || d.SchemaVersion != 1 {
+		t.Fatalf("findings document: %v\n%s", err, stdout)
+	}
+	return d
+}
+
+// blocking returns the BLOCK findings whose message contains fragment.
+func (d opFindingsDoc) blocking(fragment string) []worker.Finding {
+	var out []worker.Finding
+	for _, f := range d.Findings {
+		if f.Severity == worker.Block && strings.Contains(f.Subject+": "+f.Message, fragment) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// opRunHint runs the Kafka tool command a hint gives, exactly as written (single quotes are
+// shell quoting), through Kafka's own tool: proof that the hint fixes what it says.
+func opRunHint(t *testing.T, hint string) {
+	t.Helper()
+	fields := strings.Fields(strings.ReplaceAll(hint, "'", ""))
+	if len(fields) < 2 || !strings.HasPrefix(fields[0], "kafka-") {
+		t.Fatalf("hint is not a Kafka tool command: %q", hint)
+	}
+	kafkatest.RunTool(t, fields[0], fields[1:]...)
+}
+
+func (e *opEnv) topicConfigs(t *testing.T, topic string) map[string]string {
+	t.Helper()
+	c, err := worker.Connect(kgo.SeedBrokers(e.bootstrap))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), opTestTimeout)
+	defer cancel()
+	info, err := c.DescribeTopic(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(info.Partitions) != 1 {
+		t.Errorf("%s has %d partitions", topic, len(info.Partitions))
+	}
+	return info.Configs
+}
+
+// TestInitCreatesTheControlTopicOnce creates the control topic with the settings of DESIGN §4
+// and, run again, finds it and changes nothing.
+func TestInitCreatesTheControlTopicOnce(t *testing.T) {
+	e := opTestEnv(t)
+	topic, _ := e.dataTopic(t, 2, 10, opGoodDataConfigs())
+	control := worker.ControlTopicFor(topic)
+
+	code, stdout, stderr := e.run(t, "-o", "json", "init", "--topic", topic)
+	if code != exitOK {
+		t.Fatalf("init: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	d := opDecodeFindings(t, stdout)
+	if !d.ControlTopicCreated || d.ControlTopic != control || d.Topic != topic || len(d.blocking("")) != 0 {
+		t.Errorf("init: %+v", d)
+	}
+	cfg := e.topicConfigs(t, control)
+	if cfg["cleanup.policy"] != "compact" || cfg["unclean.leader.election.enable"] != "false" {
+		t.Errorf("control topic configs: cleanup.policy=%q unclean.leader.election.enable=%q",
+			cfg["cleanup.policy"], cfg["unclean.leader.election.enable"])
+	}
+
+	code, stdout, stderr = e.run(t, "init", "--topic", topic)
+	if code != exitOK || !strings.Contains(stdout, "OK     control topic "+control+": exists: 1 partition(s)") {
+		t.Errorf("second init: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if recs, _ := e.controlRecords(t, control); len(recs) != 0 {
+		t.Errorf("init wrote to the control topic: %+v", recs)
+	}
+}
+
+// TestInitReportsWhatIsWrongAndTheFix: each problem is a BLOCK finding (exit 1) whose hint is
+// the exact command that fixes it; running that command with Kafka's own tool makes the next
+// init pass.
+func TestInitReportsWhatIsWrongAndTheFix(t *testing.T) {
+	e := opTestEnv(t)
+
+	t.Run("data topic settings", func(t *testing.T) {
+		topic, _ := e.dataTopic(t, 1, 10, map[string]string{"cleanup.policy": "compact", "retention.ms": "604800000"})
+		code, stdout, stderr := e.run(t, "-o", "json", "init", "--topic", topic)
+		opWantFailure(t, code, stderr, exitError, "2 problem(s) block cleanup")
+		d := opDecodeFindings(t, stdout)
+		policy := d.blocking(`cleanup.policy is "compact"`)
+		retention := d.blocking(`retention.ms is "604800000"`)
+		if len(policy) != 1 || len(retention) != 1 || len(d.blocking("")) != 2 {
+			t.Fatalf("findings: %+v", d.Findings)
+		}
+		if want := "kafka-configs --bootstrap-server " + e.bootstrap + " --alter --entity-type topics --entity-name " + topic +
+			" --add-config 'cleanup.policy=[compact,delete]'"; policy[0].Hint != want {
+			t.Errorf("hint %q, want %q", policy[0].Hint, want)
+		}
+		opRunHint(t, policy[0].Hint)
+		opRunHint(t, retention[0].Hint)
+		if code, stdout, stderr := e.run(t, "init", "--topic", topic); code != exitOK {
+			t.Errorf("init after the fixes: exit %d\n%s\n%s", code, stdout, stderr)
+		}
+	})
+
+	t.Run("missing data topic", func(t *testing.T) {
+		topic := "optest-missing-" + strings.ToLower(opTestID[:8])
+		code, stdout, stderr := e.run(t, "init", "--topic", topic)
+		opWantFailure(t, code, stderr, exitError, "1 problem(s) block cleanup")
+		for _, f := range []string{"BLOCK  data topic " + topic + ": does not exist; the control topic was not created",
+			"hint: check the name, or create it: kafka-topics --bootstrap-server " + e.bootstrap + " --create --topic " + topic} {
+			if !strings.Contains(stdout, f) {
+				t.Errorf("stdout lacks %q:\n%s", f, stdout)
+			}
+		}
+		if _, exists := e.controlRecords(t, worker.ControlTopicFor(topic)); exists {
+			t.Errorf("init created a control topic for a missing data topic")
+		}
+	})
+
+	t.Run("control topic with two partitions", func(t *testing.T) {
+		topic, _ := e.dataTopic(t, 1, 10, opGoodDataConfigs())
+		control := worker.ControlTopicFor(topic)
+		kafkatest.CreateTopic(t, e.cl, control, 2, map[string]string{"cleanup.policy": "compact"})
+		code, stdout, stderr := e.run(t, "init", "--topic", topic)
+		opWantFailure(t, code, stderr, exitError, "1 problem(s) block cleanup")
+		if !strings.Contains(stdout, "BLOCK  control topic "+control+": has 2 partitions") ||
+			!strings.Contains(stdout, "hint: create a new one-partition control topic: kcleanup init --topic "+topic+" --control-topic <new name>") {
+			t.Errorf("stdout:\n%s", stdout)
+		}
+	})
+
+	t.Run("control topic of a previous incarnation", func(t *testing.T) {
+		topic, oldID := e.dataTopic(t, 1, 10, opGoodDataConfigs())
+		control := worker.ControlTopicFor(topic)
+		_, path := opTestPlan(t, t.TempDir(), "chk-1", topic, oldID, events.Offsets{0: 5})
+		if code, _, stderr := e.run(t, "submit", path); code != exitOK {
+			t.Fatalf("submit: exit %d\n%s", code, stderr)
+		}
+		e.recreate(t, topic, 1, opGoodDataConfigs())
+		newID := e.topicID(t, topic)
+		code, stdout, stderr := e.run(t, "init", "--topic", topic)
+		opWantFailure(t, code, stderr, exitError, "1 problem(s) block cleanup")
+		if !strings.Contains(stdout, "BLOCK  data topic "+topic+": has topic ID "+newID+", but control topic "+control+
+			" governs ID "+oldID+": the topic was deleted and recreated") {
+			t.Errorf("stdout:\n%s", stdout)
+		}
+	})
+
+	t.Run("bad replication factor", func(t *testing.T) {
+		topic, _ := e.dataTopic(t, 1, 10, opGoodDataConfigs())
+		code, _, stderr := e.run(t, "init", "--topic", topic, "--replication-factor", "0")
+		opWantFailure(t, code, stderr, exitUsage, "invalid --replication-factor 0")
+		// The development broker is a single node: three replicas cannot be placed.
+		code, _, stderr = e.run(t, "init", "--topic", topic, "--replication-factor", "3")
+		opWantFailure(t, code, stderr, exitError, "create control topic", "INVALID_REPLICATION_FACTOR")
+		if _, exists := e.controlRecords(t, worker.ControlTopicFor(topic)); exists {
+			t.Errorf("a control topic was created")
+		}
+	})
+}

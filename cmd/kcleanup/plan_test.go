@@ -1,0 +1,316 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kcleanup/kcleanup/events"
+	"github.com/kcleanup/kcleanup/worker"
+)
+
+const opTestID = "oBnTyPS2TqmC9ctLrPFH6w" // a valid topic ID for plans that need no broker
+
+// opRunWithStdin runs the real command line with stdin; nothing contacts a cluster unless the
+// arguments ask for a preview.
+func opRunWithStdin(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	root := newRootCmd()
+	var out, errOut bytes.Buffer
+	root.SetArgs(args)
+	root.SetIn(strings.NewReader(stdin))
+	root.SetOut(&out)
+	root.SetErr(&errOut)
+	if err := root.ExecuteContext(context.Background()); err != nil {
+		printError(&errOut, err)
+		return exitCode(err), out.String(), errOut.String()
+	}
+	return exitOK, out.String(), errOut.String()
+}
+
+func opParsePlan(t *testing.T, text string) events.Plan {
+	t.Helper()
+	p, err := events.ParsePlan([]byte(text))
+	if err != nil {
+		t.Fatalf("output is not a valid plan: %v\n%s", err, text)
+	}
+	return p
+}
+
+func opMarker(offsets events.Offsets) events.Marker {
+	return events.Marker{Topic: "action-state", TopicID: opTestID, Offsets: offsets}
+}
+
+func TestPlanFromFiles(t *testing.T) {
+	clearEnv(t)
+	dir := t.TempDir()
+	a := opTestMarkers(t, dir, "a.json", opMarker(events.Offsets{0: 100, 1: 230}))
+	b := opTestMarkers(t, dir, "b.json", opMarker(events.Offsets{0: 150, 1: 200}), opMarker(events.Offsets{0: 120, 1: 260}))
+	want := events.Offsets{0: 100, 1: 200}
+
+	t.Run("stdout", func(t *testing.T) {
+		code, stdout, stderr := opRunWithStdin(t, "", "plan", "--no-preview", "--markers", a, "--markers", b, "--recovery-point", "chk-42")
+		if code != exitOK || stderr != "" {
+			t.Fatalf("exit %d\n%s", code, stderr)
+		}
+		p := opParsePlan(t, stdout)
+		if !p.Offsets.Equal(want) || p.SourceRecoveryPoint != "chk-42" || p.Topic != "action-state" || p.TopicID != opTestID ||
+			p.PlanID != events.ComputePlanID("chk-42", "action-state", opTestID, want) {
+			t.Errorf("plan %+v", p)
+		}
+	})
+
+	t.Run("json without --out is the plan", func(t *testing.T) {
+		code, stdout, _ := opRunWithStdin(t, "", "-o", "json", "plan", "--no-preview", "--markers", a, "--markers", b, "--recovery-point", "chk-42")
+		if code != exitOK {
+			t.Fatalf("exit %d", code)
+		}
+		opParsePlan(t, stdout)
+	})
+
+	t.Run("standard input", func(t *testing.T) {
+		data, _ := os.ReadFile(b)
+		code, stdout, stderr := opRunWithStdin(t, string(data), "plan", "--no-preview", "--markers", "-", "--recovery-point", "sp-1")
+		if code != exitOK {
+			t.Fatalf("exit %d\n%s", code, stderr)
+		}
+		if p := opParsePlan(t, stdout); !p.Offsets.Equal(events.Offsets{0: 120, 1: 200}) {
+			t.Errorf("offsets %v", p.Offsets)
+		}
+	})
+
+	t.Run("--out writes a new file", func(t *testing.T) {
+		out := filepath.Join(t.TempDir(), "chk-42.plan.json")
+		code, stdout, stderr := opRunWithStdin(t, "", "-o", "json", "plan", "--no-preview", "--markers", a, "--markers", b,
+			"--recovery-point", "chk-42", "--out", out)
+		if code != exitOK {
+			t.Fatalf("exit %d\n%s", code, stderr)
+		}
+		data, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := opParsePlan(t, string(data))
+		var doc struct {
+			SchemaVersion int             `json:"schemaVersion"`
+			PlanID        string          `json:"planId"`
+			Out           string          `json:"out"`
+			Plan          json.RawMessage `json:"plan"`
+			Preview       json.RawMessage `json:"preview"`
+			PreviewError  string          `json:"previewError"`
+		}
+		if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
+			t.Fatalf("%v\n%s", err, stdout)
+		}
+		if doc.SchemaVersion != 1 || doc.PlanID != p.PlanID || doc.Out != out || string(doc.Preview) != "null" ||
+			!strings.Contains(doc.PreviewError, "--no-preview") {
+			t.Errorf("document %+v", doc)
+		}
+		if embedded := opParsePlan(t, string(doc.Plan)); embedded.PlanID != p.PlanID {
+			t.Errorf("embedded plan %s, file %s", embedded.PlanID, p.PlanID)
+		}
+		if !strings.Contains(stderr, "wrote plan "+p.PlanID+" to "+out) {
+			t.Errorf("stderr:\n%s", stderr)
+		}
+	})
+
+	t.Run("--out never overwrites", func(t *testing.T) {
+		out := filepath.Join(t.TempDir(), "existing.json")
+		if err := os.WriteFile(out, []byte("keep me"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		code, stdout, stderr := opRunWithStdin(t, "", "plan", "--no-preview", "--markers", a, "--recovery-point", "chk-42", "--out", out)
+		opWantFailure(t, code, stderr, exitError, "--out "+out+" already exists; kcleanup never overwrites a plan file",
+			"Hint: choose another file name")
+		if data, _ := os.ReadFile(out); string(data) != "keep me" || stdout != "" {
+			t.Errorf("file now %q, stdout %q", data, stdout)
+		}
+	})
+}
+
+func TestPlanErrorsNameTheFile(t *testing.T) {
+	clearEnv(t)
+	dir := t.TempDir()
+	good := opTestMarkers(t, dir, "good.json", opMarker(events.Offsets{0: 100}))
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	broken := write("broken.json", `{"schemaVersion":1,"topic":"action-state"`)
+	negative := write("negative.json", `{"schemaVersion":1,"topic":"action-state","topicId":"`+opTestID+`","offsets":{"0":-1}}`)
+	empty := write("empty.json", `[]`)
+	other := opTestMarkers(t, dir, "other.json", opMarker(events.Offsets{0: 100}),
+		events.Marker{Topic: "other-topic", TopicID: opTestID, Offsets: events.Offsets{0: 1}})
+	missing := filepath.Join(dir, "missing.json")
+
+	for _, tc := range []struct {
+		name      string
+		args      []string
+		code      int
+		fragments []string
+	}{
+		{"broken JSON", []string{"--markers", good, "--markers", broken}, exitError,
+			[]string{"markers file " + broken + ": invalid marker", "Hint: a markers file holds one marker object or a JSON array"}},
+		{"negative offset", []string{"--markers", negative}, exitError, []string{"markers file " + negative, "offsets"}},
+		{"empty array", []string{"--markers", empty}, exitError, []string{"markers file " + empty, "the array is empty"}},
+		{"missing file", []string{"--markers", good, "--markers", missing}, exitError, []string{"read " + missing, "no such file"}},
+		{"two topics in one file", []string{"--markers", other}, exitError,
+			[]string{"markers file " + other + ": cannot build a plan: marker 1 names topic \"other-topic\""}},
+		{"two topics across files", []string{"--markers", good, "--markers", other}, exitError,
+			[]string{"marker 2 names topic \"other-topic\"", "Hint: markers are numbered from 0 across all files: 0 from " + good + ", 1-2 from " + other}},
+		{"blank recovery point", []string{"--markers", good, "--recovery-point", " "}, exitError, []string{"recovery point"}},
+		{"no --recovery-point", []string{"--markers", good, "--recovery-point="}, exitError, []string{"recovery point"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"plan", "--no-preview"}, tc.args...)
+			if !strings.Contains(strings.Join(tc.args, " "), "--recovery-point") {
+				args = append(args, "--recovery-point", "chk-1")
+			}
+			code, stdout, stderr := opRunWithStdin(t, "", args...)
+			opWantFailure(t, code, stderr, tc.code, tc.fragments...)
+			if stdout != "" {
+				t.Errorf("stdout not empty:\n%s", stdout)
+			}
+		})
+	}
+
+	for _, args := range [][]string{
+		{"plan", "--markers", good},
+		{"plan", "--recovery-point", "chk-1"},
+		{"plan", "--markers", good, "--recovery-point", "chk-1", "extra"},
+	} {
+		code, _, stderr := opRunWithStdin(t, "", args...)
+		opWantFailure(t, code, stderr, exitUsage, "Hint: run 'kcleanup plan --help' for usage")
+	}
+}
+
+// TestPlanPreviewUnavailable: the plan needs no cluster. With nothing listening, the plan is
+// still written and the preview says why it is missing.
+func TestPlanPreviewUnavailable(t *testing.T) {
+	clearEnv(t)
+	dir := t.TempDir()
+	m := opTestMarkers(t, dir, "m.json", opMarker(events.Offsets{0: 100}))
+	out := filepath.Join(dir, "p.json")
+	code, stdout, stderr := opRunWithStdin(t, "", "-b", "127.0.0.1:1", "--timeout", "2s", "plan", "--markers", m,
+		"--recovery-point", "chk-1", "--out", out)
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	if _, err := os.ReadFile(out); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"preview unavailable:", "connection refused", "hint: could not connect to 127.0.0.1:1"} {
+		if !strings.Contains(stdout, f) {
+			t.Errorf("stdout lacks %q:\n%s", f, stdout)
+		}
+	}
+}
+
+// opPreviewDoc is the preview part of `plan --out -o json`.
+type opPreviewDoc struct {
+	Preview *struct {
+		ControlTopic       string                    `json:"controlTopic"`
+		ControlTopicExists bool                      `json:"controlTopicExists"`
+		Partitions         []worker.PartitionPreview `json:"partitions"`
+		ApplyWouldRefuse   string                    `json:"applyWouldRefuse"`
+		RefusalHints       []string                  `json:"refusalHints"`
+	} `json:"preview"`
+	PreviewError string `json:"previewError"`
+}
+
+// TestPlanPreviewOnTheRealBroker checks the preview's numbers against a topic whose log starts
+// and boundary the test set, and that making a plan changes nothing on the cluster.
+func TestPlanPreviewOnTheRealBroker(t *testing.T) {
+	e := opTestEnv(t)
+	topic, id := e.dataTopic(t, 2, 100, opGoodDataConfigs())
+	control := worker.ControlTopicFor(topic)
+	dir := t.TempDir()
+	m := func(name string, offs ...events.Offsets) string {
+		var ms []events.Marker
+		for _, o := range offs {
+			ms = append(ms, events.Marker{Topic: topic, TopicID: id, Offsets: o})
+		}
+		return opTestMarkers(t, dir, name, ms...)
+	}
+	preview := func(t *testing.T, name string, markers ...string) opPreviewDoc {
+		t.Helper()
+		args := []string{"-o", "json", "plan", "--recovery-point", name, "--out", filepath.Join(dir, name+".json")}
+		for _, f := range markers {
+			args = append(args, "--markers", f)
+		}
+		code, stdout, stderr := e.run(t, args...)
+		if code != exitOK {
+			t.Fatalf("plan: exit %d\n%s", code, stderr)
+		}
+		var doc opPreviewDoc
+		if err := json.Unmarshal([]byte(stdout), &doc); err != nil || doc.Preview == nil {
+			t.Fatalf("%v %s\n%s", err, doc.PreviewError, stdout)
+		}
+		return doc
+	}
+
+	// No control topic yet: no boundary, and plan does not create one.
+	before := e.snapshot(t, topic, control)
+	doc := preview(t, "chk-0", m("m0.json", events.Offsets{0: 10, 1: 20}))
+	e.assertUnchanged(t, topic, control, before)
+	if doc.Preview.ControlTopicExists || doc.Preview.ControlTopic != control || doc.Preview.ApplyWouldRefuse != "" ||
+		len(doc.Preview.Partitions) != 2 || doc.Preview.Partitions[1].Boundary != nil || doc.Preview.Partitions[1].Deletable != 20 {
+		t.Errorf("preview without a control topic: %+v", doc.Preview)
+	}
+
+	// Log start of partition 0 at 30 (moved by hand), boundary {0:30, 1:10} (applied).
+	e.deleteRecordsTo(t, topic, events.Offsets{0: 30})
+	_, applied := opTestPlan(t, dir, "chk-1", topic, id, events.Offsets{0: 30, 1: 10})
+	if code, _, stderr := e.run(t, "apply", applied); code != exitOK {
+		t.Fatalf("apply: exit %d\n%s", code, stderr)
+	}
+	before = e.snapshot(t, topic, control)
+	doc = preview(t, "chk-2", m("m2.json", events.Offsets{0: 50, 1: 40}, events.Offsets{0: 60, 1: 35}))
+	e.assertUnchanged(t, topic, control, before)
+	b30, b10 := int64(30), int64(10)
+	want := []worker.PartitionPreview{
+		{Partition: 0, PlanOffset: 50, LogStart: 30, HighWatermark: 100, NewLogStart: 50, Deletable: 20, Boundary: &b30},
+		{Partition: 1, PlanOffset: 35, LogStart: 10, HighWatermark: 100, NewLogStart: 35, Deletable: 25, Boundary: &b10},
+	}
+	if !doc.Preview.ControlTopicExists || doc.Preview.ApplyWouldRefuse != "" || len(doc.Preview.Partitions) != 2 {
+		t.Fatalf("preview: %+v", doc.Preview)
+	}
+	for i, got := range doc.Preview.Partitions {
+		w := want[i]
+		if got.Partition != w.Partition || got.PlanOffset != w.PlanOffset || got.LogStart != w.LogStart ||
+			got.HighWatermark != w.HighWatermark || got.NewLogStart != w.NewLogStart || got.Deletable != w.Deletable ||
+			got.Boundary == nil || *got.Boundary != *w.Boundary || got.BoundarySetBy == "" {
+			t.Errorf("partition %d: %+v, want %+v", i, got, w)
+		}
+	}
+
+	// Below the boundary: the plan is still written, and the preview says apply would refuse it.
+	doc = preview(t, "chk-old", m("m3.json", events.Offsets{0: 40, 1: 5}))
+	if !strings.Contains(doc.Preview.ApplyWouldRefuse, "partition 1: plan offset 5 is below the committed boundary 10") {
+		t.Errorf("refusal %q", doc.Preview.ApplyWouldRefuse)
+	}
+	if p := doc.Preview.Partitions[1]; p.NewLogStart != 10 || p.Deletable != 0 {
+		t.Errorf("partition 1 below its log start: %+v", p)
+	}
+
+	// Table form without --out: the plan on stdout, the preview on stderr.
+	code, stdout, stderr := e.run(t, "plan", "--recovery-point", "chk-3", "--markers", m("m4.json", events.Offsets{0: 70, 1: 70}))
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	opParsePlan(t, stdout)
+	for _, f := range []string{"PARTITION  PLAN OFFSET  LOG START  NEW LOG START  DELETABLE  HIGH WATERMARK  BOUNDARY",
+		"0          70           30         70             40         100             30",
+		"apply would accept this plan now."} {
+		if !strings.Contains(stderr, f) {
+			t.Errorf("stderr lacks %q:\n%s", f, stderr)
+		}
+	}
+}
