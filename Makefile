@@ -6,7 +6,7 @@ KAFKA := cmd/kafkadev/kafka.sh
 # Integration tests read the broker address from here; `make test` fills it in.
 export KCLEANUP_TEST_BOOTSTRAP ?=
 
-.PHONY: help build demo test test-unit lint fuzz bench bench-quick \
+.PHONY: help build demo test test-unit lint fuzz bench bench-quick bench-go \
         kafka-up kafka-down kafka-cli docs clean
 
 help: ## list the targets
@@ -36,7 +36,15 @@ fuzz: ## fuzz every decoder for FUZZTIME each (default 30s)
 	  for t in $$($(GO) test -list '^Fuzz' $$pkg | grep ^Fuzz); do \
 	    echo "== $$pkg $$t"; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $${FUZZTIME:-30s} $$pkg || exit 1; done; done
 
-bench: ## benchmarks (see docs/benchmarks.md)
+bench: build ## kcleanup vs its peers and the floor on a real broker, ~15 min (docs/benchmarks.md)
+	$(GO) build -o bin/kcbench ./cmd/kcbench
+	$(KAFKA) test ./bin/kcbench
+
+bench-quick: build ## the same benchmarks with smaller inputs, ~2 min
+	$(GO) build -o bin/kcbench ./cmd/kcbench
+	$(KAFKA) test ./bin/kcbench -quick
+
+bench-go: ## Go micro-benchmarks of the core (go test -bench)
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 
 kafka-up: ## start (or reuse) a single-node Apache Kafka broker from Maven Central
