@@ -244,7 +244,9 @@ func (d *demo) walk(ctx context.Context, c *worker.Cluster) {
 		"  Only then DELETING, Kafka's DeleteRecords, a check of the new log-start offsets, and APPLIED.")
 	code, _ = d.kcleanup(ctx, "apply", planFile)
 	d.expect(code == exitOK, "apply exited %d, want 0", code)
-	if start, err := c.StartOffsets(ctx, d.topic); err == nil {
+	listCtx, cancel := context.WithTimeout(ctx, d.g.timeout)
+	defer cancel()
+	if start, err := c.StartOffsets(listCtx, d.topic); err == nil {
 		d.say("  Kafka now starts partition 0 at offset %d and partition 1 at %d: %d and %d records are gone.",
 			start[0], start[1], start[0], start[1])
 		d.expect(start[0] == 150 && start[1] == 120, "log-start offsets %v, want 0=150 1=120", start)

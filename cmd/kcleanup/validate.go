@@ -17,15 +17,16 @@ import (
 // Reasons of a refusal that is not the projector's verdict on the markers (those are
 // projector.Refuse*). They match the reasons a worker's /v1/validate gives where they overlap.
 const (
-	refuseNotCaughtUp        projector.RefusalReason = "not-caught-up"
-	refuseNoControlTopic     projector.RefusalReason = "control-topic-missing"
-	refuseDataTopicUnknown   projector.RefusalReason = "data-topic-unreadable"
-	refuseTopicRecreated     projector.RefusalReason = "topic-recreated"
-	refuseBelowLogStart      projector.RefusalReason = "below-log-start"
-	refuseUnknownPartition   projector.RefusalReason = "unknown-partition"
-	refuseMarkersSpanTopics                          = "markers name more than one topic"
-	validateAllowedNoControl                         = "no control topic: no cleanup boundary was ever committed"
+	refuseNotCaughtUp      projector.RefusalReason = "not-caught-up"
+	refuseNoControlTopic   projector.RefusalReason = "control-topic-missing"
+	refuseDataTopicUnknown projector.RefusalReason = "data-topic-unreadable"
+	refuseTopicRecreated   projector.RefusalReason = "topic-recreated"
+	refuseBelowLogStart    projector.RefusalReason = "below-log-start"
+	refuseUnknownPartition projector.RefusalReason = "unknown-partition"
 )
+
+// validateAllowedNoControl is what validate says when it allows without a control topic.
+const validateAllowedNoControl = "no control topic: no cleanup boundary was ever committed"
 
 func newValidateCmd(g *globalOptions) *cobra.Command {
 	var files []string
@@ -89,8 +90,9 @@ func readMarkerFiles(files []string) (markers []events.Marker, origins []string,
 	}
 	for i, m := range markers {
 		if m.Topic != markers[0].Topic {
-			return nil, nil, errors.WithHint(errors.Newf("%s: %s %q in %s and %q in %s",
-				refuseMarkersSpanTopics, "the topic is", markers[0].Topic, origins[0], m.Topic, origins[i]),
+			return nil, nil, errors.WithHint(errors.Newf(
+				"markers name more than one topic: the topic is %q in %s and %q in %s",
+				markers[0].Topic, origins[0], m.Topic, origins[i]),
 				"validate the markers of each action-state topic separately")
 		}
 	}
