@@ -64,7 +64,10 @@ func CheckDataTopic(info TopicInfo, bootstrap string) []Finding {
 		if slices.Equal(policies(pol), []string{"delete"}) {
 			msg = fmt.Sprintf("cleanup.policy is %q; action state needs compact,delete (compaction keeps the latest state, delete allows DeleteRecords)", pol)
 		}
-		out = append(out, Finding{sev, subject, msg, alter("'cleanup.policy=[compact,delete]'")})
+		// The hint sets retention together with the policy, in one atomic config change:
+		// adding delete to a topic whose retention.ms is still the broker's default (7 days)
+		// would let Kafka retire every older record at once.
+		out = append(out, Finding{sev, subject, msg, alter("'retention.ms=-1,retention.bytes=-1,cleanup.policy=[compact,delete]'")})
 	}
 	for _, key := range []string{"retention.ms", "retention.bytes"} {
 		if v := info.Configs[key]; v != "-1" {

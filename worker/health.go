@@ -130,7 +130,7 @@ func CheckProjection(st Status, now time.Time, stuckAfter time.Duration) []Findi
 		out = append(out, Finding{Warn, subject,
 			fmt.Sprintf("plan %s has been %s since %s (%s): no worker finished it (%d delete attempt(s))",
 				op.PlanID, op.State, op.UpdatedAt.Format(time.RFC3339), age.Round(time.Second), op.DeleteAttempts),
-			"the boundary is committed and recovery enforces it; to delete, run a kcleanup worker for this control topic, or re-run `kcleanup apply <plan file>`"})
+			fmt.Sprintf("the boundary is committed and recovery enforces it; to delete, run a worker (kcleanup worker --control-topic %s) or re-run `kcleanup apply <plan file>`", st.ControlTopic)})
 	}
 	if st.UnrepairedKeys > 0 {
 		out = append(out, Finding{Warn, subject,

@@ -155,7 +155,7 @@ func TestApplyRefusalsLeaveKafkaUnchanged(t *testing.T) {
 		code, _, stderr := e.run(t, "apply", path)
 		opWantFailure(t, code, stderr, exitError,
 			`cleanup.policy is "compact"; kcleanup needs compact,delete`,
-			fmt.Sprintf("Hint: kafka-configs --bootstrap-server %s --alter --entity-type topics --entity-name %s --add-config 'cleanup.policy=[compact,delete]'", e.bootstrap, topic))
+			fmt.Sprintf("Hint: kafka-configs --bootstrap-server %s --alter --entity-type topics --entity-name %s --add-config 'retention.ms=-1,retention.bytes=-1,cleanup.policy=[compact,delete]'", e.bootstrap, topic))
 		e.assertUnchanged(t, topic, control, before)
 	})
 

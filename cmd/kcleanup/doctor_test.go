@@ -88,7 +88,7 @@ func TestDoctorFindsWhatBlocks(t *testing.T) {
 			"BLOCK  control topic " + control + ": does not exist\n       hint: create it: kcleanup init --topic " + topic + "\n",
 			`BLOCK  data topic ` + topic + `: cleanup.policy is "compact"`,
 			"hint: kafka-configs --bootstrap-server " + e.bootstrap + " --alter --entity-type topics --entity-name " + topic +
-				" --add-config 'cleanup.policy=[compact,delete]'",
+				" --add-config 'retention.ms=-1,retention.bytes=-1,cleanup.policy=[compact,delete]'",
 		} {
 			if !strings.Contains(stdout, f) {
 				t.Errorf("stdout lacks %q:\n%s", f, stdout)
@@ -133,7 +133,7 @@ func TestDoctorFindsWhatBlocks(t *testing.T) {
 		}
 		code, stdout, _ = e.run(t, "doctor", "--topic", topic, "--stuck-after", "1ns")
 		if code != exitOK || !strings.Contains(stdout, "WARN   control topic "+worker.ControlTopicFor(topic)+": plan "+plan.PlanID+" has been COMMITTED since") ||
-			!strings.Contains(stdout, "run a kcleanup worker for this control topic, or re-run `kcleanup apply <plan file>`") {
+			!strings.Contains(stdout, "run a worker (kcleanup worker --control-topic "+worker.ControlTopicFor(topic)+") or re-run `kcleanup apply <plan file>`") {
 			t.Errorf("stuck: exit %d\n%s", code, stdout)
 		}
 	})

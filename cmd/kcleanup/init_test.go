@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -120,13 +121,23 @@ func TestInitReportsWhatIsWrongAndTheFix(t *testing.T) {
 			t.Fatalf("findings: %+v", d.Findings)
 		}
 		if want := "kafka-configs --bootstrap-server " + e.bootstrap + " --alter --entity-type topics --entity-name " + topic +
-			" --add-config 'cleanup.policy=[compact,delete]'"; policy[0].Hint != want {
+			" --add-config 'retention.ms=-1,retention.bytes=-1,cleanup.policy=[compact,delete]'"; policy[0].Hint != want {
 			t.Errorf("hint %q, want %q", policy[0].Hint, want)
 		}
+		// The policy's hint alone fixes both: it sets retention in the same atomic change, so
+		// that adding delete never lets Kafka retire records by the old retention.
 		opRunHint(t, policy[0].Hint)
-		opRunHint(t, retention[0].Hint)
-		if code, stdout, stderr := e.run(t, "init", "--topic", topic); code != exitOK {
-			t.Errorf("init after the fixes: exit %d\n%s\n%s", code, stdout, stderr)
+		// The broker applies a config change a moment after the tool returns: poll.
+		deadline := time.Now().Add(opTestTimeout)
+		for {
+			code, stdout, stderr := e.run(t, "init", "--topic", topic)
+			if code == exitOK {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("init after the fix: exit %d\n%s\n%s", code, stdout, stderr)
+			}
+			time.Sleep(100 * time.Millisecond)
 		}
 	})
 
