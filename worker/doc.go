@@ -19,4 +19,21 @@
 // COMMITTED or DELETING, and safety never depends on only one doing so. A
 // process acts only on a COMMITTED it read back from the log, through a
 // projection that proved it was caught up.
+//
+// # The worker daemon
+//
+// Daemon (daemon*.go) is one replica of `kcleanup worker`. Replicas join one
+// consumer group over their control topics and use it only to decide who
+// acts: the owner of a control topic's partition reads it live with a
+// projection of its own, repairs overwritten keys and calls Finish for every
+// pending operation, with capped exponential backoff for transient failures
+// and a long retry interval for blocked ones (ErrBlocked, ErrDegraded, denied
+// authorization). Every replica also keeps a read-only projection of every
+// control topic it serves, behind Handler (http*.go): /healthz, /readyz,
+// /metrics (metrics.go, Prometheus text written by hand), /v1/status (StatusOf,
+// the document `kcleanup status -o json` prints too) and /v1/validate
+// (ValidateMarkers), which fails closed. Ownership moves on revocation (the
+// step in flight may end within a grace), on loss and on shutdown (the
+// replica leaves the group). Because every step is idempotent, a paused owner
+// that wakes up after losing the group does no harm.
 package worker
