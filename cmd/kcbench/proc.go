@@ -26,10 +26,26 @@ type measured struct {
 	Stderr   []byte
 }
 
+// gnuTime is GNU time, which reports a child's peak RSS truthfully. The
+// rusage that Go's os/exec returns does not: Go starts children with vfork,
+// and Linux counts the parent's resident set, shared until exec, into the
+// child's peak (a child of a 300 MB parent "peaks" at 300 MB).
+const gnuTime = "/usr/bin/time"
+
 // run starts a process, waits for it and measures it. A non-zero exit is an
 // error that quotes the end of its output.
 func run(ctx context.Context, env []string, name string, args ...string) (measured, error) {
 	var m measured
+	rssFile := ""
+	if _, err := os.Stat(gnuTime); err == nil {
+		if f, err := os.CreateTemp("", "kcbench-rss-"); err == nil {
+			rssFile = f.Name()
+			f.Close()
+			defer os.Remove(rssFile)
+			args = append([]string{"-f", "%M", "-o", rssFile, name}, args...)
+			name = gnuTime
+		}
+	}
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Env = append(os.Environ(), env...)
 	var stdout, stderr bytes.Buffer
@@ -38,16 +54,31 @@ func run(ctx context.Context, env []string, name string, args ...string) (measur
 	err := cmd.Run()
 	m.Wall = time.Since(began)
 	m.Stdout, m.Stderr = stdout.Bytes(), stderr.Bytes()
-	if ps := cmd.ProcessState; ps != nil {
-		if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
-			m.MaxRSSMB = float64(ru.Maxrss) / 1024 // Linux reports KiB
-		}
-	}
+	m.MaxRSSMB = peakRSS(rssFile, cmd.ProcessState)
 	if err != nil {
 		return m, errors.Wrapf(err, "%s %s\nstderr: %s\nstdout: %s", filepath.Base(name),
 			strings.Join(args, " "), tail(m.Stderr, 1500), tail(m.Stdout, 500))
 	}
 	return m, nil
+}
+
+// peakRSS reads the peak RSS GNU time wrote (KiB), or else takes the
+// process's rusage, which overstates it (see gnuTime).
+func peakRSS(rssFile string, ps *os.ProcessState) float64 {
+	if rssFile != "" {
+		if data, err := os.ReadFile(rssFile); err == nil {
+			lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+			if kb, err := strconv.ParseFloat(strings.TrimSpace(lines[len(lines)-1]), 64); err == nil {
+				return kb / 1024
+			}
+		}
+	}
+	if ps != nil {
+		if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
+			return float64(ru.Maxrss) / 1024 // Linux reports KiB
+		}
+	}
+	return 0
 }
 
 // tail is the last n bytes of b, as text.
