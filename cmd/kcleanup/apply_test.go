@@ -118,7 +118,8 @@ func TestApplyRefusalsLeaveKafkaUnchanged(t *testing.T) {
 		before := e.snapshot(t, topic, control)
 		for _, cmd := range []string{"apply", "submit"} {
 			code, _, stderr := e.run(t, cmd, path)
-			opWantFailure(t, code, stderr, exitError, "plan file "+path, "planId", "make a new one with kcleanup plan")
+			opWantFailure(t, code, stderr, exitError, "plan file "+path+`: invalid plan: field "planId": does not match the plan's content`,
+				"Hint: make a new plan from the recovery point instead of editing one")
 		}
 		e.assertUnchanged(t, topic, control, before)
 	})
@@ -411,5 +412,37 @@ func TestApplyResumesAnInterruptedPlan(t *testing.T) {
 	recs, _ := e.controlRecords(t, control)
 	if n := opCountEvents(recs, events.Committed); n != 2 {
 		t.Errorf("%d COMMITTED records, want 2 (one per plan)", n)
+	}
+}
+
+// TestApplyAfterCommitBlockedThenResumed: the data topic's policy is changed between COMMITTED
+// and the deletion. apply stops before DeleteRecords, says the boundary is committed and how to
+// resume; once the policy is fixed, the same apply finishes.
+func TestApplyAfterCommitBlockedThenResumed(t *testing.T) {
+	e := opTestEnv(t)
+	topic, id := e.dataTopic(t, 1, 100, opGoodDataConfigs())
+	plan, path := opTestPlan(t, t.TempDir(), "chk-1", topic, id, events.Offsets{0: 70})
+	if code, _, stderr := e.run(t, "apply", "--no-wait", path); code != exitOK {
+		t.Fatalf("apply --no-wait: exit %d\n%s", code, stderr)
+	}
+	e.setTopicConfig(t, topic, "cleanup.policy", "compact")
+	code, stdout, stderr := e.run(t, "apply", path)
+	opWantFailure(t, code, stderr, exitError,
+		"[resume] plan "+plan.PlanID+" is COMMITTED: resuming",
+		`cleanup.policy is "compact"`,
+		"Hint: the boundary is committed and recovery enforces it",
+		"run kcleanup apply "+path+" again")
+	if stdout != "" || strings.Contains(stderr, "[delete-records]") {
+		t.Errorf("blocked apply went on:\nstdout:\n%s\nstderr:\n%s", stdout, stderr)
+	}
+	if got := e.logStarts(t, topic); got[0] != 0 {
+		t.Errorf("log start moved to %d while the policy forbade it", got[0])
+	}
+	e.setTopicConfig(t, topic, "cleanup.policy", "compact,delete")
+	if code, _, stderr := e.run(t, "apply", path); code != exitOK {
+		t.Fatalf("apply after the fix: exit %d\n%s", code, stderr)
+	}
+	if got := e.logStarts(t, topic); got[0] != 70 {
+		t.Errorf("log start %d, want 70", got[0])
 	}
 }

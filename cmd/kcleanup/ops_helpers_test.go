@@ -179,6 +179,40 @@ func (e *opEnv) deleteTopic(t *testing.T, topic string) {
 	}
 }
 
+// setTopicConfig sets one topic config and waits until the broker reports it: a broker
+// applies a change a moment after it acknowledges it.
+func (e *opEnv) setTopicConfig(t *testing.T, topic, key, value string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), opTestTimeout)
+	defer cancel()
+	resp, err := e.adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: key, Value: kadm.StringPtr(value)}}, topic)
+	if err == nil {
+		var r kadm.AlterConfigsResponse
+		if r, err = resp.On(topic, nil); err == nil {
+			err = r.Err
+		}
+	}
+	if err != nil {
+		t.Fatalf("set %s=%s on %s: %v", key, value, topic, err)
+	}
+	for {
+		rcs, err := e.adm.DescribeTopicConfigs(ctx, topic)
+		if err == nil {
+			if rc, err := rcs.On(topic, nil); err == nil {
+				for _, c := range rc.Configs {
+					if c.Key == key && c.MaybeValue() == value {
+						return
+					}
+				}
+			}
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("%s=%s on %s not visible", key, value, topic)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // recreate deletes topic and creates it again under the same name: a new incarnation with a
 // new topic ID. The topic's original cleanup deletes the new one.
 func (e *opEnv) recreate(t *testing.T, topic string, partitions int32, configs map[string]string) {

@@ -93,11 +93,7 @@ func readPlanFile(path string, stdin io.Reader) (events.Plan, error) {
 	}
 	plan, err := events.ParsePlan(data)
 	if err != nil {
-		err = errors.Wrapf(err, "plan file %s", path)
-		if errors.Is(err, events.ErrPlanEdited) {
-			err = errors.WithHint(err, "a plan cannot be edited after it is made: make a new one with kcleanup plan")
-		}
-		return events.Plan{}, err
+		return events.Plan{}, errors.Wrapf(err, "plan file %s", path) // ParsePlan's hints say what to do
 	}
 	return plan, nil
 }
