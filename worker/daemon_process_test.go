@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -33,17 +34,10 @@ import (
 	"github.com/kcleanup/kcleanup/worker/kafkatest"
 )
 
-// envHelper makes the test binary act as a helper process (see helperApply)
-// instead of running tests.
-const envHelper = "KCLEANUP_TEST_HELPER"
-
 // envBinary points at a prebuilt kcleanup binary; otherwise it is built once.
 const envBinary = "KCLEANUP_TEST_BINARY"
 
 func TestMain(m *testing.M) {
-	if os.Getenv(envHelper) == "apply" {
-		os.Exit(helperApply())
-	}
 	code := m.Run()
 	if binary.dir != "" {
 		_ = os.RemoveAll(binary.dir)
@@ -79,37 +73,6 @@ func kcleanupBinary(t *testing.T) string {
 		t.Fatal(binary.err)
 	}
 	return binary.path
-}
-
-// helperApply is the apply of a separate process: it applies the plan in
-// KCLEANUP_TEST_PLAN to KCLEANUP_TEST_CONTROL_TOPIC at KCLEANUP_TEST_BOOTSTRAP
-// and, armed with a failpoint, dies at that step. (Stands in for `kcleanup
-// apply` until the CLI has it; it runs the same worker.Cluster.Apply.)
-func helperApply() int {
-	c, err := worker.Connect(kgo.SeedBrokers(os.Getenv(kafkatest.EnvBootstrap)))
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer c.Close()
-	plan, err := events.ParsePlan([]byte(os.Getenv("KCLEANUP_TEST_PLAN")))
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	proj, err := c.Project(ctx, os.Getenv("KCLEANUP_TEST_CONTROL_TOPIC"))
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer proj.Close()
-	if _, err := c.Apply(ctx, proj, plan, worker.Options{Actor: "helper-apply"}); err != nil {
-		fmt.Fprintf(os.Stderr, "%+v\n", err)
-		return 1
-	}
-	return 0
 }
 
 // scene is one scenario's broker, topics and consumer group.
@@ -173,24 +136,38 @@ func (s *scene) plan(rp string, offs events.Offsets) events.Plan {
 	return p
 }
 
-// commit does what `kcleanup apply --no-wait` does, from the test process:
-// check, PLANNED, COMMITTED, and return. No worker step runs here.
+// commit runs `kcleanup apply PLAN --no-wait`: check, PLANNED, COMMITTED,
+// and return, leaving the rest to the workers.
 func (s *scene) commit(p events.Plan) {
 	s.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	proj, err := s.c.Project(ctx, s.ctl)
+	cmd := s.applyCmd(p, "--no-wait")
+	out, err := cmd.CombinedOutput()
 	if err != nil {
+		s.t.Fatalf("kcleanup apply --no-wait: %v\n%s", err, out)
+	}
+	if st := s.state(p.PlanID); st != fsm.Committed && st != fsm.Deleting && st != fsm.Applied {
+		s.t.Fatalf("apply --no-wait left %s", st)
+	}
+}
+
+// applyCmd is `kcleanup apply` of a plan, written to a file, on the scene's
+// control topic.
+func (s *scene) applyCmd(p events.Plan, args ...string) *exec.Cmd {
+	s.t.Helper()
+	file := filepath.Join(s.t.TempDir(), p.PlanID+".plan.json")
+	if err := os.WriteFile(file, p.Encode(), 0o600); err != nil {
 		s.t.Fatal(err)
 	}
-	defer proj.Close()
-	out, err := s.c.Apply(ctx, proj, p, worker.Options{NoWait: true, Actor: "test"})
-	if err != nil {
-		s.t.Fatalf("apply --no-wait: %+v", err)
-	}
-	if out.State != fsm.Committed {
-		s.t.Fatalf("apply --no-wait left %s", out.State)
-	}
+	cmd := exec.Command(kcleanupBinary(s.t), append([]string{"apply", file, "-b", s.bootstrap, "--control-topic", s.ctl}, args...)...)
+	cmd.Env = cleanEnv()
+	return cmd
+}
+
+// cleanEnv is the environment without any KCLEANUP_ setting of the caller.
+func cleanEnv(extra ...string) []string {
+	return append(slices.DeleteFunc(os.Environ(), func(kv string) bool {
+		return strings.HasPrefix(kv, "KCLEANUP_")
+	}), extra...)
 }
 
 // state reads the control topic afresh: a plan's state.
@@ -244,9 +221,7 @@ func (s *scene) startWorker(name string, env ...string) *proc {
 	s.t.Helper()
 	cmd := exec.Command(kcleanupBinary(s.t), "worker", "-b", s.bootstrap, "--control-topic", s.ctl,
 		"--group", s.group, "--http-addr", "127.0.0.1:0", "--log-format", "json")
-	cmd.Env = append(slices.DeleteFunc(os.Environ(), func(kv string) bool {
-		return strings.HasPrefix(kv, worker.FailpointEnv+"=") || strings.HasPrefix(kv, "KCLEANUP_")
-	}), env...)
+	cmd.Env = cleanEnv(env...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		s.t.Fatal(err)
@@ -458,7 +433,7 @@ func TestWorkerDiesAtEachStepAndASurvivorFinishes(t *testing.T) {
 				// its COMMITTED was accepted, while three workers run.
 				survivors = []*proc{s.startWorker("w1"), s.startWorker("w2"), s.startWorker("w3")}
 				s.owner(survivors...)
-				victim = s.startApplyHelper(plan, step)
+				victim = s.startApply(plan, step)
 			} else {
 				// The armed worker starts alone, so it owns the control topic;
 				// the others join later and the group keeps it there (sticky).
@@ -491,18 +466,11 @@ func TestWorkerDiesAtEachStepAndASurvivorFinishes(t *testing.T) {
 	}
 }
 
-// startApplyHelper runs an apply of plan in a separate process armed with
-// the failpoint step.
-func (s *scene) startApplyHelper(plan events.Plan, step string) *proc {
+// startApply starts `kcleanup apply PLAN` armed with the failpoint step.
+func (s *scene) startApply(plan events.Plan, step string) *proc {
 	s.t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	cmd := exec.Command(exe)
-	cmd.Env = append(os.Environ(), envHelper+"=apply", worker.FailpointEnv+"="+step,
-		kafkatest.EnvBootstrap+"="+s.bootstrap, "KCLEANUP_TEST_CONTROL_TOPIC="+s.ctl,
-		"KCLEANUP_TEST_PLAN="+string(plan.Encode()))
+	cmd := s.applyCmd(plan)
+	cmd.Env = cleanEnv(worker.FailpointEnv + "=" + step)
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
@@ -550,6 +518,9 @@ func TestApplyNoWaitWithoutWorkersThenOneWorkerFinishes(t *testing.T) {
 // deleted beyond the boundary, no state regresses, and every transition is
 // accepted once.
 func TestPausedOwnerDoesNoHarm(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("detects the frozen process through /proc")
+	}
 	for _, step := range []string{worker.AfterDeleting, worker.AfterDeleteRecords} {
 		t.Run(step, func(t *testing.T) { pausedOwner(t, step) })
 	}
