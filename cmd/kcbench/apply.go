@@ -62,6 +62,7 @@ func (b *bencher) apply(ctx context.Context) error {
 			return err
 		}
 		plan := func(k int64) (string, error) { return b.writePlan(data, topicID, n, k) }
+		steps := map[string][]float64{} // the library's time per protocol step
 		subjects := []applySubject{{name: "floor", run: func(ctx context.Context, k int64) (time.Duration, time.Duration, float64, error) {
 			path, err := plan(k)
 			if err != nil {
@@ -75,6 +76,11 @@ func (b *bencher) apply(ctx context.Context) error {
 				return 0, 0, 0, err
 			}
 			m, res, err := runChild(ctx, "apply", "-bootstrap", b.cfg.bootstrap, "-control-topic", control, "-plan", path)
+			for k, v := range res {
+				if step, ok := strings.CutPrefix(k, "step "); ok {
+					steps[step] = append(steps[step], v)
+				}
+			}
 			return seconds(res["seconds"]), m.Wall, m.MaxRSSMB, err
 		}}}
 		if tool != nil {
@@ -129,7 +135,13 @@ func (b *bencher) apply(ctx context.Context) error {
 		if err := b.checkStarts(ctx, data, n, k); err != nil {
 			return err
 		}
-		b.add(applyRows(n, got)...)
+		rows := applyRows(n, got)
+		for i := range rows {
+			if strings.HasPrefix(rows[i].Subject, "worker.Cluster.Apply") {
+				rows[i].Extra, rows[i].Note = stepBreakdown(steps)
+			}
+		}
+		b.add(rows...)
 		for _, name := range names {
 			if s := got[name]; s != nil {
 				points[name+" (whole process)"] = append(points[name+" (whole process)"], [2]float64{float64(n), median(s.proc)})
@@ -188,6 +200,25 @@ func applyRows(n int, got map[string]*series) []Row {
 		row("kcleanup apply (whole process)", cmd.proc, cmd.rss, ratios...)
 	}
 	return rows
+}
+
+// protocolSteps are the steps of Cluster.Apply in order, as Observe names
+// them; "project" is the read of the control topic before it.
+var protocolSteps = []string{"project", "check", "planned", "committed", "deleting", "delete-records", "verify", "applied"}
+
+// stepBreakdown is the median time of each protocol step, as figures and as
+// a note: where the time of an apply goes.
+func stepBreakdown(steps map[string][]float64) (map[string]float64, string) {
+	extra := map[string]float64{}
+	var parts []string
+	for _, s := range protocolSteps {
+		if runs, ok := steps[s]; ok {
+			m := median(runs)
+			extra["step "+s+" seconds"] = m
+			parts = append(parts, s+" "+formatSeconds(m))
+		}
+	}
+	return extra, strings.Join(parts, ", ")
 }
 
 func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
