@@ -144,8 +144,11 @@ func (c *Cluster) Preflight(ctx context.Context, proj *Projection, plan events.P
 			proj.Topic, topic, id, plan.Topic, plan.TopicID), ErrRejected), hint)
 	}
 	info, err := c.DescribeTopic(ctx, plan.Topic)
+	if errors.Is(err, ErrTopicNotFound) {
+		return errors.WithHint(errors.Mark(err, ErrRejected), "check the plan's topic name and the bootstrap server (-b)")
+	}
 	if err != nil {
-		return errors.Mark(err, ErrRejected)
+		return err
 	}
 	var fs []Finding
 	subject := "data topic " + plan.Topic
@@ -249,6 +252,9 @@ func (c *Cluster) Apply(ctx context.Context, proj *Projection, plan events.Plan,
 	}
 	if o.NoWait {
 		out.State = fsm.Committed
+		if op.State == fsm.Deleting {
+			out.State = fsm.Deleting
+		}
 		return out, nil
 	}
 	return c.Finish(ctx, proj, plan.PlanID, o)
@@ -332,6 +338,11 @@ func (c *Cluster) Finish(ctx context.Context, proj *Projection, planID string, o
 	}
 	plan := op.Plan
 
+	// Checked before DELETING too, so that a blocked operation retried by a
+	// worker does not append a DELETING on every attempt.
+	if err := c.recheck(ctx, plan, o); err != nil {
+		return out, err
+	}
 	v, err := proj.Decide(ctx, envelope(events.Deleting, plan, o))
 	if err != nil {
 		return out, err

@@ -164,17 +164,24 @@ func listed(lo kadm.ListedOffsets, err error, topic, what string) (events.Offset
 	}
 	out := events.Offsets{}
 	var errs []string
+	denied := false
 	lo.Each(func(o kadm.ListedOffset) {
 		if o.Err != nil {
 			errs = append(errs, fmt.Sprintf("%s-%d: %v", o.Topic, o.Partition, o.Err))
+			denied = denied || errors.Is(o.Err, kerr.TopicAuthorizationFailed)
 			return
 		}
 		out[o.Partition] = o.Offset
 	})
 	if len(errs) > 0 {
 		slices.Sort(errs)
-		return nil, errors.Newf("list %s offsets of topic %q failed for %d partition(s): %s",
+		err := errors.Newf("list %s offsets of topic %q failed for %d partition(s): %s",
 			what, topic, len(errs), strings.Join(errs, "; "))
+		if denied {
+			// Retrying cannot help until an operator grants Describe.
+			err = errors.WithHint(errors.Mark(err, ErrBlocked), "grant the principal DESCRIBE on the topic (see docs/deploy.md)")
+		}
+		return nil, err
 	}
 	return out, nil
 }
