@@ -12,7 +12,12 @@
 //	jaas.go          sasl.jaas.config
 //	security.go      clientSecurity → TLS config, SASL mechanism, kgo options
 //	output.go        writeJSON (versioned) and newTable
+//	connect.go       globalOptions → worker.Cluster, caught-up projections, unreachable hints
 //	version.go       the version command: the smallest complete example of a command
+//
+// The commands, one file each: init.go, doctor.go, plan.go, submit.go, apply.go, status.go,
+// history.go, validate.go, worker.go, and demo.go (with demo_cluster.go, the embedded broker).
+// They parse flags and print; the protocol itself lives in package worker.
 //
 // # Adding a command
 //
