@@ -375,22 +375,95 @@ func shortFunc(name string) string {
 	return name
 }
 
-// childPlan is B4: events.BuildPlan over m markers of p partitions each.
-// It reports each run's time, allocations and bytes allocated, and the
-// peak heap above the input during the first run.
+// childPlan is B4: events.BuildPlan over m markers of p partitions each,
+// then events.ParseMarkers reading the same markers from one JSON array (a
+// markers file), which `kcleanup plan` does first. For each: every run's
+// time, allocations and bytes allocated, and the peak heap above the input
+// during the first run.
 func childPlan(m, p, runs int) (childResult, error) {
 	if m <= 0 || p <= 0 || runs <= 0 {
 		return nil, errors.New("plan: -markers, -partitions and -runs must be positive")
 	}
 	ms := benchMarkers(m, p)
+	res := childResult{}
 	base := heapAfterGC()
-	res := childResult{"inputMB": base}
+	res["inputMB"] = base
+	err := measureRuns(res, "", runs, func() error {
+		plan, err := events.BuildPlan("chk-bench", ms)
+		if err == nil && len(plan.Offsets) != p {
+			err = errors.Newf("plan: %d partitions, want %d", len(plan.Offsets), p)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	res["peakAboveInputMB"] -= base
 
+	doc := []byte{'['}
+	for i, mk := range ms {
+		if i > 0 {
+			doc = append(doc, ',')
+		}
+		doc = append(doc, mk.Encode()...)
+	}
+	doc = append(doc, ']')
+	ms = nil
+	base = heapAfterGC()
+	res["parseInputMB"] = float64(len(doc)) / (1 << 20)
+	err = measureRuns(res, "parse ", runs, func() error {
+		got, err := events.ParseMarkers(doc)
+		if err == nil && len(got) != m {
+			err = errors.Newf("parse: %d markers, want %d", len(got), m)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	res["parse peakAboveInputMB"] -= base
+	runtime.KeepAlive(doc)
+	return res, nil
+}
+
+// measureRuns times f runs times into res[prefix+"seconds.N"], with the
+// allocations and bytes allocated of one run and, during the first run, the
+// peak heap (res[prefix+"peakAboveInputMB"], absolute: the caller subtracts
+// its input).
+func measureRuns(res childResult, prefix string, runs int, f func() error) error {
+	var ms0, ms1 runtime.MemStats
+	for i := range runs {
+		runtime.GC()
+		runtime.ReadMemStats(&ms0)
+		var stop func() float64
+		if i == 0 {
+			stop = samplePeakHeap()
+		}
+		began := time.Now()
+		err := f()
+		took := time.Since(began)
+		if stop != nil {
+			res[prefix+"peakAboveInputMB"] = stop()
+		}
+		runtime.ReadMemStats(&ms1)
+		if err != nil {
+			return err
+		}
+		res[fmt.Sprintf("%sseconds.%d", prefix, i)] = took.Seconds()
+		res[prefix+"allocs"] = float64(ms1.Mallocs - ms0.Mallocs)
+		res[prefix+"allocMB"] = float64(ms1.TotalAlloc-ms0.TotalAlloc) / (1 << 20)
+	}
+	return nil
+}
+
+// samplePeakHeap samples the heap every 5 ms until the returned function is
+// called, which returns the largest heap seen, in MB.
+func samplePeakHeap() func() float64 {
 	var peak atomic.Uint64
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
-	go func() { // sample the heap while the first run builds the plan
+	go func() {
 		defer wg.Done()
 		var ms runtime.MemStats
 		for {
@@ -405,31 +478,11 @@ func childPlan(m, p, runs int) (childResult, error) {
 			}
 		}
 	}()
-	var ms0, ms1 runtime.MemStats
-	for i := range runs {
-		runtime.GC()
-		runtime.ReadMemStats(&ms0)
-		began := time.Now()
-		plan, err := events.BuildPlan("chk-bench", ms)
-		took := time.Since(began)
-		runtime.ReadMemStats(&ms1)
-		if i == 0 {
-			close(stop)
-			wg.Wait()
-		}
-		if err != nil {
-			return nil, err
-		}
-		if len(plan.Offsets) != p {
-			return nil, errors.Newf("plan: %d partitions, want %d", len(plan.Offsets), p)
-		}
-		res[fmt.Sprintf("seconds.%d", i)] = took.Seconds()
-		res["allocs"] = float64(ms1.Mallocs - ms0.Mallocs)
-		res["allocMB"] = float64(ms1.TotalAlloc-ms0.TotalAlloc) / (1 << 20)
+	return func() float64 {
+		close(stop)
+		wg.Wait()
+		return float64(peak.Load()) / (1 << 20)
 	}
-	res["peakAboveInputMB"] = max(0, float64(peak.Load())/(1<<20)-base)
-	runtime.KeepAlive(ms)
-	return res, nil
 }
 
 // benchMarkers returns m markers over p partitions with offsets that differ

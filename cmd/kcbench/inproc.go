@@ -19,16 +19,25 @@ func (b *bencher) plan(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	row := Row{Bench: "B4 plan", Case: fmt.Sprintf("%d markers × %d partitions", m, p),
-		Subject: "events.BuildPlan (in process)", PeakRSSMB: meas.MaxRSSMB, RateUnit: "offsets/s",
-		Extra: pick(res, "allocs", "allocMB", "peakAboveInputMB", "inputMB")}
+	c := fmt.Sprintf("%d markers × %d partitions", m, p)
+	row := Row{Bench: "B4 plan", Case: c, Subject: "events.BuildPlan (in process)",
+		RateUnit: "offsets/s", Extra: pick(res, "allocs", "allocMB", "peakAboveInputMB", "inputMB")}
 	row.setRuns(runsOf(res, "seconds"))
 	if row.Median > 0 {
 		row.Rate = float64(m*p) / row.Median
 	}
 	row.Note = fmt.Sprintf("%.0f allocs, %.1f MB allocated per plan; heap peak %.0f MB above the %.0f MB of markers it reads",
 		res["allocs"], res["allocMB"], res["peakAboveInputMB"], res["inputMB"])
-	b.add(row)
+	parse := Row{Bench: "B4 plan", Case: c, Subject: "events.ParseMarkers, one JSON array (in process)",
+		PeakRSSMB: meas.MaxRSSMB, RateUnit: "offsets/s", Extra: pick(res, "parse allocs", "parse allocMB", "parse peakAboveInputMB", "parseInputMB")}
+	parse.setRuns(runsOf(res, "parse seconds"))
+	if parse.Median > 0 {
+		parse.Rate = float64(m*p) / parse.Median
+	}
+	parse.Ratios = []Ratio{{"BuildPlan", pairedRatio(parse.Runs, row.Runs)}}
+	parse.Note = fmt.Sprintf("%.0f MB of JSON; %.0f allocs, %.0f MB allocated; heap peak %.0f MB above the input",
+		res["parseInputMB"], res["parse allocs"], res["parse allocMB"], res["parse peakAboveInputMB"])
+	b.add(row, parse)
 	return nil
 }
 

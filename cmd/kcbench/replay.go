@@ -42,7 +42,7 @@ func (b *bencher) replay(ctx context.Context) error {
 		b.note("B1: %s has no status command; only the library was measured", b.cfg.kcleanup)
 	}
 	var floorIn, floorProc, libIn, libProc, statusProc []float64
-	var floorRSS, libRSS, statusRSS, libHeap float64
+	var floorRSS, libRSS, statusRSS, libHeap, statusOut float64
 	subjects := []func() error{
 		func() error { // the floor
 			m, res, err := runChild(ctx, "read", "-bootstrap", b.cfg.bootstrap, "-topic", control)
@@ -82,6 +82,7 @@ func (b *bencher) replay(ctx context.Context) error {
 				return err
 			}
 			statusProc = append(statusProc, m.Wall.Seconds())
+			statusOut = float64(len(m.Stdout)) / (1 << 20)
 			statusRSS = max(statusRSS, m.MaxRSSMB)
 			return nil
 		},
@@ -123,6 +124,8 @@ func (b *bencher) replay(ctx context.Context) error {
 			Ratios: []Ratio{{"floor process", pairedRatio(statusProc, floorProc)}}}
 		st.setRuns(statusProc)
 		rate(&st)
+		st.Extra = map[string]float64{"stdoutMB": statusOut}
+		st.Note = fmt.Sprintf("prints %.1f MB of JSON (every operation)", statusOut)
 		b.add(st)
 	}
 	return deleteTopics(ctx, b.cl, data, control)
