@@ -151,7 +151,7 @@ func (b *bencher) apply(ctx context.Context) error {
 			}
 		}
 		// Free the broker of this size's partitions before the next size.
-		if err := deleteTopics(ctx, b.cl, data, control); err != nil {
+		if err := b.drop(ctx, data, control); err != nil {
 			return err
 		}
 	}

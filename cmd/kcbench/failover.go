@@ -115,7 +115,7 @@ func (b *bencher) failover(ctx context.Context) error {
 	k1.Note = fmt.Sprintf("worst %.2f× the session timeout; COMMITTED → APPLIED median %s", k1.Worst/session,
 		formatSeconds(median(sinceCommit)))
 	b.add(h, k1)
-	return deleteTopics(ctx, b.cl, data, control)
+	return b.drop(ctx, data, control)
 }
 
 // applyNoWait runs `kcleanup apply --no-wait` for a plan that moves every

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strings"
@@ -40,7 +41,8 @@ type config struct {
 	root      string // repository root: Kafka's jars and version live under it
 	out       string // folder of the JSON results
 	only      map[string]bool
-	runs      int // runs per measured subject (medians over them)
+	runs      int  // runs per measured subject (medians over them)
+	keep      bool // leave the topics on the broker, for a closer look
 
 	replayRecords   int   // B1
 	applySizes      []int // B2: partitions of each data topic
@@ -74,6 +76,7 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	out := fs.String("out", "bench-results", "folder for the JSON results")
 	only := fs.String("only", "", "comma-separated subset of B1,B2,B3,B4,B5")
 	runs := fs.Int("runs", 0, "runs per subject (default 3)")
+	keep := fs.Bool("keep", false, "do not delete the topics the run created (to profile against them)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: kcbench [flags]   (normally: make bench, make bench-quick)")
 		fs.PrintDefaults()
@@ -88,7 +91,7 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if *runs > 0 {
 		cfg.runs = *runs
 	}
-	cfg.bootstrap, cfg.out = *bootstrap, *out
+	cfg.bootstrap, cfg.out, cfg.keep = *bootstrap, *out, *keep
 	cfg.only = map[string]bool{}
 	for _, b := range strings.Split(*only, ",") {
 		if b = strings.ToUpper(strings.TrimSpace(b)); b != "" {
@@ -118,6 +121,7 @@ func bench(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 		rep.Mode = "quick"
 	}
 	rep.Machine = machine(kafkaVersion(cfg.root), cfg.bootstrap)
+	rep.Commit = gitCommit(ctx, cfg.root)
 	b := &bencher{cfg: cfg, rep: rep, log: stderr,
 		prefix: fmt.Sprintf("kcbench-%d", time.Now().Unix())}
 	if cfg.bootstrap != "" {
@@ -161,7 +165,7 @@ func bench(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 		}
 	}
 	rep.Seconds = time.Since(rep.Started).Seconds()
-	fmt.Fprintf(stdout, "kcbench %s, %s, %s\n", rep.Mode, rep.Started.Format(time.RFC3339), rep.Machine)
+	fmt.Fprintf(stdout, "kcbench %s, %s, commit %s, %s\n", rep.Mode, rep.Started.Format(time.RFC3339), rep.Commit, rep.Machine)
 	if err := rep.WriteTable(stdout); err != nil {
 		return err
 	}
@@ -212,6 +216,10 @@ func (b *bencher) cleanup() {
 		_, _ = p.Wait()
 	}
 	b.procs = nil
+	if b.cfg.keep && len(b.topics) > 0 {
+		b.logf("kept topics (-keep): %s", strings.Join(b.topics, " "))
+		return
+	}
 	if b.cl != nil && len(b.topics) > 0 {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
@@ -220,6 +228,15 @@ func (b *bencher) cleanup() {
 		}
 		b.topics = nil
 	}
+}
+
+// drop deletes a benchmark's topics when it is done with them, to free the
+// broker for the next one; with -keep it leaves them for a closer look.
+func (b *bencher) drop(ctx context.Context, topics ...string) error {
+	if b.cfg.keep {
+		return nil
+	}
+	return deleteTopics(ctx, b.cl, topics...)
 }
 
 // repoRoot walks up from the working directory to the folder with go.mod.
@@ -238,6 +255,20 @@ func repoRoot() (string, error) {
 		}
 		dir = parent
 	}
+}
+
+// gitCommit names the commit of the working tree, "+dirty" when it has
+// uncommitted changes; "unknown" without git.
+func gitCommit(ctx context.Context, root string) string {
+	out, err := exec.CommandContext(ctx, "git", "-C", root, "rev-parse", "--short", "HEAD").Output()
+	if err != nil {
+		return "unknown"
+	}
+	commit := strings.TrimSpace(string(out))
+	if st, err := exec.CommandContext(ctx, "git", "-C", root, "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(st) > 0 {
+		commit += "+dirty"
+	}
+	return commit
 }
 
 // kafkaVersion is the Apache Kafka version cmd/kafkadev pins.

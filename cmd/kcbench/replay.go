@@ -128,7 +128,7 @@ func (b *bencher) replay(ctx context.Context) error {
 		st.Note = fmt.Sprintf("prints %.1f MB of JSON (every operation)", statusOut)
 		b.add(st)
 	}
-	return deleteTopics(ctx, b.cl, data, control)
+	return b.drop(ctx, data, control)
 }
 
 // checkStatus checks that `kcleanup status -o json` saw the whole topic.

@@ -19,15 +19,18 @@ const reportVersion = 1
 // Report is everything one kcbench run measured. The table and the JSON in
 // bench-results/ are two views of it.
 type Report struct {
-	Version  int       `json:"version"`
-	Started  time.Time `json:"started"`
-	Seconds  float64   `json:"seconds"`
-	Mode     string    `json:"mode"` // "full" or "quick"
-	Machine  Machine   `json:"machine"`
-	Rows     []Row     `json:"rows"`
-	Fits     []Fit     `json:"fits,omitempty"`
-	Notes    []string  `json:"notes,omitempty"`
-	Failures []string  `json:"failures,omitempty"`
+	Version int       `json:"version"`
+	Started time.Time `json:"started"`
+	Seconds float64   `json:"seconds"`
+	Mode    string    `json:"mode"` // "full" or "quick"
+	// Commit is the kcleanup commit measured, "+dirty" when the working
+	// tree had changes (the binaries are built from the working tree).
+	Commit   string   `json:"commit"`
+	Machine  Machine  `json:"machine"`
+	Rows     []Row    `json:"rows"`
+	Fits     []Fit    `json:"fits,omitempty"`
+	Notes    []string `json:"notes,omitempty"`
+	Failures []string `json:"failures,omitempty"`
 }
 
 // Row is one subject measured in one case: its runs, their median and
