@@ -58,7 +58,7 @@ func (c config) wants(bench string) bool { return len(c.only) == 0 || c.only[ben
 // sizes for `make bench` and `make bench-quick`. The quick run keeps every
 // benchmark but shrinks its inputs, so it finishes in about two minutes.
 func fullConfig() config {
-	return config{runs: 3, replayRecords: 1_000_000, applySizes: []int{100, 1000, 10000}, failoverTrials: 10,
+	return config{runs: 5, replayRecords: 1_000_000, applySizes: []int{100, 1000, 10000}, failoverTrials: 10,
 		planMarkers: 1000, planPartitions: 10000, growthSizes: []int{10_000, 100_000, 1_000_000}, replayPlanParts: 3}
 }
 
@@ -75,7 +75,7 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	kcleanup := fs.String("kcleanup", "bin/kcleanup", "the kcleanup binary to measure")
 	out := fs.String("out", "bench-results", "folder for the JSON results")
 	only := fs.String("only", "", "comma-separated subset of B1,B2,B3,B4,B5")
-	runs := fs.Int("runs", 0, "runs per subject (default 3)")
+	runs := fs.Int("runs", 0, "runs per subject (default 5, quick 3)")
 	keep := fs.Bool("keep", false, "do not delete the topics the run created (to profile against them)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: kcbench [flags]   (normally: make bench, make bench-quick)")
