@@ -2,7 +2,6 @@ package projector
 
 import (
 	"strconv"
-	"strings"
 
 	"github.com/cockroachdb/errors"
 
@@ -18,19 +17,17 @@ func decodeReason(err error) Reason {
 		return ReasonUnknownEvent
 	case errors.Is(err, events.ErrTombstone):
 		return ReasonTombstone
+	case errors.Is(err, events.ErrKeyMismatch):
+		// The key names another plan or event than the body.
+		return ReasonBadKey
+	case errors.Is(err, events.ErrPlanEdited):
+		// events reports an edited plan as malformed; tampering deserves
+		// its own name.
+		return ReasonTampered
 	}
 	var de *events.DecodeError
-	if errors.As(err, &de) {
-		switch {
-		case de.Field == "key" || strings.Contains(de.Reason, "but the key names"):
-			// The key does not parse, or names another plan or event than
-			// the body (events/envelope.go Decode).
-			return ReasonBadKey
-		case de.Field == "plan.planId" && strings.Contains(de.Reason, "does not match the plan's content"):
-			// events reports an edited plan as malformed with this reason
-			// (events/plan.go idMismatch); tampering deserves its own name.
-			return ReasonTampered
-		}
+	if errors.As(err, &de) && de.Field == "key" {
+		return ReasonBadKey // the key does not parse as <planId>/<EVENT>
 	}
 	return ReasonMalformed
 }

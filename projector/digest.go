@@ -12,9 +12,11 @@ import (
 // Digest returns the lowercase hex SHA-256 of a canonical encoding of the
 // state: next offset, degraded flag and reason, binding, boundary with the
 // plan that set each partition, every operation (plan, state, boundary, log
-// start, attempts, history) in order of first appearance, the keys awaiting
-// repair, and the verdict of every record that was not accepted. Two replicas that folded the same
-// records have the same digest (I4); nothing depends on map iteration order.
+// start, attempts, implied steps, history, where its latest copies are) in
+// order of first appearance, the commit order, the keys awaiting repair or
+// retraction, and the verdict of every record that was not accepted. Two
+// replicas that folded the same records have the same digest (I4); nothing
+// depends on map iteration order.
 func (s *State) Digest() string {
 	h := sha256.New()
 	d := digestWriter{h: h}
@@ -29,6 +31,14 @@ func (s *State) Digest() string {
 	slices.Sort(keys)
 	for _, k := range keys {
 		d.line("overwritten", strconv.Quote(k), strconv.FormatInt(s.overwritten[k].at, 10))
+	}
+	for _, o := range s.ops {
+		d.line("copies", o.plan.PlanID, strconv.Itoa(int(o.held)), strconv.FormatInt(o.latest[0], 10),
+			strconv.FormatInt(o.latest[1], 10), strconv.FormatInt(o.latest[2], 10), strconv.FormatInt(o.latest[3], 10))
+	}
+	d.line("commits", strconv.Itoa(len(s.commits)), "reorder-from", strconv.Itoa(s.reorderFrom))
+	for _, r := range s.Retractions() {
+		d.line("retraction", strconv.Quote(string(r.Key)), strconv.FormatInt(r.Offset, 10), formatTime(r.Timestamp))
 	}
 	d.line("rejections", strconv.Itoa(len(s.others)))
 	for _, v := range s.others {
@@ -50,7 +60,7 @@ func (s *State) writeCore(h hash.Hash) {
 		pl := o.plan
 		d.line("op", pl.PlanID, string(o.state), strconv.Quote(pl.SourceRecoveryPoint), strconv.Quote(pl.Topic),
 			strconv.Quote(pl.TopicID), formatOffsets(pl.Offsets), formatOffsets(o.boundary), formatOffsets(o.logStart),
-			strconv.Itoa(o.deletes), strconv.Itoa(int(o.accepted)))
+			strconv.Itoa(o.deletes), strconv.Itoa(int(o.accepted)), strconv.Itoa(int(o.implied)), strconv.FormatBool(o.covered))
 		for _, st := range o.history {
 			d.line("step", strconv.FormatInt(st.Offset, 10), string(st.Event), formatTime(st.At), strconv.Quote(st.Actor))
 		}

@@ -36,27 +36,48 @@
 //     and counted in DeleteAttempts, unless its at and actor are those of
 //     an accepted attempt (then it is that attempt re-appended: a duplicate).
 //  3. A nil value is ReasonTombstone. A value events.Decode refuses is
-//     ReasonMalformed, ReasonBadKey (key unparsable or not the body's plan
-//     and event), ReasonTampered (the plan does not hash to its planId),
-//     or, from a newer kcleanup, ReasonNewerSchema / ReasonUnknownEvent,
-//     which also make the projection degraded.
+//     ReasonMalformed, ReasonBadKey (key unparsable, or events.ErrKeyMismatch:
+//     not the body's plan and event), ReasonTampered (events.ErrPlanEdited:
+//     the plan does not hash to its planId), or, from a newer kcleanup,
+//     ReasonNewerSchema / ReasonUnknownEvent, which also make the projection
+//     degraded.
 //  4. PLANNED is accepted if the plan's topic and topic ID are those of the
-//     binding; the first accepted PLANNED sets the binding. Otherwise
-//     ReasonWrongTopic.
-//  5. COMMITTED needs a PLANNED operation (ReasonUnknownOperation,
-//     ReasonInvalidTransition), every plan offset at or above the current
-//     boundary of its partition (ReasonBoundaryRegression names partition,
-//     both offsets and the plan that set the boundary), and a boundary
-//     field exactly equal to max(current boundary, plan) over the union of
-//     partitions (ReasonBoundaryMismatch says expected and got). Two
-//     concurrent commits are ordered by the log: the second is accepted only
-//     if it is still monotonic and its field matches what the first left.
-//  6. DELETING needs COMMITTED or DELETING; APPLIED needs DELETING and a
-//     log-start offset at or above the plan for every plan partition
-//     (ReasonLogStartBelowPlan). The lifecycle itself is fsm.Next.
+//     binding; the first accepted PLANNED or COMMITTED sets the binding.
+//     Otherwise ReasonWrongTopic. A PLANNED for an operation that already
+//     exists (its COMMITTED came first and implied PLANNED) is a Duplicate.
+//  5. COMMITTED needs a PLANNED operation, or none: a COMMITTED for a plan
+//     never PLANNED carries the full plan, so it implies PLANNED (same
+//     binding check; fsm.Next(None, PLANNED) then Next(PLANNED, COMMITTED)).
+//     Then the boundary rules, in order:
+//     a. the boundary field is at or above the plan on every plan partition
+//     (ReasonBoundaryMismatch);
+//     b. a field at or below the current boundary on every partition raises
+//     nothing: accepted as covered (Verdict.Covered), the boundary does not
+//     move, Detail says "covered by the current boundary; raises nothing";
+//     c. a commit that raises something with a plan below the boundary on
+//     some partition conflicts with it: ReasonBoundaryRegression names
+//     partition, both offsets and the plan that set the boundary. Of two
+//     conflicting concurrent commits exactly one wins, the one the log has
+//     first;
+//     d. the field is at or above the current boundary on every partition
+//     (ReasonBoundaryMismatch says both: a writer computed it on an older
+//     view, and retries);
+//     e. the new boundary is the max of the current boundary and the field,
+//     over the union of partitions (a field above the plan is carried).
+//  6. DELETING needs COMMITTED or DELETING (ReasonUnknownOperation without an
+//     operation, ReasonInvalidTransition for PLANNED); for an APPLIED
+//     operation whose DELETING was implied it is a Duplicate. APPLIED needs
+//     DELETING, or COMMITTED (its log start is the evidence that deletion
+//     happened: DELETING is implied), and a log-start offset at or above the
+//     plan for every plan partition (ReasonLogStartBelowPlan). APPLIED for a
+//     PLANNED or unknown operation is rejected: COMMITTED is the point of no
+//     return and is never implied. The lifecycle itself is fsm.Next, walked
+//     step by step through what a record implies.
 //
 // A record that is not accepted changes nothing but the audit (and, for an
-// overwrite, Repairs; for a newer build's record, Degraded).
+// overwrite, Repairs; for a newer build's record, Degraded; for a key that
+// holds only rejected records, Retractions). Operation.Implied lists the
+// steps a later transition implied; History holds only accepted records.
 //
 // # Degraded
 //
@@ -79,21 +100,77 @@
 // reader in package worker must fold up to the end offset it captured
 // before asking, and must not ask otherwise.
 //
-// # Compaction (I5) and its limit
+// # Compaction (I5)
 //
-// Keys are distinct per transition, so a compacted log keeps one record per
-// transition and projects like the full log, provided (a) every key's
-// latest record has the accepted content (append Repairs before the log
-// cleaner runs), and (b) no re-appended record (a duplicate or a repair)
-// lands after a record whose verdict depends on it. Compaction keeps the
-// LATEST copy of a key, so a re-append moves its transition later: a
-// PLANNED repaired after its COMMITTED, a COMMITTED duplicated after another
-// plan's COMMITTED, a DELETING retried after APPLIED all project
-// differently once compacted, and in the first two cases the compacted
-// boundary is lower than the real one (testdata/compaction shows each).
-// The property test proves I5 for writers that re-append only the latest
-// accepted key before anything else depends on it. Closing the gap needs a
-// change to the fold or the repair protocol, not to Repairs.
+// Kafka compaction keeps the latest record of every key. Keys are distinct
+// per transition, but a record appended again under its key (a duplicate by
+// a second writer, a repair) moves its transition to its latest copy: after
+// records that followed it in the full log. And a rejected record, under a
+// key of its own, survives and meets the accepted records in another order.
+// Three things make the compacted log replay like the full one:
+//
+//   - The fold does not depend on where a copy lands when the order does not
+//     matter: COMMITTED implies PLANNED, APPLIED implies DELETING, a late
+//     PLANNED or DELETING is a duplicate, a COMMITTED's field carries the
+//     boundary of commits folded after it, and a commit the boundary already
+//     covers is accepted as covered.
+//   - Repairs lists what a worker must append again: overwritten keys, and,
+//     once a COMMITTED's latest copy moved past later commits or its own
+//     DELETING and APPLIED, those records (in acceptance order), so that the
+//     compacted log keeps the commits in the order they were accepted and
+//     each operation's COMMITTED before its DELETING and APPLIED.
+//   - Retractions lists the keys that hold only rejected records; a worker
+//     tombstones them (after a grace period: a writer may be about to retry
+//     under the key), and compaction erases them. Without it, a wrong-topic
+//     PLANNED could bind a compacted log, or the loser of two conflicting
+//     commits win there.
+//
+// With Repairs appended and Retractions tombstoned before the log cleaner
+// runs, the compacted log has the same boundary, the same plans setting it,
+// the same binding and the same operation states as the full log: the
+// property test checks it on random logs with duplicates and repairs at any
+// position, overwrites, garbage, tombstones, stale and conflicting commits.
+// testdata/compaction shows each case.
+//
+// If the cleaner runs before the worker's repairs (a control topic is made
+// with min.compaction.lag.ms of 7 days, so only a worker fleet stopped that
+// long allows it), the fold's own rules keep the boundary in random logs, but
+// two residuals remain: an operation can show an earlier state (COMMITTED
+// instead of APPLIED when its COMMITTED moved past its APPLIED: a worker
+// finishes it again, deleting nothing; PLANNED for a covered commit that
+// now meets a boundary it conflicts with), and a writer that put a boundary
+// field above its own plan (no kcleanup writer does) can make a later
+// covered commit with a stale field win over it, so that a partition loses
+// the boundary that writer's plan set (testdata/compaction, case 6).
+//
+// # Deviations from DESIGN §5, and why
+//
+// DESIGN §5 orders the rules for a log replayed in full. Each change below
+// keeps the full-log outcome of every correct writer's record and exists so
+// that a compacted log (I5) gives the same state; losing boundary in a
+// compacted replay would let recovery approve a recovery point whose records
+// were deleted.
+//
+//   - COMMITTED without PLANNED is accepted, implying PLANNED (§5: "only for a
+//     PLANNED operation"). The record carries the full plan; in a compacted
+//     log a repaired or duplicated PLANNED lands after its COMMITTED.
+//   - APPLIED for COMMITTED is accepted, implying DELETING (§5: "for
+//     DELETING"), and DELETING for an APPLIED operation is a duplicate. A
+//     DELETING retry that lands after APPLIED moves DELETING after it.
+//     COMMITTED is still never implied: it is the point of no return.
+//   - The boundary field must be at or above max(boundary, plan), not equal
+//     to it (§5: "equals"), and the new boundary is the max of the boundary
+//     and the field. In a compacted log, a commit can be folded before an
+//     earlier commit its field includes; the field carries it, and I2 holds.
+//   - A commit whose field raises nothing is accepted as covered, even with a
+//     plan below the boundary (§5: every offset ≥ the boundary). A later
+//     copy of an earlier commit is such a record; a live writer's plan that
+//     the boundary already covers has nothing left to delete, and its
+//     worker finishes it at once.
+//   - Repairs also re-appends records that a moved COMMITTED now precedes
+//     (§5 repairs overwritten keys only), and Retractions is new: the
+//     property test shows that without them the compacted log can differ,
+//     and without Retractions even lose boundary.
 //
 // # Memory
 //
@@ -101,5 +178,7 @@
 // record with the accepted content the operation already holds (plan,
 // boundary, log start), and Repairs re-encodes the accepted record from it.
 // The audit costs 16 bytes per record plus the operation's history step;
-// only records that were not accepted keep a full Verdict.
+// only records that were not accepted keep a full Verdict. Each operation
+// keeps the offset of the latest copy of each of its keys (32 bytes), and
+// each key holding only rejected records its latest offset and time.
 package projector

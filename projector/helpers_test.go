@@ -56,21 +56,6 @@ func record(offset int64, env events.Envelope) Record {
 	return Record{Offset: offset, Key: k, Value: v, Timestamp: env.At}
 }
 
-// nextBoundary is what a correct writer puts in a COMMITTED: the max of the
-// boundary it sees and the plan, over the union of partitions.
-func nextBoundary(current, plan events.Offsets) events.Offsets {
-	next := current.Clone()
-	if next == nil {
-		next = events.Offsets{}
-	}
-	for p, off := range plan {
-		if b, ok := next[p]; !ok || off > b {
-			next[p] = off
-		}
-	}
-	return next
-}
-
 // parseOffsets reads "0:150,1:230"; "" and "none" are empty.
 func parseOffsets(t testing.TB, s string) events.Offsets {
 	t.Helper()
@@ -97,15 +82,16 @@ func parseOffsets(t testing.TB, s string) events.Offsets {
 }
 
 // compact is what Kafka's log cleaner leaves: the last record of every key,
-// in offset order (tombstones included, as before delete.retention.ms).
-func compact(log []Record) []Record {
+// in offset order; with dropTombstones, a key whose last record is a
+// tombstone disappears entirely (as once delete.retention.ms passed).
+func compact(log []Record, dropTombstones bool) []Record {
 	last := map[string]int{}
 	for i, r := range log {
 		last[string(r.Key)] = i
 	}
 	var out []Record
 	for i, r := range log {
-		if last[string(r.Key)] == i {
+		if last[string(r.Key)] == i && !(dropTombstones && r.Value == nil) {
 			out = append(out, r)
 		}
 	}

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/fsm"
@@ -17,36 +19,28 @@ import (
 //
 // generator writes a log the way writers would: it keeps a projection of what
 // it wrote (view) and computes COMMITTED boundaries from it, sometimes from
-// an older view (a concurrent writer), sometimes wrongly.
+// an older view (a concurrent writer), sometimes wrongly. Nothing restricts
+// where a record is re-appended: duplicates copy any earlier record, repairs
+// and retractions land whenever a worker pass happens to run.
 type generator struct {
 	r    *rand.Rand
 	view *State
 	log  []Record
 	off  int64
 
-	plans  []events.Plan // every plan made, any topic
-	stale  []events.Offsets
-	actors []string
-
-	// disciplined restricts re-appended records so that I5 holds (see
-	// doc.go, "Compaction"): a duplicate or an overwrite (then at once its
-	// repair) only of the latest accepted key, while nothing but
-	// state-independent garbage was appended after it; a DELETING retry only
-	// while the operation is DELETING.
-	disciplined  bool
-	lastAccepted string
-	clean        bool
-	newerSchema  bool // allow records that degrade the projection
+	plans       []events.Plan // every plan made, any topic
+	stale       []events.Offsets
+	actors      []string
+	newerSchema bool // allow records that degrade the projection
 }
 
-func newGenerator(seed uint64, disciplined bool) *generator {
+func newGenerator(seed uint64) *generator {
 	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	return &generator{
 		r:           r,
 		view:        New(),
 		off:         int64(r.IntN(3)),
 		actors:      []string{"worker-1", "worker-2", "host-a/4711"},
-		disciplined: disciplined,
 		newerSchema: r.IntN(4) == 0,
 	}
 }
@@ -83,12 +77,14 @@ func (g *generator) stepOnce() {
 		g.tombstone()
 	case x < 86:
 		g.duplicate()
-	case x < 92:
+	case x < 91:
 		g.overwrite()
-	case x < 93:
+	case x < 92:
 		if g.newerSchema {
 			g.newer()
 		}
+	case x < 95:
+		g.workerPass()
 	default:
 		g.gap()
 	}
@@ -246,11 +242,11 @@ func (g *generator) garbage() {
 	if value == nil {
 		value = []byte{}
 	}
-	g.appendRecord(Record{Key: key, Value: value}, false)
+	g.appendRecord(Record{Key: key, Value: value})
 }
 
 func (g *generator) tombstone() {
-	g.appendRecord(Record{Key: g.someKey()}, false)
+	g.appendRecord(Record{Key: g.someKey()})
 }
 
 func (g *generator) newer() {
@@ -259,49 +255,33 @@ func (g *generator) newer() {
 		return
 	}
 	g.appendRecord(Record{Key: []byte(events.Key(p.PlanID, "PAUSED")),
-		Value: []byte(`{"schemaVersion":1,"event":"PAUSED","planId":"` + p.PlanID + `"}`)}, false)
+		Value: []byte(`{"schemaVersion":1,"event":"PAUSED","planId":"` + p.PlanID + `"}`)})
 }
 
-// duplicate re-appends an earlier record, as a retrying writer would: same
-// content, maybe another actor and time.
+// duplicate re-appends any earlier record, as a retrying writer (or a
+// careless script) would: same content, maybe another actor and time.
 func (g *generator) duplicate() {
-	var src Record
-	if g.disciplined {
-		if !g.clean || g.lastAccepted == "" {
-			return
-		}
-		src = g.lastRecord(g.lastAccepted)
-	} else {
-		if len(g.log) == 0 {
-			return
-		}
-		src = g.log[g.r.IntN(len(g.log))]
+	if len(g.log) == 0 {
+		return
 	}
+	src := g.log[g.r.IntN(len(g.log))]
 	if env, err := events.Decode(src.Key, src.Value); err == nil && g.r.IntN(2) == 0 {
 		env.Actor = g.actor()
 		g.appendEnv(env)
 		return
 	}
-	g.appendRecord(Record{Key: src.Key, Value: src.Value}, true)
+	g.appendRecord(Record{Key: src.Key, Value: src.Value})
 }
 
-// overwrite writes other content under an accepted key, then (always when
-// disciplined, often otherwise) the repairs a worker appends on reading it.
+// overwrite writes other content under an accepted key, then often the
+// repairs a worker appends on reading it.
 func (g *generator) overwrite() {
-	key := ""
-	if g.disciplined {
-		if !g.clean || g.lastAccepted == "" {
-			return
-		}
-		key = g.lastAccepted
-	} else {
-		ops := g.view.Operations()
-		if len(ops) == 0 {
-			return
-		}
-		o := ops[g.r.IntN(len(ops))]
-		key = events.Key(o.PlanID, o.History[g.r.IntN(len(o.History))].Event)
+	ops := g.view.Operations()
+	if len(ops) == 0 {
+		return
 	}
+	o := ops[g.r.IntN(len(ops))]
+	key := events.Key(o.PlanID, o.History[g.r.IntN(len(o.History))].Event)
 	var value []byte
 	switch g.r.IntN(3) {
 	case 0:
@@ -316,97 +296,59 @@ func (g *generator) overwrite() {
 		env.Event = events.Committed
 		_, value = env.Encode()
 	}
-	g.appendRecord(Record{Key: []byte(key), Value: value}, true)
-	if g.disciplined || g.r.IntN(2) == 0 {
+	g.appendRecord(Record{Key: []byte(key), Value: value})
+	if g.r.IntN(2) == 0 {
 		g.repair()
 	}
 }
 
 func (g *generator) repair() {
 	for _, r := range g.view.Repairs() {
-		g.appendRecord(Record{Key: r.Key, Value: r.Value}, true)
+		g.appendRecord(Record{Key: r.Key, Value: r.Value})
+	}
+}
+
+// workerPass is what a worker does on each pass: append Repairs, and a
+// tombstone for each retraction older than a grace period (here, some
+// records), or for all of them.
+func (g *generator) workerPass() {
+	g.repair()
+	grace := int64(g.r.IntN(20))
+	for _, rt := range g.view.Retractions() {
+		if rt.Offset < g.off-grace {
+			g.appendRecord(Record{Key: rt.Key})
+		}
 	}
 }
 
 // gap skips offsets, as compaction or transaction markers do.
 func (g *generator) gap() { g.off += int64(g.r.IntN(5)) }
 
-func (g *generator) lastRecord(key string) Record {
-	for i := len(g.log) - 1; i >= 0; i-- {
-		if string(g.log[i].Key) == key {
-			return g.log[i]
-		}
-	}
-	return Record{}
-}
-
 func (g *generator) appendEnv(env events.Envelope) {
 	k, v := env.Encode()
-	g.appendRecord(Record{Key: k, Value: v, Timestamp: env.At}, false)
+	g.appendRecord(Record{Key: k, Value: v, Timestamp: env.At})
 }
 
-// appendRecord folds the record into the writers' view and keeps it, unless
-// the discipline forbids it. reappend marks the records the discipline
-// itself chose (duplicates, overwrites and repairs of the latest key).
-func (g *generator) appendRecord(r Record, reappend bool) {
-	if g.disciplined && !reappend && !g.allowed(r) {
-		return
-	}
+// appendRecord gives the record the next offset, keeps it and folds it into
+// the writers' view.
+func (g *generator) appendRecord(r Record) {
 	r.Offset = g.off
+	if r.Timestamp.IsZero() {
+		r.Timestamp = testEpoch.Add(time.Duration(r.Offset) * time.Second)
+	}
 	g.off++
 	g.log = append(g.log, r)
-	v := g.view.Step(r)
-	if !g.disciplined {
-		return
-	}
-	switch {
-	case v.Outcome == Accepted:
-		g.lastAccepted, g.clean = v.Key, true
-	case v.Outcome == Duplicate && v.Key == g.lastAccepted:
-	case v.Reason == ReasonOverwritesAccepted && v.Key == g.lastAccepted:
-	case v.Outcome == Rejected && stateIndependent(v.Reason):
-	default:
-		g.clean = false
-	}
-}
-
-// allowed reports whether a record the generator did not choose as a
-// re-append keeps the discipline: it must not re-append an accepted key,
-// except a DELETING retry while the operation is DELETING.
-func (g *generator) allowed(r Record) bool {
-	planID, e, err := events.ParseKey(r.Key)
-	if err != nil {
-		return true
-	}
-	o, ok := g.view.Operation(planID)
-	if !ok {
-		return true
-	}
-	for _, st := range o.History {
-		if st.Event == e {
-			_, err := events.Decode(r.Key, r.Value)
-			return err == nil && e == events.Deleting && o.State == fsm.Deleting
-		}
-	}
-	return true
-}
-
-// stateIndependent reasons reject a record whatever the state, so moving an
-// accepted record past it under compaction cannot change its verdict.
-func stateIndependent(r Reason) bool {
-	switch r {
-	case ReasonMalformed, ReasonBadKey, ReasonTampered, ReasonTombstone, ReasonNewerSchema, ReasonUnknownEvent:
-		return true
-	}
-	return false
+	g.view.Step(r)
 }
 
 // TestPropertyFold checks, over random logs with everything mixed in:
 // I2 (no partition's boundary ever decreases), that a record that is not
 // accepted changes neither boundary, binding nor operations, I4 (two folds
 // of the same records have the same Digest, and re-delivered records change
-// nothing), and that Repairs names exactly the overwritten keys and that
-// appending it clears them without changing the state.
+// nothing), that Repairs names every accepted key whose latest record is
+// not its accepted content and that appending it clears it without changing
+// the state, and that Retractions names exactly the keys holding nothing but
+// rejected records, and that a tombstone on each changes nothing.
 func TestPropertyFold(t *testing.T) {
 	iterations := 300
 	if testing.Short() {
@@ -414,8 +356,9 @@ func TestPropertyFold(t *testing.T) {
 	}
 	reasons := map[Reason]int{}
 	outcomes := map[Outcome]int{}
+	covered, implied := 0, 0
 	for seed := uint64(1); seed <= uint64(iterations); seed++ {
-		g := newGenerator(seed, false)
+		g := newGenerator(seed)
 		log := g.run(40 + int(seed%80))
 		s := New()
 		twin := New()
@@ -425,6 +368,9 @@ func TestPropertyFold(t *testing.T) {
 			v := s.Step(r)
 			outcomes[v.Outcome]++
 			reasons[v.Reason]++
+			if v.Covered {
+				covered++
+			}
 			if v.Offset != r.Offset || v.Key != string(r.Key) {
 				t.Fatalf("seed %d: verdict %+v is not about record at %d", seed, v, r.Offset)
 			}
@@ -432,11 +378,7 @@ func TestPropertyFold(t *testing.T) {
 				t.Fatalf("seed %d offset %d: Step said %+v, Audit says %+v", seed, r.Offset, v, last)
 			}
 			after := s.Boundary()
-			for p, b := range before {
-				if a, ok := after[p]; !ok || a < b {
-					t.Fatalf("seed %d offset %d: I2: partition %d boundary went from %d to %d (present %t)", seed, r.Offset, p, b, a, ok)
-				}
-			}
+			checkNoRegression(t, seed, r.Offset, before, after)
 			if v.Outcome != Accepted {
 				if v.Reason == "" && v.Outcome == Rejected {
 					t.Fatalf("seed %d offset %d: rejection without a reason: %+v", seed, r.Offset, v)
@@ -444,6 +386,9 @@ func TestPropertyFold(t *testing.T) {
 				if s.coreDigest() != core || !maps.Equal(before, after) {
 					t.Fatalf("seed %d offset %d: a %s record (%s) changed boundary or operations", seed, r.Offset, v.Outcome, v.Reason)
 				}
+			}
+			if v.Covered && (v.Outcome != Accepted || v.Event != events.Committed || !maps.Equal(before, after)) {
+				t.Fatalf("seed %d offset %d: covered verdict %+v moved the boundary from %v to %v", seed, r.Offset, v, before, after)
 			}
 			twin.Step(r)
 			if i > 0 && g.r.IntN(8) == 0 { // a reader re-delivers an old record
@@ -462,7 +407,11 @@ func TestPropertyFold(t *testing.T) {
 		if got := len(s.Audit()); got != len(log) {
 			t.Fatalf("seed %d: audit has %d verdicts for %d records", seed, got, len(log))
 		}
-		checkRepairs(t, seed, s, log)
+		for _, o := range s.Operations() {
+			implied += len(o.Implied)
+		}
+		next := checkRepairs(t, seed, s, log[len(log)-1].Offset+1)
+		checkRetractions(t, seed, s, next)
 	}
 	for _, o := range []Outcome{Accepted, Duplicate, Rejected} {
 		if outcomes[o] == 0 {
@@ -474,13 +423,26 @@ func TestPropertyFold(t *testing.T) {
 			t.Errorf("the generator never produced a %s rejection", r)
 		}
 	}
-	t.Logf("outcomes %v; reasons %v", outcomes, reasons)
+	if covered == 0 || implied == 0 {
+		t.Errorf("the generator produced %d covered commits and %d implied steps", covered, implied)
+	}
+	t.Logf("outcomes %v; reasons %v; %d covered commits, %d implied steps", outcomes, reasons, covered, implied)
 }
 
-// checkRepairs: Repairs lists exactly the keys whose accepted record is not
-// the content of their latest record; appending them is a no-op for the
-// boundary and operations and clears the list.
-func checkRepairs(t *testing.T, seed uint64, s *State, log []Record) {
+func checkNoRegression(t *testing.T, seed uint64, offset int64, before, after events.Offsets) {
+	t.Helper()
+	for p, b := range before {
+		if a, ok := after[p]; !ok || a < b {
+			t.Fatalf("seed %d offset %d: I2: partition %d boundary went from %d to %d (present %t)", seed, offset, p, b, a, ok)
+		}
+	}
+}
+
+// checkRepairs: Repairs lists every accepted key whose latest record is not
+// its accepted content (and may list more, to keep the order); appending
+// them, each is a duplicate, the state does not change and Repairs is then
+// empty. It returns the offset after the last record appended.
+func checkRepairs(t *testing.T, seed uint64, s *State, next int64) int64 {
 	t.Helper()
 	repairs := s.Repairs()
 	listed := map[string]bool{}
@@ -491,18 +453,24 @@ func checkRepairs(t *testing.T, seed uint64, s *State, log []Record) {
 	for _, v := range s.Audit() {
 		last[v.Key] = v
 	}
+	accepted := map[string]bool{}
 	for _, o := range s.Operations() {
 		for _, st := range o.History {
 			key := events.Key(o.PlanID, st.Event)
+			accepted[key] = true
 			v := last[key]
 			intact := v.Outcome == Accepted || v.Outcome == Duplicate
-			if intact == listed[key] {
-				t.Fatalf("seed %d: key %s: latest verdict %s %s, listed in Repairs %t", seed, key, v.Outcome, v.Reason, listed[key])
+			if !intact && !listed[key] {
+				t.Fatalf("seed %d: key %s: latest verdict %s %s, not listed in Repairs", seed, key, v.Outcome, v.Reason)
 			}
 		}
 	}
+	for key := range listed {
+		if !accepted[key] {
+			t.Fatalf("seed %d: Repairs lists %s, which holds no accepted record", seed, key)
+		}
+	}
 	core := s.coreDigest()
-	next := log[len(log)-1].Offset + 1
 	for _, r := range repairs {
 		r.Offset = next
 		next++
@@ -513,28 +481,107 @@ func checkRepairs(t *testing.T, seed uint64, s *State, log []Record) {
 	if len(s.Repairs()) != 0 || s.coreDigest() != core {
 		t.Fatalf("seed %d: after appending the repairs, %d remain or the state changed", seed, len(s.Repairs()))
 	}
+	return next
 }
 
-// TestPropertyCompaction checks I5: replaying the log compacted by key gives
-// the same boundary (and the same plans setting it) and the same operation
-// states as the full log, for logs written with the discipline of doc.go
-// (re-appends only of the latest accepted key; overwrites repaired at once).
-// The transcript testdata/compaction shows what breaks without it.
-func TestPropertyCompaction(t *testing.T) {
-	iterations := 300
-	if testing.Short() {
-		iterations = 60
+// checkRetractions: Retractions lists exactly the non-empty keys whose every
+// record was rejected, whose latest record is neither a tombstone nor a
+// newer build's; a tombstone on each is rejected, changes nothing and
+// empties the list.
+func checkRetractions(t *testing.T, seed uint64, s *State, next int64) {
+	t.Helper()
+	type keyInfo struct {
+		held   bool
+		latest Verdict
+		record bool
 	}
-	var dropped, duplicates, overwrites int
-	for seed := uint64(1); seed <= uint64(iterations); seed++ {
-		g := newGenerator(seed, true)
-		log := g.run(40 + int(seed%120))
-		full := fold(log)
-		if n := len(full.Repairs()); n != 0 {
-			t.Fatalf("seed %d: %d keys left unrepaired by the disciplined generator", seed, n)
+	keys := map[string]*keyInfo{}
+	for _, v := range s.Audit() {
+		k := keys[v.Key]
+		if k == nil {
+			k = &keyInfo{}
+			keys[v.Key] = k
 		}
-		compacted := compact(log)
-		dropped += len(log) - len(compacted)
+		if v.Outcome != Rejected {
+			k.held = true
+		}
+		k.latest = v
+	}
+	want := map[string]bool{}
+	for key, k := range keys {
+		if key != "" && !k.held && !strings.HasPrefix(k.latest.Detail, "a tombstone") &&
+			k.latest.Reason != ReasonNewerSchema && k.latest.Reason != ReasonUnknownEvent {
+			want[key] = true
+		}
+	}
+	got := map[string]bool{}
+	prev := int64(-1)
+	for _, r := range s.Retractions() {
+		got[string(r.Key)] = true
+		if r.Offset <= prev || keys[string(r.Key)].latest.Offset != r.Offset {
+			t.Fatalf("seed %d: retraction %q at offset %d: not the latest record, or out of order", seed, r.Key, r.Offset)
+		}
+		prev = r.Offset
+	}
+	if !maps.Equal(want, got) {
+		t.Fatalf("seed %d: Retractions lists %v, want %v", seed, sortedKeys(got), sortedKeys(want))
+	}
+	core := s.coreDigest()
+	for _, r := range s.Retractions() {
+		if v := s.Step(Record{Offset: next, Key: r.Key}); v.Outcome != Rejected || v.Reason != ReasonTombstone {
+			t.Fatalf("seed %d: tombstone for %q: %s %s", seed, r.Key, v.Outcome, v.Reason)
+		}
+		next++
+	}
+	if len(s.Retractions()) != 0 || s.coreDigest() != core {
+		t.Fatalf("seed %d: after the tombstones, %d retractions remain or the state changed", seed, len(s.Retractions()))
+	}
+}
+
+// workerAppends is what a worker appends after the log: every Repairs
+// record, then a tombstone for every Retractions key, until neither has
+// anything to add (a worker's passes).
+func workerAppends(s *State, log []Record) []Record {
+	next := log[len(log)-1].Offset + 1
+	for range 5 {
+		reps, rets := s.Repairs(), s.Retractions()
+		if len(reps) == 0 && len(rets) == 0 {
+			break
+		}
+		for _, r := range reps {
+			r.Offset, r.Timestamp = next, time.Time{}
+			next++
+			log = append(log, r)
+			s.Step(r)
+		}
+		for _, rt := range rets {
+			r := Record{Offset: next, Key: rt.Key}
+			next++
+			log = append(log, r)
+			s.Step(r)
+		}
+	}
+	return log
+}
+
+// TestPropertyCompaction checks I5 without restricting writers: random logs
+// with duplicates and repairs anywhere, overwrites, garbage, tombstones,
+// regressions and conflicting commits; a worker then appends Repairs and a
+// tombstone for every retraction, and the log compacted by key (tombstones
+// kept, as before delete.retention.ms, or gone with their keys) replays to
+// the same boundary, the same plans setting it, the same binding, the same
+// degraded flag and the same operation states as the full log, and its
+// boundary never decreases on any prefix.
+func TestPropertyCompaction(t *testing.T) {
+	iterations := 1000
+	if testing.Short() {
+		iterations = 100
+	}
+	var dropped, duplicates, overwrites, repaired, retracted int
+	for seed := uint64(1); seed <= uint64(iterations); seed++ {
+		g := newGenerator(seed)
+		log := g.run(40 + int(seed%160))
+		full := fold(log)
 		for _, v := range full.Audit() {
 			switch {
 			case v.Outcome == Duplicate:
@@ -543,21 +590,56 @@ func TestPropertyCompaction(t *testing.T) {
 				overwrites++
 			}
 		}
-		c := fold(compacted)
-		if !maps.Equal(full.Boundary(), c.Boundary()) {
-			t.Fatalf("seed %d: I5: boundary %v from the full log, %v from the compacted log", seed, full.Boundary(), c.Boundary())
+		n := len(log)
+		repaired += len(full.Repairs())
+		retracted += len(full.Retractions())
+		log = workerAppends(full, log)
+		if r, rt := len(full.Repairs()), len(full.Retractions()); r != 0 || rt != 0 {
+			t.Fatalf("seed %d: after the worker's passes, %d repairs and %d retractions remain", seed, r, rt)
 		}
-		for _, p := range full.Boundary().Partitions() {
-			if full.BoundarySetBy(p) != c.BoundarySetBy(p) {
-				t.Fatalf("seed %d: I5: partition %d set by %s in the full log, by %s compacted", seed, p, full.BoundarySetBy(p), c.BoundarySetBy(p))
+		for _, drop := range []bool{false, true} {
+			compacted := compact(log, drop)
+			dropped += n - len(compacted)
+			c := New()
+			for _, r := range compacted {
+				before := c.Boundary()
+				c.Step(r)
+				checkNoRegression(t, seed, r.Offset, before, c.Boundary())
+			}
+			if diff := compareProjections(full, c); diff != "" {
+				t.Fatalf("seed %d (tombstones dropped %t): I5: %s", seed, drop, diff)
 			}
 		}
-		if fs, cs := opStates(full), opStates(c); !maps.Equal(fs, cs) {
-			t.Fatalf("seed %d: I5: operation states differ:\nfull      %v\ncompacted %v", seed, fs, cs)
+	}
+	if dropped == 0 || duplicates == 0 || overwrites == 0 || repaired == 0 || retracted == 0 {
+		t.Fatalf("the generator did not exercise compaction: %d records dropped, %d duplicates, %d overwrites, %d repairs, %d retractions",
+			dropped, duplicates, overwrites, repaired, retracted)
+	}
+	t.Logf("compaction dropped %d records; %d duplicates, %d overwrites; the worker appended %d repairs and %d retraction tombstones",
+		dropped, duplicates, overwrites, repaired, retracted)
+}
+
+// compareProjections says how two projections differ in what I5 promises
+// is the same, or "" when they do not.
+func compareProjections(full, c *State) string {
+	if !maps.Equal(full.Boundary(), c.Boundary()) {
+		return fmt.Sprintf("boundary %v from the full log, %v compacted", full.Boundary(), c.Boundary())
+	}
+	for _, p := range full.Boundary().Partitions() {
+		if full.BoundarySetBy(p) != c.BoundarySetBy(p) {
+			return fmt.Sprintf("partition %d set by %s in the full log, by %s compacted", p, full.BoundarySetBy(p), c.BoundarySetBy(p))
 		}
 	}
-	if dropped == 0 || duplicates == 0 || overwrites == 0 {
-		t.Fatalf("the generator did not exercise compaction: %d records dropped, %d duplicates, %d overwrites", dropped, duplicates, overwrites)
+	ft, fid, fok := full.Binding()
+	ct, cid, cok := c.Binding()
+	if ft != ct || fid != cid || fok != cok {
+		return fmt.Sprintf("binding %s %s %t in the full log, %s %s %t compacted", ft, fid, fok, ct, cid, cok)
 	}
-	t.Logf("compaction dropped %d records; %d duplicates, %d overwrites (repaired)", dropped, duplicates, overwrites)
+	if fd, _ := full.Degraded(); func() bool { cd, _ := c.Degraded(); return cd != fd }() {
+		return fmt.Sprintf("degraded %t in the full log, not compacted", fd)
+	}
+	if fs, cs := opStates(full), opStates(c); !maps.Equal(fs, cs) {
+		return fmt.Sprintf("operation states differ:\nfull      %v\ncompacted %v", fs, cs)
+	}
+	return ""
 }

@@ -6,43 +6,116 @@ import (
 	"github.com/kcleanup/kcleanup/events"
 )
 
-// Repairs returns, for every key whose accepted record was overwritten by a
-// later record (or tombstone) and not yet repaired, the accepted record to
-// append again, oldest first. Its Offset and Timestamp are those of the
-// accepted record, for reference; the caller appends Key and Value.
+// Repairs returns the accepted records a worker must append again, oldest
+// first, so that the log compacted by key replays like the full log (I5):
 //
-// The value is re-encoded from the projection (the fold keeps no raw
-// values). It has the accepted content, so folding it is a duplicate, and it
-// clears the key from Repairs: once it is the latest record under its key,
-// compaction keeps the accepted content.
+//   - every key whose accepted record a later record (or tombstone)
+//     overwrote: compaction would keep the overwriting record;
+//   - every COMMITTED from the first one whose latest copy is out of
+//     acceptance order (a later copy of an earlier COMMITTED, a duplicate or
+//     a repair, moved past it): compaction keeps latest copies, so the
+//     commits are re-appended in acceptance order after the moved one;
+//   - the DELETING and APPLIED of every operation whose COMMITTED is
+//     re-appended, or whose latest COMMITTED copy is after them.
+//
+// Its Offset and Timestamp are those of the accepted record, for reference;
+// the caller appends Key and Value in the order returned. The value is
+// re-encoded from the projection (the fold keeps no raw values) with the
+// accepted content, so folding it is a duplicate, and it clears the key: once
+// all are appended, Repairs is empty.
 func (s *State) Repairs() []Record {
-	if len(s.overwritten) == 0 {
+	from := s.reorderFrom
+	for _, w := range s.overwritten {
+		if w.event == events.Committed {
+			from = min(from, int(s.ops[w.op].seq))
+		}
+	}
+	if len(s.overwritten) == 0 && len(s.misordered) == 0 && from >= len(s.commits) {
 		return nil
 	}
-	out := make([]Record, 0, len(s.overwritten))
-	for _, w := range s.overwritten {
-		o := s.ops[w.op]
-		st, ok := o.firstStep(w.event)
-		if !ok {
-			continue // cannot happen: only accepted keys are marked
-		}
-		env := events.Envelope{
-			SchemaVersion: events.SchemaVersion,
-			Event:         w.event,
-			PlanID:        o.plan.PlanID,
-			Plan:          clonePlan(o.plan),
-			At:            st.At,
-			Actor:         st.Actor,
-		}
-		switch w.event {
-		case events.Committed:
-			env.Boundary = o.boundary.Clone()
-		case events.Applied:
-			env.LogStart = o.logStart.Clone()
-		}
-		key, value := env.Encode()
-		out = append(out, Record{Offset: st.Offset, Key: key, Value: value, Timestamp: st.At})
+	type want struct {
+		op    int32
+		event events.Event
 	}
+	wanted := map[want]bool{}
+	after := func(oi int32) { // what must follow a COMMITTED re-appended or moved
+		for _, e := range []events.Event{events.Deleting, events.Applied} {
+			if s.ops[oi].accepted&eventBit(e) != 0 {
+				wanted[want{oi, e}] = true
+			}
+		}
+	}
+	for _, w := range s.overwritten {
+		wanted[want{w.op, w.event}] = true
+		if w.event == events.Committed {
+			after(w.op)
+		}
+	}
+	for _, oi := range s.commits[min(from, len(s.commits)):] {
+		wanted[want{oi, events.Committed}] = true
+		after(oi)
+	}
+	for oi := range s.misordered {
+		after(oi)
+	}
+	out := make([]Record, 0, len(wanted))
+	for w := range wanted {
+		if r, ok := s.reencode(w.op, w.event); ok {
+			out = append(out, r)
+		}
+	}
+	// Acceptance order: commits stay in their order, and each operation's
+	// DELETING and APPLIED follow its COMMITTED.
 	slices.SortFunc(out, func(a, b Record) int { return compareInt64(a.Offset, b.Offset) })
+	return out
+}
+
+// reencode rebuilds the first accepted record of event e of operation oi.
+func (s *State) reencode(oi int32, e events.Event) (Record, bool) {
+	o := s.ops[oi]
+	st, ok := o.firstStep(e)
+	if !ok {
+		return Record{}, false // cannot happen: only accepted events are wanted
+	}
+	env := events.Envelope{
+		SchemaVersion: events.SchemaVersion,
+		Event:         e,
+		PlanID:        o.plan.PlanID,
+		Plan:          clonePlan(o.plan),
+		At:            st.At,
+		Actor:         st.Actor,
+	}
+	switch e {
+	case events.Committed:
+		env.Boundary = o.boundary.Clone()
+	case events.Applied:
+		env.LogStart = o.logStart.Clone()
+	}
+	key, value := env.Encode()
+	return Record{Offset: st.Offset, Key: key, Value: value, Timestamp: st.At}, true
+}
+
+// Retractions returns, oldest first, every non-empty key under which every
+// record so far was rejected: no record under it was accepted or a
+// duplicate. Keys whose latest record is already a tombstone are left out,
+// and so are keys whose latest record is from a newer kcleanup (not ours to
+// erase). A later accepted record under a key removes it from the list.
+//
+// Such a record changes nothing where it is, but compaction keeps it while
+// moving accepted records (later copies) past it, and then it could be
+// judged differently: a PLANNED for another topic ahead of the binding one,
+// a COMMITTED ahead of the commit that defeated it. Workers append a
+// tombstone for each key, after a grace period counted from Timestamp (a
+// writer may be about to retry under the same key); the tombstone is a
+// rejected no-op for the fold, and once compaction runs the key is gone.
+func (s *State) Retractions() []Retraction {
+	if len(s.rejectedOnly) == 0 {
+		return nil
+	}
+	out := make([]Retraction, 0, len(s.rejectedOnly))
+	for k, r := range s.rejectedOnly {
+		out = append(out, Retraction{Key: []byte(k), Offset: r.offset, Timestamp: r.timestamp})
+	}
+	slices.SortFunc(out, func(a, b Retraction) int { return compareInt64(a.Offset, b.Offset) })
 	return out
 }

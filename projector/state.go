@@ -35,6 +35,21 @@ type State struct {
 	// not yet repaired.
 	overwritten map[string]overwrite
 
+	// commits lists the operations in the order their COMMITTED was
+	// accepted. reorderFrom is the first index of commits whose latest copy
+	// is not in that order (len(commits) when all are): a later copy of an
+	// earlier COMMITTED moved past it. Repairs re-appends commits from there
+	// on, so that a compacted log keeps the commits in acceptance order.
+	commits     []int32
+	reorderFrom int
+	// misordered holds operations whose latest COMMITTED copy is after the
+	// latest copy of their DELETING or APPLIED (Repairs re-appends those).
+	misordered map[int32]bool
+
+	// rejectedOnly holds every non-empty key under which every record so far
+	// was rejected (Retractions).
+	rejectedOnly map[string]retraction
+
 	actors map[string]string // interned actor names: few writers, many records
 }
 
@@ -47,7 +62,14 @@ type op struct {
 	logStart events.Offsets
 	deletes  int
 	accepted uint8 // bit per event (eventBit) whose key holds an accepted record
+	implied  uint8 // bit per event implied by a later transition, never accepted
+	held     uint8 // bit per event whose key holds an accepted or duplicate record
+	covered  bool  // its COMMITTED raised nothing
 	commitAt int64 // offset of the accepted COMMITTED, for Pending's order
+	seq      int32 // index in State.commits once COMMITTED
+	// latest is, per event (eventIndex), the offset of the latest record
+	// under its key with the accepted content: where compaction keeps it.
+	latest [4]int64
 }
 
 // auditEntry is one folded record. op ≥ 0: accepted, idx indexes the
@@ -56,6 +78,12 @@ type auditEntry struct {
 	offset int64
 	op     int32
 	idx    int32
+}
+
+// retraction is the latest record of a key whose every record was rejected.
+type retraction struct {
+	offset    int64
+	timestamp time.Time
 }
 
 // overwrite remembers an accepted key that a later record overwrote.
@@ -68,25 +96,34 @@ type overwrite struct {
 // New returns the empty projection: nothing folded, no binding, no boundary.
 func New() *State {
 	return &State{
-		boundary:    events.Offsets{},
-		setBy:       map[int32]string{},
-		byPlan:      map[string]int32{},
-		overwritten: map[string]overwrite{},
-		actors:      map[string]string{},
+		boundary:     events.Offsets{},
+		setBy:        map[int32]string{},
+		byPlan:       map[string]int32{},
+		overwritten:  map[string]overwrite{},
+		misordered:   map[int32]bool{},
+		rejectedOnly: map[string]retraction{},
+		actors:       map[string]string{},
 	}
 }
 
-// eventBit maps the four known events to a bit of op.accepted.
+// lifecycle is the four known events in lifecycle order.
+var lifecycle = [4]events.Event{events.Planned, events.Committed, events.Deleting, events.Applied}
+
+// eventIndex is the position of a known event in lifecycle, -1 otherwise.
+func eventIndex(e events.Event) int {
+	for i, l := range lifecycle {
+		if l == e {
+			return i
+		}
+	}
+	return -1
+}
+
+// eventBit maps the four known events to a bit of op.accepted (and
+// op.implied, op.held); 0 for any other event.
 func eventBit(e events.Event) uint8 {
-	switch e {
-	case events.Planned:
-		return 1
-	case events.Committed:
-		return 2
-	case events.Deleting:
-		return 4
-	case events.Applied:
-		return 8
+	if i := eventIndex(e); i >= 0 {
+		return 1 << i
 	}
 	return 0
 }
@@ -97,8 +134,10 @@ func (s *State) Boundary() events.Offsets {
 	return s.boundary.Clone()
 }
 
-// BoundarySetBy returns the plan ID of the commit that last raised partition
-// p's boundary, or "" when p has none.
+// BoundarySetBy returns the plan ID of the commit that set partition p's
+// boundary, or "" when p has none: the plan whose own offset is the boundary
+// when one was committed, else the commit whose boundary field raised it.
+// In a compacted replay it may name another plan of the same offset.
 func (s *State) BoundarySetBy(p int32) string {
 	return s.setBy[p]
 }
@@ -194,6 +233,7 @@ func (s *State) verdictOf(e auditEntry) Verdict {
 		Detail:  o.describe(int(e.idx)),
 		At:      st.At,
 		Actor:   st.Actor,
+		Covered: st.Event == events.Committed && o.covered,
 	}
 }
 
@@ -206,7 +246,19 @@ func (o *op) export() Operation {
 		Boundary:       o.boundary.Clone(),
 		LogStart:       o.logStart.Clone(),
 		DeleteAttempts: o.deletes,
+		Implied:        o.impliedEvents(),
+		Covered:        o.covered,
 	}
+}
+
+func (o *op) impliedEvents() []events.Event {
+	var out []events.Event
+	for _, e := range lifecycle {
+		if o.implied&eventBit(e) != 0 {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 func clonePlan(p events.Plan) events.Plan {

@@ -38,10 +38,12 @@ func (s *State) fold(r Record, env events.Envelope, decodeErr error) Verdict {
 	v, step := s.decide(r, env, decodeErr)
 	if v.Outcome == Accepted {
 		s.apply(r.Offset, step)
-		return s.verdictOf(s.audit[len(s.audit)-1])
+		v = s.verdictOf(s.audit[len(s.audit)-1])
+	} else {
+		s.audit = append(s.audit, auditEntry{offset: r.Offset, op: -1, idx: int32(len(s.others))})
+		s.others = append(s.others, v)
 	}
-	s.audit = append(s.audit, auditEntry{offset: r.Offset, op: -1, idx: int32(len(s.others))})
-	s.others = append(s.others, v)
+	s.track(r, v)
 	return v
 }
 
@@ -49,10 +51,12 @@ func (s *State) fold(r Record, env events.Envelope, decodeErr error) Verdict {
 // apply, so that a rejection provably changes nothing.
 type change struct {
 	env      events.Envelope
-	op       int32 // -1 for a new operation (PLANNED)
+	op       int32 // -1 for a new operation (PLANNED, or COMMITTED implying it)
 	to       fsm.State
+	implied  uint8          // events this record implies (eventBit)
 	boundary events.Offsets // COMMITTED: the new boundary
-	raised   []int32        // COMMITTED: partitions whose boundary it set
+	raised   []int32        // COMMITTED: partitions whose boundary it raised
+	covered  bool           // COMMITTED: raised nothing
 }
 
 // decide judges a record against the current state. An accepted record's
@@ -117,23 +121,43 @@ func (s *State) decide(r Record, env events.Envelope, err error) (Verdict, chang
 
 	switch env.Event {
 	case events.Planned:
-		return s.decidePlanned(v, env)
+		return s.decidePlanned(v, env, o)
 	case events.Committed:
 		return s.decideCommitted(v, env, oi, o)
-	case events.Deleting, events.Applied:
-		return s.decideFinish(v, env, oi, o)
+	case events.Deleting:
+		return s.decideDeleting(v, env, oi, o)
+	case events.Applied:
+		return s.decideApplied(v, env, oi, o)
 	}
 	// Decode returns only the four events; anything else is a newer build's.
 	s.degrade(r.Offset, v.Key, errors.Newf("event %q", env.Event))
 	return reject(v, ReasonUnknownEvent, fmt.Sprintf("event %q is unknown to this build", env.Event)), change{}
 }
 
-func (s *State) decidePlanned(v Verdict, env events.Envelope) (Verdict, change) {
-	p := env.Plan
+// wrongTopic rejects a plan for another data topic than the binding's; the
+// first accepted PLANNED or COMMITTED sets the binding.
+func (s *State) wrongTopic(v Verdict, p events.Plan) (Verdict, bool) {
 	if s.bound && (p.Topic != s.topic || p.TopicID != s.topicID) {
 		return reject(v, ReasonWrongTopic, fmt.Sprintf(
 			"the plan is for topic %s (ID %s) but this control topic governs %s (ID %s)",
-			p.Topic, p.TopicID, s.topic, s.topicID)), change{}
+			p.Topic, p.TopicID, s.topic, s.topicID)), true
+	}
+	return v, false
+}
+
+func (s *State) decidePlanned(v Verdict, env events.Envelope, o *op) (Verdict, change) {
+	if o != nil {
+		// The operation exists but its PLANNED key holds no accepted record:
+		// a COMMITTED came first and implied it (in a compacted log, a later
+		// copy of PLANNED lands after its COMMITTED). The plan is the same:
+		// the plan ID is the hash of its content.
+		v.Outcome = Duplicate
+		v.Detail = fmt.Sprintf("plan %s is already %s (its PLANNED was implied by the COMMITTED at offset %d); no change",
+			o.plan.PlanID, o.state, o.acceptedOffset(events.Committed))
+		return v, change{}
+	}
+	if v, wrong := s.wrongTopic(v, env.Plan); wrong {
+		return v, change{}
 	}
 	to, err := fsm.Next(fsm.None, env.Event)
 	if err != nil {
@@ -142,62 +166,152 @@ func (s *State) decidePlanned(v Verdict, env events.Envelope) (Verdict, change) 
 	return Verdict{Outcome: Accepted}, change{env: env, op: -1, to: to}
 }
 
+// decideCommitted judges a COMMITTED for a PLANNED operation, or for a plan
+// never PLANNED: the record carries the full plan, so it implies PLANNED
+// (with PLANNED's binding check). Then the boundary rules of commitRules.
 func (s *State) decideCommitted(v Verdict, env events.Envelope, oi int32, o *op) (Verdict, change) {
+	from := fsm.None
+	var implied uint8
+	if o == nil {
+		if v, wrong := s.wrongTopic(v, env.Plan); wrong {
+			return v, change{}
+		}
+		planned, err := fsm.Next(fsm.None, events.Planned)
+		if err != nil {
+			return reject(v, ReasonInvalidTransition, err.Error()), change{}
+		}
+		from, implied, oi = planned, eventBit(events.Planned), -1
+	} else {
+		from = o.state
+	}
+	to, err := fsm.Next(from, env.Event)
+	if err != nil {
+		return reject(v, ReasonInvalidTransition, err.Error()), change{}
+	}
+	c, rejected, ok := s.commitRules(v, env)
+	if !ok {
+		return rejected, change{}
+	}
+	c.env, c.op, c.to, c.implied = env, oi, to, implied
+	return Verdict{Outcome: Accepted}, c
+}
+
+// commitRules applies the boundary rules to a COMMITTED:
+//
+//   - its boundary field is at or above its own plan on every plan
+//     partition (ReasonBoundaryMismatch);
+//   - a field at or below the current boundary everywhere raises nothing:
+//     accepted as covered, the boundary does not move;
+//   - otherwise (it raises something) a plan below the boundary on some
+//     partition is ReasonBoundaryRegression: it conflicts with the boundary
+//     (the loser of two conflicting concurrent commits);
+//   - otherwise the field must be at or above the current boundary on every
+//     partition (ReasonBoundaryMismatch), and the new boundary is the max of
+//     both: a field above the plan carries a commit this fold may not have
+//     seen yet (in a compacted log, a later copy of it moved).
+func (s *State) commitRules(v Verdict, env events.Envelope) (change, Verdict, bool) {
+	plan, field := env.Plan.Offsets, env.Boundary
+	for _, p := range plan.Partitions() {
+		if f, ok := field[p]; !ok || f < plan[p] {
+			return change{}, reject(v, ReasonBoundaryMismatch, fmt.Sprintf(
+				"boundary field is %s but the plan is %s: the boundary after a commit is never below its own plan (partition %d)",
+				formatOffsets(field), formatOffsets(plan), p)), false
+		}
+	}
+	var raised []int32
+	for _, p := range field.Partitions() {
+		if b, ok := s.boundary[p]; !ok || field[p] > b {
+			raised = append(raised, p)
+		}
+	}
+	if len(raised) == 0 {
+		return change{boundary: s.boundary, covered: true}, v, true
+	}
+	for _, p := range plan.Partitions() {
+		if b, ok := s.boundary[p]; ok && plan[p] < b {
+			return change{}, reject(v, ReasonBoundaryRegression, fmt.Sprintf(
+				"partition %d: plan offset %d is below the committed boundary %d (set by plan %s), while the commit would raise partition %d; the boundary never moves backward (a plan below it is accepted only when it raises nothing)",
+				p, plan[p], b, s.setBy[p], raised[0])), false
+		}
+	}
+	for _, p := range s.boundary.Partitions() {
+		if f, ok := field[p]; !ok || f < s.boundary[p] {
+			return change{}, reject(v, ReasonBoundaryMismatch, fmt.Sprintf(
+				"boundary field is %s but the current boundary is %s: a commit that raises the boundary must include all of it (partition %d); was it computed on an older view?",
+				formatOffsets(field), formatOffsets(s.boundary), p)), false
+		}
+	}
+	return change{boundary: nextBoundary(s.boundary, field), raised: raised}, v, true
+}
+
+// nextBoundary is the pointwise max of two boundaries over the union of
+// their partitions.
+func nextBoundary(current, field events.Offsets) events.Offsets {
+	next := current.Clone()
+	if next == nil {
+		next = events.Offsets{}
+	}
+	for p, off := range field {
+		if b, ok := next[p]; !ok || off > b {
+			next[p] = off
+		}
+	}
+	return next
+}
+
+func (s *State) decideDeleting(v Verdict, env events.Envelope, oi int32, o *op) (Verdict, change) {
 	if o == nil {
 		return unknownOperation(v), change{}
 	}
+	if o.state == fsm.Applied {
+		// Its APPLIED came first and implied DELETING (in a compacted log,
+		// a later copy of DELETING lands after APPLIED).
+		v.Outcome = Duplicate
+		v.Detail = fmt.Sprintf("plan %s is already APPLIED (its DELETING was implied by the APPLIED at offset %d); no change",
+			o.plan.PlanID, o.acceptedOffset(events.Applied))
+		return v, change{}
+	}
 	to, err := fsm.Next(o.state, env.Event)
+	if err != nil {
+		return reject(v, ReasonInvalidTransition, err.Error()), change{}
+	}
+	return Verdict{Outcome: Accepted}, change{env: env, op: oi, to: to}
+}
+
+// decideApplied judges APPLIED for a DELETING operation, or for a COMMITTED
+// one: its log-start offsets are the evidence that deletion happened, so it
+// implies DELETING. APPLIED for a PLANNED or unknown operation stays
+// rejected: COMMITTED is the point of no return and must be explicit.
+func (s *State) decideApplied(v Verdict, env events.Envelope, oi int32, o *op) (Verdict, change) {
+	if o == nil {
+		return unknownOperation(v), change{}
+	}
+	from := o.state
+	var implied uint8
+	if from == fsm.Committed {
+		deleting, err := fsm.Next(fsm.Committed, events.Deleting)
+		if err != nil {
+			return reject(v, ReasonInvalidTransition, err.Error()), change{}
+		}
+		from, implied = deleting, eventBit(events.Deleting)
+	}
+	to, err := fsm.Next(from, env.Event)
 	if err != nil {
 		return reject(v, ReasonInvalidTransition, err.Error()), change{}
 	}
 	plan := o.plan.Offsets
 	for _, p := range plan.Partitions() {
-		if b, ok := s.boundary[p]; ok && plan[p] < b {
-			return reject(v, ReasonBoundaryRegression, fmt.Sprintf(
-				"partition %d: plan offset %d is below the committed boundary %d (set by plan %s); the boundary never moves backward",
-				p, plan[p], b, s.setBy[p])), change{}
+		ls, ok := env.LogStart[p]
+		if !ok {
+			return reject(v, ReasonLogStartBelowPlan, fmt.Sprintf(
+				"partition %d: no log-start offset reported; every plan partition must be verified", p)), change{}
+		}
+		if ls < plan[p] {
+			return reject(v, ReasonLogStartBelowPlan, fmt.Sprintf(
+				"partition %d: log start %d is below the plan offset %d; records below the plan are not all deleted", p, ls, plan[p])), change{}
 		}
 	}
-	next := s.boundary.Clone()
-	var raised []int32
-	for _, p := range plan.Partitions() {
-		if b, ok := next[p]; !ok || plan[p] > b {
-			next[p] = plan[p]
-			raised = append(raised, p)
-		}
-	}
-	if !next.Equal(env.Boundary) {
-		return reject(v, ReasonBoundaryMismatch, fmt.Sprintf(
-			"boundary field is %s but the boundary after this commit is %s (max of the current boundary and the plan); was it computed on an older view?",
-			formatOffsets(env.Boundary), formatOffsets(next))), change{}
-	}
-	return Verdict{Outcome: Accepted}, change{env: env, op: oi, to: to, boundary: next, raised: raised}
-}
-
-// decideFinish judges DELETING and APPLIED.
-func (s *State) decideFinish(v Verdict, env events.Envelope, oi int32, o *op) (Verdict, change) {
-	if o == nil {
-		return unknownOperation(v), change{}
-	}
-	to, err := fsm.Next(o.state, env.Event)
-	if err != nil {
-		return reject(v, ReasonInvalidTransition, err.Error()), change{}
-	}
-	if env.Event == events.Applied {
-		plan := o.plan.Offsets
-		for _, p := range plan.Partitions() {
-			ls, ok := env.LogStart[p]
-			if !ok {
-				return reject(v, ReasonLogStartBelowPlan, fmt.Sprintf(
-					"partition %d: no log-start offset reported; every plan partition must be verified", p)), change{}
-			}
-			if ls < plan[p] {
-				return reject(v, ReasonLogStartBelowPlan, fmt.Sprintf(
-					"partition %d: log start %d is below the plan offset %d; records below the plan are not all deleted", p, ls, plan[p])), change{}
-			}
-		}
-	}
-	return Verdict{Outcome: Accepted}, change{env: env, op: oi, to: to}
+	return Verdict{Outcome: Accepted}, change{env: env, op: oi, to: to, implied: implied}
 }
 
 // apply performs an accepted change and appends its audit entry.
@@ -212,20 +326,31 @@ func (s *State) apply(offset int64, c change) {
 		// Share the binding's strings: every plan names the same topic.
 		p.Topic, p.TopicID = s.topic, s.topicID
 		oi = int32(len(s.ops))
-		s.ops = append(s.ops, &op{plan: p})
+		s.ops = append(s.ops, &op{plan: p, seq: -1})
 		s.byPlan[p.PlanID] = oi
 	}
 	o := s.ops[oi]
 	o.state = c.to
 	o.accepted |= eventBit(env.Event)
+	o.implied |= c.implied
 	switch env.Event {
 	case events.Committed:
 		o.boundary = env.Boundary
 		o.commitAt = offset
+		o.covered = c.covered
 		s.boundary = c.boundary
 		for _, p := range c.raised {
 			s.setBy[p] = o.plan.PlanID
 		}
+		// A plan whose own offset is the boundary names it better than a
+		// commit whose field carried it there.
+		for p, off := range o.plan.Offsets {
+			if s.boundary[p] == off && s.planOffset(s.setBy[p], p) != off {
+				s.setBy[p] = o.plan.PlanID
+			}
+		}
+		o.seq = int32(len(s.commits))
+		s.commits = append(s.commits, oi)
 	case events.Deleting:
 		o.deletes++
 	case events.Applied:
@@ -238,6 +363,95 @@ func (s *State) apply(offset int64, c change) {
 	}
 	o.history = append(o.history, Step{Offset: offset, Event: env.Event, At: env.At, Actor: s.intern(env.Actor)})
 	s.audit = append(s.audit, auditEntry{offset: offset, op: oi, idx: int32(len(o.history) - 1)})
+}
+
+// planOffset is the offset of partition p in the plan of planID, -1 when
+// unknown.
+func (s *State) planOffset(planID string, p int32) int64 {
+	if i, ok := s.byPlan[planID]; ok {
+		if off, ok := s.ops[i].plan.Offsets[p]; ok {
+			return off
+		}
+	}
+	return -1
+}
+
+// track keeps what compaction safety needs after every folded record: where
+// the latest copy of each accepted record is (Repairs keeps them in order),
+// and which keys hold nothing but rejected records (Retractions).
+func (s *State) track(r Record, v Verdict) {
+	var oi int32
+	known := false
+	if v.Outcome == Accepted {
+		oi, known = s.audit[len(s.audit)-1].op, true // no second map lookup
+	} else {
+		oi, known = s.byPlan[v.PlanID]
+	}
+	bit := eventBit(v.Event)
+	switch v.Outcome {
+	case Accepted, Duplicate:
+		if len(s.rejectedOnly) > 0 {
+			if _, ok := s.rejectedOnly[string(r.Key)]; ok {
+				delete(s.rejectedOnly, string(r.Key))
+			}
+		}
+		if !known {
+			return
+		}
+		o := s.ops[oi]
+		o.held |= bit
+		if o.accepted&bit != 0 {
+			s.moved(oi, v.Event, r.Offset)
+		}
+	case Rejected:
+		if len(r.Key) == 0 || known && s.ops[oi].held&bit != 0 {
+			return // compaction keeps this key's accepted record (or Repairs does)
+		}
+		if r.Value == nil || v.Reason == ReasonNewerSchema || v.Reason == ReasonUnknownEvent {
+			// A tombstone retracts itself; a newer build's record is not
+			// ours to erase.
+			delete(s.rejectedOnly, string(r.Key))
+			return
+		}
+		s.rejectedOnly[string(r.Key)] = retraction{offset: r.Offset, timestamp: r.Timestamp}
+	}
+}
+
+// moved records that the latest copy of operation oi's accepted record of
+// event e is now at offset.
+func (s *State) moved(oi int32, e events.Event, offset int64) {
+	o := s.ops[oi]
+	o.latest[eventIndex(e)] = offset
+	if e == events.Planned {
+		return // a COMMITTED implies PLANNED: its place does not matter
+	}
+	if e == events.Committed && int(o.seq) <= s.reorderFrom {
+		// Every commit after this one (in acceptance order) now has its
+		// latest copy before it; the next commit starts the suffix to
+		// re-append (or, for the last commit, nothing does).
+		s.reorderFrom = int(o.seq) + 1
+	}
+	if o.commitMisplaced() {
+		s.misordered[oi] = true
+	} else if len(s.misordered) > 0 {
+		delete(s.misordered, oi)
+	}
+}
+
+// commitMisplaced reports whether the latest copy of the operation's
+// COMMITTED is after the latest copy of its DELETING or APPLIED, so that a
+// compacted log would show them before it.
+func (o *op) commitMisplaced() bool {
+	if o.accepted&eventBit(events.Committed) == 0 {
+		return false
+	}
+	c := o.latest[eventIndex(events.Committed)]
+	for _, e := range []events.Event{events.Deleting, events.Applied} {
+		if o.accepted&eventBit(e) != 0 && o.latest[eventIndex(e)] < c {
+			return true
+		}
+	}
+	return false
 }
 
 // sameContent reports whether env says what the accepted record of its key
@@ -325,7 +539,14 @@ func (o *op) describe(i int) string {
 	case events.Planned:
 		return fmt.Sprintf("planned %s from %s: offsets %s", o.plan.Topic, o.plan.SourceRecoveryPoint, formatOffsets(o.plan.Offsets))
 	case events.Committed:
-		return "committed: boundary now " + formatOffsets(o.boundary)
+		what := "committed"
+		if o.implied&eventBit(events.Planned) != 0 {
+			what += " (PLANNED implied)"
+		}
+		if o.covered {
+			return what + ": covered by the current boundary; raises nothing"
+		}
+		return what + ": boundary now " + formatOffsets(o.boundary)
 	case events.Deleting:
 		n := 0
 		for _, h := range o.history[:i+1] {
@@ -338,7 +559,11 @@ func (o *op) describe(i int) string {
 		}
 		return "deleting: attempt 1"
 	case events.Applied:
-		return "applied: log start " + formatOffsets(o.logStart)
+		what := "applied"
+		if o.implied&eventBit(events.Deleting) != 0 {
+			what += " (DELETING implied)"
+		}
+		return what + ": log start " + formatOffsets(o.logStart)
 	}
 	return ""
 }
@@ -350,7 +575,7 @@ func reject(v Verdict, reason Reason, detail string) Verdict {
 
 func unknownOperation(v Verdict) Verdict {
 	return reject(v, ReasonUnknownOperation, fmt.Sprintf(
-		"no PLANNED was accepted for plan %s; %s needs one first", v.PlanID, v.Event))
+		"no PLANNED or COMMITTED was accepted for plan %s; %s needs a COMMITTED operation", v.PlanID, v.Event))
 }
 
 // keyParts returns what the key says: both parts for a valid key or one

@@ -2,6 +2,8 @@ package projector
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -30,9 +32,12 @@ import (
 //	audit       every verdict in log order
 //	pending     the operations a worker must finish
 //	repair off=N      fold Repairs() at offsets N, N+1, ...
+//	retractions       list Retractions()
+//	retract off=N     fold a tombstone for every Retractions() key at N, N+1, ...
 //	validate [topic=action-state] [tid=T1] offsets=0:100
 //	    validate one marker (or one per input line, in the same syntax)
-//	compact     replay the log compacted by key in a fresh projection and print its state
+//	compact     replay the log compacted by key (tombstones gone with their
+//	            keys) in a fresh projection and print its state
 //	digest      whether a second fold of the same records has the same Digest
 //	reset       start over with an empty projection and log
 func TestTranscripts(t *testing.T) {
@@ -100,10 +105,31 @@ func (tr *transcript) run(t *testing.T, d *datadriven.TestData) string {
 			return "nothing to repair\n"
 		}
 		return b.String()
+	case "retractions":
+		var b strings.Builder
+		for _, r := range tr.s.Retractions() {
+			fmt.Fprintf(&b, "%s (latest record at %d)\n", printableKey(string(r.Key)), r.Offset)
+		}
+		if b.Len() == 0 {
+			return "nothing to retract\n"
+		}
+		return tr.names.Replace(b.String())
+	case "retract":
+		var off int64
+		d.ScanArgs(t, "off", &off)
+		var b strings.Builder
+		for _, r := range tr.s.Retractions() {
+			b.WriteString(tr.fold(Record{Offset: off, Key: r.Key, Timestamp: testEpoch.Add(time.Duration(off) * time.Second)}))
+			off++
+		}
+		if b.Len() == 0 {
+			return "nothing to retract\n"
+		}
+		return b.String()
 	case "validate":
 		return tr.validate(t, d)
 	case "compact":
-		return tr.show(fold(compact(tr.log)))
+		return tr.show(fold(compact(tr.log, true)))
 	case "digest":
 		again := fold(tr.log)
 		if again.Digest() != tr.s.Digest() {
@@ -231,6 +257,9 @@ func (tr *transcript) fold(r Record) string {
 		tr.log = append(tr.log, r)
 	}
 	line := tr.verdictLine(v)
+	if v.Covered {
+		line = strings.TrimSuffix(line, "\n") + " [covered]\n"
+	}
 	if v.Outcome != Accepted && tr.s.coreDigest() != before {
 		line += "BUG: a non-accepted record changed the boundary, binding or operations\n"
 	}
@@ -282,6 +311,12 @@ func (tr *transcript) show(s *State) string {
 		if o.DeleteAttempts > 0 {
 			fmt.Fprintf(&b, " attempts=%d", o.DeleteAttempts)
 		}
+		for _, e := range o.Implied {
+			fmt.Fprintf(&b, " implied=%s", e)
+		}
+		if o.Covered {
+			b.WriteString(" covered")
+		}
 		var steps []string
 		for _, st := range o.History {
 			steps = append(steps, fmt.Sprintf("%d:%s", st.Offset, st.Event))
@@ -293,6 +328,9 @@ func (tr *transcript) show(s *State) string {
 	}
 	for _, r := range s.Repairs() {
 		fmt.Fprintf(&b, "repair %s (accepted at %d)\n", r.Key, r.Offset)
+	}
+	for _, r := range s.Retractions() {
+		fmt.Fprintf(&b, "retract %s (latest record at %d)\n", printableKey(string(r.Key)), r.Offset)
 	}
 	return tr.names.Replace(b.String())
 }
@@ -344,4 +382,26 @@ func (tr *transcript) marker(t *testing.T, args []datadriven.CmdArg) events.Mark
 		}
 	}
 	return m
+}
+
+// TestTranscriptsCoverReasons: every rejection reason is shown in some
+// transcript, so that each rule has an example a reader can find.
+func TestTranscriptsCoverReasons(t *testing.T) {
+	var all strings.Builder
+	files, err := os.ReadDir("testdata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(filepath.Join("testdata", f.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		all.Write(b)
+	}
+	for _, r := range Reasons() {
+		if !strings.Contains(all.String(), "rejected "+string(r)+":") {
+			t.Errorf("no transcript shows a %s rejection", r)
+		}
+	}
 }

@@ -49,18 +49,21 @@ const (
 	// ReasonWrongTopic: a plan for a topic name or topic ID other than the one
 	// this control topic is bound to.
 	ReasonWrongTopic Reason = "wrong-topic"
-	// ReasonUnknownOperation: COMMITTED, DELETING or APPLIED for a plan whose
-	// PLANNED was never accepted.
+	// ReasonUnknownOperation: DELETING or APPLIED for a plan that has no
+	// operation (no PLANNED or COMMITTED was accepted for it).
 	ReasonUnknownOperation Reason = "unknown-operation"
 	// ReasonInvalidTransition: the lifecycle (fsm.Next) does not allow the
-	// event in the operation's state, e.g. APPLIED without DELETING.
+	// event in the operation's state, even through the steps it implies, e.g.
+	// DELETING or APPLIED for a PLANNED operation.
 	ReasonInvalidTransition Reason = "invalid-transition"
 	// ReasonBoundaryRegression: a COMMITTED whose plan is below the current
-	// boundary of some partition; the boundary never moves backward.
+	// boundary on some partition while it would raise another (typically
+	// the loser of two conflicting concurrent commits). A commit that raises
+	// nothing is not a regression (see Verdict.Covered).
 	ReasonBoundaryRegression Reason = "boundary-regression"
-	// ReasonBoundaryMismatch: a COMMITTED whose boundary field is not the max
-	// of the current boundary and the plan (typically a concurrent commit
-	// computed on an older view).
+	// ReasonBoundaryMismatch: a COMMITTED whose boundary field is below its
+	// own plan, or raises the boundary while below it somewhere (typically a
+	// concurrent commit computed on an older view: the writer retries).
 	ReasonBoundaryMismatch Reason = "boundary-mismatch"
 	// ReasonLogStartBelowPlan: an APPLIED whose log-start offsets do not prove
 	// that every plan partition was deleted up to the plan offset.
@@ -109,6 +112,12 @@ type Verdict struct {
 	// could not be decoded.
 	At    time.Time
 	Actor string
+	// Covered is true for an accepted COMMITTED that raised nothing: its
+	// boundary field was at or below the current boundary on every
+	// partition (a plan the boundary already covers, or a later copy of an
+	// earlier commit in a compacted log). The operation is COMMITTED, the
+	// boundary did not move; Detail says "covered by the current boundary".
+	Covered bool
 }
 
 // Step is one accepted record in an operation's history.
@@ -131,4 +140,24 @@ type Operation struct {
 	LogStart events.Offsets
 	// DeleteAttempts counts accepted DELETING records, retries included.
 	DeleteAttempts int
+	// Implied lists the lifecycle steps no record was accepted for because a
+	// later transition implied them: PLANNED by a COMMITTED that came first,
+	// DELETING by an APPLIED for a COMMITTED operation. History holds only
+	// accepted records.
+	Implied []events.Event
+	// Covered is true when its COMMITTED raised nothing (Verdict.Covered).
+	Covered bool
+}
+
+// Retraction is a key whose every record was rejected: no record under it
+// was ever accepted or a duplicate. Workers append a tombstone for it, so
+// that compaction erases the rejected record (see Retractions).
+type Retraction struct {
+	Key []byte
+	// Offset and Timestamp are those of the latest record under the key. A
+	// worker waits a grace period after Timestamp before the tombstone, so
+	// that a writer retrying under the same key (after a boundary-mismatch)
+	// does not race it.
+	Offset    int64
+	Timestamp time.Time
 }
