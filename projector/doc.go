@@ -134,22 +134,22 @@
 //
 // If the cleaner runs before the worker's repairs (a control topic is made
 // with min.compaction.lag.ms of 7 days, so only a worker fleet stopped that
-// long allows it), the fold's own rules keep the boundary in random logs, but
-// two residuals remain: an operation can show an earlier state (COMMITTED
-// instead of APPLIED when its COMMITTED moved past its APPLIED: a worker
-// finishes it again, deleting nothing; PLANNED for a covered commit that
-// now meets a boundary it conflicts with), and a writer that put a boundary
-// field above its own plan (no kcleanup writer does) can make a later
-// covered commit with a stale field win over it, so that a partition loses
-// the boundary that writer's plan set (testdata/compaction, case 6).
+// long allows it), the fold's own rules still kept the boundary in each of
+// 30,000 random logs, but two residuals remain. An operation can show an
+// earlier state: COMMITTED instead of APPLIED when its COMMITTED moved past
+// its APPLIED (a worker finishes it again, deleting nothing), PLANNED for a
+// covered commit that now meets a boundary it conflicts with. And a writer
+// that put a boundary field above its own plan (no kcleanup writer does) can
+// make a later covered commit with a stale field win over it, so that a
+// partition loses the boundary that writer's plan set (testdata/compaction,
+// case 6). Without Retractions, the same random logs lose boundary often.
 //
 // # Deviations from DESIGN §5, and why
 //
-// DESIGN §5 orders the rules for a log replayed in full. Each change below
-// keeps the full-log outcome of every correct writer's record and exists so
-// that a compacted log (I5) gives the same state; losing boundary in a
-// compacted replay would let recovery approve a recovery point whose records
-// were deleted.
+// DESIGN §5 states the rules for a log replayed in full. Each change below
+// exists so that a compacted log (I5) gives the same state as the full one:
+// losing boundary in a compacted replay would let recovery approve a
+// recovery point whose records were deleted.
 //
 //   - COMMITTED without PLANNED is accepted, implying PLANNED (§5: "only for a
 //     PLANNED operation"). The record carries the full plan; in a compacted
@@ -158,15 +158,19 @@
 //     DELETING"), and DELETING for an APPLIED operation is a duplicate. A
 //     DELETING retry that lands after APPLIED moves DELETING after it.
 //     COMMITTED is still never implied: it is the point of no return.
-//   - The boundary field must be at or above max(boundary, plan), not equal
-//     to it (§5: "equals"), and the new boundary is the max of the boundary
-//     and the field. In a compacted log, a commit can be folded before an
-//     earlier commit its field includes; the field carries it, and I2 holds.
+//   - The boundary field of a commit that raises the boundary must be at or
+//     above max(boundary, plan), not equal to it (§5: "equals"), and the new
+//     boundary is the max of the boundary and the field. In a compacted log,
+//     a commit can be folded before an earlier commit its field includes;
+//     the field carries it, and I2 holds. A field below that is still
+//     boundary-mismatch, and one below its own plan always is.
 //   - A commit whose field raises nothing is accepted as covered, even with a
-//     plan below the boundary (§5: every offset ≥ the boundary). A later
-//     copy of an earlier commit is such a record; a live writer's plan that
-//     the boundary already covers has nothing left to delete, and its
-//     worker finishes it at once.
+//     plan below the boundary or a field below it (§5: every offset ≥ the
+//     boundary, field equal). A later copy of an earlier commit is such a
+//     record. This changes live verdicts too: a plan the boundary already
+//     covers, which §5 rejected as a regression, is COMMITTED with nothing
+//     left to delete, and its worker finishes it at once. A plan below the
+//     boundary that would raise another partition stays a regression.
 //   - Repairs also re-appends records that a moved COMMITTED now precedes
 //     (§5 repairs overwritten keys only), and Retractions is new: the
 //     property test shows that without them the compacted log can differ,
