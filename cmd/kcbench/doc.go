@@ -1,0 +1,43 @@
+// Command kcbench measures kcleanup side by side with what an operator would
+// use instead and with the floor Kafka itself sets, on a real broker, and
+// prints one table (docs/benchmarks.md explains every row). `make bench`
+// runs it in full (about eight minutes on two cores), `make bench-quick`
+// with smaller inputs (about two minutes); both write the same figures as
+// JSON to bench-results/<time>.json.
+//
+//	B1 replay    kcleanup status and worker.Cluster.Project reading a control
+//	             topic of a million records, vs a bare franz-go consumer
+//	B2 apply     kcleanup apply (and Cluster.Apply) on 100, 1,000, 10,000
+//	             partitions, vs kafka-delete-records and a bare franz-go
+//	             DeleteRecords + ListOffsets program; a line fit per subject
+//	B3 failover  three kcleanup worker processes, the owner SIGKILLed when
+//	             COMMITTED appears; time to APPLIED vs the session timeout
+//	B4 plan      events.BuildPlan and events.ParseMarkers, 1,000 × 10,000
+//	B5 growth    fold rate and retained heap at 10k, 100k and 1M records,
+//	             with a heap profile of the largest
+//
+// How it measures, and why:
+//
+//   - Every subject runs in a process of its own (kcbench re-executes itself
+//     as `kcbench child MODE`), so its peak memory is its own and it starts
+//     cold like an operator's command. The child reports the time of its
+//     measured section; the parent the whole process. Peak RSS comes from
+//     GNU time: Go starts children with vfork, and Linux then counts the
+//     parent's resident set into the child's getrusage peak.
+//   - Ratios are paired: each run measures every subject back to back, in an
+//     order that rotates from run to run, and a ratio is the median over runs
+//     of the two times of that run. A noisy neighbour slows both sides.
+//   - Inputs are written directly: B1's control records are valid envelopes
+//     from a generator (gen.go) that the tests fold through the projector,
+//     produced with a batching lz4 producer. B2's subjects take turns on one
+//     topic, each deleting one more record from every partition, so every
+//     request does the same work on the same topic.
+//   - Nothing here asserts a time. The tests check the generator, the
+//     statistics and the formatting, so the program cannot silently rot.
+//
+// It needs KCLEANUP_TEST_BOOTSTRAP (set by `cmd/kafkadev/kafka.sh test`, which
+// starts a broker only if none is running and stops only one it started),
+// bin/kcleanup, and for kafka-delete-records Java and the jars kafka.sh
+// downloads. -only B4,B5 runs without a broker; -keep leaves the topics
+// for profiling a child (`kcbench child project -topic T -cpuprofile F`).
+package main
