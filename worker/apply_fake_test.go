@@ -198,3 +198,54 @@ func TestApplyResumesAfterNoWait(t *testing.T) {
 		}
 	}
 }
+
+// A key whose every record was rejected is tombstoned once it is older than
+// RetractionGrace, so that compaction erases the rejected record; a young
+// one is left for its writer to retry under.
+func TestRepairRetractsRejectedKeysAfterTheGrace(t *testing.T) {
+	c, _ := fakeCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	id := dataTopic(t, c, "t", 1, 10)
+	ctl := ControlTopicFor("t")
+	if err := c.EnsureControlTopic(ctx, ctl, "t", Options{}); err != nil {
+		t.Fatal(err)
+	}
+	plan := mustPlan(t, "cp", "t", id, events.Offsets{0: 5})
+	// COMMITTED for a plan whose boundary field is wrong: rejected.
+	bad := envelope(events.Committed, plan, Options{})
+	bad.Boundary = events.Offsets{0: 1}
+	key, value := bad.Encode()
+	old := &kgo.Record{Topic: ctl, Partition: 0, Key: key, Value: value, Timestamp: time.Now().Add(-2 * RetractionGrace)}
+	young := &kgo.Record{Topic: ctl, Partition: 0, Key: []byte("garbage"), Value: []byte("{"), Timestamp: time.Now()}
+	if err := c.cl.ProduceSync(ctx, old, young).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	proj, err := c.Project(ctx, ctl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proj.Close()
+	if n := len(proj.State.Retractions()); n != 2 {
+		t.Fatalf("%d retractions, want 2", n)
+	}
+	if err := proj.Repair(ctx); err != nil {
+		t.Fatal(err)
+	}
+	left := proj.State.Retractions()
+	if len(left) != 1 || string(left[0].Key) != "garbage" {
+		t.Fatalf("retractions after repair: %v", left)
+	}
+	last := proj.State.Audit()[len(proj.State.Audit())-1]
+	if last.Key != string(key) || last.Reason != projector.ReasonTombstone {
+		t.Fatalf("last record %+v, want a tombstone on %s", last, key)
+	}
+	// A second pass writes nothing more.
+	next := proj.Next
+	if err := proj.Repair(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if proj.Next != next {
+		t.Fatal("a second repair wrote again")
+	}
+}

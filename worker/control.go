@@ -221,14 +221,37 @@ func (p *Projection) Decide(ctx context.Context, env events.Envelope) (projector
 	return *got, nil
 }
 
-// Repair re-appends every accepted record whose key a later record
-// overwrote, so that compaction keeps the accepted value (DESIGN §5).
+// RetractionGrace is how long a key whose every record was rejected is left
+// alone before it is tombstoned: its writer may be about to retry under the
+// same key (a COMMITTED recomputed after a boundary mismatch).
+const RetractionGrace = time.Minute
+
+// Repair keeps the compacted control topic equivalent to the full one
+// (DESIGN §5, I5): it re-appends every accepted record whose key a later
+// record overwrote, so that compaction keeps the accepted value, and it
+// tombstones every key whose records were all rejected (after
+// RetractionGrace), so that compaction cannot fold a rejected record in
+// another order than the full log did. Then it reads its own writes back,
+// so that a second call does not write them again.
 func (p *Projection) Repair(ctx context.Context) error {
+	var recs []*kgo.Record
 	for _, r := range p.State.Repairs() {
-		rec := &kgo.Record{Topic: p.Topic, Partition: 0, Key: r.Key, Value: r.Value}
-		if err := p.cluster.cl.ProduceSync(ctx, rec).FirstErr(); err != nil {
-			return errors.Wrapf(err, "repair key %q on control topic %q", r.Key, p.Topic)
+		recs = append(recs, &kgo.Record{Topic: p.Topic, Partition: 0, Key: r.Key, Value: r.Value})
+	}
+	now := time.Now()
+	for _, r := range p.State.Retractions() {
+		if now.Sub(r.Timestamp) >= RetractionGrace {
+			recs = append(recs, &kgo.Record{Topic: p.Topic, Partition: 0, Key: r.Key}) // nil value: tombstone
 		}
 	}
-	return nil
+	if len(recs) == 0 {
+		return nil
+	}
+	// One at a time, in order: a repair's position relative to the others matters.
+	for _, rec := range recs {
+		if err := p.cluster.cl.ProduceSync(ctx, rec).FirstErr(); err != nil {
+			return errors.Wrapf(err, "repair key %q on control topic %q", rec.Key, p.Topic)
+		}
+	}
+	return p.readTo(ctx, recs[len(recs)-1].Offset+1)
 }
