@@ -36,11 +36,11 @@ fuzz: ## fuzz every decoder for FUZZTIME each (default 30s)
 	  for t in $$($(GO) test -list '^Fuzz' $$pkg | grep ^Fuzz); do \
 	    echo "== $$pkg $$t"; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $${FUZZTIME:-30s} $$pkg || exit 1; done; done
 
-bench: build ## kcleanup vs its peers and the floor on a real broker, ~15 min (docs/benchmarks.md)
+bench: build ## kcleanup vs its peers and the floor on a real broker, ~8 min (docs/benchmarks.md)
 	$(GO) build -o bin/kcbench ./cmd/kcbench
 	$(KAFKA) test ./bin/kcbench
 
-bench-quick: build ## the same benchmarks with smaller inputs, ~2 min
+bench-quick: build ## the same benchmarks with smaller inputs, 1-2 min
 	$(GO) build -o bin/kcbench ./cmd/kcbench
 	$(KAFKA) test ./bin/kcbench -quick
 

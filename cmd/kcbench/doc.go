@@ -2,7 +2,7 @@
 // use instead and with the floor Kafka itself sets, on a real broker, and
 // prints one table (docs/benchmarks.md explains every row). `make bench`
 // runs it in full (about eight minutes on two cores), `make bench-quick`
-// with smaller inputs (about two minutes); both write the same figures as
+// with smaller inputs (one to two minutes); both write the same figures as
 // JSON to bench-results/<time>.json.
 //
 //	B1 replay    kcleanup status and worker.Cluster.Project reading a control
