@@ -3,6 +3,7 @@ package worker
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -82,6 +83,10 @@ func CheckDataTopic(info TopicInfo, bootstrap string) []Finding {
 	return out
 }
 
+// MaxControlRecordBytes bounds one control record: enough for a plan of
+// about 450,000 partitions.
+const MaxControlRecordBytes = 16 << 20
+
 // ControlTopicConfigs are the configs kcleanup creates a control topic with.
 // min.insync.replicas is added when the replication factor allows it.
 func ControlTopicConfigs(replicationFactor int16) map[string]*string {
@@ -91,6 +96,10 @@ func ControlTopicConfigs(replicationFactor int16) map[string]*string {
 		"unclean.leader.election.enable": s("false"),
 		// Keep superseded values long enough for an auditor to read them.
 		"min.compaction.lag.ms": s("604800000"),
+		// A COMMITTED or APPLIED record carries the whole plan and a map of
+		// every partition: past some tens of thousands of partitions it outgrows Kafka's 1 MB
+		// default. Must match the producer's ProducerBatchMaxBytes (Connect).
+		"max.message.bytes": s(strconv.Itoa(MaxControlRecordBytes)),
 	}
 	if replicationFactor >= 3 {
 		cfg["min.insync.replicas"] = s("2")

@@ -35,6 +35,7 @@ func Connect(opts ...kgo.Opt) (*Cluster, error) {
 	own := append(slices.Clone(opts),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.ProducerBatchMaxBytes(MaxControlRecordBytes),
 	)
 	cl, err := kgo.NewClient(own...)
 	if err != nil {
