@@ -107,7 +107,7 @@ func (d *Daemon) ownedTopics() []string {
 }
 
 // runOwner is the loop of one owned control topic: read the log to its end,
-// repair overwritten keys, finish each due pending operation, wait a poll
+// re-append what the projection lists as repairs (overwritten or out-of-order keys) and tombstone retracted keys, finish each due pending operation, wait a poll
 // interval (or until the next retry is due), again.
 func (d *Daemon) runOwner(o *owner) {
 	log := d.log.With("control_topic", o.topic)
@@ -157,10 +157,12 @@ func (d *Daemon) pass(o *owner, proj *Projection, opts Options) error {
 		return err
 	}
 	if n := len(proj.State.Repairs()); n > 0 {
-		d.log.Warn("re-appending accepted records whose key was overwritten", "control_topic", o.topic, "keys", n)
-		if err := proj.Repair(ctx); err != nil {
-			return err
-		}
+		d.log.Warn("re-appending accepted records listed for repair (key overwritten, or out of order)", "control_topic", o.topic, "keys", n)
+	}
+	// Also tombstones keys that hold only rejected records, once past the
+	// grace period; a no-op when there is nothing to do.
+	if err := proj.Repair(ctx); err != nil {
+		return err
 	}
 	pending := proj.State.Pending()
 	o.keepOnly(pending)

@@ -103,7 +103,7 @@ func CheckBinding(st Status, live TopicInfo) []Finding {
 // degraded (blocks: nothing may be approved or deleted), rejected records,
 // operations stuck in COMMITTED or DELETING for longer than stuckAfter
 // (measured from the "at" of their last accepted record to now), and
-// accepted records whose key was overwritten and not yet repaired.
+// accepted records listed for repair (key overwritten, or out of order) and not yet re-appended.
 func CheckProjection(st Status, now time.Time, stuckAfter time.Duration) []Finding {
 	subject := "control topic " + st.ControlTopic
 	var out []Finding
@@ -134,7 +134,7 @@ func CheckProjection(st Status, now time.Time, stuckAfter time.Duration) []Findi
 	}
 	if st.UnrepairedKeys > 0 {
 		out = append(out, Finding{Warn, subject,
-			fmt.Sprintf("%d accepted record(s) were overwritten under their key; compaction could erase them", st.UnrepairedKeys),
+			fmt.Sprintf("%d accepted record(s) are listed for repair (key overwritten, or out of compaction-safe order); a worker re-appends them", st.UnrepairedKeys),
 			"every kcleanup write re-appends them: a running worker does at once, or submit or apply any plan"})
 	}
 	if len(out) == 0 {

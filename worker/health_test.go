@@ -55,7 +55,7 @@ func TestCheckProjection(t *testing.T) {
 		"warn:2 record(s) rejected; the last at offset 4: tombstone: y",
 		"warn:plan old has been DELETING since 2026-01-02T02:04:05Z (1h0m0s): no worker finished it (3 delete attempt(s))",
 		"ok:plan new is COMMITTED since 2026-01-02T03:04:04Z: deletion in progress",
-		"warn:2 accepted record(s) were overwritten under their key; compaction could erase them",
+		"warn:2 accepted record(s) are listed for repair (key overwritten, or out of compaction-safe order); a worker re-appends them",
 	}, "\n")
 	if got != want {
 		t.Errorf("findings:\n%s\nwant:\n%s", got, want)

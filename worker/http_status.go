@@ -36,7 +36,7 @@ type Status struct {
 	// operator must remove. Only the worker that owns the control topic
 	// knows them; `kcleanup status` always shows none.
 	Blocked []BlockedOperation `json:"blocked"`
-	// UnrepairedKeys counts accepted records overwritten under their key and
+	// UnrepairedKeys counts accepted records listed for repair (key overwritten, or out of order) and
 	// not yet re-appended (a worker repairs them).
 	UnrepairedKeys int `json:"unrepairedKeys"`
 }

@@ -29,7 +29,7 @@ func newDoctorCmd(g *globalOptions) *cobra.Command {
   brokers        DeleteRecords supported, topic IDs supported (Metadata v10+)
   control topic  exists, exactly one partition, cleanup.policy=compact
   projection     not degraded, rejected records, operations stuck in COMMITTED or DELETING,
-                 accepted records overwritten under their key and not yet repaired
+                 accepted records listed for repair (overwritten or out of order), not yet re-appended
   data topic     cleanup.policy=compact,delete, retention.ms=-1, retention.bytes=-1, and the
                  topic ID the control topic governs
 

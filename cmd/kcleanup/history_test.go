@@ -40,16 +40,18 @@ func decodeHistory(t *testing.T, stdout string) historyJSON {
 
 func TestHistoryListsEveryRecordWithItsVerdict(t *testing.T) {
 	e := newReadEnv(t, true)
-	// A second plan, PLANNED only, then a COMMITTED below the boundary written by hand: the log
-	// rejects it, and history says why.
-	c0, err := events.BuildPlan("C0", []events.Marker{{Topic: e.topic, TopicID: e.topicID, Offsets: events.Offsets{0: 100, 1: 90}}})
+	// A second plan, PLANNED, then a COMMITTED written by hand that would raise partition 1
+	// while its plan is below the boundary on partition 0 (a conflicting plan): the log
+	// rejects it, and history says why. (A plan entirely below the boundary would be accepted
+	// as covered: it raises nothing.)
+	c0, err := events.BuildPlan("C0", []events.Marker{{Topic: e.topic, TopicID: e.topicID, Offsets: events.Offsets{0: 100, 1: 200}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	at := time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC)
 	planned := events.Envelope{SchemaVersion: 1, Event: events.Planned, PlanID: c0.PlanID, Plan: c0, At: at, Actor: "script/1"}
 	committed := planned
-	committed.Event, committed.Boundary = events.Committed, events.Offsets{0: 150, 1: 120}
+	committed.Event, committed.Boundary = events.Committed, events.Offsets{0: 150, 1: 200}
 	for _, env := range []events.Envelope{planned, committed} {
 		key, value := env.Encode()
 		e.produceControl(t, key, value)

@@ -103,7 +103,7 @@ func printStatus(w io.Writer, st worker.Status) error {
 		fmt.Fprintf(tw, "Degraded:\tno\n")
 	}
 	if st.UnrepairedKeys > 0 {
-		fmt.Fprintf(tw, "Unrepaired keys:\t%d accepted record(s) overwritten under their key; a worker or the next apply re-appends them\n", st.UnrepairedKeys)
+		fmt.Fprintf(tw, "Unrepaired keys:\t%d accepted record(s) listed for repair (key overwritten, or out of order); a worker or the next apply re-appends them\n", st.UnrepairedKeys)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

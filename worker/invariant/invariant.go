@@ -222,7 +222,16 @@ func checkCompaction(recs []projector.Record, full *projector.State, cfg config)
 		for i, r := range reps {
 			keys[i] = string(r.Key)
 		}
-		return []error{errors.Newf("I5: %d accepted record(s) overwritten and not repaired, compaction would erase them: %v", len(keys), keys)}
+		return []error{errors.Newf("I5: %d accepted record(s) listed for repair (overwritten, or out of order) and not re-appended (not repaired): %v", len(keys), keys)}
+	}
+	// Keys holding only rejected records are tombstoned by workers after a
+	// grace period (worker.RetractionGrace); model that before compacting.
+	if rs := full.Retractions(); len(rs) > 0 {
+		recs = slices.Clone(recs)
+		next := full.Next()
+		for i, r := range rs {
+			recs = append(recs, projector.Record{Offset: next + int64(i), Key: r.Key})
+		}
 	}
 	var errs []error
 	for _, drop := range []bool{false, true} {
