@@ -19,16 +19,44 @@ import (
 // reader re-delivers.
 func (s *State) Step(r Record) Verdict {
 	if r.Offset < s.next {
-		detail := fmt.Sprintf("offset %d is at or below offset %d, already folded; ignored", r.Offset, s.next-1)
-		if r.Offset < 0 {
-			detail = fmt.Sprintf("offset %d is negative: Kafka offsets start at 0; ignored", r.Offset)
-		}
-		v := Verdict{Offset: r.Offset, Key: string(r.Key), Outcome: Rejected, Reason: ReasonOutOfOrder, At: r.Timestamp, Detail: detail}
-		v.PlanID, v.Event = keyParts(r.Key)
-		return v
+		return s.outOfOrder(r)
 	}
 	env, err := events.Decode(r.Key, r.Value)
 	return s.fold(r, env, err)
+}
+
+// Decoded is a record with events.Decode already applied. Decoding is pure
+// and most of a fold's cost, so a reader may decode on other goroutines,
+// ahead of the fold, and hand the results to StepDecoded in offset order.
+type Decoded struct {
+	Record
+	Envelope events.Envelope
+	Err      error
+}
+
+// Decode decodes a record for StepDecoded. It is safe for concurrent use.
+func Decode(r Record) Decoded {
+	env, err := events.Decode(r.Key, r.Value)
+	return Decoded{Record: r, Envelope: env, Err: err}
+}
+
+// StepDecoded is Step for a record decoded by Decode: the same verdict, the
+// same state.
+func (s *State) StepDecoded(d Decoded) Verdict {
+	if d.Offset < s.next {
+		return s.outOfOrder(d.Record)
+	}
+	return s.fold(d.Record, d.Envelope, d.Err)
+}
+
+func (s *State) outOfOrder(r Record) Verdict {
+	detail := fmt.Sprintf("offset %d is at or below offset %d, already folded; ignored", r.Offset, s.next-1)
+	if r.Offset < 0 {
+		detail = fmt.Sprintf("offset %d is negative: Kafka offsets start at 0; ignored", r.Offset)
+	}
+	v := Verdict{Offset: r.Offset, Key: string(r.Key), Outcome: Rejected, Reason: ReasonOutOfOrder, At: r.Timestamp, Detail: detail}
+	v.PlanID, v.Event = keyParts(r.Key)
+	return v
 }
 
 // fold is Step after decoding: Decode's result is passed in so that the

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime"
+	"sync"
 	"time"
 
 	"github.com/cockroachdb/errors"
@@ -155,6 +157,7 @@ func (p *Projection) readTo(ctx context.Context, end int64) error {
 		if ferr != nil && !kerr.IsRetriable(ferr) {
 			return errors.Wrapf(ferr, "read control topic %q", p.Topic)
 		}
+		var batch []projector.Record
 		fs.EachRecord(func(r *kgo.Record) {
 			if r.Offset < p.Next {
 				return
@@ -163,14 +166,43 @@ func (p *Projection) readTo(ctx context.Context, end int64) error {
 			if r.Attrs.IsControl() {
 				return
 			}
-			v := p.State.Step(projector.Record{Offset: r.Offset, Key: r.Key, Value: r.Value, Timestamp: r.Timestamp})
+			batch = append(batch, projector.Record{Offset: r.Offset, Key: r.Key, Value: r.Value, Timestamp: r.Timestamp})
+		})
+		for _, d := range decodeAll(batch) {
+			v := p.State.StepDecoded(d)
 			if p.onVerdict != nil {
 				p.onVerdict(v)
 			}
-		})
+		}
 	}
 	p.End = end
 	return nil
+}
+
+// decodeAll decodes a batch of records on up to GOMAXPROCS goroutines,
+// keeping their order. Decoding is pure and most of a replay's cost; the
+// fold that follows stays on one goroutine, in offset order.
+func decodeAll(recs []projector.Record) []projector.Decoded {
+	out := make([]projector.Decoded, len(recs))
+	workers := runtime.GOMAXPROCS(0)
+	if workers < 2 || len(recs) < 256 {
+		for i, r := range recs {
+			out[i] = projector.Decode(r)
+		}
+		return out
+	}
+	chunk := (len(recs) + workers - 1) / workers
+	var wg sync.WaitGroup
+	for lo := 0; lo < len(recs); lo += chunk {
+		hi := min(lo+chunk, len(recs))
+		wg.Go(func() {
+			for i := lo; i < hi; i++ {
+				out[i] = projector.Decode(recs[i])
+			}
+		})
+	}
+	wg.Wait()
+	return out
 }
 
 // Actor names the writer of a control record: host/pid unless set.
