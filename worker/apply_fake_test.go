@@ -62,6 +62,21 @@ func dataTopic(t *testing.T, c *Cluster, name string, partitions int32, n int) s
 	return info.ID
 }
 
+// controlProjection creates a data topic's control topic and opens a
+// caught-up projection of it, closed at the end of the test.
+func controlProjection(t *testing.T, ctx context.Context, c *Cluster, ctl, dataTopic string) *Projection {
+	t.Helper()
+	if err := c.EnsureControlTopic(ctx, ctl, dataTopic, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	proj, err := c.Project(ctx, ctl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(proj.Close)
+	return proj
+}
+
 func mustPlan(t *testing.T, rp, topic, id string, offs events.Offsets) events.Plan {
 	t.Helper()
 	p, err := events.BuildPlan(rp, []events.Marker{{Topic: topic, TopicID: id, Offsets: offs}})
@@ -77,14 +92,7 @@ func TestApplyOnFakeWalksTheLifecycle(t *testing.T) {
 	defer cancel()
 	id := dataTopic(t, c, "action-state", 2, 200)
 	ctl := ControlTopicFor("action-state")
-	if err := c.EnsureControlTopic(ctx, ctl, "action-state", Options{}); err != nil {
-		t.Fatal(err)
-	}
-	proj, err := c.Project(ctx, ctl)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer proj.Close()
+	proj := controlProjection(t, ctx, c, ctl, "action-state")
 
 	var steps []string
 	o := Options{Observe: func(p Progress) { steps = append(steps, p.Step) }}
@@ -150,14 +158,7 @@ func TestApplyResumesAfterNoWait(t *testing.T) {
 	defer cancel()
 	id := dataTopic(t, c, "t", 1, 50)
 	ctl := ControlTopicFor("t")
-	if err := c.EnsureControlTopic(ctx, ctl, "t", Options{}); err != nil {
-		t.Fatal(err)
-	}
-	proj, err := c.Project(ctx, ctl)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer proj.Close()
+	proj := controlProjection(t, ctx, c, ctl, "t")
 	plan := mustPlan(t, "cp", "t", id, events.Offsets{0: 40})
 	out, err := c.Apply(ctx, proj, plan, Options{NoWait: true})
 	if err != nil || out.State != fsm.Committed {

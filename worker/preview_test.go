@@ -35,14 +35,7 @@ func TestPreviewOnFake(t *testing.T) {
 	}
 
 	// Commit C1; a plan below it previews with the boundary and a refusal.
-	if err := c.EnsureControlTopic(ctx, ctl, "t", Options{}); err != nil {
-		t.Fatal(err)
-	}
-	proj, err := c.Project(ctx, ctl)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer proj.Close()
+	proj := controlProjection(t, ctx, c, ctl, "t")
 	c1 := mustPlan(t, "C1", "t", id, events.Offsets{0: 40, 1: 60})
 	if _, err := c.Apply(ctx, proj, c1, Options{NoWait: true}); err != nil {
 		t.Fatal(err)
