@@ -1,13 +1,10 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/worker"
@@ -57,13 +54,7 @@ func opRunHint(t *testing.T, hint string) {
 
 func (e *opEnv) topicConfigs(t *testing.T, topic string) map[string]string {
 	t.Helper()
-	c, err := worker.Connect(kgo.SeedBrokers(e.bootstrap))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), opTestTimeout)
-	defer cancel()
+	c, ctx := e.cluster(t)
 	info, err := c.DescribeTopic(ctx, topic)
 	if err != nil {
 		t.Fatal(err)

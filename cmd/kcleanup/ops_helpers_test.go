@@ -251,16 +251,24 @@ func (e *opEnv) recreate(t *testing.T, topic string, partitions int32, configs m
 	}
 }
 
-// status is the projection of a control topic as kcleanup status would show it.
-func (e *opEnv) status(t *testing.T, control string) worker.Status {
+// cluster connects to the test broker for the rest of the test, with a context bounded by
+// opTestTimeout.
+func (e *opEnv) cluster(t *testing.T) (*worker.Cluster, context.Context) {
 	t.Helper()
 	c, err := worker.Connect(kgo.SeedBrokers(e.bootstrap))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	t.Cleanup(c.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), opTestTimeout)
-	defer cancel()
+	t.Cleanup(cancel)
+	return c, ctx
+}
+
+// status is the projection of a control topic as kcleanup status would show it.
+func (e *opEnv) status(t *testing.T, control string) worker.Status {
+	t.Helper()
+	c, ctx := e.cluster(t)
 	proj, err := c.Project(ctx, control)
 	if err != nil {
 		t.Fatal(err)
