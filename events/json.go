@@ -182,6 +182,9 @@ func scan(data []byte) (shape, *fieldError) {
 	if !utf8.Valid(data) {
 		return shape{}, &fieldError{Reason: "is not valid UTF-8"}
 	}
+	if bytes.HasPrefix(data, utf8BOM) {
+		return shape{}, &fieldError{Reason: "starts with a UTF-8 byte order mark (EF BB BF): expected JSON without one"}
+	}
 	dec := jsontext.NewDecoder(bytes.NewReader(data), jsontext.AllowInvalidUTF8(true))
 	var stack []scanFrame
 	var sh shape
@@ -214,7 +217,7 @@ func scan(data []byte) (shape, *fieldError) {
 			return shape{}, &fieldError{Reason: "is empty: expected a JSON object"}
 		}
 		if err != nil {
-			return shape{}, syntaxError(errPath(), err)
+			return shape{}, syntaxError(errPath(), err, int64(len(data)))
 		}
 		k := tok.Kind()
 		if f := top(stack); f != nil && !f.array && !f.named && k == '"' {
@@ -295,9 +298,14 @@ func scalarText(k jsontext.Kind, tok jsontext.Token) string {
 	return ""
 }
 
-func syntaxError(path string, err error) *fieldError {
+// utf8BOM is the byte order mark some editors put at the start of a file.
+var utf8BOM = []byte("\xef\xbb\xbf")
+
+// syntaxError words an error of the jsontext reader; size is where the
+// input ends, for a document cut short.
+func syntaxError(path string, err error, size int64) *fieldError {
 	if errors.Is(err, io.ErrUnexpectedEOF) || err == io.EOF {
-		return fieldErrorf(path, "is not valid JSON: unexpected end of input")
+		return fieldErrorf(path, "ends early (truncated?) at byte %d: expected the rest of the JSON value", size)
 	}
 	var se *jsontext.SyntacticError
 	if !errors.As(err, &se) {

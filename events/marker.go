@@ -36,7 +36,7 @@ func ParseMarkers(data []byte) ([]Marker, error) {
 // one). An error of each stops the reading and is returned as it is.
 func ReadMarkers(r io.Reader, each func(i int, m Marker) error) error {
 	br := bufio.NewReaderSize(r, 64<<10)
-	if bom, err := br.Peek(3); err == nil && string(bom) == "\xef\xbb\xbf" {
+	if bom, err := br.Peek(3); err == nil && bytes.Equal(bom, utf8BOM) {
 		br.Discard(3)
 	}
 	// This reader only finds where each marker ends; decodeMarker checks
@@ -47,7 +47,7 @@ func ReadMarkers(r io.Reader, each func(i int, m Marker) error) error {
 	case '{':
 		raw, err := dec.ReadValue()
 		if err != nil {
-			return errors.Newf("invalid markers: %s", streamError(err).Error())
+			return errors.Newf("invalid markers: %s", streamError(dec, err).Error())
 		}
 		m, ferr := decodeMarker(raw)
 		if ferr != nil {
@@ -60,15 +60,15 @@ func ReadMarkers(r io.Reader, each func(i int, m Marker) error) error {
 	case '[':
 	case 0:
 		_, err := dec.ReadValue()
-		return errors.Newf("invalid markers: %s", streamError(err).Error())
+		return errors.Newf("invalid markers: %s", streamError(dec, err).Error())
 	default:
 		if _, err := dec.ReadValue(); err != nil {
-			return errors.Newf("invalid markers: %s", streamError(err).Error())
+			return errors.Newf("invalid markers: %s", streamError(dec, err).Error())
 		}
 		return errors.Newf("invalid markers: %s", wrongKind("", kindOf(k), "a marker object or an array of them").Error())
 	}
 	if _, err := dec.ReadToken(); err != nil {
-		return errors.Newf("invalid markers: %s", streamError(err).Error())
+		return errors.Newf("invalid markers: %s", streamError(dec, err).Error())
 	}
 	i := 0
 	for ; ; i++ {
@@ -78,7 +78,7 @@ func ReadMarkers(r io.Reader, each func(i int, m Marker) error) error {
 		}
 		raw, err := dec.ReadValue()
 		if err != nil {
-			return errors.Newf("invalid marker %d: %s", i, streamError(err).Error())
+			return errors.Newf("invalid marker %d: %s", i, streamError(dec, err).Error())
 		}
 		if k != '{' {
 			return errors.Newf("invalid marker %d: %s", i, wrongKind("", kindOf(k), "a marker object").Error())
@@ -92,7 +92,7 @@ func ReadMarkers(r io.Reader, each func(i int, m Marker) error) error {
 		}
 	}
 	if _, err := dec.ReadToken(); err != nil {
-		return errors.Newf("invalid markers: %s", streamError(err).Error())
+		return errors.Newf("invalid markers: %s", streamError(dec, err).Error())
 	}
 	if err := endOfStream(dec); err != nil {
 		return err
@@ -104,11 +104,11 @@ func ReadMarkers(r io.Reader, each func(i int, m Marker) error) error {
 }
 
 // streamError words an error of the markers stream's reader.
-func streamError(err error) *fieldError {
-	if err == io.EOF {
+func streamError(dec *jsontext.Decoder, err error) *fieldError {
+	if err == io.EOF && dec.InputOffset() == 0 {
 		return &fieldError{Reason: "is empty: expected a marker object or an array of them"}
 	}
-	return syntaxError("", err)
+	return syntaxError("", err, dec.InputOffset()+int64(len(dec.UnreadBuffer())))
 }
 
 // endOfStream checks that nothing but whitespace follows the markers.

@@ -297,3 +297,43 @@ func targetedInputs() []parityInput {
 	}
 	return ins
 }
+
+// A Decoder remembers verified plans; it must decide every record exactly as
+// Decode does, whatever it decoded before: here every Decode input of the
+// corpus, twice over, through one Decoder, each preceded by the valid
+// records of planC1 so that its plan is remembered.
+func TestDecoderAgreesWithDecode(t *testing.T) {
+	d := NewDecoder()
+	var primes []decodeSeed
+	for _, e := range []Event{Planned, Committed, Deleting, Applied} {
+		k, v := envelopeOf(e, planC1()).Encode()
+		primes = append(primes, decodeSeed{key: k, value: v})
+	}
+	for round := range 2 {
+		for _, in := range parityInputs(t) {
+			if in.target != "Decode" {
+				continue
+			}
+			for _, p := range primes {
+				if _, err := d.Decode(p.key, p.value); err != nil {
+					t.Fatal(err)
+				}
+			}
+			value := in.value
+			if in.nilVal {
+				value = nil
+			}
+			want, wantErr := Decode(in.key, value)
+			got, gotErr := d.Decode(in.key, value)
+			if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) || !envelopesEqual(got, want) {
+				t.Fatalf("round %d, %q %q:\nDecoder: %+v, %v\nDecode:  %+v, %v", round, in.key, value, got, gotErr, want, wantErr)
+			}
+		}
+	}
+	// The tampered plan of a remembered plan ID is still found.
+	k, v := envelopeOf(Planned, planC1()).Encode()
+	tampered := strings.Replace(string(v), `"1":150`, `"1":151`, 1)
+	if _, err := d.Decode(k, []byte(tampered)); !errors.Is(err, ErrPlanEdited) {
+		t.Fatalf("tampered plan after the real one: %v", err)
+	}
+}

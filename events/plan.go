@@ -1,6 +1,7 @@
 package events
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"strconv"
@@ -44,8 +45,10 @@ var planFields = []string{"schemaVersion", "planId", "sourceRecoveryPoint", "top
 
 // ParsePlan reads a plan file strictly (DESIGN §3) and verifies its ID. Every
 // error names the field at fault and what was expected.
+// A UTF-8 byte order mark at the start is skipped (editors on Windows write
+// one); the plan ID covers the content, not the bytes.
 func ParsePlan(data []byte) (Plan, error) {
-	p, ferr := decodePlan(data)
+	p, ferr := decodePlan(bytes.TrimPrefix(data, utf8BOM))
 	if ferr != nil {
 		return Plan{}, planError(ferr)
 	}

@@ -51,6 +51,8 @@ type State struct {
 	rejectedOnly map[string]retraction
 
 	actors map[string]string // interned actor names: few writers, many records
+
+	decoder *events.Decoder // Step's: it checks each distinct plan once
 }
 
 // op is the internal form of an Operation.

@@ -85,6 +85,8 @@ type Projection struct {
 	cluster *Cluster
 	// onVerdict, when set, sees every verdict the fold returns.
 	onVerdict func(projector.Verdict)
+	// decoders are decodeAll's, one per goroutine, kept across reads.
+	decoders []*events.Decoder
 }
 
 // Project opens a projection of a control topic and reads it to its end.
@@ -141,12 +143,65 @@ func (p *Projection) CatchUp(ctx context.Context) error {
 	return p.readTo(ctx, end.Offset)
 }
 
+// readTo reads and folds records until the projection has read below end.
+// Fetching and decoding run one fetch ahead of the fold: while the fold
+// consumes one batch (on this goroutine, in offset order), the next is
+// polled and decoded on every core.
 func (p *Projection) readTo(ctx context.Context, end int64) error {
-	for p.Next < end {
+	if p.Next < end {
+		ctx, cancel := context.WithCancel(ctx)
+		batches := make(chan fetched, 1)
+		var wg sync.WaitGroup
+		wg.Go(func() { p.fetchDecode(ctx, p.Next, end, batches) })
+		defer func() {
+			cancel()
+			for range batches { // let fetchDecode finish before the next read
+			}
+			wg.Wait()
+		}()
+		for b := range batches {
+			for _, d := range b.decoded {
+				v := p.State.StepDecoded(d)
+				if p.onVerdict != nil {
+					p.onVerdict(v)
+				}
+			}
+			p.Next = b.next
+			if b.err != nil {
+				return b.err
+			}
+		}
+	}
+	p.End = end
+	return nil
+}
+
+// fetched is one fetch, decoded; next is the offset after it.
+type fetched struct {
+	decoded []projector.Decoded
+	next    int64
+	err     error
+}
+
+// fetchDecode polls from offset next until it has read below end, and sends
+// every fetch decoded, then closes out. An error ends it, sent with the
+// offset read so far.
+func (p *Projection) fetchDecode(ctx context.Context, next, end int64, out chan<- fetched) {
+	defer close(out)
+	send := func(f fetched) bool {
+		select {
+		case out <- f:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	for next < end {
 		fs := p.reader.PollFetches(ctx)
 		if ctx.Err() != nil {
-			return errors.Mark(errors.Wrapf(ctx.Err(),
-				"control topic %q: read to offset %d of %d", p.Topic, p.Next, end), ErrNotCaughtUp)
+			send(fetched{next: next, err: errors.Mark(errors.Wrapf(ctx.Err(),
+				"control topic %q: read to offset %d of %d", p.Topic, next, end), ErrNotCaughtUp)})
+			return
 		}
 		var ferr error
 		fs.EachError(func(_ string, _ int32, err error) {
@@ -155,49 +210,52 @@ func (p *Projection) readTo(ctx context.Context, end int64) error {
 			}
 		})
 		if ferr != nil && !kerr.IsRetriable(ferr) {
-			return errors.Wrapf(ferr, "read control topic %q", p.Topic)
+			send(fetched{next: next, err: errors.Wrapf(ferr, "read control topic %q", p.Topic)})
+			return
 		}
 		var batch []projector.Record
 		fs.EachRecord(func(r *kgo.Record) {
-			if r.Offset < p.Next {
+			if r.Offset < next {
 				return
 			}
-			p.Next = r.Offset + 1
+			next = r.Offset + 1
 			if r.Attrs.IsControl() {
 				return
 			}
 			batch = append(batch, projector.Record{Offset: r.Offset, Key: r.Key, Value: r.Value, Timestamp: r.Timestamp})
 		})
-		for _, d := range decodeAll(batch) {
-			v := p.State.StepDecoded(d)
-			if p.onVerdict != nil {
-				p.onVerdict(v)
-			}
+		if !send(fetched{decoded: p.decodeAll(batch), next: next}) {
+			return
 		}
 	}
-	p.End = end
-	return nil
 }
 
 // decodeAll decodes a batch of records on up to GOMAXPROCS goroutines,
 // keeping their order. Decoding is pure and most of a replay's cost; the
-// fold that follows stays on one goroutine, in offset order.
-func decodeAll(recs []projector.Record) []projector.Decoded {
+// fold that follows stays on one goroutine, in offset order. Each goroutine
+// has its own events.Decoder, kept across fetches, and decodes a contiguous
+// chunk: the records of one operation are usually close together, so its
+// plan is checked once.
+func (p *Projection) decodeAll(recs []projector.Record) []projector.Decoded {
 	out := make([]projector.Decoded, len(recs))
 	workers := runtime.GOMAXPROCS(0)
+	for len(p.decoders) < workers {
+		p.decoders = append(p.decoders, events.NewDecoder())
+	}
 	if workers < 2 || len(recs) < 256 {
 		for i, r := range recs {
-			out[i] = projector.Decode(r)
+			out[i] = projector.DecodeWith(p.decoders[0], r)
 		}
 		return out
 	}
 	chunk := (len(recs) + workers - 1) / workers
 	var wg sync.WaitGroup
-	for lo := 0; lo < len(recs); lo += chunk {
+	for w, lo := 0, 0; lo < len(recs); w, lo = w+1, lo+chunk {
 		hi := min(lo+chunk, len(recs))
+		d := p.decoders[w]
 		wg.Go(func() {
 			for i := lo; i < hi; i++ {
-				out[i] = projector.Decode(recs[i])
+				out[i] = projector.DecodeWith(d, recs[i])
 			}
 		})
 	}
