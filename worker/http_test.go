@@ -305,3 +305,25 @@ func TestValidatePicksTheControlTopicByBinding(t *testing.T) {
 		return n == 2
 	})
 }
+
+// A page added with WithPage takes the paths the API does not serve, and
+// the API keeps its own.
+func TestWithPageServesNextToTheAPI(t *testing.T) {
+	d, err := NewDaemon(&Cluster{}, WithControlTopics("a.kcleanup"),
+		WithPage("/", func(d *Daemon) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				_, _ = w.Write([]byte("page of " + d.WorkerStatus().ControlTopics[0].ControlTopic))
+			})
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := d.Handler()
+	for path, want := range map[string]string{"/": "page of a.kcleanup", "/healthz": "ok\n"} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+		if rec.Code != 200 || rec.Body.String() != want {
+			t.Errorf("GET %s: %d %q, want 200 %q", path, rec.Code, rec.Body.String(), want)
+		}
+	}
+}
