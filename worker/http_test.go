@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -149,6 +150,28 @@ func TestStatusServesTheStatusDocument(t *testing.T) {
 	}
 	if !st.Owned || !st.CaughtUp || st.ReadTo != 4 {
 		t.Fatalf("owned=%v caughtUp=%v readTo=%d, want true true 4 (PLANNED, COMMITTED, DELETING, APPLIED)", st.Owned, st.CaughtUp, st.ReadTo)
+	}
+	var steps []events.Event
+	for i, h := range st.Operations[0].History {
+		if h.Offset != int64(i) || h.At.IsZero() || h.Actor == "" {
+			t.Errorf("history step %d: %+v", i, h)
+		}
+		steps = append(steps, h.Event)
+	}
+	if want := []events.Event{events.Planned, events.Committed, events.Deleting, events.Applied}; !slices.Equal(steps, want) {
+		t.Errorf("history %v, want %v", steps, want)
+	}
+	if raw["repairs"] == nil || raw["retractions"] == nil {
+		t.Errorf("repairs and retractions must be [] not null: %s", a.body)
+	}
+	// The data topic's offsets, for the console's bars.
+	eventually(t, 20*time.Second, "status lists the data topic's offsets", func() bool {
+		st = TopicStatus{}
+		do(t, "GET", f.url+"/v1/status?controlTopic="+f.ctl, "").decode(t, &st)
+		return st.DataTopic != nil && st.DataTopic.LogStart.Equal(events.Offsets{0: 150, 1: 120})
+	})
+	if d := st.DataTopic; d.Error != "" || len(d.HighWatermark) != 2 || d.HighWatermark[0] < 150 || d.ListedAt.IsZero() {
+		t.Fatalf("dataTopic %+v", d)
 	}
 
 	var all WorkerStatus
