@@ -16,6 +16,25 @@ func (o Offsets) Partitions() []int32 {
 	return ps
 }
 
+// String renders o the one way people read offsets: "0=40 1=30", partitions
+// ascending, separated by one space; "none" when o is empty. Every table,
+// message and report uses it (contract C5); JSON keeps its object shape.
+func (o Offsets) String() string {
+	if len(o) == 0 {
+		return "none"
+	}
+	b := make([]byte, 0, 12*len(o))
+	for i, p := range o.Partitions() {
+		if i > 0 {
+			b = append(b, ' ')
+		}
+		b = strconv.AppendInt(b, int64(p), 10)
+		b = append(b, '=')
+		b = strconv.AppendInt(b, o[p], 10)
+	}
+	return string(b)
+}
+
 // Clone returns a copy of o (nil for nil).
 func (o Offsets) Clone() Offsets {
 	if o == nil {

@@ -34,7 +34,9 @@ func decodeReason(err error) Reason {
 }
 
 // formatOffsets writes offsets as "0:150,1:230" in partition order, the same
-// syntax the transcripts use; "none" when empty.
+// syntax the transcripts use; "none" when empty. Only the digest and the
+// transcripts use it (changing it would change every digest); messages people
+// read use events.Offsets.String.
 func formatOffsets(o events.Offsets) string {
 	if len(o) == 0 {
 		return "none"
