@@ -30,6 +30,7 @@ import (
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/fsm"
 	"github.com/kcleanup/kcleanup/worker"
+	"github.com/kcleanup/kcleanup/worker/gate"
 	"github.com/kcleanup/kcleanup/worker/invariant"
 	"github.com/kcleanup/kcleanup/worker/kafkatest"
 )
@@ -98,7 +99,7 @@ func newScene(t *testing.T) *scene {
 	for p := int32(0); p < 2; p++ {
 		kafkatest.Produce(t, cl, s.topic, p, 300)
 	}
-	s.ctl = kafkatest.NewTopic(t, cl, s.topic+".kcleanup", 1, map[string]string{"cleanup.policy": "compact"})
+	s.ctl = kafkatest.NewTopic(t, cl, s.topic+".kcleanup", 1, gate.CreateSettings())
 	s.group = "kcleanup-test-" + randomHex()
 	c, err := worker.Connect(kgo.SeedBrokers(bootstrap))
 	if err != nil {
