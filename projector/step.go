@@ -70,6 +70,9 @@ func (s *State) fold(r Record, env events.Envelope, decodeErr error) Verdict {
 	} else {
 		s.audit = append(s.audit, auditEntry{offset: r.Offset, op: -1, idx: int32(len(s.others))})
 		s.others = append(s.others, v)
+		if decodeErr == nil && r.Value != nil {
+			s.noteEvidence(v, &env)
+		}
 	}
 	s.track(r, v)
 	return v
@@ -435,9 +438,9 @@ func (s *State) track(r Record, v Verdict) {
 		if len(r.Key) == 0 || known && s.ops[oi].held&bit != 0 {
 			return // compaction keeps this key's accepted record (or Repairs does)
 		}
-		if r.Value == nil || v.Reason == ReasonNewerSchema || v.Reason == ReasonUnknownEvent {
+		if r.Value == nil || v.Reason == ReasonNewerSchema || v.Reason == ReasonUnknownEvent || s.isEvidence(v) {
 			// A tombstone retracts itself; a newer build's record is not
-			// ours to erase.
+			// ours to erase; evidence of an erased COMMITTED must stay.
 			delete(s.rejectedOnly, string(r.Key))
 			return
 		}
