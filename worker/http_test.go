@@ -166,7 +166,7 @@ func TestStatusServesTheStatusDocument(t *testing.T) {
 		t.Errorf("repairs and retractions must be [] not null: %s", a.body)
 	}
 	// The data topic's offsets, for the console's bars.
-	eventually(t, 20*time.Second, "status lists the data topic's offsets", func() bool {
+	kafkatest.Eventually(t, 20*time.Second, "status lists the data topic's offsets", func() bool {
 		st = TopicStatus{}
 		do(t, "GET", f.url+"/v1/status?controlTopic="+f.ctl, "").decode(t, &st)
 		return st.DataTopic != nil && st.DataTopic.LogStart.Equal(events.Offsets{0: 150, 1: 120})
