@@ -144,8 +144,7 @@ func (c Config) GoString() string { return c.String() }
 func Load(path string) (Config, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return Config{}, errors.WithHint(errors.Wrap(err, "--command-config"),
-			"pass the Kafka client properties file you use with Kafka's own tools (kafka-topics --command-config)")
+		return Config{}, errors.Wrap(err, "--command-config")
 	}
 	defer f.Close()
 	return Parse(f, path)

@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kcleanup/kcleanup/worker/clientconfig"
+	"github.com/kcleanup/kcleanup/worker/kafkatest/repo"
 )
 
 // EnvSecure names the environment variable that points tests at the secured listeners of the
@@ -70,7 +71,7 @@ func secureDir(plain string) (string, error) {
 	if d := os.Getenv(EnvSecure); d != "" {
 		return d, nil
 	}
-	root, err := repoRoot()
+	root, err := repo.Root()
 	if err != nil {
 		return "", err
 	}
