@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kcleanup/kcleanup/worker"
+	"github.com/kcleanup/kcleanup/worker/console"
 )
 
 // Flags of `kcleanup worker` and their environment fallbacks (flag > environment > default).
@@ -58,6 +59,7 @@ or apply --no-wait): DELETING, DeleteRecords, verification, APPLIED, exactly as 
 dies, another replica takes over within about the session timeout. Every replica serves, on
 --http-addr:
 
+  GET  /             the operator console: boundary, operations, rejected records, live
   GET  /healthz      200 while the process runs
   GET  /readyz       200 when every served control topic was read to its end in the last 5s
   GET  /metrics      Prometheus text format
@@ -168,6 +170,7 @@ func runWorker(cmd *cobra.Command, g globalOptions, o workerOptions) error {
 		worker.WithControlTopics(o.topics...),
 		worker.WithGroup(o.group),
 		worker.WithHTTPAddr(o.httpAddr),
+		console.Mount(), // the operator console at /
 		worker.WithLogger(log),
 		worker.WithGroupTimings(o.session, o.heartbeat, 0),
 		worker.WithBlockedRetry(o.blockedRetry),
