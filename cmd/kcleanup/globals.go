@@ -2,9 +2,11 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cockroachdb/errors"
@@ -12,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kcleanup/kcleanup/worker"
+	"github.com/kcleanup/kcleanup/worker/clientconfig"
 )
 
 // outputFormat is the value of --output.
@@ -54,6 +57,9 @@ type globalOptions struct {
 	commandConfig    string       // path of a Kafka client properties file, "" for none
 	output           outputFormat // outputTable or outputJSON
 	timeout          time.Duration
+
+	stderr    io.Writer  // where the --command-config notes go; nil: nowhere
+	notesOnce *sync.Once // the notes are printed once per invocation, however many clients it opens
 }
 
 // addGlobalFlags declares the persistent flags on the root command. Their defaults are shown in
@@ -80,7 +86,7 @@ func addGlobalFlags(root *cobra.Command) {
 // persistent flags) with their environment fallbacks. An invalid value is a usage error naming
 // where it came from (the flag or the environment variable).
 func resolveGlobals(cmd *cobra.Command) (globalOptions, error) {
-	var g globalOptions
+	g := globalOptions{stderr: cmd.ErrOrStderr(), notesOnce: new(sync.Once)}
 
 	raw, src := lookupSetting(cmd, flagBootstrap, envBootstrap, defaultBootstrap)
 	for _, s := range strings.Split(raw, ",") {
@@ -172,13 +178,20 @@ func (g globalOptions) kgoOpts() ([]kgo.Opt, error) {
 	if g.commandConfig == "" {
 		return opts, nil
 	}
-	sec, err := loadCommandConfig(g.commandConfig)
+	sec, err := clientconfig.Load(g.commandConfig)
 	if err != nil {
 		return nil, commandConfigHint(err, g.commandConfig)
 	}
-	secOpts, err := sec.kgoOpts() // its errors name the file and line already
+	secOpts, err := sec.Opts() // its errors name the file and line already
 	if err != nil {
 		return nil, commandConfigHint(err, g.commandConfig)
+	}
+	if g.stderr != nil && g.notesOnce != nil {
+		g.notesOnce.Do(func() {
+			for _, n := range sec.Notes() {
+				fmt.Fprintln(g.stderr, "Note: "+n)
+			}
+		})
 	}
 	// Appended last: a client.id in the file overrides the default.
 	return append(opts, secOpts...), nil
