@@ -38,7 +38,7 @@ docs: ## regenerate generated docs (state diagram)
 	$(GO) run ./fsm/cmd/gendiagram > docs/state-diagram.md
 
 fuzz: ## fuzz every decoder for FUZZTIME each (default 30s)
-	@for pkg in ./events/ ./projector/ ./projector/flinkagents/ ./fsm/ ./cmd/kcleanup/; do \
+	@for pkg in ./events/ ./projector/ ./projector/flinkagents/ ./fsm/ ./cmd/kcleanup/ ./worker/clientconfig/; do \
 	  for t in $$($(GO) test -list '^Fuzz' $$pkg | grep ^Fuzz); do \
 	    echo "== $$pkg $$t"; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $${FUZZTIME:-30s} $$pkg || exit 1; done; done
 
