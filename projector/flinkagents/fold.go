@@ -297,4 +297,3 @@ func (f *Fold) Validate(markers []events.Marker) error {
 	}
 	return nil
 }
-
