@@ -164,17 +164,8 @@ func (c *Cluster) Preflight(ctx context.Context, proj *Projection, plan events.P
 	fs = append(fs, Blocking(CheckDataTopic(info, o.Bootstrap))...)
 	boundary := proj.State.Boundary()
 	for _, p := range plan.Offsets.Partitions() {
-		off := plan.Offsets[p]
-		start, end := info.Start[p], info.End[p]
-		if _, ok := info.End[p]; ok && (off < start || off > end) {
-			fs = append(fs, Finding{Block, subject, fmt.Sprintf(
-				"partition %d: plan offset %d is outside the available range [%d, %d] (log start, high watermark)", p, off, start, end),
-				"plan from a recovery point whose offsets are still in the topic"})
-		}
-		if b, ok := boundary[p]; ok && off < b {
-			fs = append(fs, Finding{Block, subject, fmt.Sprintf(
-				"partition %d: plan offset %d is below the committed boundary %d (set by plan %s); boundaries never move back",
-				p, off, b, proj.State.BoundarySetBy(p)), "plan from a newer recovery point"})
+		if msg, hint := partitionRefusal(p, plan.Offsets[p], info, boundary, proj.State.BoundarySetBy); msg != "" {
+			fs = append(fs, Finding{Block, subject, msg, hint})
 		}
 	}
 	return findingsError(fs)
