@@ -23,6 +23,7 @@ type outputFormat string
 const (
 	outputTable outputFormat = "table" // aligned text for people
 	outputJSON  outputFormat = "json"  // one versioned JSON document on stdout, for programs
+	outputHTML  outputFormat = "html"  // history only: the self-contained audit report
 )
 
 // Names of the global (persistent) flags and their environment fallbacks. A subcommand must not
@@ -75,7 +76,7 @@ func addGlobalFlags(root *cobra.Command) {
 	f.String(flagCommandConfig, "",
 		"Kafka client properties `file` for TLS and SASL, as Kafka's own tools take it (env "+envCommandConfig+")")
 	f.StringP(flagOutput, "o", string(defaultOutput),
-		"output `format`: table or json (env "+envOutput+")")
+		"output `format`: table or json; history also html, the audit report (env "+envOutput+")")
 	f.String(flagTimeout, defaultTimeout.String(),
 		"how long to wait for the cluster, a Go `duration` such as 30s or 2m (env "+envTimeout+")")
 	allowBlank(f, flagControlTopic)  // "": the default, overriding the environment
@@ -105,6 +106,13 @@ func resolveGlobals(cmd *cobra.Command) (globalOptions, error) {
 	raw, src = lookupSetting(cmd, flagOutput, envOutput, string(defaultOutput))
 	switch f := outputFormat(strings.ToLower(strings.TrimSpace(raw))); f {
 	case outputTable, outputJSON:
+		g.output = f
+	case outputHTML:
+		if cmd.Name() != "history" {
+			return globalOptions{}, usageError(errors.WithHintf(errors.Newf(
+				"invalid %s %q: only history writes html (the audit report)", src, raw),
+				"give -o %s for people or -o %s for programs; `kcleanup history -o html > report.html` writes the report", outputTable, outputJSON))
+		}
 		g.output = f
 	default:
 		return globalOptions{}, usageError(errors.WithHintf(errors.Newf(

@@ -71,7 +71,8 @@ func fold(recs []projector.Record) *projector.State {
 	return s
 }
 
-// story is the fixed log: C1 applied, C2 committed and not finished, a
+// story is the fixed log: C1 applied, C2 committed and not finished (its
+// commit retried by another writer, its delete attempted twice), a
 // conflicting commit of C0 rejected, a record that overwrote C1's APPLIED
 // (repaired) and a malformed record (retracted).
 func story(t *testing.T) (recs []projector.Record, c1, c2 events.Plan) {
@@ -91,6 +92,10 @@ func story(t *testing.T) (recs []projector.Record, c1, c2 events.Plan) {
 	b.env(c2, events.Committed, 10*time.Minute+800*time.Millisecond, cli, events.Offsets{0: 180, 1: 160}, nil)
 	b.env(c0, events.Committed, 10*time.Minute+6*time.Second, "ops-desktop/99", events.Offsets{0: 180, 1: 200}, nil)
 	b.env(c2, events.Deleting, 10*time.Minute+2*time.Second, w1, nil, nil)
+	// Another writer's retry of C2's commit (a duplicate) and a second
+	// delete attempt: compaction keeps only the latest copy of each.
+	b.env(c2, events.Committed, 10*time.Minute+1500*time.Millisecond, "ci-runner/7", events.Offsets{0: 180, 1: 160}, nil)
+	b.env(c2, events.Deleting, 12*time.Minute, w1, nil, nil)
 	s := fold(b.recs)
 	b.repair(s)
 	return b.recs, c1, c2
