@@ -2,6 +2,7 @@ package events
 
 import (
 	"bytes"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -11,38 +12,33 @@ import (
 
 // Partitions returns the partitions of o in ascending numeric order.
 func (o Offsets) Partitions() []int32 {
-	ps := make([]int32, 0, len(o))
-	for p := range o {
-		ps = append(ps, p)
+	return slices.Sorted(maps.Keys(o))
+}
+
+// String renders o the one way people read offsets: "0=40 1=30", partitions
+// ascending, separated by one space; "none" when o is empty. Every table,
+// message and report uses it (contract C5); JSON keeps its object shape.
+func (o Offsets) String() string {
+	if len(o) == 0 {
+		return "none"
 	}
-	slices.Sort(ps)
-	return ps
+	b := make([]byte, 0, 12*len(o))
+	for i, p := range o.Partitions() {
+		if i > 0 {
+			b = append(b, ' ')
+		}
+		b = strconv.AppendInt(b, int64(p), 10)
+		b = append(b, '=')
+		b = strconv.AppendInt(b, o[p], 10)
+	}
+	return string(b)
 }
 
 // Clone returns a copy of o (nil for nil).
-func (o Offsets) Clone() Offsets {
-	if o == nil {
-		return nil
-	}
-	c := make(Offsets, len(o))
-	for p, off := range o {
-		c[p] = off
-	}
-	return c
-}
+func (o Offsets) Clone() Offsets { return maps.Clone(o) }
 
 // Equal reports whether o and other hold the same partitions and offsets.
-func (o Offsets) Equal(other Offsets) bool {
-	if len(o) != len(other) {
-		return false
-	}
-	for p, off := range o {
-		if v, ok := other[p]; !ok || v != off {
-			return false
-		}
-	}
-	return true
-}
+func (o Offsets) Equal(other Offsets) bool { return maps.Equal(o, other) }
 
 // validateOffsets checks offsets built in code: at least one partition, no
 // negative partition or offset.

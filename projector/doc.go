@@ -100,6 +100,17 @@
 // reader in package worker must fold up to the end offset it captured
 // before asking, and must not ask otherwise.
 //
+// # History at risk
+//
+// AtRisk() says when the projection holds evidence that accepted history is
+// missing from the control topic or may be erased by the log cleaner: a key
+// whose accepted record was overwritten (or tombstoned) and not yet
+// repaired, or a DELETING or APPLIED that survives without its COMMITTED (a
+// worker writes those only after reading the COMMITTED back, so it was
+// accepted and then erased). Such a surviving record is never tombstoned as
+// a retraction. The recovery gate answers "cannot tell" while AtRisk is
+// true (contract C3); the sentence says what was found and what to do.
+//
 // # Compaction (I5)
 //
 // Kafka compaction keeps the latest record of every key. Keys are distinct

@@ -50,6 +50,10 @@ type State struct {
 	// was rejected (Retractions).
 	rejectedOnly map[string]retraction
 
+	// evidence holds, by key, a DELETING or APPLIED that was rejected
+	// because its operation had no accepted COMMITTED (AtRisk).
+	evidence map[string]evidence
+
 	actors map[string]string // interned actor names: few writers, many records
 
 	decoder *events.Decoder // Step's: it checks each distinct plan once
@@ -104,6 +108,7 @@ func New() *State {
 		overwritten:  map[string]overwrite{},
 		misordered:   map[int32]bool{},
 		rejectedOnly: map[string]retraction{},
+		evidence:     map[string]evidence{},
 		actors:       map[string]string{},
 	}
 }

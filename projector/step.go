@@ -81,6 +81,9 @@ func (s *State) fold(r Record, env events.Envelope, decodeErr error) Verdict {
 	} else {
 		s.audit = append(s.audit, auditEntry{offset: r.Offset, op: -1, idx: int32(len(s.others))})
 		s.others = append(s.others, v)
+		if decodeErr == nil && r.Value != nil {
+			s.noteEvidence(v, &env)
+		}
 	}
 	s.track(r, v)
 	return v
@@ -254,7 +257,7 @@ func (s *State) commitRules(v Verdict, env events.Envelope) (change, Verdict, bo
 		if f, ok := field[p]; !ok || f < plan[p] {
 			return change{}, reject(v, ReasonBoundaryMismatch, fmt.Sprintf(
 				"boundary field is %s but the plan is %s: the boundary after a commit is never below its own plan (partition %d)",
-				formatOffsets(field), formatOffsets(plan), p)), false
+				field.String(), plan.String(), p)), false
 		}
 	}
 	var raised []int32
@@ -277,7 +280,7 @@ func (s *State) commitRules(v Verdict, env events.Envelope) (change, Verdict, bo
 		if f, ok := field[p]; !ok || f < s.boundary[p] {
 			return change{}, reject(v, ReasonBoundaryMismatch, fmt.Sprintf(
 				"boundary field is %s but the current boundary is %s: a commit that raises the boundary must include all of it (partition %d); was it computed on an older view?",
-				formatOffsets(field), formatOffsets(s.boundary), p)), false
+				field.String(), s.boundary.String(), p)), false
 		}
 	}
 	return change{boundary: nextBoundary(s.boundary, field), raised: raised}, v, true
@@ -446,9 +449,9 @@ func (s *State) track(r Record, v Verdict) {
 		if len(r.Key) == 0 || known && s.ops[oi].held&bit != 0 {
 			return // compaction keeps this key's accepted record (or Repairs does)
 		}
-		if r.Value == nil || v.Reason == ReasonNewerSchema || v.Reason == ReasonUnknownEvent {
+		if r.Value == nil || v.Reason == ReasonNewerSchema || v.Reason == ReasonUnknownEvent || s.isEvidence(v) {
 			// A tombstone retracts itself; a newer build's record is not
-			// ours to erase.
+			// ours to erase; evidence of an erased COMMITTED must stay.
 			delete(s.rejectedOnly, string(r.Key))
 			return
 		}
@@ -519,9 +522,9 @@ func samePlan(a, b events.Plan) bool {
 func contentDiff(o *op, env *events.Envelope) string {
 	switch {
 	case env.Event == events.Committed && !env.Boundary.Equal(o.boundary):
-		return fmt.Sprintf("boundary %s, accepted %s", formatOffsets(env.Boundary), formatOffsets(o.boundary))
+		return fmt.Sprintf("boundary %s, accepted %s", env.Boundary.String(), o.boundary.String())
 	case env.Event == events.Applied && !env.LogStart.Equal(o.logStart):
-		return fmt.Sprintf("logStart %s, accepted %s", formatOffsets(env.LogStart), formatOffsets(o.logStart))
+		return fmt.Sprintf("logStart %s, accepted %s", env.LogStart.String(), o.logStart.String())
 	}
 	return "plan or event fields differ"
 }
@@ -576,7 +579,7 @@ func (o *op) describe(i int) string {
 	st := o.history[i]
 	switch st.Event {
 	case events.Planned:
-		return fmt.Sprintf("planned %s from %s: offsets %s", o.plan.Topic, o.plan.SourceRecoveryPoint, formatOffsets(o.plan.Offsets))
+		return fmt.Sprintf("planned %s from %s: offsets %s", o.plan.Topic, o.plan.SourceRecoveryPoint, o.plan.Offsets.String())
 	case events.Committed:
 		what := "committed"
 		if o.implied&eventBit(events.Planned) != 0 {
@@ -585,7 +588,7 @@ func (o *op) describe(i int) string {
 		if o.covered {
 			return what + ": covered by the current boundary; raises nothing"
 		}
-		return what + ": boundary now " + formatOffsets(o.boundary)
+		return what + ": boundary now " + o.boundary.String()
 	case events.Deleting:
 		n := 0
 		for _, h := range o.history[:i+1] {
@@ -602,7 +605,7 @@ func (o *op) describe(i int) string {
 		if o.implied&eventBit(events.Deleting) != 0 {
 			what += " (DELETING implied)"
 		}
-		return what + ": log start " + formatOffsets(o.logStart)
+		return what + ": log start " + o.logStart.String()
 	}
 	return ""
 }

@@ -38,6 +38,7 @@ import (
 //	    validate one marker (or one per input line, in the same syntax)
 //	compact     replay the log compacted by key (tombstones gone with their
 //	            keys) in a fresh projection and print its state
+//	atrisk      AtRisk(): "not at risk", or "at risk: <sentence>"
 //	digest      whether a second fold of the same records has the same Digest
 //	reset       start over with an empty projection and log
 func TestTranscripts(t *testing.T) {
@@ -130,6 +131,11 @@ func (tr *transcript) run(t *testing.T, d *datadriven.TestData) string {
 		return tr.validate(t, d)
 	case "compact":
 		return tr.show(fold(compact(tr.log, true)))
+	case "atrisk":
+		if risk, why := tr.s.AtRisk(); risk {
+			return tr.names.Replace("at risk: " + why + "\n")
+		}
+		return "not at risk\n"
 	case "digest":
 		again := fold(tr.log)
 		if again.Digest() != tr.s.Digest() {

@@ -86,7 +86,7 @@ type Projection struct {
 	// onVerdict, when set, sees every verdict the fold returns.
 	onVerdict func(projector.Verdict)
 	// decoders are decodeAll's, one per goroutine, kept across reads.
-	decoders []*events.Decoder
+	decoders projector.Decoders
 }
 
 // Project opens a projection of a control topic and reads it to its end.
@@ -138,7 +138,8 @@ func (p *Projection) CatchUp(ctx context.Context) error {
 			return errors.WithHint(errors.Mark(errors.Newf("control topic %q does not exist", p.Topic), ErrTopicNotFound),
 				"create it with: kcleanup init --topic <data topic> --control-topic "+p.Topic)
 		}
-		return errors.Wrapf(end.Err, "read the end of control topic %q", p.Topic)
+		return p.cluster.denied(errors.Wrapf(end.Err, "read the end of control topic %q", p.Topic),
+			Permission{"Describe", "topic", p.Topic, "read the end of the control topic"})
 	}
 	return p.readTo(ctx, end.Offset)
 }
@@ -210,7 +211,7 @@ func (p *Projection) fetchDecode(ctx context.Context, next, end int64, out chan<
 			}
 		})
 		if ferr != nil && !kerr.IsRetriable(ferr) {
-			send(fetched{next: next, err: errors.Wrapf(ferr, "read control topic %q", p.Topic)})
+			send(fetched{next: next, err: p.cluster.denied(errors.Wrapf(ferr, "read control topic %q", p.Topic), permControlRead(p.Topic))})
 			return
 		}
 		var batch []projector.Record
@@ -230,37 +231,18 @@ func (p *Projection) fetchDecode(ctx context.Context, next, end int64, out chan<
 	}
 }
 
-// decodeAll decodes a batch of records on up to GOMAXPROCS goroutines,
-// keeping their order. Decoding is pure and most of a replay's cost; the
-// fold that follows stays on one goroutine, in offset order. Each goroutine
-// has its own events.Decoder, kept across fetches, and decodes a contiguous
-// chunk: the records of one operation are usually close together, so its
-// plan is checked once.
+// decodeAll decodes a batch of records on every core when it is large enough
+// to pay for the goroutines, each with its own events.Decoder kept across
+// fetches (projector.Decoders).
 func (p *Projection) decodeAll(recs []projector.Record) []projector.Decoded {
-	out := make([]projector.Decoded, len(recs))
 	workers := runtime.GOMAXPROCS(0)
-	for len(p.decoders) < workers {
-		p.decoders = append(p.decoders, events.NewDecoder())
+	if len(p.decoders) < workers {
+		p.decoders = projector.NewDecoders(workers)
 	}
-	if workers < 2 || len(recs) < 256 {
-		for i, r := range recs {
-			out[i] = projector.DecodeWith(p.decoders[0], r)
-		}
-		return out
+	if len(recs) < 256 {
+		return p.decoders[:1].DecodeAll(recs)
 	}
-	chunk := (len(recs) + workers - 1) / workers
-	var wg sync.WaitGroup
-	for w, lo := 0, 0; lo < len(recs); w, lo = w+1, lo+chunk {
-		hi := min(lo+chunk, len(recs))
-		d := p.decoders[w]
-		wg.Go(func() {
-			for i := lo; i < hi; i++ {
-				out[i] = projector.DecodeWith(d, recs[i])
-			}
-		})
-	}
-	wg.Wait()
-	return out
+	return p.decoders.DecodeAll(recs)
 }
 
 // Actor names the writer of a control record: host/pid unless set.
@@ -275,7 +257,8 @@ func (c *Cluster) Append(ctx context.Context, controlTopic string, env events.En
 	key, value := env.Encode()
 	r := &kgo.Record{Topic: controlTopic, Partition: 0, Key: key, Value: value}
 	if err := c.cl.ProduceSync(ctx, r).FirstErr(); err != nil {
-		return 0, errors.Wrapf(err, "append %s to control topic %q", events.Key(env.PlanID, env.Event), controlTopic)
+		return 0, c.denied(errors.Wrapf(err, "append %s to control topic %q", events.Key(env.PlanID, env.Event), controlTopic),
+			permControlWrite(controlTopic))
 	}
 	return r.Offset, nil
 }
@@ -340,7 +323,7 @@ func (p *Projection) Repair(ctx context.Context) error {
 	// One at a time, in order: a repair's position relative to the others matters.
 	for _, rec := range recs {
 		if err := p.cluster.cl.ProduceSync(ctx, rec).FirstErr(); err != nil {
-			return errors.Wrapf(err, "repair key %q on control topic %q", rec.Key, p.Topic)
+			return p.cluster.denied(errors.Wrapf(err, "repair key %q on control topic %q", rec.Key, p.Topic), permControlWrite(p.Topic))
 		}
 	}
 	return p.readTo(ctx, recs[len(recs)-1].Offset+1)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/cockroachdb/errors"
 	"github.com/spf13/cobra"
@@ -127,9 +126,9 @@ func runApply(ctx context.Context, g globalOptions, path string, o applyOptions,
 		state += " (deletion left to the workers: kcleanup status shows progress)"
 	}
 	fmt.Fprintf(tw, "state\t%s\n", state)
-	fmt.Fprintf(tw, "boundary\t%s\n", offsetsLine(rep.Boundary))
+	fmt.Fprintf(tw, "boundary\t%s\n", rep.Boundary.String())
 	if rep.LogStart != nil {
-		fmt.Fprintf(tw, "log start\t%s\n", offsetsLine(rep.LogStart))
+		fmt.Fprintf(tw, "log start\t%s\n", rep.LogStart.String())
 	}
 	return tw.Flush()
 }
@@ -139,16 +138,4 @@ func withTimeout[T any](ctx context.Context, g globalOptions, f func(context.Con
 	ctx, cancel := context.WithTimeout(ctx, g.timeout)
 	defer cancel()
 	return f(ctx)
-}
-
-// offsetsLine renders offsets as "0=150 1=100", partitions ascending, or "none".
-func offsetsLine(o events.Offsets) string {
-	if len(o) == 0 {
-		return "none"
-	}
-	var parts []string
-	for _, p := range o.Partitions() {
-		parts = append(parts, fmt.Sprintf("%d=%d", p, o[p]))
-	}
-	return strings.Join(parts, " ")
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/cockroachdb/errors"
 	"github.com/spf13/cobra"
 
-	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/fsm"
 	"github.com/kcleanup/kcleanup/worker"
 )
@@ -133,7 +132,7 @@ func printStatus(w io.Writer, st worker.Status) error {
 		fmt.Fprintln(tw, "  PLAN\tSTATE\tRECOVERY POINT\tOFFSETS\tUPDATED\tBY")
 		for _, op := range st.Operations {
 			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", op.PlanID, op.State, op.SourceRecoveryPoint,
-				offsetsText(op.Offsets), formatTime(op.UpdatedAt), op.UpdatedBy)
+				op.Offsets.String(), formatTime(op.UpdatedAt), op.UpdatedBy)
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -180,15 +179,6 @@ func countPending(ops []worker.OperationStatus) int {
 		}
 	}
 	return n
-}
-
-// offsetsText prints offsets as "0=150 1=120", partitions ascending.
-func offsetsText(o events.Offsets) string {
-	parts := make([]string, 0, len(o))
-	for _, p := range o.Partitions() {
-		parts = append(parts, fmt.Sprintf("%d=%d", p, o[p]))
-	}
-	return strings.Join(parts, " ")
 }
 
 // formatTime prints a time in UTC to the second, or "-" when unknown.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/cockroachdb/errors"
 	"github.com/spf13/cobra"
@@ -54,7 +53,7 @@ never approve a recovery point. Create it with 'kcleanup init' before cleanup ev
 		Example: `  kcleanup validate --markers chk-42/action-state-markers.json
   kcleanup validate --markers subtask-0.json --markers subtask-1.json -o json`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			markers, origins, err := readMarkerFiles(files)
+			markers, origins, err := readMarkerFiles(files, cmd.InOrStdin())
 			if err != nil {
 				return err
 			}
@@ -64,39 +63,6 @@ never approve a recovery point. Create it with 'kcleanup init' before cleanup ev
 	cmd.Flags().StringArrayVar(&files, "markers", nil, "recovery-point markers `file` (repeat for several files)")
 	_ = cmd.MarkFlagRequired("markers")
 	return cmd
-}
-
-// readMarkerFiles parses every markers file, in order. origins[i] names where markers[i] came
-// from ("file" or "file[2]"), for messages. An error names the file.
-func readMarkerFiles(files []string) (markers []events.Marker, origins []string, _ error) {
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			return nil, nil, errors.Wrapf(err, "read markers file")
-		}
-		ms, err := events.ParseMarkers(data)
-		if err != nil {
-			return nil, nil, errors.WithHint(errors.Wrapf(err, "markers file %s", f),
-				`a markers file holds one marker {"schemaVersion":1,"topic":…,"topicId":…,"offsets":{"0":100}} or a JSON array of them`)
-		}
-		for i, m := range ms {
-			markers = append(markers, m)
-			if len(ms) == 1 {
-				origins = append(origins, f)
-			} else {
-				origins = append(origins, fmt.Sprintf("%s[%d]", f, i))
-			}
-		}
-	}
-	for i, m := range markers {
-		if m.Topic != markers[0].Topic {
-			return nil, nil, errors.WithHint(errors.Newf(
-				"markers name more than one topic: the topic is %q in %s and %q in %s",
-				markers[0].Topic, origins[0], m.Topic, origins[i]),
-				"validate the markers of each action-state topic separately")
-		}
-	}
-	return markers, origins, nil
 }
 
 // validateDoc is `kcleanup validate -o json`: the worker's /v1/validate verdict, with warnings.

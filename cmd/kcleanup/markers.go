@@ -1,0 +1,47 @@
+package main
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/cockroachdb/errors"
+
+	"github.com/kcleanup/kcleanup/events"
+)
+
+// readMarkerFiles parses every markers file, in order ("-" is standard input, at most once).
+// origins[i] names where markers[i] came from ("file" or "file[2]"), for messages. An error
+// names the file.
+func readMarkerFiles(files []string, stdin io.Reader) (markers []events.Marker, origins []string, _ error) {
+	if err := stdinOnce("markers", files); err != nil {
+		return nil, nil, err
+	}
+	for _, f := range files {
+		data, err := readInput(f, stdin)
+		if err != nil {
+			return nil, nil, errors.Wrap(err, "read markers file")
+		}
+		ms, err := events.ParseMarkers(data)
+		if err != nil {
+			return nil, nil, errors.WithHint(decodeError(err, "markers file", f, data),
+				`a markers file holds one marker {"schemaVersion":1,"topic":…,"topicId":…,"offsets":{"0":100}} or a JSON array of them`)
+		}
+		for i, m := range ms {
+			markers = append(markers, m)
+			if len(ms) == 1 {
+				origins = append(origins, f)
+			} else {
+				origins = append(origins, fmt.Sprintf("%s[%d]", f, i))
+			}
+		}
+	}
+	for i, m := range markers {
+		if m.Topic != markers[0].Topic {
+			return nil, nil, errors.WithHint(errors.Newf(
+				"markers name more than one topic: the topic is %q in %s and %q in %s",
+				markers[0].Topic, origins[0], m.Topic, origins[i]),
+				"validate the markers of each action-state topic separately")
+		}
+	}
+	return markers, origins, nil
+}
