@@ -5,6 +5,11 @@ PKGS  := ./...
 KAFKA := cmd/kafkadev/kafka.sh
 # Integration tests read the broker address from here; `make test` fills it in.
 export KCLEANUP_TEST_BOOTSTRAP ?=
+# The pure packages (no Kafka client, no clock, no os): `make test` runs them
+# under the race detector; they need no broker. Every other package runs
+# against the broker.
+PURE  := $(shell $(GO) list $(patsubst %,./%/...,$(wildcard events fsm projector worker/protocol worker/gate)))
+OTHER := $(filter-out $(PURE),$(shell $(GO) list $(PKGS)))
 
 .PHONY: help build demo test test-unit lint fuzz bench bench-quick bench-go \
         kafka-up kafka-down kafka-cli docs clean
@@ -12,14 +17,22 @@ export KCLEANUP_TEST_BOOTSTRAP ?=
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
 
-build: ## build bin/kcleanup
-	$(GO) build -o bin/kcleanup ./cmd/kcleanup
+# What `kcleanup version` and `kcleanup --version` name: the commit, even where go build does not
+# stamp vcs.revision (-buildvcs=false, a copy without .git).
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)
+LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
+BIN     ?= bin/kcleanup
+
+build: ## build bin/kcleanup (BIN=path for elsewhere), naming the commit in its version
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/kcleanup
 
 demo: build ## walk the C0/C1 example end to end on an embedded broker
-	./bin/kcleanup demo
+	$(BIN) demo
 
-test: ## all tests: unit, then integration against a real Kafka broker (started if needed)
-	$(KAFKA) test $(GO) test -count=1 $(PKGS)
+test: ## all tests: the pure packages under -race, then the rest against a real Kafka broker (started if needed)
+	$(GO) test -race -count=1 $(PURE)
+	$(KAFKA) test $(GO) test -count=1 $(OTHER)
 
 test-unit: ## tests that need no broker
 	$(GO) test -count=1 -short $(PKGS)
@@ -32,7 +45,7 @@ docs: ## regenerate generated docs (state diagram)
 	$(GO) run ./fsm/cmd/gendiagram > docs/state-diagram.md
 
 fuzz: ## fuzz every decoder for FUZZTIME each (default 30s)
-	@for pkg in ./events/ ./projector/ ./fsm/ ./cmd/kcleanup/; do \
+	@for pkg in ./events/ ./projector/ ./projector/flinkagents/ ./fsm/ ./cmd/kcleanup/ ./worker/clientconfig/; do \
 	  for t in $$($(GO) test -list '^Fuzz' $$pkg | grep ^Fuzz); do \
 	    echo "== $$pkg $$t"; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $${FUZZTIME:-30s} $$pkg || exit 1; done; done
 

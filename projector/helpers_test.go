@@ -2,6 +2,7 @@ package projector
 
 import (
 	"encoding/base64"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -117,14 +118,7 @@ func opStates(s *State) map[string]fsm.State {
 }
 
 // sortedKeys returns the keys of m in order.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
 
 // snapshot is what a record kept as evidence of an erased COMMITTED
 // (ReasonCommitMissing) must not change: the committed boundary, the

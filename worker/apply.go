@@ -157,36 +157,18 @@ func (c *Cluster) Preflight(ctx context.Context, proj *Projection, plan events.P
 			"has topic ID %s but the plan was made for ID %s: the topic was deleted and recreated", info.ID, plan.TopicID),
 			"make a new plan from recovery markers of the current topic"})
 	}
-	if got, want := info.Partitions, sortedPartitions(plan.Offsets); !slices.Equal(got, want) {
+	if got, want := info.Partitions, plan.Offsets.Partitions(); !slices.Equal(got, want) {
 		fs = append(fs, Finding{Block, subject, fmt.Sprintf(
 			"has partitions %v but the plan covers %v", got, want), "make a new plan from current recovery markers"})
 	}
 	fs = append(fs, Blocking(CheckDataTopic(info, o.Bootstrap))...)
 	boundary := proj.State.Boundary()
-	for _, p := range sortedPartitions(plan.Offsets) {
-		off := plan.Offsets[p]
-		start, end := info.Start[p], info.End[p]
-		if _, ok := info.End[p]; ok && (off < start || off > end) {
-			fs = append(fs, Finding{Block, subject, fmt.Sprintf(
-				"partition %d: plan offset %d is outside the available range [%d, %d] (log start, high watermark)", p, off, start, end),
-				"plan from a recovery point whose offsets are still in the topic"})
-		}
-		if b, ok := boundary[p]; ok && off < b {
-			fs = append(fs, Finding{Block, subject, fmt.Sprintf(
-				"partition %d: plan offset %d is below the committed boundary %d (set by plan %s); boundaries never move back",
-				p, off, b, proj.State.BoundarySetBy(p)), "plan from a newer recovery point"})
+	for _, p := range plan.Offsets.Partitions() {
+		if msg, hint := partitionRefusal(p, plan.Offsets[p], info, boundary, proj.State.BoundarySetBy); msg != "" {
+			fs = append(fs, Finding{Block, subject, msg, hint})
 		}
 	}
 	return findingsError(fs)
-}
-
-func sortedPartitions(o events.Offsets) []int32 {
-	ps := make([]int32, 0, len(o))
-	for p := range o {
-		ps = append(ps, p)
-	}
-	slices.Sort(ps)
-	return ps
 }
 
 func degraded(proj *Projection) error {
@@ -246,6 +228,10 @@ func (c *Cluster) Apply(ctx context.Context, proj *Projection, plan events.Plan,
 			return out, err
 		}
 		o.say("check", "plan %s fits the live topic and the boundary", plan.PlanID)
+		// Before the point of no return: every ACL the rest of the protocol needs.
+		if err := c.CheckPermissions(ctx, ApplyPermissions(proj.Topic, plan.Topic, o.NoWait), o.Bootstrap); err != nil {
+			return out, err
+		}
 		if err := c.commit(ctx, proj, plan, op.State, o); err != nil {
 			return out, err
 		}
@@ -307,7 +293,7 @@ func (c *Cluster) commit(ctx context.Context, proj *Projection, plan events.Plan
 
 func (c *Cluster) superseded(proj *Projection, plan events.Plan) error {
 	boundary := proj.State.Boundary()
-	for _, p := range sortedPartitions(plan.Offsets) {
+	for _, p := range plan.Offsets.Partitions() {
 		if b := boundary[p]; plan.Offsets[p] < b {
 			winner := proj.State.BoundarySetBy(p)
 			return errors.WithHint(errors.Mark(errors.Newf(
@@ -349,6 +335,10 @@ func (c *Cluster) Finish(ctx context.Context, proj *Projection, planID string, o
 	// Checked before DELETING too, so that a blocked operation retried by a
 	// worker does not append a DELETING on every attempt.
 	if err := c.recheck(ctx, plan, o); err != nil {
+		return out, err
+	}
+	// And every ACL the rest needs, so that a principal that cannot finish writes nothing.
+	if err := c.CheckPermissions(ctx, FinishPermissions(proj.Topic, plan.Topic), o.Bootstrap); err != nil {
 		return out, err
 	}
 	v, err := proj.Decide(ctx, envelope(events.Deleting, plan, o))
@@ -403,7 +393,7 @@ func (c *Cluster) Finish(ctx context.Context, proj *Projection, planID string, o
 		return out, err
 	}
 	seen := events.Offsets{}
-	for _, p := range sortedPartitions(plan.Offsets) {
+	for _, p := range plan.Offsets.Partitions() {
 		if after[p] < plan.Offsets[p] {
 			return out, errors.Newf("verify %s-%d: log start is %d, below the plan's %d; will retry", plan.Topic, p, after[p], plan.Offsets[p])
 		}

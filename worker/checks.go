@@ -3,8 +3,9 @@ package worker
 import (
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
+
+	"github.com/kcleanup/kcleanup/worker/gate"
 )
 
 // Severity says whether a finding blocks cleanup.
@@ -83,31 +84,28 @@ func CheckDataTopic(info TopicInfo, bootstrap string) []Finding {
 	return out
 }
 
-// MaxControlRecordBytes bounds one control record: enough for a plan of
-// about 450,000 partitions.
-const MaxControlRecordBytes = 16 << 20
+// MaxControlRecordBytes bounds one control record (gate.MaxControlRecordBytes).
+const MaxControlRecordBytes = gate.MaxControlRecordBytes
 
-// ControlTopicConfigs are the configs kcleanup creates a control topic with.
-// min.insync.replicas is added when the replication factor allows it.
+// ControlTopicConfigs are the configs kcleanup creates a control topic with
+// (gate.CreateSettings). min.insync.replicas is added when the replication
+// factor allows it.
 func ControlTopicConfigs(replicationFactor int16) map[string]*string {
-	s := func(v string) *string { return &v }
-	cfg := map[string]*string{
-		"cleanup.policy":                 s("compact"),
-		"unclean.leader.election.enable": s("false"),
-		// Keep superseded values long enough for an auditor to read them.
-		"min.compaction.lag.ms": s("604800000"),
-		// A COMMITTED or APPLIED record carries the whole plan and a map of
-		// every partition: past some tens of thousands of partitions it outgrows Kafka's 1 MB
-		// default. Must match the producer's ProducerBatchMaxBytes (Connect).
-		"max.message.bytes": s(strconv.Itoa(MaxControlRecordBytes)),
+	cfg := map[string]*string{}
+	for k, v := range gate.CreateSettings() {
+		cfg[k] = &v
 	}
 	if replicationFactor >= 3 {
-		cfg["min.insync.replicas"] = s("2")
+		two := "2"
+		cfg["min.insync.replicas"] = &two
 	}
 	return cfg
 }
 
-// CheckControlTopic checks a control topic against DESIGN §4.
+// CheckControlTopic checks a control topic against DESIGN §4 with the
+// settings rules of package gate, the ones the recovery gate applies too: a
+// problem that lets the log cleaner outrun repairs blocks cleanup here and
+// fails the gate closed there.
 func CheckControlTopic(info TopicInfo, dataTopic string, replicas int, bootstrap string) []Finding {
 	subject := "control topic " + info.Name
 	var out []Finding
@@ -115,28 +113,33 @@ func CheckControlTopic(info TopicInfo, dataTopic string, replicas int, bootstrap
 		out = append(out, Finding{Block, subject, "the control topic must not be the data topic",
 			"choose another --control-topic; the default is " + ControlTopicFor(dataTopic)})
 	}
-	if n := len(info.Partitions); n != 1 {
-		out = append(out, Finding{Block, subject,
-			fmt.Sprintf("has %d partitions; a control topic needs exactly one (one total order of decisions)", n),
-			fmt.Sprintf("create a new one-partition control topic: kcleanup init --topic %s --control-topic <new name>", dataTopic)})
-	}
-	if pol := info.Configs["cleanup.policy"]; !slices.Equal(policies(pol), []string{"compact"}) {
-		out = append(out, Finding{Block, subject,
-			fmt.Sprintf("cleanup.policy is %q; a control topic needs exactly compact (delete would retire decisions)", pol),
-			fmt.Sprintf("kafka-configs --bootstrap-server %s --alter --entity-type topics --entity-name %s --add-config cleanup.policy=compact", bootstrap, info.Name)})
-	}
-	if info.Configs["unclean.leader.election.enable"] == "true" {
-		out = append(out, Finding{Warn, subject, "unclean leader election is enabled: a committed decision could be lost",
-			fmt.Sprintf("kafka-configs --bootstrap-server %s --alter --entity-type topics --entity-name %s --add-config unclean.leader.election.enable=false", bootstrap, info.Name)})
+	for _, p := range gate.Settings(info.Name, len(info.Partitions), info.Configs, bootstrap) {
+		sev := Warn
+		if p.Blocks {
+			sev = Block
+		}
+		hint := p.Fix
+		if p.Setting == "partitions" {
+			hint = fmt.Sprintf("create a new one-partition control topic: kcleanup init --topic %s --control-topic <new name>", dataTopic)
+		}
+		out = append(out, Finding{sev, subject, p.Message, hint})
 	}
 	if replicas < 3 {
 		out = append(out, Finding{Warn, subject,
 			fmt.Sprintf("replication factor is %d; production needs at least 3 with min.insync.replicas=2", replicas), ""})
 	}
 	if len(Blocking(out)) == 0 {
-		out = append(out, Finding{OK, subject, "one partition, cleanup.policy=compact", ""})
+		out = append(out, Finding{OK, subject, fmt.Sprintf("one partition, cleanup.policy=compact, min.compaction.lag.ms=%s, delete.retention.ms=%s",
+			configOrDefault(info.Configs["min.compaction.lag.ms"]), configOrDefault(info.Configs["delete.retention.ms"])), ""})
 	}
 	return out
+}
+
+func configOrDefault(v string) string {
+	if v == "" {
+		return "(broker default)"
+	}
+	return v
 }
 
 // ControlTopicFor is the default control topic of a data topic.

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"sync"
 	"time"
 
 	"github.com/cockroachdb/errors"
@@ -136,7 +135,8 @@ func (p *Projection) CatchUp(ctx context.Context) error {
 			return errors.WithHint(errors.Mark(errors.Newf("control topic %q does not exist", p.Topic), ErrTopicNotFound),
 				"create it with: kcleanup init --topic <data topic> --control-topic "+p.Topic)
 		}
-		return errors.Wrapf(end.Err, "read the end of control topic %q", p.Topic)
+		return p.cluster.denied(errors.Wrapf(end.Err, "read the end of control topic %q", p.Topic),
+			Permission{"Describe", "topic", p.Topic, "read the end of the control topic"})
 	}
 	return p.readTo(ctx, end.Offset)
 }
@@ -155,7 +155,7 @@ func (p *Projection) readTo(ctx context.Context, end int64) error {
 			}
 		})
 		if ferr != nil && !kerr.IsRetriable(ferr) {
-			return errors.Wrapf(ferr, "read control topic %q", p.Topic)
+			return p.cluster.denied(errors.Wrapf(ferr, "read control topic %q", p.Topic), permControlRead(p.Topic))
 		}
 		var batch []projector.Record
 		fs.EachRecord(func(r *kgo.Record) {
@@ -179,30 +179,14 @@ func (p *Projection) readTo(ctx context.Context, end int64) error {
 	return nil
 }
 
-// decodeAll decodes a batch of records on up to GOMAXPROCS goroutines,
-// keeping their order. Decoding is pure and most of a replay's cost; the
-// fold that follows stays on one goroutine, in offset order.
+// decodeAll decodes a batch of records on every core when it is large enough
+// to pay for the goroutines.
 func decodeAll(recs []projector.Record) []projector.Decoded {
-	out := make([]projector.Decoded, len(recs))
 	workers := runtime.GOMAXPROCS(0)
-	if workers < 2 || len(recs) < 256 {
-		for i, r := range recs {
-			out[i] = projector.Decode(r)
-		}
-		return out
+	if len(recs) < 256 {
+		workers = 1
 	}
-	chunk := (len(recs) + workers - 1) / workers
-	var wg sync.WaitGroup
-	for lo := 0; lo < len(recs); lo += chunk {
-		hi := min(lo+chunk, len(recs))
-		wg.Go(func() {
-			for i := lo; i < hi; i++ {
-				out[i] = projector.Decode(recs[i])
-			}
-		})
-	}
-	wg.Wait()
-	return out
+	return projector.DecodeAll(recs, workers)
 }
 
 // Actor names the writer of a control record: host/pid unless set.
@@ -217,7 +201,8 @@ func (c *Cluster) Append(ctx context.Context, controlTopic string, env events.En
 	key, value := env.Encode()
 	r := &kgo.Record{Topic: controlTopic, Partition: 0, Key: key, Value: value}
 	if err := c.cl.ProduceSync(ctx, r).FirstErr(); err != nil {
-		return 0, errors.Wrapf(err, "append %s to control topic %q", events.Key(env.PlanID, env.Event), controlTopic)
+		return 0, c.denied(errors.Wrapf(err, "append %s to control topic %q", events.Key(env.PlanID, env.Event), controlTopic),
+			permControlWrite(controlTopic))
 	}
 	return r.Offset, nil
 }
@@ -282,7 +267,7 @@ func (p *Projection) Repair(ctx context.Context) error {
 	// One at a time, in order: a repair's position relative to the others matters.
 	for _, rec := range recs {
 		if err := p.cluster.cl.ProduceSync(ctx, rec).FirstErr(); err != nil {
-			return errors.Wrapf(err, "repair key %q on control topic %q", rec.Key, p.Topic)
+			return p.cluster.denied(errors.Wrapf(err, "repair key %q on control topic %q", rec.Key, p.Topic), permControlWrite(p.Topic))
 		}
 	}
 	return p.readTo(ctx, recs[len(recs)-1].Offset+1)

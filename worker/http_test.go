@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/fsm"
 	"github.com/kcleanup/kcleanup/projector"
+	"github.com/kcleanup/kcleanup/worker/kafkatest"
 )
 
 // answer is one HTTP response, body read.
@@ -73,8 +75,8 @@ func newAppliedFixture(t *testing.T, opts ...DaemonOption) appliedFixture {
 	r := startDaemon(t, c, append(fastOptions(t, ctl), opts...)...)
 	srv := httptest.NewServer(r.d.Handler())
 	t.Cleanup(srv.Close)
-	eventually(t, 20*time.Second, "plan APPLIED", func() bool { return stateOf(t, c, ctl, plan.PlanID) == fsm.Applied })
-	eventually(t, 20*time.Second, "ready", func() bool { return do(t, "GET", srv.URL+"/readyz", "").code == 200 })
+	kafkatest.Eventually(t, 20*time.Second, "plan APPLIED", func() bool { return stateOf(t, c, ctl, plan.PlanID) == fsm.Applied })
+	kafkatest.Eventually(t, 20*time.Second, "ready", func() bool { return do(t, "GET", srv.URL+"/readyz", "").code == 200 })
 	return appliedFixture{c: c, r: r, url: srv.URL, id: id, ctl: ctl, plan: plan, validate: srv.URL + "/v1/validate"}
 }
 
@@ -105,7 +107,7 @@ func TestHealthAndReadinessBeforeAndAfterTheFirstRead(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- d.Run(ctx) }()
-	eventually(t, 20*time.Second, "ready", func() bool { return do(t, "GET", srv.URL+"/readyz", "").code == 200 })
+	kafkatest.Eventually(t, 20*time.Second, "ready", func() bool { return do(t, "GET", srv.URL+"/readyz", "").code == 200 })
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("Run: %v", err)
@@ -121,7 +123,7 @@ func TestStatusServesTheStatusDocument(t *testing.T) {
 	var st TopicStatus
 	var a answer
 	// The view reads every poll interval: wait until it has seen APPLIED.
-	eventually(t, 20*time.Second, "status shows the operation APPLIED", func() bool {
+	kafkatest.Eventually(t, 20*time.Second, "status shows the operation APPLIED", func() bool {
 		a = do(t, "GET", f.url+"/v1/status?controlTopic="+f.ctl, "")
 		st = TopicStatus{}
 		a.decode(t, &st)
@@ -149,6 +151,28 @@ func TestStatusServesTheStatusDocument(t *testing.T) {
 	}
 	if !st.Owned || !st.CaughtUp || st.ReadTo != 4 {
 		t.Fatalf("owned=%v caughtUp=%v readTo=%d, want true true 4 (PLANNED, COMMITTED, DELETING, APPLIED)", st.Owned, st.CaughtUp, st.ReadTo)
+	}
+	var steps []events.Event
+	for i, h := range st.Operations[0].History {
+		if h.Offset != int64(i) || h.At.IsZero() || h.Actor == "" {
+			t.Errorf("history step %d: %+v", i, h)
+		}
+		steps = append(steps, h.Event)
+	}
+	if want := []events.Event{events.Planned, events.Committed, events.Deleting, events.Applied}; !slices.Equal(steps, want) {
+		t.Errorf("history %v, want %v", steps, want)
+	}
+	if raw["repairs"] == nil || raw["retractions"] == nil {
+		t.Errorf("repairs and retractions must be [] not null: %s", a.body)
+	}
+	// The data topic's offsets, for the console's bars.
+	kafkatest.Eventually(t, 20*time.Second, "status lists the data topic's offsets", func() bool {
+		st = TopicStatus{}
+		do(t, "GET", f.url+"/v1/status?controlTopic="+f.ctl, "").decode(t, &st)
+		return st.DataTopic != nil && st.DataTopic.LogStart.Equal(events.Offsets{0: 150, 1: 120})
+	})
+	if d := st.DataTopic; d.Error != "" || len(d.HighWatermark) != 2 || d.HighWatermark[0] < 150 || d.ListedAt.IsZero() {
+		t.Fatalf("dataTopic %+v", d)
 	}
 
 	var all WorkerStatus
@@ -262,13 +286,13 @@ func TestValidateFailsClosedWhenTheBrokerIsGone(t *testing.T) {
 	r := startDaemon(t, c, append(fastOptions(t, ctl), WithReadTimeout(300*time.Millisecond), WithReadyWindow(time.Second))...)
 	srv := httptest.NewServer(r.d.Handler())
 	defer srv.Close()
-	eventually(t, 20*time.Second, "ready", func() bool { return do(t, "GET", srv.URL+"/readyz", "").code == 200 })
+	kafkatest.Eventually(t, 20*time.Second, "ready", func() bool { return do(t, "GET", srv.URL+"/readyz", "").code == 200 })
 	fk.Close()
 	a := do(t, "POST", srv.URL+"/v1/validate", marker("action-state", id, events.Offsets{0: 1, 1: 1}))
 	if a.code != 503 || !strings.Contains(a.body, validateNotCaughtUp) {
 		t.Fatalf("validate without a broker: %d %s", a.code, a.body)
 	}
-	eventually(t, 20*time.Second, "not ready", func() bool { return do(t, "GET", srv.URL+"/readyz", "").code == 503 })
+	kafkatest.Eventually(t, 20*time.Second, "not ready", func() bool { return do(t, "GET", srv.URL+"/readyz", "").code == 503 })
 }
 
 func TestValidatePicksTheControlTopicByBinding(t *testing.T) {
@@ -280,7 +304,7 @@ func TestValidatePicksTheControlTopicByBinding(t *testing.T) {
 	r := startDaemon(t, c, fastOptions(t, ctlA, ctlB)...)
 	srv := httptest.NewServer(r.d.Handler())
 	defer srv.Close()
-	eventually(t, 20*time.Second, "ready", func() bool { return do(t, "GET", srv.URL+"/readyz", "").code == 200 })
+	kafkatest.Eventually(t, 20*time.Second, "ready", func() bool { return do(t, "GET", srv.URL+"/readyz", "").code == 200 })
 
 	a := do(t, "POST", srv.URL+"/v1/validate", marker("b", idB, events.Offsets{0: 20, 1: 60}))
 	var res ValidateResult
@@ -293,7 +317,7 @@ func TestValidatePicksTheControlTopicByBinding(t *testing.T) {
 		t.Fatalf("markers no served control topic governs: %d %s", a.code, a.body)
 	}
 	// Both operations are finished: one replica owns both control topics.
-	eventually(t, 20*time.Second, "both APPLIED", func() bool {
+	kafkatest.Eventually(t, 20*time.Second, "both APPLIED", func() bool {
 		var ws WorkerStatus
 		do(t, "GET", srv.URL+"/v1/status", "").decode(t, &ws)
 		n := 0
@@ -304,4 +328,26 @@ func TestValidatePicksTheControlTopicByBinding(t *testing.T) {
 		}
 		return n == 2
 	})
+}
+
+// A page added with WithPage takes the paths the API does not serve, and
+// the API keeps its own.
+func TestWithPageServesNextToTheAPI(t *testing.T) {
+	d, err := NewDaemon(&Cluster{}, WithControlTopics("a.kcleanup"),
+		WithPage("/", func(d *Daemon) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				_, _ = w.Write([]byte("page of " + d.WorkerStatus().ControlTopics[0].ControlTopic))
+			})
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := d.Handler()
+	for path, want := range map[string]string{"/": "page of a.kcleanup", "/healthz": "ok\n"} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+		if rec.Code != 200 || rec.Body.String() != want {
+			t.Errorf("GET %s: %d %q, want 200 %q", path, rec.Code, rec.Body.String(), want)
+		}
+	}
 }

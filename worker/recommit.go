@@ -84,5 +84,3 @@ func (c *Cluster) recommitSafe(ctx context.Context, plan events.Plan) (string, e
 	}
 	return "", nil
 }
-
-

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/worker"
+	"github.com/kcleanup/kcleanup/worker/gate"
 	"github.com/kcleanup/kcleanup/worker/kafkatest"
 )
 
@@ -150,12 +151,46 @@ func TestInitReportsWhatIsWrongAndTheFix(t *testing.T) {
 	t.Run("control topic with two partitions", func(t *testing.T) {
 		topic, _ := e.dataTopic(t, 1, 10, opGoodDataConfigs())
 		control := worker.ControlTopicFor(topic)
-		kafkatest.CreateTopic(t, e.cl, control, 2, map[string]string{"cleanup.policy": "compact"})
+		kafkatest.CreateTopic(t, e.cl, control, 2, gate.CreateSettings())
 		code, stdout, stderr := e.run(t, "init", "--topic", topic)
 		opWantFailure(t, code, stderr, exitError, "1 problem(s) block cleanup")
 		if !strings.Contains(stdout, "BLOCK  control topic "+control+": has 2 partitions") ||
 			!strings.Contains(stdout, "hint: create a new one-partition control topic: kcleanup init --topic "+topic+" --control-topic <new name>") {
 			t.Errorf("stdout:\n%s", stdout)
+		}
+	})
+
+	// A control topic created without kcleanup, with cleanup.policy=compact only, inherits the
+	// broker's min.compaction.lag.ms=0: the log cleaner could erase an overwritten decision
+	// before a worker repairs it. init says so, with the fix, and the fix makes it pass; doctor
+	// reports the same finding.
+	t.Run("control topic with compact only", func(t *testing.T) {
+		topic, _ := e.dataTopic(t, 1, 10, opGoodDataConfigs())
+		control := worker.ControlTopicFor(topic)
+		kafkatest.CreateTopic(t, e.cl, control, 1, map[string]string{"cleanup.policy": "compact"})
+		for _, cmd := range []string{"init", "doctor"} {
+			args := []string{"-o", "json", cmd, "--topic", topic}
+			code, stdout, stderr := e.run(t, args...)
+			opWantFailure(t, code, stderr, exitError, "problem(s) block cleanup")
+			lag := opDecodeFindings(t, stdout).blocking("min.compaction.lag.ms is 0; it must be at least 86400000")
+			want := "kafka-configs --bootstrap-server " + e.bootstrap + " --alter --entity-type topics --entity-name " + control +
+				" --add-config min.compaction.lag.ms=604800000"
+			if len(lag) != 1 || lag[0].Hint != want {
+				t.Fatalf("%s findings: %s", cmd, stdout)
+			}
+		}
+		opRunHint(t, "kafka-configs --bootstrap-server "+e.bootstrap+" --alter --entity-type topics --entity-name "+control+
+			" --add-config min.compaction.lag.ms=604800000")
+		deadline := time.Now().Add(opTestTimeout)
+		for {
+			code, stdout, stderr := e.run(t, "init", "--topic", topic)
+			if code == exitOK {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("init after the fix: exit %d\n%s\n%s", code, stdout, stderr)
+			}
+			time.Sleep(100 * time.Millisecond)
 		}
 	})
 

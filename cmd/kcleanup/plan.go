@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/cockroachdb/errors"
@@ -38,7 +39,11 @@ The plan goes to --out, which must not exist yet (a plan file is never overwritt
 standard output. A live preview shows, per partition, the current log start, the log start after
 apply, how many offsets become deletable, and the committed boundary; with --out it is the
 command's output, otherwise it goes to standard error. The plan itself needs no cluster: when the
-cluster cannot be reached the plan is still written and the preview says it is unavailable.`,
+cluster cannot be reached the plan is still written and the preview says it is unavailable.
+
+Exit 0: the plan is written and apply would accept it now (or there is no preview: --no-preview,
+or the cluster could not be reached). Exit 1: no plan was written (a bad markers file, say), or
+the plan is written but the preview says apply would refuse it now, as apply would exit.`,
 		Example: `  kcleanup plan --markers chk-42/markers.json --recovery-point chk-42 --out chk-42.plan.json
   kcleanup plan --markers sub-0.json --markers sub-1.json --recovery-point sp-7 > sp-7.plan.json`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -98,25 +103,49 @@ func runPlan(ctx context.Context, g globalOptions, o planOptions, stdin io.Reade
 	} else {
 		pv, pvErr = previewPlan(ctx, g, plan)
 	}
-	if o.out == "" { // stdout holds the plan; the preview is a diagnostic
+	switch {
+	case o.out == "": // stdout holds the plan; the preview is a diagnostic
 		printPreview(stderr, plan, pv, pvErr)
-		return nil
-	}
-	if g.output == outputJSON {
+	case g.output == outputJSON:
 		rep := planReport{PlanID: plan.PlanID, Out: o.out, Plan: plan.Encode(), Preview: pv}
 		if pvErr != nil {
 			rep.PreviewError = pvErr.Error()
 		}
-		return writeJSON(stdout, rep)
+		if err := writeJSON(stdout, rep); err != nil {
+			return err
+		}
+	default:
+		printPreview(stdout, plan, pv, pvErr)
 	}
-	printPreview(stdout, plan, pv, pvErr)
-	return nil
+	return wouldRefuse(plan, o.out, pv)
+}
+
+// wouldRefuse is plan's verdict for scripts: exit 1, as apply's own refusal of the plan, when
+// the preview says apply would refuse the plan now (exit 3 is the recovery gate's). The plan is
+// written all the same: the cluster may change, and the operator may want it for the record. A
+// preview that could not be made says nothing about apply: exit 0.
+func wouldRefuse(plan events.Plan, out string, pv *previewDoc) error {
+	if pv == nil || pv.ApplyWouldRefuse == "" {
+		return nil
+	}
+	where := out
+	if where == "" {
+		where = "standard output"
+	}
+	err := errors.Newf("apply would refuse plan %s now (the plan was written to %s; the preview says why)", plan.PlanID, where)
+	for _, h := range pv.RefusalHints {
+		err = errors.WithHint(err, h)
+	}
+	return err
 }
 
 // buildPlanFromFiles reads every markers file and builds the plan. Every error names the file it
 // is about; a marker index in BuildPlan's errors counts markers across all files in order, so a
 // hint maps the indices back to files.
 func buildPlanFromFiles(files []string, recoveryPoint string, stdin io.Reader) (events.Plan, error) {
+	if err := stdinOnce("markers", files); err != nil {
+		return events.Plan{}, err
+	}
 	var markers []events.Marker
 	var origin []string // origin[i] is the file of markers[i]
 	for _, name := range files {
@@ -126,7 +155,7 @@ func buildPlanFromFiles(files []string, recoveryPoint string, stdin io.Reader) (
 		}
 		ms, err := events.ParseMarkers(data)
 		if err != nil {
-			return events.Plan{}, errors.WithHint(errors.Wrapf(err, "markers file %s", name),
+			return events.Plan{}, errors.WithHint(decodeError(err, "markers file", name, data),
 				"a markers file holds one marker object or a JSON array of them: "+
 					`{"schemaVersion":1,"topic":"T","topicId":"ID","offsets":{"0":100}}`)
 		}
@@ -165,19 +194,6 @@ func describeOrigin(origin []string) string {
 	return strings.Join(parts, ", ")
 }
 
-// readInput reads a file named on the command line; "-" is standard input.
-func readInput(name string, stdin io.Reader) ([]byte, error) {
-	if name == "-" {
-		data, err := io.ReadAll(stdin)
-		return data, errors.Wrap(err, "read standard input")
-	}
-	data, err := os.ReadFile(name)
-	if err != nil {
-		return nil, errors.WithHint(errors.Wrapf(err, "read %s", name), "check the file name and its permissions")
-	}
-	return data, nil
-}
-
 // writeNewFile creates path and writes data to it, failing if path exists: a plan that was
 // reviewed must never be replaced behind the reviewer's back. A partly written file is removed.
 func writeNewFile(path string, data []byte) error {
@@ -186,8 +202,13 @@ func writeNewFile(path string, data []byte) error {
 		return errors.WithHintf(errors.Newf("--out %s already exists; kcleanup never overwrites a plan file", path),
 			"choose another file name, or remove %s first if you are sure no one needs it", path)
 	}
+	if errors.Is(err, fs.ErrNotExist) {
+		return errors.WithHintf(errors.Wrapf(err, "create %s", path),
+			"the folder %s does not exist: create it first, or give --out a path in an existing folder", filepath.Dir(path))
+	}
 	if err != nil {
-		return errors.Wrapf(err, "create %s", path)
+		return errors.WithHintf(errors.Wrapf(err, "create %s", path),
+			"give --out a path where you may create files, or leave --out out to write the plan to standard output")
 	}
 	_, err = f.Write(data)
 	if err == nil {
@@ -245,14 +266,20 @@ func printPreview(w io.Writer, plan events.Plan, pv *previewDoc, pvErr error) {
 	}
 	fmt.Fprintf(w, "preview against the live cluster; control topic %s%s\n", pv.ControlTopic, note)
 	tw := newTable(w)
-	fmt.Fprintln(tw, "PARTITION\tPLAN OFFSET\tLOG START\tNEW LOG START\tDELETABLE\tHIGH WATERMARK\tBOUNDARY")
+	fmt.Fprintln(tw, "PARTITION\tPLAN OFFSET\tLOG START\tNEW LOG START\tDELETABLE\tHIGH WATERMARK\tBOUNDARY\tAPPLY")
 	for _, r := range pv.Partitions {
 		boundary := "none"
 		if r.Boundary != nil {
 			boundary = fmt.Sprint(*r.Boundary)
 		}
-		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%d\t%s\n",
-			r.Partition, r.PlanOffset, r.LogStart, r.NewLogStart, r.Deletable, r.HighWatermark, boundary)
+		// A refused partition keeps every record: no new log start, nothing deletable, and why.
+		newStart, deletable, verdict := fmt.Sprint(r.NewLogStart), fmt.Sprint(r.Deletable), "ok"
+		if r.Refused != "" {
+			newStart, deletable = "-", "-"
+			verdict = "refused: " + strings.TrimPrefix(r.Refused, fmt.Sprintf("partition %d: ", r.Partition))
+		}
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%s\t%s\t%d\t%s\t%s\n",
+			r.Partition, r.PlanOffset, r.LogStart, newStart, deletable, r.HighWatermark, boundary, verdict)
 	}
 	_ = tw.Flush()
 	fmt.Fprintln(w, "DELETABLE counts offsets; compaction may already have removed some of those records.")

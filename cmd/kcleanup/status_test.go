@@ -13,6 +13,7 @@ import (
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/projector"
 	"github.com/kcleanup/kcleanup/worker"
+	"github.com/kcleanup/kcleanup/worker/gate"
 	"github.com/kcleanup/kcleanup/worker/kafkatest"
 )
 
@@ -65,7 +66,7 @@ func newReadEnv(t *testing.T, applyC1 bool) *readEnv {
 // createControlTopic creates the control topic (deleted when the test ends).
 func (e *readEnv) createControlTopic(t *testing.T) {
 	t.Helper()
-	kafkatest.CreateTopic(t, e.cl, e.control, 1, map[string]string{"cleanup.policy": "compact"})
+	kafkatest.CreateTopic(t, e.cl, e.control, 1, gate.CreateSettings())
 }
 
 // apply runs the whole protocol for one plan through the worker library.
