@@ -228,6 +228,10 @@ func (c *Cluster) Apply(ctx context.Context, proj *Projection, plan events.Plan,
 			return out, err
 		}
 		o.say("check", "plan %s fits the live topic and the boundary", plan.PlanID)
+		// Before the point of no return: every ACL the rest of the protocol needs.
+		if err := c.CheckPermissions(ctx, ApplyPermissions(proj.Topic, plan.Topic, o.NoWait), o.Bootstrap); err != nil {
+			return out, err
+		}
 		if err := c.commit(ctx, proj, plan, op.State, o); err != nil {
 			return out, err
 		}
@@ -331,6 +335,10 @@ func (c *Cluster) Finish(ctx context.Context, proj *Projection, planID string, o
 	// Checked before DELETING too, so that a blocked operation retried by a
 	// worker does not append a DELETING on every attempt.
 	if err := c.recheck(ctx, plan, o); err != nil {
+		return out, err
+	}
+	// And every ACL the rest needs, so that a principal that cannot finish writes nothing.
+	if err := c.CheckPermissions(ctx, FinishPermissions(proj.Topic, plan.Topic), o.Bootstrap); err != nil {
 		return out, err
 	}
 	v, err := proj.Decide(ctx, envelope(events.Deleting, plan, o))

@@ -27,7 +27,8 @@ const (
 )
 
 // Names of the global (persistent) flags and their environment fallbacks. A subcommand must not
-// define a flag with one of these names or shorthands (-b, -o).
+// define a flag with one of these names or shorthands (-b, -o), except to reword one for itself
+// with the same meaning (worker's --control-topic).
 const (
 	flagBootstrap     = "bootstrap-server"
 	flagControlTopic  = "control-topic"

@@ -84,6 +84,11 @@ itself with SIGKILL at that step of an operation (see docs/deploy.md).`,
 		},
 	}
 	f := cmd.Flags()
+	// The global --control-topic, with words that fit a worker: it serves control topics and
+	// has no data topic to derive one from. A local flag of the same name shadows the global
+	// one in parsing and in --help; resolveGlobals reads it as the global one.
+	f.String(flagControlTopic, "", "control `topic` to serve (env "+envControlTopic+"); --control-topics for several")
+	allowBlank(f, flagControlTopic)
 	f.StringSlice(flagWorkerTopics, nil,
 		"control `topics` to serve, comma-separated or repeated; adds to --control-topic (env "+envWorkerTopics+")")
 	f.String(flagWorkerGroup, "",

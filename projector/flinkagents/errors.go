@@ -102,6 +102,8 @@ func (e *Error) Hint() string {
 		return "pass every marker of one recovery point of the action-state topic"
 	case ReasonEmpty:
 		return "a Flink Agents job with kafkaActionStateCleanupControlTopic refuses to recover from a control topic without a committed plan: apply a cleanup plan first, or remove the setting"
+	case ReasonTopicSettings:
+		return "the job refuses this control topic: give it one partition and cleanup.policy=compact (kafka-configs --alter --entity-type topics --add-config cleanup.policy=compact)"
 	case ReasonUnsupported:
 		return "kcleanup cannot read this record exactly as the job does; inspect it with kafka-console-consumer and have the writer fix it"
 	}
@@ -110,4 +112,24 @@ func (e *Error) Hint() string {
 
 func recordError(off int64, r Reason, planID, format string, args ...any) *Error {
 	return &Error{Reason: r, Offset: off, PlanID: planID, Detail: fmt.Sprintf(format, args...)}
+}
+
+// ReasonTopicSettings: the control topic is not what the job accepts: it
+// must exist with exactly one partition and cleanup.policy=compact exactly.
+// Class ErrJobFails.
+const ReasonTopicSettings Reason = "topic-settings"
+
+// CheckTopic is the job's check of the control topic itself
+// (ensureControlTopic in recovery mode): exactly partition 0, and
+// cleanup.policy exactly "compact" ("compact,delete" fails it too).
+func CheckTopic(topic string, partitions []int32, cleanupPolicy string) error {
+	if len(partitions) != 1 || partitions[0] != 0 {
+		return &Error{Reason: ReasonTopicSettings, Offset: -1,
+			Detail: fmt.Sprintf("Kafka cleanup control topic %s must have exactly one partition, but has %d", topic, len(partitions))}
+	}
+	if cleanupPolicy != "compact" {
+		return &Error{Reason: ReasonTopicSettings, Offset: -1,
+			Detail: fmt.Sprintf("Kafka cleanup control topic %s must use cleanup.policy=compact without delete retention, but has cleanup.policy=%s", topic, cleanupPolicy)}
+	}
+	return nil
 }

@@ -176,7 +176,7 @@ func (f *Fold) Boundary(topic, topicID string, partitions []int32) (events.Offse
 	if a, b, ok := incomparable(plans); ok {
 		return nil, &Error{Reason: ReasonIncomparable, Offset: f.ops[b.PlanID].First, PlanID: a.PlanID, Other: b.PlanID,
 			Detail: fmt.Sprintf("Cleanup control topic contains incomparable boundaries %s and %s: neither is at or above the other on every partition (%s vs %s)",
-				a.PlanID, b.PlanID, renderOffsets(a.Offsets), renderOffsets(b.Offsets))}
+				a.PlanID, b.PlanID, a.Offsets, b.Offsets)}
 	}
 	boundary := events.Offsets{}
 	for _, p := range plans {
@@ -296,16 +296,4 @@ func (f *Fold) Validate(markers []events.Marker) error {
 		}
 	}
 	return nil
-}
-
-// renderOffsets writes "0=40 1=30", as kcleanup shows offsets.
-func renderOffsets(o events.Offsets) string {
-	var b []byte
-	for i, p := range o.Partitions() {
-		if i > 0 {
-			b = append(b, ' ')
-		}
-		b = fmt.Appendf(b, "%d=%d", p, o[p])
-	}
-	return string(b)
 }

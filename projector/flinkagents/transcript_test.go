@@ -150,12 +150,12 @@ func (tr *transcript) run(t *testing.T, d *datadriven.TestData) string {
 	case "state":
 		var b strings.Builder
 		for _, op := range tr.f.Operations() {
-			fmt.Fprintf(&b, "%s %s offsets=%s rp=%s first=%d last=%d\n", op.Plan.PlanID, op.Status, renderOffsets(op.Plan.Offsets), quote(op.Plan.SourceRecoveryPoint), op.First, op.Last)
+			fmt.Fprintf(&b, "%s %s offsets=%s rp=%s first=%d last=%d\n", op.Plan.PlanID, op.Status, op.Plan.Offsets, quote(op.Plan.SourceRecoveryPoint), op.First, op.Last)
 		}
 		if bd, err := tr.f.Effective(); err != nil {
 			fmt.Fprintf(&b, "effective: error %s\n", describe(err))
 		} else {
-			fmt.Fprintf(&b, "effective: %s\n", renderOffsets(bd))
+			fmt.Fprintf(&b, "effective: %s\n", bd)
 		}
 		return tr.name(b.String())
 	case "entries":
