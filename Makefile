@@ -5,6 +5,11 @@ PKGS  := ./...
 KAFKA := cmd/kafkadev/kafka.sh
 # Integration tests read the broker address from here; `make test` fills it in.
 export KCLEANUP_TEST_BOOTSTRAP ?=
+# The pure packages (no Kafka client, no clock, no os): `make test` runs them
+# under the race detector; they need no broker. Every other package runs
+# against the broker.
+PURE  := $(shell $(GO) list $(patsubst %,./%/...,$(wildcard events fsm projector worker/protocol worker/gate)))
+OTHER := $(filter-out $(PURE),$(shell $(GO) list $(PKGS)))
 
 .PHONY: help build demo test test-unit lint fuzz bench bench-quick bench-go \
         kafka-up kafka-down kafka-cli docs clean
@@ -18,8 +23,9 @@ build: ## build bin/kcleanup
 demo: build ## walk the C0/C1 example end to end on an embedded broker
 	./bin/kcleanup demo
 
-test: ## all tests: unit, then integration against a real Kafka broker (started if needed)
-	$(KAFKA) test $(GO) test -count=1 $(PKGS)
+test: ## all tests: the pure packages under -race, then the rest against a real Kafka broker (started if needed)
+	$(GO) test -race -count=1 $(PURE)
+	$(KAFKA) test $(GO) test -count=1 $(OTHER)
 
 test-unit: ## tests that need no broker
 	$(GO) test -count=1 -short $(PKGS)

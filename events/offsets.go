@@ -1,6 +1,7 @@
 package events
 
 import (
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -8,12 +9,7 @@ import (
 
 // Partitions returns the partitions of o in ascending numeric order.
 func (o Offsets) Partitions() []int32 {
-	ps := make([]int32, 0, len(o))
-	for p := range o {
-		ps = append(ps, p)
-	}
-	slices.Sort(ps)
-	return ps
+	return slices.Sorted(maps.Keys(o))
 }
 
 // String renders o the one way people read offsets: "0=40 1=30", partitions
@@ -36,29 +32,10 @@ func (o Offsets) String() string {
 }
 
 // Clone returns a copy of o (nil for nil).
-func (o Offsets) Clone() Offsets {
-	if o == nil {
-		return nil
-	}
-	c := make(Offsets, len(o))
-	for p, off := range o {
-		c[p] = off
-	}
-	return c
-}
+func (o Offsets) Clone() Offsets { return maps.Clone(o) }
 
 // Equal reports whether o and other hold the same partitions and offsets.
-func (o Offsets) Equal(other Offsets) bool {
-	if len(o) != len(other) {
-		return false
-	}
-	for p, off := range o {
-		if v, ok := other[p]; !ok || v != off {
-			return false
-		}
-	}
-	return true
-}
+func (o Offsets) Equal(other Offsets) bool { return maps.Equal(o, other) }
 
 // validateOffsets checks offsets built in code: at least one partition, no
 // negative partition or offset.

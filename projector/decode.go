@@ -2,6 +2,7 @@ package projector
 
 import (
 	"strconv"
+	"sync"
 
 	"github.com/cockroachdb/errors"
 
@@ -50,4 +51,30 @@ func formatOffsets(o events.Offsets) string {
 		b = strconv.AppendInt(b, o[p], 10)
 	}
 	return string(b)
+}
+
+// DecodeAll decodes records on up to workers goroutines and returns them in
+// their order, for StepDecoded. Decoding is pure and most of a replay's cost;
+// the fold that follows stays on one goroutine, in offset order. The caller
+// picks workers (below 2: decode on the calling goroutine).
+func DecodeAll(recs []Record, workers int) []Decoded {
+	out := make([]Decoded, len(recs))
+	if workers < 2 || len(recs) < 2 {
+		for i, r := range recs {
+			out[i] = Decode(r)
+		}
+		return out
+	}
+	chunk := (len(recs) + workers - 1) / workers
+	var wg sync.WaitGroup
+	for lo := 0; lo < len(recs); lo += chunk {
+		hi := min(lo+chunk, len(recs))
+		wg.Go(func() {
+			for i := lo; i < hi; i++ {
+				out[i] = Decode(recs[i])
+			}
+		})
+	}
+	wg.Wait()
+	return out
 }

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"hash"
+	"maps"
 	"slices"
 	"strconv"
 	"time"
@@ -24,12 +25,7 @@ func (s *State) Digest() string {
 	d.line("next", strconv.FormatInt(s.next, 10))
 	d.line("degraded", strconv.FormatBool(s.degraded), strconv.Quote(s.degradedReason))
 	s.writeCore(h)
-	keys := make([]string, 0, len(s.overwritten))
-	for k := range s.overwritten {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(s.overwritten)) {
 		d.line("overwritten", strconv.Quote(k), strconv.FormatInt(s.overwritten[k].at, 10))
 	}
 	for _, o := range s.ops {

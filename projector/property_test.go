@@ -651,22 +651,32 @@ func compareProjections(full, c *State) string {
 	return ""
 }
 
-// StepDecoded(Decode(r)) is Step(r): a reader that decodes ahead of the fold,
-// on other goroutines, computes the same verdicts and the same state.
+// StepDecoded over DecodeAll is Step: a reader that decodes ahead of the
+// fold, on several goroutines (the replay's real decoder), computes the same
+// verdicts and the same state. Run with -race, it also checks that decoding
+// shares nothing.
 func TestPropertyStepDecodedIsStep(t *testing.T) {
 	for seed := uint64(1); seed <= 100; seed++ {
 		log := newGenerator(seed).run(40 + int(seed%80))
+		workers := 2 + int(seed%7)
+		decoded := DecodeAll(log, workers)
+		if len(decoded) != len(log) {
+			t.Fatalf("seed %d: DecodeAll on %d goroutines returned %d of %d records", seed, workers, len(decoded), len(log))
+		}
 		a, b := New(), New()
-		for _, r := range log {
-			va, vb := a.Step(r), b.StepDecoded(Decode(r))
+		for i, r := range log {
+			if decoded[i].Offset != r.Offset {
+				t.Fatalf("seed %d: DecodeAll put offset %d at position %d, want %d", seed, decoded[i].Offset, i, r.Offset)
+			}
+			va, vb := a.Step(r), b.StepDecoded(decoded[i])
 			if va != vb {
-				t.Fatalf("seed %d offset %d: Step %+v, StepDecoded %+v", seed, r.Offset, va, vb)
+				t.Fatalf("seed %d offset %d (%d goroutines): Step %+v, StepDecoded %+v", seed, r.Offset, workers, va, vb)
 			}
 		}
 		// Re-delivered records are out of order for both.
 		if len(log) > 0 {
 			r := log[0]
-			if va, vb := a.Step(r), b.StepDecoded(Decode(r)); va != vb || va.Reason != ReasonOutOfOrder {
+			if va, vb := a.Step(r), b.StepDecoded(DecodeAll(log[:1], workers)[0]); va != vb || va.Reason != ReasonOutOfOrder {
 				t.Fatalf("seed %d: re-delivery: Step %+v, StepDecoded %+v", seed, va, vb)
 			}
 		}

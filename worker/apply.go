@@ -157,13 +157,13 @@ func (c *Cluster) Preflight(ctx context.Context, proj *Projection, plan events.P
 			"has topic ID %s but the plan was made for ID %s: the topic was deleted and recreated", info.ID, plan.TopicID),
 			"make a new plan from recovery markers of the current topic"})
 	}
-	if got, want := info.Partitions, sortedPartitions(plan.Offsets); !slices.Equal(got, want) {
+	if got, want := info.Partitions, plan.Offsets.Partitions(); !slices.Equal(got, want) {
 		fs = append(fs, Finding{Block, subject, fmt.Sprintf(
 			"has partitions %v but the plan covers %v", got, want), "make a new plan from current recovery markers"})
 	}
 	fs = append(fs, Blocking(CheckDataTopic(info, o.Bootstrap))...)
 	boundary := proj.State.Boundary()
-	for _, p := range sortedPartitions(plan.Offsets) {
+	for _, p := range plan.Offsets.Partitions() {
 		off := plan.Offsets[p]
 		start, end := info.Start[p], info.End[p]
 		if _, ok := info.End[p]; ok && (off < start || off > end) {
@@ -178,15 +178,6 @@ func (c *Cluster) Preflight(ctx context.Context, proj *Projection, plan events.P
 		}
 	}
 	return findingsError(fs)
-}
-
-func sortedPartitions(o events.Offsets) []int32 {
-	ps := make([]int32, 0, len(o))
-	for p := range o {
-		ps = append(ps, p)
-	}
-	slices.Sort(ps)
-	return ps
 }
 
 func degraded(proj *Projection) error {
@@ -307,7 +298,7 @@ func (c *Cluster) commit(ctx context.Context, proj *Projection, plan events.Plan
 
 func (c *Cluster) superseded(proj *Projection, plan events.Plan) error {
 	boundary := proj.State.Boundary()
-	for _, p := range sortedPartitions(plan.Offsets) {
+	for _, p := range plan.Offsets.Partitions() {
 		if b := boundary[p]; plan.Offsets[p] < b {
 			winner := proj.State.BoundarySetBy(p)
 			return errors.WithHint(errors.Mark(errors.Newf(
@@ -403,7 +394,7 @@ func (c *Cluster) Finish(ctx context.Context, proj *Projection, planID string, o
 		return out, err
 	}
 	seen := events.Offsets{}
-	for _, p := range sortedPartitions(plan.Offsets) {
+	for _, p := range plan.Offsets.Partitions() {
 		if after[p] < plan.Offsets[p] {
 			return out, errors.Newf("verify %s-%d: log start is %d, below the plan's %d; will retry", plan.Topic, p, after[p], plan.Offsets[p])
 		}

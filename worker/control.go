@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"sync"
 	"time"
 
 	"github.com/cockroachdb/errors"
@@ -179,30 +178,14 @@ func (p *Projection) readTo(ctx context.Context, end int64) error {
 	return nil
 }
 
-// decodeAll decodes a batch of records on up to GOMAXPROCS goroutines,
-// keeping their order. Decoding is pure and most of a replay's cost; the
-// fold that follows stays on one goroutine, in offset order.
+// decodeAll decodes a batch of records on every core when it is large enough
+// to pay for the goroutines.
 func decodeAll(recs []projector.Record) []projector.Decoded {
-	out := make([]projector.Decoded, len(recs))
 	workers := runtime.GOMAXPROCS(0)
-	if workers < 2 || len(recs) < 256 {
-		for i, r := range recs {
-			out[i] = projector.Decode(r)
-		}
-		return out
+	if len(recs) < 256 {
+		workers = 1
 	}
-	chunk := (len(recs) + workers - 1) / workers
-	var wg sync.WaitGroup
-	for lo := 0; lo < len(recs); lo += chunk {
-		hi := min(lo+chunk, len(recs))
-		wg.Go(func() {
-			for i := lo; i < hi; i++ {
-				out[i] = projector.Decode(recs[i])
-			}
-		})
-	}
-	wg.Wait()
-	return out
+	return projector.DecodeAll(recs, workers)
 }
 
 // Actor names the writer of a control record: host/pid unless set.

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -98,12 +99,7 @@ func (d *Daemon) owned(topic string) *owner {
 func (d *Daemon) ownedTopics() []string {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	out := make([]string, 0, len(d.owners))
-	for t := range d.owners {
-		out = append(out, t)
-	}
-	slices.Sort(out)
-	return out
+	return slices.Sorted(maps.Keys(d.owners))
 }
 
 // runOwner is the loop of one owned control topic: read the log to its end,

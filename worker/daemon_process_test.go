@@ -379,24 +379,12 @@ func killedBySIGKILL(st *os.ProcessState) bool {
 	return ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL
 }
 
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for: %s", within, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // owner returns the one process that owns the control topic, waiting for
 // ownership to settle.
 func (s *scene) owner(ps ...*proc) *proc {
 	s.t.Helper()
 	var who *proc
-	eventually(s.t, 30*time.Second, "exactly one owner", func() bool {
+	kafkatest.Eventually(s.t, 30*time.Second, "exactly one owner", func() bool {
 		n := 0
 		for _, p := range ps {
 			if p.owns(s.ctl) {
@@ -439,9 +427,9 @@ func TestWorkerDiesAtEachStepAndASurvivorFinishes(t *testing.T) {
 				// The armed worker starts alone, so it owns the control topic;
 				// the others join later and the group keeps it there (sticky).
 				victim = s.startWorker("armed", worker.FailpointEnv+"="+step)
-				eventually(t, 30*time.Second, "the armed worker owns the control topic", func() bool { return victim.owns(s.ctl) })
+				kafkatest.Eventually(t, 30*time.Second, "the armed worker owns the control topic", func() bool { return victim.owns(s.ctl) })
 				survivors = []*proc{s.startWorker("w2"), s.startWorker("w3")}
-				eventually(t, 30*time.Second, "survivors ready", func() bool { return survivors[0].ready() && survivors[1].ready() })
+				kafkatest.Eventually(t, 30*time.Second, "survivors ready", func() bool { return survivors[0].ready() && survivors[1].ready() })
 				if who := s.owner(append(survivors, victim)...); who != victim {
 					t.Fatalf("ownership moved to %s before the test began", who.name)
 				}
@@ -530,16 +518,16 @@ func TestPausedOwnerDoesNoHarm(t *testing.T) {
 func pausedOwner(t *testing.T, step string) {
 	s := newScene(t)
 	a := s.startWorker("a", worker.FailpointEnv+"="+step+worker.FailpointStop)
-	eventually(t, 30*time.Second, "a owns the control topic", func() bool { return a.owns(s.ctl) })
+	kafkatest.Eventually(t, 30*time.Second, "a owns the control topic", func() bool { return a.owns(s.ctl) })
 	b, c := s.startWorker("b"), s.startWorker("c")
-	eventually(t, 30*time.Second, "b and c ready", func() bool { return b.ready() && c.ready() })
+	kafkatest.Eventually(t, 30*time.Second, "b and c ready", func() bool { return b.ready() && c.ready() })
 	if who := s.owner(a, b, c); who != a {
 		t.Fatalf("ownership moved to %s before the test began", who.name)
 	}
 
 	p1 := s.plan("C1", events.Offsets{0: 100, 1: 100})
 	s.commit(p1)
-	eventually(t, 30*time.Second, "a stops itself at "+step, func() bool { return stopped(a.cmd.Process.Pid) })
+	kafkatest.Eventually(t, 30*time.Second, "a stops itself at "+step, func() bool { return stopped(a.cmd.Process.Pid) })
 	pausedAt := time.Now()
 
 	// While a is frozen, a newer plan raises the boundary; b or c takes over
@@ -562,7 +550,7 @@ func pausedOwner(t *testing.T, step string) {
 			strings.HasPrefix(l.Msg, "operation attempt failed") || strings.HasPrefix(l.Msg, "operation blocked"))
 	})
 	a.waitLog(t, 30*time.Second, func(l logLine) bool { return l.Msg == "released control topic" })
-	eventually(t, 30*time.Second, "a no longer owns the control topic", func() bool { return !a.owns(s.ctl) })
+	kafkatest.Eventually(t, 30*time.Second, "a no longer owns the control topic", func() bool { return !a.owns(s.ctl) })
 	for _, l := range a.logLines() {
 		if l.Time.After(resumedAt) {
 			t.Logf("a after SIGCONT: %s %q step=%s err=%s", l.Level, l.Msg, l.Step, l.Err)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/fsm"
+	"github.com/kcleanup/kcleanup/worker/kafkatest"
 )
 
 // fakeGroupCluster is fakeCluster with a broker that accepts short group
@@ -108,18 +109,6 @@ func startDaemon(t *testing.T, c *Cluster, opts ...DaemonOption) *running {
 	return r
 }
 
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for: %s", within, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // setup creates a data topic with records and its control topic.
 func setup(t *testing.T, c *Cluster, topic string) (id, ctl string) {
 	t.Helper()
@@ -182,7 +171,7 @@ func TestDaemonFinishesACommittedOperation(t *testing.T) {
 	commit(t, c, ctl, plan)
 
 	r := startDaemon(t, c, fastOptions(t, ctl)...)
-	eventually(t, 20*time.Second, "plan APPLIED", func() bool { return stateOf(t, c, ctl, plan.PlanID) == fsm.Applied })
+	kafkatest.Eventually(t, 20*time.Second, "plan APPLIED", func() bool { return stateOf(t, c, ctl, plan.PlanID) == fsm.Applied })
 	start, err := c.StartOffsets(context.Background(), "action-state")
 	if err != nil {
 		t.Fatal(err)
@@ -200,7 +189,7 @@ func TestDaemonOwnershipMovesWhenTheOwnerLeaves(t *testing.T) {
 	id, ctl := setup(t, c, "action-state")
 	a := startDaemon(t, c, fastOptions(t, ctl)...)
 	b := startDaemon(t, c, fastOptions(t, ctl)...)
-	eventually(t, 20*time.Second, "exactly one owner", func() bool { n, _ := ownerCount(a, b); return n == 1 })
+	kafkatest.Eventually(t, 20*time.Second, "exactly one owner", func() bool { n, _ := ownerCount(a, b); return n == 1 })
 	_, first := ownerCount(a, b)
 	survivor := a
 	if first == a {
@@ -209,11 +198,11 @@ func TestDaemonOwnershipMovesWhenTheOwnerLeaves(t *testing.T) {
 	if err := first.stop(t); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	eventually(t, 20*time.Second, "the survivor owns the control topic", func() bool { return len(survivor.d.ownedTopics()) == 1 })
+	kafkatest.Eventually(t, 20*time.Second, "the survivor owns the control topic", func() bool { return len(survivor.d.ownedTopics()) == 1 })
 
 	plan := mustPlan(t, "C1", "action-state", id, events.Offsets{0: 100, 1: 100})
 	commit(t, c, ctl, plan)
-	eventually(t, 20*time.Second, "plan APPLIED by the survivor", func() bool { return stateOf(t, c, ctl, plan.PlanID) == fsm.Applied })
+	kafkatest.Eventually(t, 20*time.Second, "plan APPLIED by the survivor", func() bool { return stateOf(t, c, ctl, plan.PlanID) == fsm.Applied })
 	if got := survivor.d.metrics.takeovers; got != 1 {
 		t.Fatalf("survivor counted %d takeovers, want 1", got)
 	}
@@ -223,7 +212,7 @@ func TestDaemonShutdownLeavesTheGroup(t *testing.T) {
 	c := fakeGroupCluster(t)
 	_, ctl := setup(t, c, "action-state")
 	r := startDaemon(t, c, fastOptions(t, ctl)...)
-	eventually(t, 20*time.Second, "the daemon owns the control topic", func() bool { return len(r.d.ownedTopics()) == 1 })
+	kafkatest.Eventually(t, 20*time.Second, "the daemon owns the control topic", func() bool { return len(r.d.ownedTopics()) == 1 })
 	members := func() int {
 		gs, err := kadm.NewClient(c.Client()).DescribeGroups(context.Background(), r.d.Group())
 		if err != nil {
@@ -261,7 +250,7 @@ func TestDaemonBlocksAnOperationOnARecreatedTopic(t *testing.T) {
 	if _, err := c.adm.DeleteTopic(ctx, "action-state"); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "topic gone", func() bool {
+	kafkatest.Eventually(t, 10*time.Second, "topic gone", func() bool {
 		_, err := c.TopicMetadata(ctx, "action-state")
 		return errors.Is(err, ErrTopicNotFound)
 	})
@@ -279,7 +268,7 @@ func TestDaemonBlocksAnOperationOnARecreatedTopic(t *testing.T) {
 	srv := httptest.NewServer(r.d.Handler())
 	defer srv.Close()
 	var st TopicStatus
-	eventually(t, 20*time.Second, "the operation shows as blocked", func() bool {
+	kafkatest.Eventually(t, 20*time.Second, "the operation shows as blocked", func() bool {
 		st = TopicStatus{}
 		getJSON(t, srv.URL+"/v1/status?controlTopic="+ctl, &st)
 		return len(st.Blocked) == 1
@@ -326,14 +315,14 @@ func TestDaemonRetriesABlockedOperationAfterTheInterval(t *testing.T) {
 	setPolicy(t, c, "action-state", "compact")
 	opts := append(fastOptions(t, ctl), WithBlockedRetry(200*time.Millisecond))
 	r := startDaemon(t, c, opts...)
-	eventually(t, 20*time.Second, "blocked", func() bool {
+	kafkatest.Eventually(t, 20*time.Second, "blocked", func() bool {
 		o := r.d.owned(ctl)
 		return o != nil && len(o.blocked()) == 1
 	})
 	// The operator fixes the policy; the next retry finishes the operation.
 	setPolicy(t, c, "action-state", "compact,delete")
-	eventually(t, 20*time.Second, "plan APPLIED", func() bool { return stateOf(t, c, ctl, plan.PlanID) == fsm.Applied })
-	eventually(t, 5*time.Second, "blocked list empty", func() bool { return len(r.d.owned(ctl).blocked()) == 0 })
+	kafkatest.Eventually(t, 20*time.Second, "plan APPLIED", func() bool { return stateOf(t, c, ctl, plan.PlanID) == fsm.Applied })
+	kafkatest.Eventually(t, 5*time.Second, "blocked list empty", func() bool { return len(r.d.owned(ctl).blocked()) == 0 })
 }
 
 func setPolicy(t *testing.T, c *Cluster, topic, policy string) {

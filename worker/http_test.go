@@ -16,6 +16,7 @@ import (
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/fsm"
 	"github.com/kcleanup/kcleanup/projector"
+	"github.com/kcleanup/kcleanup/worker/kafkatest"
 )
 
 // answer is one HTTP response, body read.
@@ -73,8 +74,8 @@ func newAppliedFixture(t *testing.T, opts ...DaemonOption) appliedFixture {
 	r := startDaemon(t, c, append(fastOptions(t, ctl), opts...)...)
 	srv := httptest.NewServer(r.d.Handler())
 	t.Cleanup(srv.Close)
-	eventually(t, 20*time.Second, "plan APPLIED", func() bool { return stateOf(t, c, ctl, plan.PlanID) == fsm.Applied })
-	eventually(t, 20*time.Second, "ready", func() bool { return do(t, "GET", srv.URL+"/readyz", "").code == 200 })
+	kafkatest.Eventually(t, 20*time.Second, "plan APPLIED", func() bool { return stateOf(t, c, ctl, plan.PlanID) == fsm.Applied })
+	kafkatest.Eventually(t, 20*time.Second, "ready", func() bool { return do(t, "GET", srv.URL+"/readyz", "").code == 200 })
 	return appliedFixture{c: c, r: r, url: srv.URL, id: id, ctl: ctl, plan: plan, validate: srv.URL + "/v1/validate"}
 }
 
@@ -105,7 +106,7 @@ func TestHealthAndReadinessBeforeAndAfterTheFirstRead(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- d.Run(ctx) }()
-	eventually(t, 20*time.Second, "ready", func() bool { return do(t, "GET", srv.URL+"/readyz", "").code == 200 })
+	kafkatest.Eventually(t, 20*time.Second, "ready", func() bool { return do(t, "GET", srv.URL+"/readyz", "").code == 200 })
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("Run: %v", err)
@@ -121,7 +122,7 @@ func TestStatusServesTheStatusDocument(t *testing.T) {
 	var st TopicStatus
 	var a answer
 	// The view reads every poll interval: wait until it has seen APPLIED.
-	eventually(t, 20*time.Second, "status shows the operation APPLIED", func() bool {
+	kafkatest.Eventually(t, 20*time.Second, "status shows the operation APPLIED", func() bool {
 		a = do(t, "GET", f.url+"/v1/status?controlTopic="+f.ctl, "")
 		st = TopicStatus{}
 		a.decode(t, &st)
@@ -262,13 +263,13 @@ func TestValidateFailsClosedWhenTheBrokerIsGone(t *testing.T) {
 	r := startDaemon(t, c, append(fastOptions(t, ctl), WithReadTimeout(300*time.Millisecond), WithReadyWindow(time.Second))...)
 	srv := httptest.NewServer(r.d.Handler())
 	defer srv.Close()
-	eventually(t, 20*time.Second, "ready", func() bool { return do(t, "GET", srv.URL+"/readyz", "").code == 200 })
+	kafkatest.Eventually(t, 20*time.Second, "ready", func() bool { return do(t, "GET", srv.URL+"/readyz", "").code == 200 })
 	fk.Close()
 	a := do(t, "POST", srv.URL+"/v1/validate", marker("action-state", id, events.Offsets{0: 1, 1: 1}))
 	if a.code != 503 || !strings.Contains(a.body, validateNotCaughtUp) {
 		t.Fatalf("validate without a broker: %d %s", a.code, a.body)
 	}
-	eventually(t, 20*time.Second, "not ready", func() bool { return do(t, "GET", srv.URL+"/readyz", "").code == 503 })
+	kafkatest.Eventually(t, 20*time.Second, "not ready", func() bool { return do(t, "GET", srv.URL+"/readyz", "").code == 503 })
 }
 
 func TestValidatePicksTheControlTopicByBinding(t *testing.T) {
@@ -280,7 +281,7 @@ func TestValidatePicksTheControlTopicByBinding(t *testing.T) {
 	r := startDaemon(t, c, fastOptions(t, ctlA, ctlB)...)
 	srv := httptest.NewServer(r.d.Handler())
 	defer srv.Close()
-	eventually(t, 20*time.Second, "ready", func() bool { return do(t, "GET", srv.URL+"/readyz", "").code == 200 })
+	kafkatest.Eventually(t, 20*time.Second, "ready", func() bool { return do(t, "GET", srv.URL+"/readyz", "").code == 200 })
 
 	a := do(t, "POST", srv.URL+"/v1/validate", marker("b", idB, events.Offsets{0: 20, 1: 60}))
 	var res ValidateResult
@@ -293,7 +294,7 @@ func TestValidatePicksTheControlTopicByBinding(t *testing.T) {
 		t.Fatalf("markers no served control topic governs: %d %s", a.code, a.body)
 	}
 	// Both operations are finished: one replica owns both control topics.
-	eventually(t, 20*time.Second, "both APPLIED", func() bool {
+	kafkatest.Eventually(t, 20*time.Second, "both APPLIED", func() bool {
 		var ws WorkerStatus
 		do(t, "GET", srv.URL+"/v1/status", "").decode(t, &ws)
 		n := 0

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kcleanup/kcleanup/worker/kafkatest"
 )
 
 var (
@@ -61,7 +63,7 @@ func TestMetricsAfterAnOperation(t *testing.T) {
 	l := func(s string) string { return strings.ReplaceAll(s, "CTL", f.ctl) }
 	var samples map[string]float64
 	var types map[string]string
-	eventually(t, 20*time.Second, "metrics show the operation APPLIED", func() bool {
+	kafkatest.Eventually(t, 20*time.Second, "metrics show the operation APPLIED", func() bool {
 		samples, types = parseExposition(t, get(t, f.url+"/metrics"))
 		return samples[l(`kcleanup_operations{control_topic="CTL",state="APPLIED"}`)] == 1
 	})

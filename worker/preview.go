@@ -64,7 +64,7 @@ func (c *Cluster) Preview(ctx context.Context, controlTopic string, plan events.
 		return pv, err
 	}
 	boundary := proj.State.Boundary()
-	for _, p := range sortedPartitions(plan.Offsets) {
+	for _, p := range plan.Offsets.Partitions() {
 		end, ok := info.End[p]
 		if !ok {
 			continue // not a partition of the topic: Preflight says so

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/cockroachdb/errors"
+
+	"github.com/kcleanup/kcleanup/worker/kafkatest/repo"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -98,7 +100,7 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			cfg.only[b] = true
 		}
 	}
-	root, err := repoRoot()
+	root, err := repo.Root()
 	if err != nil {
 		return err
 	}
@@ -237,24 +239,6 @@ func (b *bencher) drop(ctx context.Context, topics ...string) error {
 		return nil
 	}
 	return deleteTopics(ctx, b.cl, topics...)
-}
-
-// repoRoot walks up from the working directory to the folder with go.mod.
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("kcbench runs inside the kcleanup repository (no go.mod found above the working directory)")
-		}
-		dir = parent
-	}
 }
 
 // gitCommit names the commit of the working tree, "+dirty" when it has

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
 	"strings"
 	"time"
@@ -70,6 +71,8 @@ func addGlobalFlags(root *cobra.Command) {
 		"output `format`: table or json (env "+envOutput+")")
 	f.String(flagTimeout, defaultTimeout.String(),
 		"how long to wait for the cluster, a Go `duration` such as 30s or 2m (env "+envTimeout+")")
+	allowBlank(f, flagControlTopic)  // "": the default, overriding the environment
+	allowBlank(f, flagCommandConfig) // "": no file, overriding the environment
 }
 
 // resolveGlobals reads the global flags of cmd (the command being run, which inherits the
@@ -97,8 +100,9 @@ func resolveGlobals(cmd *cobra.Command) (globalOptions, error) {
 	case outputTable, outputJSON:
 		g.output = f
 	default:
-		return globalOptions{}, usageError(errors.Newf(
-			"invalid %s %q: allowed values are %s and %s", src, raw, outputTable, outputJSON))
+		return globalOptions{}, usageError(errors.WithHintf(errors.Newf(
+			"invalid %s %q: allowed values are %s and %s", src, raw, outputTable, outputJSON),
+			"give -o %s for people or -o %s for programs", outputTable, outputJSON))
 	}
 
 	raw, src = lookupSetting(cmd, flagTimeout, envTimeout, defaultTimeout.String())
@@ -162,12 +166,26 @@ func (g globalOptions) kgoOpts() ([]kgo.Opt, error) {
 	}
 	sec, err := loadCommandConfig(g.commandConfig)
 	if err != nil {
-		return nil, err
+		return nil, commandConfigHint(err, g.commandConfig)
 	}
 	secOpts, err := sec.kgoOpts() // its errors name the file and line already
 	if err != nil {
-		return nil, err
+		return nil, commandConfigHint(err, g.commandConfig)
 	}
 	// Appended last: a client.id in the file overrides the default.
 	return append(opts, secOpts...), nil
+}
+
+// commandConfigHint gives an error about the --command-config file the operator's next step,
+// unless the error already carries one.
+func commandConfigHint(err error, path string) error {
+	if len(errors.GetAllHints(err)) > 0 {
+		return err
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		return errors.WithHintf(err, "no file %s: give the path of the Kafka client properties file "+
+			"(--command-config or %s), or neither for a cluster without TLS or SASL", path, envCommandConfig)
+	}
+	return errors.WithHintf(err, "fix %s: a Kafka client properties file as Kafka's own tools take it "+
+		"(security.protocol, sasl.*, ssl.*), the same file kafka-topics.sh --command-config reads", path)
 }

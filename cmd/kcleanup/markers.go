@@ -2,24 +2,28 @@ package main
 
 import (
 	"fmt"
-	"os"
+	"io"
 
 	"github.com/cockroachdb/errors"
 
 	"github.com/kcleanup/kcleanup/events"
 )
 
-// readMarkerFiles parses every markers file, in order. origins[i] names where markers[i] came
-// from ("file" or "file[2]"), for messages. An error names the file.
-func readMarkerFiles(files []string) (markers []events.Marker, origins []string, _ error) {
+// readMarkerFiles parses every markers file, in order ("-" is standard input, at most once).
+// origins[i] names where markers[i] came from ("file" or "file[2]"), for messages. An error
+// names the file.
+func readMarkerFiles(files []string, stdin io.Reader) (markers []events.Marker, origins []string, _ error) {
+	if err := stdinOnce("markers", files); err != nil {
+		return nil, nil, err
+	}
 	for _, f := range files {
-		data, err := os.ReadFile(f)
+		data, err := readInput(f, stdin)
 		if err != nil {
-			return nil, nil, errors.Wrapf(err, "read markers file")
+			return nil, nil, errors.Wrap(err, "read markers file")
 		}
 		ms, err := events.ParseMarkers(data)
 		if err != nil {
-			return nil, nil, errors.WithHint(errors.Wrapf(err, "markers file %s", f),
+			return nil, nil, errors.WithHint(decodeError(err, "markers file", f, data),
 				`a markers file holds one marker {"schemaVersion":1,"topic":…,"topicId":…,"offsets":{"0":100}} or a JSON array of them`)
 		}
 		for i, m := range ms {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/cockroachdb/errors"
@@ -117,6 +118,9 @@ func runPlan(ctx context.Context, g globalOptions, o planOptions, stdin io.Reade
 // is about; a marker index in BuildPlan's errors counts markers across all files in order, so a
 // hint maps the indices back to files.
 func buildPlanFromFiles(files []string, recoveryPoint string, stdin io.Reader) (events.Plan, error) {
+	if err := stdinOnce("markers", files); err != nil {
+		return events.Plan{}, err
+	}
 	var markers []events.Marker
 	var origin []string // origin[i] is the file of markers[i]
 	for _, name := range files {
@@ -126,7 +130,7 @@ func buildPlanFromFiles(files []string, recoveryPoint string, stdin io.Reader) (
 		}
 		ms, err := events.ParseMarkers(data)
 		if err != nil {
-			return events.Plan{}, errors.WithHint(errors.Wrapf(err, "markers file %s", name),
+			return events.Plan{}, errors.WithHint(decodeError(err, "markers file", name, data),
 				"a markers file holds one marker object or a JSON array of them: "+
 					`{"schemaVersion":1,"topic":"T","topicId":"ID","offsets":{"0":100}}`)
 		}
@@ -165,19 +169,6 @@ func describeOrigin(origin []string) string {
 	return strings.Join(parts, ", ")
 }
 
-// readInput reads a file named on the command line; "-" is standard input.
-func readInput(name string, stdin io.Reader) ([]byte, error) {
-	if name == "-" {
-		data, err := io.ReadAll(stdin)
-		return data, errors.Wrap(err, "read standard input")
-	}
-	data, err := os.ReadFile(name)
-	if err != nil {
-		return nil, errors.WithHint(errors.Wrapf(err, "read %s", name), "check the file name and its permissions")
-	}
-	return data, nil
-}
-
 // writeNewFile creates path and writes data to it, failing if path exists: a plan that was
 // reviewed must never be replaced behind the reviewer's back. A partly written file is removed.
 func writeNewFile(path string, data []byte) error {
@@ -186,8 +177,13 @@ func writeNewFile(path string, data []byte) error {
 		return errors.WithHintf(errors.Newf("--out %s already exists; kcleanup never overwrites a plan file", path),
 			"choose another file name, or remove %s first if you are sure no one needs it", path)
 	}
+	if errors.Is(err, fs.ErrNotExist) {
+		return errors.WithHintf(errors.Wrapf(err, "create %s", path),
+			"the folder %s does not exist: create it first, or give --out a path in an existing folder", filepath.Dir(path))
+	}
 	if err != nil {
-		return errors.Wrapf(err, "create %s", path)
+		return errors.WithHintf(errors.Wrapf(err, "create %s", path),
+			"give --out a path where you may create files, or leave --out out to write the plan to standard output")
 	}
 	_, err = f.Write(data)
 	if err == nil {

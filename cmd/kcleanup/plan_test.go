@@ -157,7 +157,8 @@ func TestPlanErrorsNameTheFile(t *testing.T) {
 		fragments []string
 	}{
 		{"broken JSON", []string{"--markers", good, "--markers", broken}, exitError,
-			[]string{"markers file " + broken + ": invalid marker", "Hint: a markers file holds one marker object or a JSON array"}},
+			[]string{"markers file " + broken + ": the file ends early (truncated?) at byte 41: invalid marker",
+				"Hint: the file was cut short", "Hint: a markers file holds one marker object or a JSON array"}},
 		{"negative offset", []string{"--markers", negative}, exitError, []string{"markers file " + negative, "offsets"}},
 		{"empty array", []string{"--markers", empty}, exitError, []string{"markers file " + empty, "the array is empty"}},
 		{"missing file", []string{"--markers", good, "--markers", missing}, exitError, []string{"read " + missing, "no such file"}},
@@ -165,8 +166,15 @@ func TestPlanErrorsNameTheFile(t *testing.T) {
 			[]string{"markers file " + other + ": cannot build a plan: marker 1 names topic \"other-topic\""}},
 		{"two topics across files", []string{"--markers", good, "--markers", other}, exitError,
 			[]string{"marker 2 names topic \"other-topic\"", "Hint: markers are numbered from 0 across all files: 0 from " + good + ", 1-2 from " + other}},
-		{"blank recovery point", []string{"--markers", good, "--recovery-point", " "}, exitError, []string{"recovery point"}},
-		{"no --recovery-point", []string{"--markers", good, "--recovery-point="}, exitError, []string{"recovery point"}},
+		// A blank flag is a mistake in the command line (an unset shell variable, say): exit 2.
+		{"blank recovery point", []string{"--markers", good, "--recovery-point", " "}, exitUsage,
+			[]string{"Error: --recovery-point is given but blank", "Hint: --recovery-point NAME: name of the recovery point, e.g. the checkpoint ID (required); give it a value ("}},
+		{"empty --recovery-point", []string{"--markers", good, "--recovery-point="}, exitUsage,
+			[]string{"Error: --recovery-point is given but blank", "Hint:"}},
+		{"blank --markers", []string{"--markers", ""}, exitUsage, []string{"Error: --markers is given but blank", "Hint:"}},
+		{"blank --out", []string{"--markers", good, "--out", ""}, exitUsage, []string{"Error: --out is given but blank", "Hint:"}},
+		{"stdin twice", []string{"--markers", "-", "--markers", "-"}, exitUsage,
+			[]string{"Error: --markers - is given 2 times: standard input can be read only once", "Hint: give --markers - once"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := append([]string{"plan", "--no-preview"}, tc.args...)

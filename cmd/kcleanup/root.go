@@ -6,6 +6,7 @@ import (
 
 	"github.com/cockroachdb/errors"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // newRootCmd builds the whole command tree. Every subcommand is registered here, one builder per
@@ -92,6 +93,9 @@ func installPreflight(cmd *cobra.Command, g *globalOptions) {
 		if err := c.ValidateFlagGroups(); err != nil {
 			return usageError(errors.WithHint(err, helpHint(c)))
 		}
+		if err := blankFlag(c); err != nil {
+			return err
+		}
 		resolved, err := resolveGlobals(c)
 		if err != nil {
 			return err
@@ -123,6 +127,60 @@ func missingSubcommand(c *cobra.Command, _ []string) error {
 	c.SetOut(c.ErrOrStderr())
 	_ = c.Usage()
 	return usageError(errors.Newf("missing command for %q", c.CommandPath()))
+}
+
+// annotationBlankAllowed marks a flag whose blank value means something (--http-addr "" turns
+// the HTTP API off; --control-topic "" and --command-config "" override the environment with
+// "none"). Every other flag given explicitly with a blank value is a usage error: an unset shell
+// variable (--plan "$ID") must not silently turn into "every plan" or "no recovery point".
+const annotationBlankAllowed = "kcleanup-blank-allowed"
+
+// allowBlank marks flag name of fs with annotationBlankAllowed.
+func allowBlank(fs *pflag.FlagSet, name string) {
+	_ = fs.SetAnnotation(name, annotationBlankAllowed, []string{"true"})
+}
+
+// blankFlag returns a usage error for the first flag of c given on the command line with a
+// blank value (or, for a list flag, a blank item), unless the flag allows it.
+func blankFlag(c *cobra.Command) error {
+	var blank *pflag.Flag
+	c.Flags().Visit(func(f *pflag.Flag) { // only the flags given on the command line
+		if blank != nil || f.Annotations[annotationBlankAllowed] != nil {
+			return
+		}
+		var values []string
+		switch v := f.Value.(type) {
+		case pflag.SliceValue:
+			if values = v.GetSlice(); len(values) == 0 {
+				values = []string{""}
+			}
+		default:
+			if f.Value.Type() != "string" {
+				return
+			}
+			values = []string{f.Value.String()}
+		}
+		for _, s := range values {
+			if strings.TrimSpace(s) == "" {
+				blank = f
+				return
+			}
+		}
+	})
+	if blank == nil {
+		return nil
+	}
+	name, usage := pflag.UnquoteUsage(blank)
+	what := "--" + blank.Name
+	if name != "" {
+		what += " " + strings.ToUpper(name)
+	}
+	next := "give it a value or leave it out"
+	if blank.Annotations[cobra.BashCompOneRequiredFlag] != nil {
+		next = "give it a value"
+	}
+	return usageError(errors.WithHintf(errors.Newf("--%s is given but blank", blank.Name),
+		"%s: %s; %s (%s)", what, usage, next, helpHint(c)))
 }
 
 func helpHint(c *cobra.Command) string {

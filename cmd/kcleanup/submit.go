@@ -93,7 +93,7 @@ func readPlanFile(path string, stdin io.Reader) (events.Plan, error) {
 	}
 	plan, err := events.ParsePlan(data)
 	if err != nil {
-		return events.Plan{}, errors.Wrapf(err, "plan file %s", path) // ParsePlan's hints say what to do
+		return events.Plan{}, decodeError(err, "plan file", path, data) // ParsePlan's hints say what to do
 	}
 	return plan, nil
 }

@@ -53,7 +53,7 @@ never approve a recovery point. Create it with 'kcleanup init' before cleanup ev
 		Example: `  kcleanup validate --markers chk-42/action-state-markers.json
   kcleanup validate --markers subtask-0.json --markers subtask-1.json -o json`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			markers, origins, err := readMarkerFiles(files)
+			markers, origins, err := readMarkerFiles(files, cmd.InOrStdin())
 			if err != nil {
 				return err
 			}

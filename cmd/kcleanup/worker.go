@@ -88,6 +88,7 @@ itself with SIGKILL at that step of an operation (see docs/deploy.md).`,
 		"consumer `group` of the fleet (env "+envWorkerGroup+"; default kcleanup-worker.<first control topic>)")
 	f.String(flagWorkerHTTPAddr, defaultHTTPAddr,
 		"`host:port` of the HTTP API, probes and metrics; empty disables it (env "+envWorkerHTTPAddr+")")
+	allowBlank(f, flagWorkerHTTPAddr)
 	f.String(flagWorkerLogFormat, "text", "log `format` on stderr: text or json (env "+envWorkerLogFormat+")")
 	f.String(flagWorkerLogLevel, "info", "log `level`: debug, info, warn or error (env "+envWorkerLogLevel+")")
 	f.Duration(flagWorkerSession, worker.DefaultSessionTimeout,

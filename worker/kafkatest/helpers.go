@@ -186,3 +186,16 @@ func uncachedTopic(ctx context.Context, cl *kgo.Client, topic string) (kmsg.Meta
 func TopicIDText(id [16]byte) string {
 	return base64.RawURLEncoding.EncodeToString(id[:])
 }
+
+// Eventually polls cond until it holds, failing the test with what it waited
+// for once within has passed. It is the one way tests wait for a state.
+func Eventually(t testing.TB, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for: %s", within, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

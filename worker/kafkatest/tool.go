@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cockroachdb/errors"
+	"github.com/kcleanup/kcleanup/worker/kafkatest/repo"
 )
 
 // RunTool runs one of Kafka's own command-line tools (cmd/kafkadev/kafka.sh cli TOOL ARGS...)
@@ -20,7 +20,7 @@ import (
 func RunTool(t testing.TB, tool string, args ...string) string {
 	t.Helper()
 	addr := Bootstrap(t)
-	root, err := repoRoot()
+	root, err := repo.Root()
 	if err != nil {
 		t.Fatalf("kafkatest: %v", err)
 	}
@@ -34,23 +34,4 @@ func RunTool(t testing.TB, tool string, args ...string) string {
 		t.Fatalf("kafkatest: %s %s: %v\nstdout:\n%s\nstderr:\n%s", tool, strings.Join(args, " "), err, stdout.String(), stderr.String())
 	}
 	return stdout.String()
-}
-
-// repoRoot walks up from the working directory (a test runs in its package's folder) to the
-// folder that holds go.mod.
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no go.mod in the working directory or above it")
-		}
-		dir = parent
-	}
 }
