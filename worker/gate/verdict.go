@@ -97,6 +97,20 @@ type Verdict struct {
 	// Notes say what an allowed verdict rests on when it is less than a
 	// committed boundary (no control topic, an empty one).
 	Notes []string `json:"notes"`
+	// Checked lists, when allowed, what was checked per partition.
+	Checked []Checked `json:"checked"`
+}
+
+// Checked is one partition of an allowed verdict: the lowest offset any
+// marker needs, the committed boundary (absent when none) and the live range
+// it is inside.
+type Checked struct {
+	Partition     int32  `json:"partition"`
+	Lowest        int64  `json:"lowest"`
+	Boundary      *int64 `json:"boundary,omitempty"`
+	PlanID        string `json:"planId,omitempty"`
+	LogStart      int64  `json:"logStart"`
+	HighWatermark int64  `json:"highWatermark"`
 }
 
 // Refusal is one reason the recovery point is not allowed.
@@ -178,7 +192,33 @@ func Decide(f Facts) Verdict {
 	}
 	d.physical()
 	d.failClosed(st)
-	return d.finish()
+	v := d.finish()
+	if v.Allowed {
+		v.Checked = d.checked(st)
+	}
+	return v
+}
+
+// checked is what an allowed verdict rests on, per partition of the topic.
+func (d *decision) checked(st *projector.State) []Checked {
+	out := []Checked{}
+	var boundary events.Offsets
+	if st != nil {
+		boundary = st.Boundary()
+	}
+	for _, p := range d.f.Data.Partitions {
+		c := Checked{Partition: p, Lowest: -1, LogStart: d.f.Data.Start[p], HighWatermark: d.f.Data.End[p]}
+		for _, m := range d.f.Markers {
+			if off, ok := m.Offsets[p]; ok && (c.Lowest < 0 || off < c.Lowest) {
+				c.Lowest = off
+			}
+		}
+		if b, ok := boundary[p]; ok {
+			c.Boundary, c.PlanID = ptr(b), st.BoundarySetBy(p)
+		}
+		out = append(out, c)
+	}
+	return out
 }
 
 type decision struct {
@@ -433,6 +473,7 @@ func (d *decision) finish() Verdict {
 	v.Refusals = nonNilRefusals(v.Refusals)
 	v.Hints = []string{}
 	v.Notes = []string{}
+	v.Checked = []Checked{}
 	if len(v.Refusals) == 0 {
 		v.Allowed, v.Class = true, Allowed
 		v.Notes = append(v.Notes, d.notes...)

@@ -113,7 +113,8 @@ func TestDecideTheSeedExample(t *testing.T) {
 
 	v := Decide(facts(l, events.Offsets{0: 150, 1: 120}))
 	want(t, v, Allowed, nil)
-	if *v.ReadTo != 2 || len(v.Notes) != 0 {
+	if *v.ReadTo != 2 || len(v.Notes) != 0 || len(v.Checked) != 2 || *v.Checked[1].Boundary != 120 || v.Checked[1].Lowest != 120 ||
+		v.Checked[1].PlanID != c1.PlanID || v.Checked[1].HighWatermark != 200 {
 		t.Fatalf("allowed verdict %+v", v)
 	}
 
