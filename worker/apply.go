@@ -164,17 +164,8 @@ func (c *Cluster) Preflight(ctx context.Context, proj *Projection, plan events.P
 	fs = append(fs, Blocking(CheckDataTopic(info, o.Bootstrap))...)
 	boundary := proj.State.Boundary()
 	for _, p := range plan.Offsets.Partitions() {
-		off := plan.Offsets[p]
-		start, end := info.Start[p], info.End[p]
-		if _, ok := info.End[p]; ok && (off < start || off > end) {
-			fs = append(fs, Finding{Block, subject, fmt.Sprintf(
-				"partition %d: plan offset %d is outside the available range [%d, %d] (log start, high watermark)", p, off, start, end),
-				"plan from a recovery point whose offsets are still in the topic"})
-		}
-		if b, ok := boundary[p]; ok && off < b {
-			fs = append(fs, Finding{Block, subject, fmt.Sprintf(
-				"partition %d: plan offset %d is below the committed boundary %d (set by plan %s); boundaries never move back",
-				p, off, b, proj.State.BoundarySetBy(p)), "plan from a newer recovery point"})
+		if msg, hint := partitionRefusal(p, plan.Offsets[p], info, boundary, proj.State.BoundarySetBy); msg != "" {
+			fs = append(fs, Finding{Block, subject, msg, hint})
 		}
 	}
 	return findingsError(fs)
@@ -237,6 +228,10 @@ func (c *Cluster) Apply(ctx context.Context, proj *Projection, plan events.Plan,
 			return out, err
 		}
 		o.say("check", "plan %s fits the live topic and the boundary", plan.PlanID)
+		// Before the point of no return: every ACL the rest of the protocol needs.
+		if err := c.CheckPermissions(ctx, ApplyPermissions(proj.Topic, plan.Topic, o.NoWait), o.Bootstrap); err != nil {
+			return out, err
+		}
 		if err := c.commit(ctx, proj, plan, op.State, o); err != nil {
 			return out, err
 		}
@@ -340,6 +335,10 @@ func (c *Cluster) Finish(ctx context.Context, proj *Projection, planID string, o
 	// Checked before DELETING too, so that a blocked operation retried by a
 	// worker does not append a DELETING on every attempt.
 	if err := c.recheck(ctx, plan, o); err != nil {
+		return out, err
+	}
+	// And every ACL the rest needs, so that a principal that cannot finish writes nothing.
+	if err := c.CheckPermissions(ctx, FinishPermissions(proj.Topic, plan.Topic), o.Bootstrap); err != nil {
 		return out, err
 	}
 	v, err := proj.Decide(ctx, envelope(events.Deleting, plan, o))

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/cockroachdb/errors"
 
@@ -17,13 +18,17 @@ type PartitionPreview struct {
 	// LogStart and HighWatermark are the partition's offsets now.
 	LogStart      int64 `json:"logStart"`
 	HighWatermark int64 `json:"highWatermark"`
-	// NewLogStart is max(LogStart, PlanOffset): DeleteRecords never moves a
-	// log start back.
+	// NewLogStart is the log start after apply: max(LogStart, PlanOffset),
+	// since DeleteRecords never moves a log start back; LogStart when apply
+	// refuses the partition (Refused), since then nothing is deleted.
 	NewLogStart int64 `json:"newLogStart"`
 	// Deletable counts the offsets in [LogStart, NewLogStart): an upper
 	// bound on the records that become deletable, since compaction may have
-	// removed some of them already.
+	// removed some of them already. 0 when the partition is refused.
 	Deletable int64 `json:"deletable"`
+	// Refused says why apply refuses this partition now ("" when it would
+	// not): the same sentence Preflight gives for it.
+	Refused string `json:"refused,omitempty"`
 	// Boundary is the committed boundary of the partition; nil when nothing
 	// was ever committed for it.
 	Boundary      *int64 `json:"boundary"`
@@ -73,6 +78,10 @@ func (c *Cluster) Preview(ctx context.Context, controlTopic string, plan events.
 			Partition: p, PlanOffset: plan.Offsets[p],
 			LogStart: info.Start[p], HighWatermark: end,
 			NewLogStart: max(info.Start[p], plan.Offsets[p]),
+		}
+		row.Refused, _ = partitionRefusal(p, plan.Offsets[p], info, boundary, proj.State.BoundarySetBy)
+		if row.Refused != "" {
+			row.NewLogStart = row.LogStart // a refused partition keeps every record
 		}
 		row.Deletable = row.NewLogStart - row.LogStart
 		if b, ok := boundary[p]; ok {
@@ -130,4 +139,24 @@ func (c *Cluster) projectIfExists(ctx context.Context, controlTopic string) (*Pr
 // closed.
 func (c *Cluster) emptyProjection(controlTopic string) *Projection {
 	return &Projection{Topic: controlTopic, State: projector.New(), cluster: c}
+}
+
+// partitionRefusal is why apply refuses partition p of a plan with offset
+// off, and the operator's next step; "" when nothing does. It gives one
+// reason per partition, the decisive one: a boundary never moves back, so an
+// offset below the committed boundary can never be applied, whatever the log
+// start and the high watermark; otherwise an offset outside [log start, high
+// watermark] cannot be (above it, it was never written; below, the records
+// are gone). A partition the topic does not have is Preflight's to report.
+func partitionRefusal(p int32, off int64, info TopicInfo, boundary events.Offsets, setBy func(int32) string) (msg, hint string) {
+	if b, ok := boundary[p]; ok && off < b {
+		return fmt.Sprintf("partition %d: plan offset %d is below the committed boundary %d (set by plan %s); boundaries never move back",
+			p, off, b, setBy(p)), "plan from a newer recovery point"
+	}
+	start := info.Start[p]
+	if end, ok := info.End[p]; ok && (off < start || off > end) {
+		return fmt.Sprintf("partition %d: plan offset %d is outside the available range [%d, %d] (log start, high watermark)",
+			p, off, start, end), "plan from a recovery point whose offsets are still in the topic"
+	}
+	return "", ""
 }

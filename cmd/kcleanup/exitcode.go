@@ -35,7 +35,7 @@ const exitCodesHelp = `Exit codes:
 // message of the marked error is unchanged and the mark survives any later wrapping.
 // Their messages must stay unique: cockroachdb/errors compares sentinels by message.
 var (
-	errUsage   = errors.New("kcleanup: usage error (exit 2)")
+	errUsage      = errors.New("kcleanup: usage error (exit 2)")
 	errRefused    = errors.New("kcleanup: refused by validation (exit 3)")
 	errCannotTell = errors.New("kcleanup: the recovery gate cannot tell (exit 4)")
 )
