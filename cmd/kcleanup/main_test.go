@@ -117,7 +117,8 @@ func TestHelpListsExitCodes(t *testing.T) {
 		"0  success",
 		"1  error",
 		"2  usage",
-		"3  refused by validation",
+		"3  refused: restoring is proved unsafe",
+		"4  cannot tell",
 		"--bootstrap-server", "--control-topic", "--command-config", "--output", "--timeout",
 		envBootstrap, envControlTopic, envCommandConfig, envOutput, envTimeout,
 	} {

@@ -21,6 +21,7 @@ func newRootCmd() *cobra.Command {
 		newPlanCmd(g),
 		newSubmitCmd(g),
 		newApplyCmd(g),
+		newAdoptCmd(g),
 		newStatusCmd(g),
 		newHistoryCmd(g),
 		newValidateCmd(g),
