@@ -5,8 +5,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/cockroachdb/errors"
-
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/fsm"
 	"github.com/kcleanup/kcleanup/projector"
@@ -206,17 +204,4 @@ func (s *snapshot) caughtUp(window time.Duration) (bool, string) {
 		return false, why
 	}
 	return true, ""
-}
-
-// prove reads to the end, so that a verdict rests on a projection that has
-// just proved it is caught up, and fails when the projection is degraded.
-// The caller holds lock.
-func (v *view) prove(ctx context.Context) error {
-	if v.proj == nil {
-		return errors.Mark(errors.Newf("control topic %q is not being read", v.topic), ErrNotCaughtUp)
-	}
-	if err := v.refresh(ctx); err != nil {
-		return err
-	}
-	return degraded(v.proj)
 }
