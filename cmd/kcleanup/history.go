@@ -92,11 +92,11 @@ type verdictEntry struct {
 	Key    string `json:"key"`
 	// KeyBytes is the length of a key cut to 1024 bytes (absent when whole).
 	KeyBytes int               `json:"keyBytes,omitempty"`
-	Event   events.Event      `json:"event,omitempty"`
-	PlanID  string            `json:"planId,omitempty"`
-	Verdict projector.Outcome `json:"verdict"`
-	Reason  projector.Reason  `json:"reason,omitempty"`
-	Detail  string            `json:"detail"`
+	Event    events.Event      `json:"event,omitempty"`
+	PlanID   string            `json:"planId,omitempty"`
+	Verdict  projector.Outcome `json:"verdict"`
+	Reason   projector.Reason  `json:"reason,omitempty"`
+	Detail   string            `json:"detail"`
 	// DetailBytes is the length of a detail cut to 1024 bytes (absent when whole).
 	DetailBytes int `json:"detailBytes,omitempty"`
 	// At is the record's "at" (or, for a value that could not be decoded, its Kafka
