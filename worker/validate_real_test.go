@@ -177,9 +177,10 @@ func TestValidateOnAWorkerOfTheRealBroker(t *testing.T) {
 		})
 		var code int
 		var v gate.Verdict
-		kafkatest.Eventually(t, realTimeout, "refused", func() bool {
+		// Until the broker's metadata shows the new incarnation, the topic is missing (409 too).
+		kafkatest.Eventually(t, realTimeout, "the new incarnation seen", func() bool {
 			code, v = post(t, srv.URL, recreated, recreated.id, events.Offsets{0: 150, 1: 120})
-			return code == 409
+			return code == 409 && v.Reason != gate.DataTopicMissing
 		})
 		wantVerdict(t, code, v, 409, gate.TopicRecreated, "the recovery point is from topic ID "+recreated.id+" but the topic now has ID ")
 	})
