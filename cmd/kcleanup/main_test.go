@@ -134,7 +134,7 @@ func TestMissingCommandPrintsUsageToStderr(t *testing.T) {
 	if code != exitUsage || stdout != "" {
 		t.Fatalf("code %d stdout %q", code, stdout)
 	}
-	if !strings.Contains(stderr, "Available Commands:") || !strings.HasSuffix(stderr, "Error: missing command for \"kcleanup\"\n") {
+	if !strings.Contains(stderr, "Available Commands:") || !strings.Contains(stderr, "Error: missing command for \"kcleanup\"\nHint: ") {
 		t.Fatalf("stderr:\n%s", stderr)
 	}
 }
