@@ -82,6 +82,9 @@ type Projection struct {
 
 	reader  *kgo.Client
 	cluster *Cluster
+	// formats counts the records read by the format their key is in
+	// (formats.go): a control topic in Flink Agents' format is read only.
+	formats formatCount
 	// onVerdict, when set, sees every verdict the fold returns.
 	onVerdict func(projector.Verdict)
 }
@@ -170,6 +173,7 @@ func (p *Projection) readTo(ctx context.Context, end int64) error {
 		})
 		for _, d := range decodeAll(batch) {
 			v := p.State.StepDecoded(d)
+			p.formats.count(d, v)
 			if p.onVerdict != nil {
 				p.onVerdict(v)
 			}
@@ -211,6 +215,9 @@ func (c *Cluster) Append(ctx context.Context, controlTopic string, env events.En
 // it, then returns the log's verdict on it: a writer learns whether its
 // transition was accepted only by reading it back (DESIGN §5).
 func (p *Projection) Decide(ctx context.Context, env events.Envelope) (projector.Verdict, error) {
+	if err := p.writable(); err != nil {
+		return projector.Verdict{}, err
+	}
 	off, err := p.cluster.Append(ctx, p.Topic, env)
 	if err != nil {
 		return projector.Verdict{}, err
@@ -251,6 +258,9 @@ const RetractionGrace = time.Minute
 // another order than the full log did. Then it reads its own writes back,
 // so that a second call does not write them again.
 func (p *Projection) Repair(ctx context.Context) error {
+	if err := p.writable(); err != nil {
+		return err
+	}
 	var recs []*kgo.Record
 	for _, r := range p.State.Repairs() {
 		recs = append(recs, &kgo.Record{Topic: p.Topic, Partition: 0, Key: r.Key, Value: r.Value})
