@@ -15,6 +15,7 @@ import (
 
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/projector"
+	"github.com/kcleanup/kcleanup/projector/flinkagents"
 	"github.com/kcleanup/kcleanup/worker/gate"
 )
 
@@ -87,6 +88,9 @@ type Projection struct {
 	// formats counts the records read by the format their key is in
 	// (formats.go): a control topic in Flink Agents' format is read only.
 	formats formatCount
+	// flink folds the records by Flink Agents' rules while none of them is
+	// kcleanup's (formats.go); nil once one is.
+	flink *flinkagents.Fold
 	// foreign lists the rejected records that looked like another tool's
 	// control format (gate.Foreign) as they were read: the fold keeps no
 	// raw values, and the gate must name what it found.
@@ -131,7 +135,7 @@ func (c *Cluster) OpenProjection(controlTopic string) (*Projection, error) {
 const maxForeign = 10000
 
 func (p *Projection) noteForeign(r projector.Record, v projector.Verdict) {
-	if v.Reason != projector.ReasonBadKey && v.Reason != projector.ReasonMalformed || len(p.foreign) >= maxForeign {
+	if v.Reason != projector.ReasonBadKey && v.Reason != projector.ReasonMalformed && v.Reason != projector.ReasonTombstone || len(p.foreign) >= maxForeign {
 		return
 	}
 	if f, ok := gate.Foreign(r.Offset, r.Key, r.Value); ok {
@@ -196,6 +200,7 @@ func (p *Projection) readTo(ctx context.Context, end int64) error {
 		for i, d := range decodeAll(batch) {
 			v := p.State.StepDecoded(d)
 			p.formats.count(d, v)
+			p.foldFlink(d)
 			if v.Outcome == projector.Rejected {
 				p.noteForeign(batch[i], v)
 			}

@@ -72,3 +72,27 @@ func (p *Projection) writable() error {
 			p.Topic, p.formats.flink, p.formats.firstFlink),
 		"give kcleanup a control topic of its own, started from this one: kcleanup adopt --from "+p.Topic+" (docs/flink-agents.md)"), ErrBlocked)
 }
+
+// foldFlink folds a record by Flink Agents' rules while the control topic
+// may be in that format (no kcleanup record read yet): the job folds every
+// record of its control topic, so this fold sees every one too.
+func (p *Projection) foldFlink(d projector.Decoded) {
+	if p.formats.kcleanup > 0 {
+		p.flink = nil
+		return
+	}
+	if p.flink == nil {
+		p.flink = flinkagents.New()
+	}
+	p.flink.Step(flinkagents.Record{Offset: d.Offset, Key: d.Key, Value: d.Value})
+}
+
+// FlinkFold is the fold of the control topic by Flink Agents' own rules
+// when its records are in that format (Format() == FormatFlinkAgents), else
+// nil. It is the projection's: read it under the same exclusion.
+func (p *Projection) FlinkFold() *flinkagents.Fold {
+	if p.Format() != FormatFlinkAgents {
+		return nil
+	}
+	return p.flink
+}
