@@ -9,6 +9,7 @@ import (
 
 	"github.com/kcleanup/kcleanup/fsm"
 	"github.com/kcleanup/kcleanup/projector"
+	"github.com/kcleanup/kcleanup/worker/protocol"
 )
 
 // view is a replica's read-only projection of one control topic it serves,
@@ -179,5 +180,5 @@ func (v *view) prove(ctx context.Context) error {
 	if err := v.refresh(ctx); err != nil {
 		return err
 	}
-	return degraded(v.proj)
+	return protocol.Degraded(v.proj.State, v.proj.Topic)
 }
