@@ -137,12 +137,17 @@ type executed struct {
 func (c *Cluster) execute(ctx context.Context, proj *Projection, run *protocol.Run, o Options) (executed, error) {
 	out := executed{Outcome: Outcome{PlanID: run.PlanID()}}
 	var rep protocol.Report
+	armed := "" // a failpoint reached, fired once the step's notes are out
 	for {
 		step := run.Next(proj.State, rep)
 		for _, n := range step.Notes {
 			if o.Observe != nil {
 				o.Observe(n)
 			}
+		}
+		if armed != "" {
+			failpoint(armed)
+			armed = ""
 		}
 		rep = protocol.Report{}
 		switch step.Kind {
@@ -155,7 +160,7 @@ func (c *Cluster) execute(ctx context.Context, proj *Projection, run *protocol.R
 			env := step.Record
 			env.At, env.Actor = time.Now().UTC(), o.actor()
 			rep.Verdict, rep.Err = proj.Decide(ctx, env)
-			c.afterAppend(proj, env)
+			armed = reached(proj, env)
 		case protocol.Delete:
 			began := time.Now()
 			res, err := c.DeleteRecords(ctx, step.Topic, step.Delete)
@@ -184,15 +189,16 @@ func (c *Cluster) execute(ctx context.Context, proj *Projection, run *protocol.R
 	}
 }
 
-// afterAppend fires the failpoints of the steps just read back.
-func (c *Cluster) afterAppend(proj *Projection, env events.Envelope) {
+// reached names the failpoint of the record just read back, if any.
+func reached(proj *Projection, env events.Envelope) string {
 	op, _ := proj.State.Operation(env.PlanID)
 	switch {
 	case env.Event == events.Committed && (op.State == fsm.Committed || op.State == fsm.Deleting):
-		failpoint(AfterCommitted)
+		return AfterCommitted
 	case env.Event == events.Deleting && op.State == fsm.Deleting:
-		failpoint(AfterDeleting)
+		return AfterDeleting
 	}
+	return ""
 }
 
 // permanentDelete: a DeleteRecords answer for a partition that retrying
