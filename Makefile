@@ -17,11 +17,18 @@ OTHER := $(filter-out $(PURE),$(shell $(GO) list $(PKGS)))
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
 
-build: ## build bin/kcleanup
-	$(GO) build -o bin/kcleanup ./cmd/kcleanup
+# What `kcleanup version` and `kcleanup --version` name: the commit, even where go build does not
+# stamp vcs.revision (-buildvcs=false, a copy without .git).
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)
+LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
+BIN     ?= bin/kcleanup
+
+build: ## build bin/kcleanup (BIN=path for elsewhere), naming the commit in its version
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/kcleanup
 
 demo: build ## walk the C0/C1 example end to end on an embedded broker
-	./bin/kcleanup demo
+	$(BIN) demo
 
 test: ## all tests: the pure packages under -race, then the rest against a real Kafka broker (started if needed)
 	$(GO) test -race -count=1 $(PURE)
@@ -38,7 +45,7 @@ docs: ## regenerate generated docs (state diagram)
 	$(GO) run ./fsm/cmd/gendiagram > docs/state-diagram.md
 
 fuzz: ## fuzz every decoder for FUZZTIME each (default 30s)
-	@for pkg in ./events/ ./projector/ ./fsm/ ./cmd/kcleanup/; do \
+	@for pkg in ./events/ ./projector/ ./projector/flinkagents/ ./fsm/ ./cmd/kcleanup/ ./worker/clientconfig/; do \
 	  for t in $$($(GO) test -list '^Fuzz' $$pkg | grep ^Fuzz); do \
 	    echo "== $$pkg $$t"; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $${FUZZTIME:-30s} $$pkg || exit 1; done; done
 

@@ -16,12 +16,13 @@ import (
 // be lower than the one that was committed.
 //
 // It is true while
-//   - a key whose record was accepted holds a later record with other
-//     content (an overwrite or a tombstone) that no repair has re-appended
-//     over yet: once the cleaner runs, the accepted record is gone;
-//   - a DELETING or APPLIED of a plan survives without its COMMITTED: a
-//     worker writes them only after reading its COMMITTED back, so the
-//     COMMITTED was accepted and then erased (overwritten, then compacted).
+//   - a key whose record was accepted (or that holds evidence, below) holds
+//     a later record with other content, an overwrite or a tombstone, that
+//     no repair has re-appended over yet: once the cleaner runs, the
+//     accepted record is gone;
+//   - a DELETING or APPLIED of a plan survives without its COMMITTED
+//     (Operation.Evidence): a worker writes those only after reading its
+//     COMMITTED back, so the COMMITTED was accepted and then erased.
 //
 // AtRisk is pure and cheap: it reads what the fold already keeps.
 func (s *State) AtRisk() (bool, string) {
@@ -29,27 +30,22 @@ func (s *State) AtRisk() (bool, string) {
 	for _, k := range slices.Sorted(maps.Keys(s.overwritten)) {
 		w := s.overwritten[k]
 		o := s.ops[w.op]
+		if w.evidence {
+			risks = append(risks, fmt.Sprintf(
+				"key %s holds the evidence (offset %d) that plan %s's COMMITTED was accepted and erased, and was overwritten at offset %d: if the log cleaner runs before a worker re-appends it, the boundary read from this control topic falls below the plan %s",
+				k, o.proof[eventIndex(w.event)].Offset, o.plan.PlanID, w.at, o.plan.Offsets))
+			continue
+		}
 		risks = append(risks, fmt.Sprintf(
 			"key %s holds the record accepted at offset %d, overwritten at offset %d and not repaired yet: if the log cleaner runs first, that accepted record is erased (a running worker re-appends it; check that one owns the control topic)",
 			k, o.acceptedOffset(w.event), w.at))
 	}
-	seen := map[string]bool{}
-	for _, k := range slices.Sorted(maps.Keys(s.evidence)) {
-		e := s.evidence[k]
-		id := e.planID
-		if seen[id] {
-			continue
-		}
-		seen[id] = true
-		if i, ok := s.byPlan[id]; ok {
-			switch s.ops[i].state {
-			case fsm.Committed, fsm.Deleting, fsm.Applied:
-				continue // its COMMITTED is in the log after all
-			}
-		}
+	for _, oi := range slices.Sorted(maps.Keys(s.unconfirmed)) {
+		o := s.ops[oi]
+		e, off := o.firstEvidence()
 		risks = append(risks, fmt.Sprintf(
-			"plan %s has a %s at offset %d but no accepted COMMITTED: workers write it only after reading the COMMITTED back, so that COMMITTED was erased (overwritten, then compacted) and the boundary read from this control topic may be lower than the one committed; check the data topic's log start against the plan %s before trusting any recovery point",
-			id, e.event, e.offset, formatOffsets(e.plan)))
+			"plan %s has a %s at offset %d but no COMMITTED: workers write it only after reading the COMMITTED back, so that COMMITTED was accepted and then erased (overwritten, then compacted); the boundary keeps the plan %s and nothing is deleted for it; a worker re-appends the COMMITTED once the data topic's log start is at or above the plan on every partition (nothing left to delete), otherwise check the plan and re-apply it with kcleanup apply",
+			o.plan.PlanID, e, off, o.plan.Offsets))
 	}
 	switch len(risks) {
 	case 0:
@@ -60,30 +56,194 @@ func (s *State) AtRisk() (bool, string) {
 	return true, fmt.Sprintf("%s (and %d more)", risks[0], len(risks)-1)
 }
 
-// evidence is the latest DELETING or APPLIED under its key, of a plan
-// whose COMMITTED the fold had not accepted.
-type evidence struct {
-	planID string
-	event  events.Event
-	offset int64
-	plan   events.Offsets
+// Unconfirmed returns the operations whose DELETING or APPLIED survives
+// without their COMMITTED (Operation.Evidence), in the order the fold first
+// saw them. A worker may append a COMMITTED for one only where nothing more
+// would be deleted: every log start of the live topic (same topic ID) at or
+// above the plan.
+func (s *State) Unconfirmed() []Operation {
+	out := make([]Operation, 0, len(s.unconfirmed))
+	for _, oi := range slices.Sorted(maps.Keys(s.unconfirmed)) {
+		out = append(out, s.ops[oi].export())
+	}
+	return out
 }
 
-// noteEvidence remembers a DELETING or APPLIED that was rejected because its
-// operation has no accepted COMMITTED.
-func (s *State) noteEvidence(v Verdict, env *events.Envelope) {
-	if v.Outcome != Rejected || (v.Reason != ReasonInvalidTransition && v.Reason != ReasonUnknownOperation) {
-		return
+// evidenceOf judges a DELETING or APPLIED for a plan with no accepted
+// COMMITTED (PLANNED, or not even that). A kcleanup worker writes one only
+// after reading its COMMITTED back, so it is evidence that the COMMITTED
+// was accepted and erased (the log cleaner ran over an overwrite before a
+// repair). It is rejected, so it moves no operation (a forged DELETING must
+// never cause a deletion), but while it is unconfirmed the boundary readers
+// see (Boundary, Validate) stays at or above its plan, as the erased
+// COMMITTED made it. The commit rules do not see it (see Boundary).
+func (s *State) evidenceOf(v Verdict, env events.Envelope, oi int32, o *op) (Verdict, change) {
+	if o == nil {
+		if v, wrong := s.wrongTopic(v, env.Plan); wrong {
+			return v, change{}
+		}
+		oi = -1
 	}
-	if env.Event != events.Deleting && env.Event != events.Applied {
-		return
+	before := s.Boundary()
+	after := nextBoundary(before, env.Plan.Offsets)
+	what := "the boundary already covers the plan"
+	if !after.Equal(before) {
+		what = "the boundary now includes the plan: " + after.String()
 	}
-	s.evidence[v.Key] = evidence{planID: env.PlanID, event: env.Event, offset: v.Offset, plan: env.Plan.Offsets}
+	return reject(v, ReasonCommitMissing, fmt.Sprintf(
+		"%s for plan %s, which has no COMMITTED in the log: a worker writes it only after reading the COMMITTED back, so that COMMITTED was accepted and erased; kept as evidence (%s); nothing is deleted for the plan until a COMMITTED is read back",
+		env.Event, env.PlanID, what)), change{env: env, op: oi, evidence: true}
 }
 
-// isEvidence reports whether a verdict is that of the evidence AtRisk keeps
-// for its plan: such a record must not be retracted.
-func (s *State) isEvidence(v Verdict) bool {
-	e, ok := s.evidence[v.Key]
-	return ok && e.offset == v.Offset
+// applyEvidence performs what a ReasonCommitMissing record changes: the
+// operation (created PLANNED if the log holds nothing else of it, binding
+// the control topic like the COMMITTED it proves) records the evidence and
+// is unconfirmed, so Boundary includes its plan. The lifecycle state does
+// not move.
+func (s *State) applyEvidence(offset int64, c change) {
+	env := c.env
+	oi := c.op
+	if oi < 0 {
+		oi = s.newOp(env.Plan)
+		o := s.ops[oi]
+		o.state = fsm.Planned
+		o.implied |= eventBit(events.Planned)
+	}
+	o := s.ops[oi]
+	bit, i := eventBit(env.Event), eventIndex(env.Event)
+	if o.evidence&bit == 0 {
+		o.evidence |= bit
+		o.proof[i] = Step{Offset: offset, Event: env.Event, At: env.At, Actor: s.intern(env.Actor)}
+		if env.Event == events.Applied {
+			o.proofLogStart = env.LogStart
+		}
+	}
+	key := events.Key(o.plan.PlanID, env.Event)
+	if w, ok := s.overwritten[key]; ok && w.evidence {
+		delete(s.overwritten, key) // a repair re-appended the evidence
+	}
+	s.unconfirmed[oi] = true
+}
+
+// confirm forgets the evidence of an operation whose COMMITTED was accepted:
+// the log holds its COMMITTED again, and the committed boundary is at or
+// above its plan (an accepted commit's field is), so Boundary does not fall.
+func (s *State) confirm(oi int32) {
+	o := s.ops[oi]
+	if o.evidence == 0 {
+		return
+	}
+	for _, e := range []events.Event{events.Deleting, events.Applied} {
+		key := events.Key(o.plan.PlanID, e)
+		if w, ok := s.overwritten[key]; ok && w.evidence {
+			delete(s.overwritten, key)
+		}
+	}
+	o.evidence, o.proof, o.proofLogStart = 0, [4]Step{}, nil
+	delete(s.unconfirmed, oi)
+}
+
+// sameEvidence reports whether env says what the evidence under its key
+// said: the same plan, and for APPLIED the same log start.
+func sameEvidence(o *op, env *events.Envelope) bool {
+	if !samePlan(o.plan, env.Plan) || env.PlanID != o.plan.PlanID {
+		return false
+	}
+	return env.Event != events.Applied || env.LogStart.Equal(o.proofLogStart)
+}
+
+// firstEvidence is the earliest evidence record of the operation.
+func (o *op) firstEvidence() (events.Event, int64) {
+	var e events.Event
+	off := int64(-1)
+	for _, ev := range []events.Event{events.Deleting, events.Applied} {
+		if st := o.proof[eventIndex(ev)]; o.evidence&eventBit(ev) != 0 && (off < 0 || st.Offset < off) {
+			e, off = ev, st.Offset
+		}
+	}
+	return e, off
+}
+
+// reencodeEvidence rebuilds the evidence record of event e of operation oi,
+// for Repairs.
+func (s *State) reencodeEvidence(oi int32, e events.Event) (Record, bool) {
+	o := s.ops[oi]
+	if o.evidence&eventBit(e) == 0 {
+		return Record{}, false
+	}
+	st := o.proof[eventIndex(e)]
+	env := events.Envelope{
+		SchemaVersion: events.SchemaVersion,
+		Event:         e,
+		PlanID:        o.plan.PlanID,
+		Plan:          clonePlan(o.plan),
+		At:            st.At,
+		Actor:         st.Actor,
+	}
+	if e == events.Applied {
+		env.LogStart = o.proofLogStart.Clone()
+	}
+	key, value := env.Encode()
+	return Record{Offset: st.Offset, Key: key, Value: value, Timestamp: st.At}, true
+}
+
+// Boundary returns a copy of the boundary recovery must enforce: per
+// partition, the highest plan offset ever committed, read from the accepted
+// COMMITTED records and from the plans of unconfirmed operations (whose
+// COMMITTED was erased: see Operation.Evidence). Empty before the first
+// commit.
+//
+// The commit rules compare a COMMITTED with the committed part alone, so
+// that a commit is judged the same wherever compaction moves evidence; a
+// writer computes its boundary field from Boundary, so a commit it makes
+// carries the evidence into the committed part.
+func (s *State) Boundary() events.Offsets {
+	b := s.boundary.Clone()
+	if b == nil {
+		b = events.Offsets{}
+	}
+	for oi := range s.unconfirmed {
+		for p, off := range s.ops[oi].plan.Offsets {
+			if cur, ok := b[p]; !ok || off > cur {
+				b[p] = off
+			}
+		}
+	}
+	return b
+}
+
+// BoundarySetBy returns the plan ID of the commit that set partition p's
+// boundary, or "" when p has none: the plan whose own offset is the boundary
+// when one was committed, else the commit whose boundary field raised it;
+// an unconfirmed operation whose plan is above the committed boundary names
+// itself (the earliest such, when several have the same offset). In a
+// compacted replay it may name another plan of the same offset.
+func (s *State) BoundarySetBy(p int32) string {
+	by := s.setBy[p]
+	top, ok := s.boundary[p]
+	first := int32(-1)
+	for oi := range s.unconfirmed {
+		off, has := s.ops[oi].plan.Offsets[p]
+		if !has || ok && off <= top {
+			continue
+		}
+		if first < 0 || off > s.ops[first].plan.Offsets[p] || off == s.ops[first].plan.Offsets[p] && oi < first {
+			first = oi
+		}
+	}
+	if first >= 0 {
+		return s.ops[first].plan.PlanID
+	}
+	return by
+}
+
+// holdsEvidence reports whether key is the DELETING or APPLIED key of an
+// unconfirmed operation that holds evidence under it.
+func (s *State) holdsEvidence(key string) bool {
+	if len(s.unconfirmed) == 0 {
+		return false
+	}
+	planID, e := keyParts([]byte(key))
+	oi, ok := s.byPlan[planID]
+	return ok && s.unconfirmed[oi] && s.ops[oi].evidence&eventBit(e) != 0
 }

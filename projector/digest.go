@@ -26,7 +26,7 @@ func (s *State) Digest() string {
 	d.line("degraded", strconv.FormatBool(s.degraded), strconv.Quote(s.degradedReason))
 	s.writeCore(h)
 	for _, k := range slices.Sorted(maps.Keys(s.overwritten)) {
-		d.line("overwritten", strconv.Quote(k), strconv.FormatInt(s.overwritten[k].at, 10))
+		d.line("overwritten", strconv.Quote(k), strconv.FormatInt(s.overwritten[k].at, 10), strconv.FormatBool(s.overwritten[k].evidence))
 	}
 	for _, o := range s.ops {
 		d.line("copies", o.plan.PlanID, strconv.Itoa(int(o.held)), strconv.FormatInt(o.latest[0], 10),
@@ -59,6 +59,12 @@ func (s *State) writeCore(h hash.Hash) {
 			strconv.Itoa(o.deletes), strconv.Itoa(int(o.accepted)), strconv.Itoa(int(o.implied)), strconv.FormatBool(o.covered))
 		for _, st := range o.history {
 			d.line("step", strconv.FormatInt(st.Offset, 10), string(st.Event), formatTime(st.At), strconv.Quote(st.Actor))
+		}
+		if o.evidence != 0 {
+			d.line("evidence", strconv.Itoa(int(o.evidence)), formatOffsets(o.proofLogStart))
+			for _, st := range o.proof {
+				d.line("proof", strconv.FormatInt(st.Offset, 10), string(st.Event), formatTime(st.At), strconv.Quote(st.Actor))
+			}
 		}
 	}
 }

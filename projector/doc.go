@@ -64,20 +64,30 @@
 //     view, and retries);
 //     e. the new boundary is the max of the current boundary and the field,
 //     over the union of partitions (a field above the plan is carried).
-//  6. DELETING needs COMMITTED or DELETING (ReasonUnknownOperation without an
-//     operation, ReasonInvalidTransition for PLANNED); for an APPLIED
-//     operation whose DELETING was implied it is a Duplicate. APPLIED needs
-//     DELETING, or COMMITTED (its log start is the evidence that deletion
-//     happened: DELETING is implied), and a log-start offset at or above the
-//     plan for every plan partition (ReasonLogStartBelowPlan). APPLIED for a
-//     PLANNED or unknown operation is rejected: COMMITTED is the point of no
-//     return and is never implied. The lifecycle itself is fsm.Next, walked
-//     step by step through what a record implies.
+//  6. DELETING needs COMMITTED or DELETING; for an APPLIED operation whose
+//     DELETING was implied it is a Duplicate. APPLIED needs DELETING, or
+//     COMMITTED (its log start is the evidence that deletion happened:
+//     DELETING is implied), and a log-start offset at or above the plan for
+//     every plan partition (ReasonLogStartBelowPlan). The lifecycle itself is
+//     fsm.Next, walked step by step through what a record implies.
+//  7. DELETING or APPLIED for a PLANNED operation, or for a plan with no
+//     operation (with PLANNED's binding check: ReasonWrongTopic), is
+//     ReasonCommitMissing: a worker writes them only after reading the
+//     COMMITTED back, so it is evidence that the COMMITTED was accepted and
+//     then erased (the cleaner ran over an overwrite before its repair). It
+//     is rejected and moves no operation: COMMITTED is the point of no
+//     return and is never implied, and a forged DELETING must never cause a
+//     deletion. But the operation (created PLANNED if need be, binding the
+//     control topic like the COMMITTED it proves) lists it in
+//     Operation.Evidence, Boundary includes its plan until a COMMITTED is
+//     accepted, its key is protected like an accepted one (an overwrite is
+//     listed in Repairs, never in Retractions), and AtRisk is true.
 //
 // A record that is not accepted changes nothing but the audit (and, for an
 // overwrite, Repairs; for a newer build's record, Degraded; for a key that
-// holds only rejected records, Retractions). Operation.Implied lists the
-// steps a later transition implied; History holds only accepted records.
+// holds only rejected records, Retractions; for evidence of an erased
+// COMMITTED, rule 7). Operation.Implied lists the steps a later transition
+// implied; History holds only accepted records.
 //
 // # Degraded
 //
@@ -104,12 +114,20 @@
 //
 // AtRisk() says when the projection holds evidence that accepted history is
 // missing from the control topic or may be erased by the log cleaner: a key
-// whose accepted record was overwritten (or tombstoned) and not yet
-// repaired, or a DELETING or APPLIED that survives without its COMMITTED (a
-// worker writes those only after reading the COMMITTED back, so it was
-// accepted and then erased). Such a surviving record is never tombstoned as
-// a retraction. The recovery gate answers "cannot tell" while AtRisk is
-// true (contract C3); the sentence says what was found and what to do.
+// whose accepted record (or evidence, rule 7) was overwritten or tombstoned
+// and not yet repaired, or a DELETING or APPLIED that survives without its
+// COMMITTED. The recovery gate answers "cannot tell" while AtRisk is true
+// (contract C3); the sentence says what was found and what to do.
+//
+// What workers may do with an operation that has evidence but no COMMITTED
+// (Unconfirmed): never delete for it (it is never Pending); re-append its
+// evidence when overwritten (Repairs); and append a COMMITTED for it only
+// where nothing more would be deleted: the live data topic has the plan's
+// topic ID and a log start at or above the plan on every plan partition.
+// That COMMITTED takes its field from Boundary, so it carries the evidence
+// into the committed boundary; the operation is then finished like any
+// other, DeleteRecords removing nothing. Otherwise the operator decides
+// (re-apply the plan with kcleanup apply, or plan above it).
 //
 // # Compaction (I5)
 //
@@ -143,17 +161,43 @@
 // position, overwrites, garbage, tombstones, stale and conflicting commits.
 // testdata/compaction shows each case.
 //
-// If the cleaner runs before the worker's repairs (a control topic is made
-// with min.compaction.lag.ms of 7 days, so only a worker fleet stopped that
-// long allows it), the fold's own rules still kept the boundary in each of
-// 30,000 random logs, but two residuals remain. An operation can show an
-// earlier state: COMMITTED instead of APPLIED when its COMMITTED moved past
-// its APPLIED (a worker finishes it again, deleting nothing), PLANNED for a
-// covered commit that now meets a boundary it conflicts with. And a writer
-// that put a boundary field above its own plan (no kcleanup writer does) can
-// make a later covered commit with a stale field win over it, so that a
-// partition loses the boundary that writer's plan set (testdata/compaction,
-// case 6). Without Retractions, the same random logs lose boundary often.
+// # Which compaction orders are safe
+//
+// The cleaner keeps the latest record of every key; what matters is what it
+// may remove before the workers act. Exactly these are safe:
+//
+//   - Cleaning a log whose projection has nothing in Repairs or Retractions
+//     and AtRisk false: the cleaned log replays to the same boundary,
+//     binding, plans setting the boundary and operation states
+//     (TestPropertyCompaction, with tombstones kept or dropped).
+//   - Removing earlier copies of a record appended again with the same
+//     content (duplicates, repairs), whatever lies between: the fold's
+//     rules (implied steps, carried fields, covered commits) and, for the
+//     order of commits and of an operation's COMMITTED before its DELETING
+//     and APPLIED, the re-appends Repairs lists.
+//   - Removing an accepted COMMITTED whose DELETING or APPLIED survives
+//     (rule 7): the boundary stays at or above its plan, nothing is pending
+//     for it, and AtRisk holds the gate closed until a COMMITTED is read
+//     back (TestPropertyCleanerBeforeRepairs; testdata/atrisk).
+//
+// Not safe, which is why the control topic's settings (min.compaction.lag.ms
+// and delete.retention.ms long enough for a worker to repair, the rules of
+// package worker/gate) are checked by init, doctor, the workers and the gate:
+//
+//   - Removing an accepted record whose overwrite is not repaired, with
+//     nothing else of its operation surviving: a COMMITTED never followed by
+//     a DELETING leaves no trace (recovery is refused only by AtRisk while
+//     the overwrite is visible, and its records are still all there: nothing
+//     was deleted for it).
+//   - Cleaning while Repairs or Retractions are pending and AtRisk is false:
+//     in random adversarial logs about 2.5% of such cuts lose boundary, and
+//     some bind the control topic to a plan for another topic that was
+//     awaiting retraction; an operation can also show an earlier state
+//     (COMMITTED instead of APPLIED when its COMMITTED moved past its
+//     APPLIED: a worker finishes it again, deleting nothing). A writer that
+//     put a boundary field above its own plan (no kcleanup writer does) can
+//     make a later covered commit with a stale field win over it
+//     (testdata/compaction, case 6).
 //
 // # Deviations from DESIGN §5, and why
 //
@@ -186,6 +230,9 @@
 //     (§5 repairs overwritten keys only), and Retractions is new: the
 //     property test shows that without them the compacted log can differ,
 //     and without Retractions even lose boundary.
+//   - DELETING or APPLIED without COMMITTED is not just rejected (§5) but
+//     kept as evidence (rule 7; issue #9): the boundary must never fall
+//     below a plan whose records may be deleted, in any replay.
 //
 // # Memory
 //

@@ -85,6 +85,7 @@ func FuzzStep(f *testing.F) {
 		}
 		before := s.Boundary()
 		core := s.coreDigest()
+		was := snap(s)
 		v := s.Step(Record{Offset: next, Key: key, Value: value})
 		after := s.Boundary()
 		for p, b := range before {
@@ -94,7 +95,15 @@ func FuzzStep(f *testing.F) {
 		}
 		switch v.Outcome {
 		case Accepted:
-		case Duplicate, Rejected:
+		case Rejected:
+			if v.Reason == ReasonCommitMissing {
+				if diff := was.evidenceChange(s); diff != "" {
+					t.Fatalf("evidence of an erased COMMITTED changed more than it may: %s", diff)
+				}
+				break
+			}
+			fallthrough
+		case Duplicate:
 			if s.coreDigest() != core || !maps.Equal(before, after) {
 				t.Fatalf("a %s record (%s) changed boundary, binding or operations", v.Outcome, v.Reason)
 			}

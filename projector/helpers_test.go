@@ -119,3 +119,52 @@ func opStates(s *State) map[string]fsm.State {
 
 // sortedKeys returns the keys of m in order.
 func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
+
+// snapshot is what a record kept as evidence of an erased COMMITTED
+// (ReasonCommitMissing) must not change: the committed boundary, the
+// lifecycle state of every operation, what is pending, and an existing
+// binding.
+type snapshot struct {
+	committed      events.Offsets
+	states         map[string]fsm.State
+	pending        []string
+	bound          bool
+	topic, topicID string
+	boundary       events.Offsets
+}
+
+func snap(s *State) snapshot {
+	sn := snapshot{committed: s.boundary.Clone(), states: opStates(s), boundary: s.Boundary()}
+	for _, o := range s.Pending() {
+		sn.pending = append(sn.pending, o.PlanID)
+	}
+	sn.topic, sn.topicID, sn.bound = s.Binding()
+	return sn
+}
+
+// evidenceChange says what an evidence record changed beyond what it may
+// (new PLANNED operations, a binding where there was none, a higher
+// Boundary), or "".
+func (a snapshot) evidenceChange(s *State) string {
+	b := snap(s)
+	if !a.committed.Equal(b.committed) {
+		return "the committed boundary moved from " + a.committed.String() + " to " + b.committed.String()
+	}
+	for id, st := range b.states {
+		if was, ok := a.states[id]; ok && was != st || !ok && st != fsm.Planned {
+			return "operation " + id + " moved to " + st.String()
+		}
+	}
+	if !slices.Equal(a.pending, b.pending) {
+		return "pending operations changed"
+	}
+	if a.bound && (b.topic != a.topic || b.topicID != a.topicID) {
+		return "the binding changed"
+	}
+	for p, off := range a.boundary {
+		if b.boundary[p] < off {
+			return "Boundary fell"
+		}
+	}
+	return ""
+}

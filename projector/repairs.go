@@ -16,7 +16,10 @@ import (
 //     a repair, moved past it): compaction keeps latest copies, so the
 //     commits are re-appended in acceptance order after the moved one;
 //   - the DELETING and APPLIED of every operation whose COMMITTED is
-//     re-appended, or whose latest COMMITTED copy is after them.
+//     re-appended, or whose latest COMMITTED copy is after them;
+//   - every key holding evidence of an erased COMMITTED (rule 7 of the
+//     package doc) that a later record overwrote: the evidence record is
+//     re-appended, and folding it is ReasonCommitMissing again.
 //
 // Its Offset and Timestamp are those of the accepted record, for reference;
 // the caller appends Key and Value in the order returned. The value is
@@ -26,7 +29,7 @@ import (
 func (s *State) Repairs() []Record {
 	from := s.reorderFrom
 	for _, w := range s.overwritten {
-		if w.event == events.Committed {
+		if w.event == events.Committed && !w.evidence {
 			from = min(from, int(s.ops[w.op].seq))
 		}
 	}
@@ -45,7 +48,14 @@ func (s *State) Repairs() []Record {
 			}
 		}
 	}
+	var out []Record
 	for _, w := range s.overwritten {
+		if w.evidence {
+			if r, ok := s.reencodeEvidence(w.op, w.event); ok {
+				out = append(out, r)
+			}
+			continue
+		}
 		wanted[want{w.op, w.event}] = true
 		if w.event == events.Committed {
 			after(w.op)
@@ -58,7 +68,6 @@ func (s *State) Repairs() []Record {
 	for oi := range s.misordered {
 		after(oi)
 	}
-	out := make([]Record, 0, len(wanted))
 	for w := range wanted {
 		if r, ok := s.reencode(w.op, w.event); ok {
 			out = append(out, r)
@@ -97,7 +106,9 @@ func (s *State) reencode(oi int32, e events.Event) (Record, bool) {
 
 // Retractions returns, oldest first, every non-empty key under which every
 // record so far was rejected: no record under it was accepted or a
-// duplicate. Keys whose latest record is already a tombstone are left out,
+// duplicate, and that holds no evidence of an erased COMMITTED
+// (Operation.Evidence: such a key is repaired, never retracted). Keys whose
+// latest record is already a tombstone are left out,
 // and so are keys whose latest record is from a newer kcleanup (not ours to
 // erase). A later accepted record under a key removes it from the list.
 //
@@ -114,6 +125,9 @@ func (s *State) Retractions() []Retraction {
 	}
 	out := make([]Retraction, 0, len(s.rejectedOnly))
 	for k, r := range s.rejectedOnly {
+		if s.holdsEvidence(k) {
+			continue // Repairs re-appends the evidence over it
+		}
 		out = append(out, Retraction{Key: []byte(k), Offset: r.offset, Timestamp: r.timestamp})
 	}
 	slices.SortFunc(out, func(a, b Retraction) int { return compareInt64(a.Offset, b.Offset) })

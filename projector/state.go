@@ -50,9 +50,9 @@ type State struct {
 	// was rejected (Retractions).
 	rejectedOnly map[string]retraction
 
-	// evidence holds, by key, a DELETING or APPLIED that was rejected
-	// because its operation had no accepted COMMITTED (AtRisk).
-	evidence map[string]evidence
+	// unconfirmed holds the operations with evidence of an erased COMMITTED
+	// (op.evidence) and no accepted COMMITTED: AtRisk names them.
+	unconfirmed map[int32]bool
 
 	actors map[string]string // interned actor names: few writers, many records
 }
@@ -74,6 +74,12 @@ type op struct {
 	// latest is, per event (eventIndex), the offset of the latest record
 	// under its key with the accepted content: where compaction keeps it.
 	latest [4]int64
+	// evidence is a bit per event (DELETING, APPLIED) whose key holds a
+	// record of this plan although no COMMITTED was accepted: proof is the
+	// first such record, re-encoded by Repairs when overwritten.
+	evidence      uint8
+	proof         [4]Step
+	proofLogStart events.Offsets
 }
 
 // auditEntry is one folded record. op ≥ 0: accepted, idx indexes the
@@ -90,11 +96,13 @@ type retraction struct {
 	timestamp time.Time
 }
 
-// overwrite remembers an accepted key that a later record overwrote.
+// overwrite remembers an accepted key (or, with evidence, a key holding
+// evidence of an erased COMMITTED) that a later record overwrote.
 type overwrite struct {
-	op    int32
-	event events.Event
-	at    int64 // offset of the first overwriting record
+	op       int32
+	event    events.Event
+	at       int64 // offset of the first overwriting record
+	evidence bool
 }
 
 // New returns the empty projection: nothing folded, no binding, no boundary.
@@ -106,7 +114,7 @@ func New() *State {
 		overwritten:  map[string]overwrite{},
 		misordered:   map[int32]bool{},
 		rejectedOnly: map[string]retraction{},
-		evidence:     map[string]evidence{},
+		unconfirmed:  map[int32]bool{},
 		actors:       map[string]string{},
 	}
 }
@@ -131,20 +139,6 @@ func eventBit(e events.Event) uint8 {
 		return 1 << i
 	}
 	return 0
-}
-
-// Boundary returns a copy of the committed boundary: per partition, the
-// highest plan offset ever committed. Empty before the first commit.
-func (s *State) Boundary() events.Offsets {
-	return s.boundary.Clone()
-}
-
-// BoundarySetBy returns the plan ID of the commit that set partition p's
-// boundary, or "" when p has none: the plan whose own offset is the boundary
-// when one was committed, else the commit whose boundary field raised it.
-// In a compacted replay it may name another plan of the same offset.
-func (s *State) BoundarySetBy(p int32) string {
-	return s.setBy[p]
 }
 
 // Binding returns the data topic (name and topic ID) this control topic
@@ -253,7 +247,18 @@ func (o *op) export() Operation {
 		DeleteAttempts: o.deletes,
 		Implied:        o.impliedEvents(),
 		Covered:        o.covered,
+		Evidence:       o.evidenceEvents(),
 	}
+}
+
+func (o *op) evidenceEvents() []events.Event {
+	var out []events.Event
+	for _, e := range lifecycle {
+		if o.evidence&eventBit(e) != 0 {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 func (o *op) impliedEvents() []events.Event {

@@ -70,8 +70,8 @@ func (s *State) fold(r Record, env events.Envelope, decodeErr error) Verdict {
 	} else {
 		s.audit = append(s.audit, auditEntry{offset: r.Offset, op: -1, idx: int32(len(s.others))})
 		s.others = append(s.others, v)
-		if decodeErr == nil && r.Value != nil {
-			s.noteEvidence(v, &env)
+		if step.evidence {
+			s.applyEvidence(r.Offset, step)
 		}
 	}
 	s.track(r, v)
@@ -88,6 +88,9 @@ type change struct {
 	boundary events.Offsets // COMMITTED: the new boundary
 	raised   []int32        // COMMITTED: partitions whose boundary it raised
 	covered  bool           // COMMITTED: raised nothing
+	// evidence: a DELETING or APPLIED rejected as ReasonCommitMissing, kept
+	// as evidence (applyEvidence); boundary and raised as for a COMMITTED.
+	evidence bool
 }
 
 // decide judges a record against the current state. An accepted record's
@@ -105,9 +108,12 @@ func (s *State) decide(r Record, env events.Envelope, err error) (Verdict, chang
 		o = s.ops[oi]
 	}
 	acceptedKey := o != nil && o.accepted&eventBit(v.Event) != 0
+	// A key holding evidence of an erased COMMITTED is protected like an
+	// accepted one: erasing it too would let the boundary fall.
+	evidenceKey := o != nil && o.evidence&eventBit(v.Event) != 0
 
 	if r.Value == nil {
-		if acceptedKey {
+		if acceptedKey || evidenceKey {
 			return s.overwrite(v, oi, "a tombstone"), change{}
 		}
 		return reject(v, ReasonTombstone, "a tombstone (nil value) is never a valid control record"), change{}
@@ -118,10 +124,10 @@ func (s *State) decide(r Record, env events.Envelope, err error) (Verdict, chang
 		if reason == ReasonNewerSchema || reason == ReasonUnknownEvent {
 			s.degrade(r.Offset, v.Key, err)
 		}
-		if acceptedKey {
+		if acceptedKey || evidenceKey {
 			if reason == ReasonNewerSchema || reason == ReasonUnknownEvent {
 				// Degraded is the louder flag; the key still needs repair.
-				s.markOverwritten(v.Key, oi, v.Event, r.Offset)
+				s.markOverwritten(v.Key, oi, v.Event, r.Offset, !acceptedKey)
 				return reject(v, reason, fmt.Sprintf("%v; it also overwrites the record accepted under this key", err)), change{}
 			}
 			return s.overwrite(v, oi, fmt.Sprintf("an undecodable value (%v)", err)), change{}
@@ -129,6 +135,10 @@ func (s *State) decide(r Record, env events.Envelope, err error) (Verdict, chang
 		return reject(v, reason, err.Error()), change{}
 	}
 	v.At, v.Actor, v.Event, v.PlanID = verdictAt(&env, r), env.Actor, env.Event, env.PlanID
+
+	if evidenceKey && !sameEvidence(o, &env) {
+		return s.overwrite(v, oi, "other content (plan or logStart differ)"), change{}
+	}
 
 	if acceptedKey {
 		if !sameContent(o, &env) {
@@ -183,6 +193,12 @@ func (s *State) decidePlanned(v Verdict, env events.Envelope, o *op) (Verdict, c
 		// copy of PLANNED lands after its COMMITTED). The plan is the same:
 		// the plan ID is the hash of its content.
 		v.Outcome = Duplicate
+		if o.accepted&eventBit(events.Committed) == 0 {
+			e, off := o.firstEvidence()
+			v.Detail = fmt.Sprintf("plan %s is already %s (its PLANNED was implied by the %s at offset %d, evidence of an erased COMMITTED); no change",
+				o.plan.PlanID, o.state, e, off)
+			return v, change{}
+		}
 		v.Detail = fmt.Sprintf("plan %s is already %s (its PLANNED was implied by the COMMITTED at offset %d); no change",
 			o.plan.PlanID, o.state, o.acceptedOffset(events.Committed))
 		return v, change{}
@@ -291,8 +307,8 @@ func nextBoundary(current, field events.Offsets) events.Offsets {
 }
 
 func (s *State) decideDeleting(v Verdict, env events.Envelope, oi int32, o *op) (Verdict, change) {
-	if o == nil {
-		return unknownOperation(v), change{}
+	if o == nil || o.state == fsm.Planned {
+		return s.evidenceOf(v, env, oi, o)
 	}
 	if o.state == fsm.Applied {
 		// Its APPLIED came first and implied DELETING (in a compacted log,
@@ -314,8 +330,8 @@ func (s *State) decideDeleting(v Verdict, env events.Envelope, oi int32, o *op) 
 // implies DELETING. APPLIED for a PLANNED or unknown operation stays
 // rejected: COMMITTED is the point of no return and must be explicit.
 func (s *State) decideApplied(v Verdict, env events.Envelope, oi int32, o *op) (Verdict, change) {
-	if o == nil {
-		return unknownOperation(v), change{}
+	if o == nil || o.state == fsm.Planned {
+		return s.evidenceOf(v, env, oi, o)
 	}
 	from := o.state
 	var implied uint8
@@ -350,15 +366,7 @@ func (s *State) apply(offset int64, c change) {
 	env := c.env
 	oi := c.op
 	if oi < 0 {
-		p := env.Plan
-		if !s.bound {
-			s.bound, s.topic, s.topicID = true, p.Topic, p.TopicID
-		}
-		// Share the binding's strings: every plan names the same topic.
-		p.Topic, p.TopicID = s.topic, s.topicID
-		oi = int32(len(s.ops))
-		s.ops = append(s.ops, &op{plan: p, seq: -1})
-		s.byPlan[p.PlanID] = oi
+		oi = s.newOp(env.Plan)
 	}
 	o := s.ops[oi]
 	o.state = c.to
@@ -369,17 +377,8 @@ func (s *State) apply(offset int64, c change) {
 		o.boundary = env.Boundary
 		o.commitAt = offset
 		o.covered = c.covered
-		s.boundary = c.boundary
-		for _, p := range c.raised {
-			s.setBy[p] = o.plan.PlanID
-		}
-		// A plan whose own offset is the boundary names it better than a
-		// commit whose field carried it there.
-		for p, off := range o.plan.Offsets {
-			if s.boundary[p] == off && s.planOffset(s.setBy[p], p) != off {
-				s.setBy[p] = o.plan.PlanID
-			}
-		}
+		s.raise(o, c)
+		s.confirm(oi)
 		o.seq = int32(len(s.commits))
 		s.commits = append(s.commits, oi)
 	case events.Deleting:
@@ -394,6 +393,36 @@ func (s *State) apply(offset int64, c change) {
 	}
 	o.history = append(o.history, Step{Offset: offset, Event: env.Event, At: env.At, Actor: s.intern(env.Actor)})
 	s.audit = append(s.audit, auditEntry{offset: offset, op: oi, idx: int32(len(o.history) - 1)})
+}
+
+// newOp adds the operation of a plan (binding the control topic to the
+// plan's data topic if nothing did yet) and returns its index.
+func (s *State) newOp(p events.Plan) int32 {
+	if !s.bound {
+		s.bound, s.topic, s.topicID = true, p.Topic, p.TopicID
+	}
+	// Share the binding's strings: every plan names the same topic.
+	p.Topic, p.TopicID = s.topic, s.topicID
+	oi := int32(len(s.ops))
+	s.ops = append(s.ops, &op{plan: p, seq: -1})
+	s.byPlan[p.PlanID] = oi
+	return oi
+}
+
+// raise sets the boundary a COMMITTED (or evidence of one) computed, and
+// the plans that set each partition.
+func (s *State) raise(o *op, c change) {
+	s.boundary = c.boundary
+	for _, p := range c.raised {
+		s.setBy[p] = o.plan.PlanID
+	}
+	// A plan whose own offset is the boundary names it better than a
+	// commit whose field carried it there.
+	for p, off := range o.plan.Offsets {
+		if s.boundary[p] == off && s.planOffset(s.setBy[p], p) != off {
+			s.setBy[p] = o.plan.PlanID
+		}
+	}
 }
 
 // planOffset is the offset of partition p in the plan of planID, -1 when
@@ -438,7 +467,7 @@ func (s *State) track(r Record, v Verdict) {
 		if len(r.Key) == 0 || known && s.ops[oi].held&bit != 0 {
 			return // compaction keeps this key's accepted record (or Repairs does)
 		}
-		if r.Value == nil || v.Reason == ReasonNewerSchema || v.Reason == ReasonUnknownEvent || s.isEvidence(v) {
+		if r.Value == nil || v.Reason == ReasonCommitMissing || v.Reason == ReasonNewerSchema || v.Reason == ReasonUnknownEvent {
 			// A tombstone retracts itself; a newer build's record is not
 			// ours to erase; evidence of an erased COMMITTED must stay.
 			delete(s.rejectedOnly, string(r.Key))
@@ -522,15 +551,21 @@ func contentDiff(o *op, env *events.Envelope) string {
 // record of its key, and lists the key in Repairs.
 func (s *State) overwrite(v Verdict, oi int32, what string) Verdict {
 	o := s.ops[oi]
-	s.markOverwritten(v.Key, oi, v.Event, v.Offset)
+	if o.accepted&eventBit(v.Event) == 0 {
+		s.markOverwritten(v.Key, oi, v.Event, v.Offset, true)
+		return reject(v, ReasonOverwritesAccepted, fmt.Sprintf(
+			"OVERWRITE: key %s holds, at offset %d, the evidence that plan %s's COMMITTED was accepted and erased, and this record is %s; compaction would erase the evidence, so it must be re-appended (Repairs)",
+			v.Key, o.proof[eventIndex(v.Event)].Offset, o.plan.PlanID, what))
+	}
+	s.markOverwritten(v.Key, oi, v.Event, v.Offset, false)
 	return reject(v, ReasonOverwritesAccepted, fmt.Sprintf(
 		"OVERWRITE: key %s holds the record accepted at offset %d, and this record is %s; compaction would erase the accepted record, so it must be re-appended (Repairs)",
 		v.Key, o.acceptedOffset(v.Event), what))
 }
 
-func (s *State) markOverwritten(key string, oi int32, e events.Event, offset int64) {
+func (s *State) markOverwritten(key string, oi int32, e events.Event, offset int64, evidence bool) {
 	if _, ok := s.overwritten[key]; !ok {
-		s.overwritten[key] = overwrite{op: oi, event: e, at: offset}
+		s.overwritten[key] = overwrite{op: oi, event: e, at: offset, evidence: evidence}
 	}
 }
 
@@ -602,11 +637,6 @@ func (o *op) describe(i int) string {
 func reject(v Verdict, reason Reason, detail string) Verdict {
 	v.Outcome, v.Reason, v.Detail = Rejected, reason, detail
 	return v
-}
-
-func unknownOperation(v Verdict) Verdict {
-	return reject(v, ReasonUnknownOperation, fmt.Sprintf(
-		"no PLANNED or COMMITTED was accepted for plan %s; %s needs a COMMITTED operation", v.PlanID, v.Event))
 }
 
 // keyParts returns what the key says: both parts for a valid key or one

@@ -258,6 +258,7 @@ func (tr *transcript) envelope(t *testing.T, d *datadriven.TestData, off int64) 
 // prints the verdict.
 func (tr *transcript) fold(r Record) string {
 	before := tr.s.coreDigest()
+	was := snap(tr.s)
 	v := tr.s.Step(r)
 	if v.Reason != ReasonOutOfOrder {
 		tr.log = append(tr.log, r)
@@ -266,7 +267,11 @@ func (tr *transcript) fold(r Record) string {
 	if v.Covered {
 		line = strings.TrimSuffix(line, "\n") + " [covered]\n"
 	}
-	if v.Outcome != Accepted && tr.s.coreDigest() != before {
+	if v.Reason == ReasonCommitMissing {
+		if diff := was.evidenceChange(tr.s); diff != "" {
+			line += "BUG: evidence of an erased COMMITTED changed more than it may: " + diff + "\n"
+		}
+	} else if v.Outcome != Accepted && tr.s.coreDigest() != before {
 		line += "BUG: a non-accepted record changed the boundary, binding or operations\n"
 	}
 	return tr.names.Replace(line)
@@ -322,6 +327,9 @@ func (tr *transcript) show(s *State) string {
 		}
 		if o.Covered {
 			b.WriteString(" covered")
+		}
+		for _, e := range o.Evidence {
+			fmt.Fprintf(&b, " evidence=%s", e)
 		}
 		var steps []string
 		for _, st := range o.History {

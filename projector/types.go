@@ -49,12 +49,17 @@ const (
 	// ReasonWrongTopic: a plan for a topic name or topic ID other than the one
 	// this control topic is bound to.
 	ReasonWrongTopic Reason = "wrong-topic"
-	// ReasonUnknownOperation: DELETING or APPLIED for a plan that has no
-	// operation (no PLANNED or COMMITTED was accepted for it).
+	// ReasonUnknownOperation was DELETING or APPLIED for a plan with no
+	// operation. This build no longer produces it: such a record is
+	// ReasonCommitMissing (evidence of an erased COMMITTED), or
+	// ReasonWrongTopic for a plan of another topic. The word stays for
+	// readers of older audits and metrics.
 	ReasonUnknownOperation Reason = "unknown-operation"
 	// ReasonInvalidTransition: the lifecycle (fsm.Next) does not allow the
-	// event in the operation's state, even through the steps it implies, e.g.
-	// DELETING or APPLIED for a PLANNED operation.
+	// event in the operation's state, even through the steps it implies.
+	// DELETING or APPLIED for a PLANNED operation is ReasonCommitMissing
+	// instead, so this build produces it only if fsm's table and the fold
+	// disagree (a bug); the word stays for readers of older audits.
 	ReasonInvalidTransition Reason = "invalid-transition"
 	// ReasonBoundaryRegression: a COMMITTED whose plan is below the current
 	// boundary on some partition while it would raise another (typically
@@ -73,6 +78,13 @@ const (
 	// record, so the key is listed in Repairs until the accepted content is
 	// appended again.
 	ReasonOverwritesAccepted Reason = "overwrites-accepted"
+	// ReasonCommitMissing: a DELETING or APPLIED for a plan whose COMMITTED
+	// the log does not hold. Workers write those only after reading the
+	// COMMITTED back, so it was accepted and later erased (overwritten, then
+	// compacted). The record is kept as evidence: the boundary includes its
+	// plan, AtRisk is true, and nothing is deleted for the plan until a
+	// COMMITTED is read back (see Operation.Evidence).
+	ReasonCommitMissing Reason = "commit-missing"
 	// ReasonNewerSchema: a well-formed envelope of a newer schema version;
 	// the projection is degraded.
 	ReasonNewerSchema Reason = "newer-schema"
@@ -84,13 +96,15 @@ const (
 	ReasonOutOfOrder Reason = "out-of-order"
 )
 
-// Reasons lists every rejection reason, for documentation and metrics.
+// Reasons lists every rejection reason this build produces, for
+// documentation and metrics (not ReasonUnknownOperation or
+// ReasonInvalidTransition, which it no longer does).
 func Reasons() []Reason {
 	return []Reason{
 		ReasonMalformed, ReasonBadKey, ReasonTampered, ReasonTombstone,
-		ReasonWrongTopic, ReasonUnknownOperation, ReasonInvalidTransition,
+		ReasonWrongTopic,
 		ReasonBoundaryRegression, ReasonBoundaryMismatch, ReasonLogStartBelowPlan,
-		ReasonOverwritesAccepted, ReasonNewerSchema, ReasonUnknownEvent,
+		ReasonOverwritesAccepted, ReasonCommitMissing, ReasonNewerSchema, ReasonUnknownEvent,
 		ReasonOutOfOrder,
 	}
 }
@@ -147,6 +161,13 @@ type Operation struct {
 	Implied []events.Event
 	// Covered is true when its COMMITTED raised nothing (Verdict.Covered).
 	Covered bool
+	// Evidence lists the events (DELETING, APPLIED) whose records survive
+	// for this plan although its COMMITTED is not in the log: evidence that
+	// the COMMITTED was accepted and erased. Such an operation stays PLANNED
+	// (it is never pending: a worker deletes only for a COMMITTED read
+	// back), its plan is part of the boundary, and AtRisk is true. Empty
+	// once a COMMITTED is accepted.
+	Evidence []events.Event
 }
 
 // Retraction is a key whose every record was rejected: no record under it

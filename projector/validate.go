@@ -107,7 +107,8 @@ func (s *State) Refusals(markers []events.Marker) []*RefusalError {
 	if s.degraded {
 		return []*RefusalError{{Reason: RefuseDegraded, Marker: -1, Topic: s.topic, Degraded: s.degradedReason}}
 	}
-	if len(markers) == 0 && len(s.boundary) > 0 {
+	boundary := s.Boundary()
+	if len(markers) == 0 && len(boundary) > 0 {
 		return []*RefusalError{{Reason: RefuseNoMarkers, Marker: -1, Topic: s.topic}}
 	}
 	var out []*RefusalError
@@ -122,16 +123,16 @@ func (s *State) Refusals(markers []events.Marker) []*RefusalError {
 				MarkerTopicID: m.TopicID, BoundTopic: s.topic, BoundTopicID: s.topicID})
 			continue
 		}
-		for _, p := range s.boundary.Partitions() {
-			b := s.boundary[p]
+		for _, p := range boundary.Partitions() {
+			b := boundary[p]
 			off, ok := m.Offsets[p]
 			switch {
 			case !ok:
 				out = append(out, &RefusalError{Reason: RefuseMissingPartition, Marker: i, Topic: s.topic,
-					Partition: p, Requested: -1, Boundary: b, PlanID: s.setBy[p]})
+					Partition: p, Requested: -1, Boundary: b, PlanID: s.BoundarySetBy(p)})
 			case off < b:
 				out = append(out, &RefusalError{Reason: RefuseBelowBoundary, Marker: i, Topic: s.topic,
-					Partition: p, Requested: off, Boundary: b, PlanID: s.setBy[p]})
+					Partition: p, Requested: off, Boundary: b, PlanID: s.BoundarySetBy(p)})
 			}
 		}
 	}

@@ -153,6 +153,8 @@ func (c *Cluster) execute(ctx context.Context, proj *Projection, run *protocol.R
 		switch step.Kind {
 		case protocol.CatchUp:
 			rep.Err = proj.CatchUp(ctx)
+		case protocol.Permissions:
+			rep.Err = c.CheckPermissions(ctx, permissions(step, proj.Topic), o.Bootstrap)
 		case protocol.Describe, protocol.Recheck:
 			rep.Topic, rep.Err = c.DescribeTopic(ctx, step.Topic)
 			rep.Missing = errors.Is(rep.Err, ErrTopicNotFound)
@@ -189,6 +191,17 @@ func (c *Cluster) execute(ctx context.Context, proj *Projection, run *protocol.R
 	}
 }
 
+// permissions are the ACLs a Permissions step checks.
+func permissions(step protocol.Step, controlTopic string) []Permission {
+	switch step.Scope {
+	case protocol.ScopeApplyNoWait:
+		return ApplyPermissions(controlTopic, step.Topic, true)
+	case protocol.ScopeApply:
+		return ApplyPermissions(controlTopic, step.Topic, false)
+	}
+	return FinishPermissions(controlTopic, step.Topic)
+}
+
 // reached names the failpoint of the record just read back, if any.
 func reached(proj *Projection, env events.Envelope) string {
 	op, _ := proj.State.Operation(env.PlanID)
@@ -217,3 +230,14 @@ func blockedIfDenied(err error) error {
 	}
 	return err
 }
+
+// envelope is a control record for plan, as this writer appends it.
+func envelope(e events.Event, plan events.Plan, o Options) events.Envelope {
+	return events.Envelope{
+		SchemaVersion: events.SchemaVersion, Event: e, PlanID: plan.PlanID, Plan: plan,
+		At: time.Now().UTC(), Actor: o.actor(),
+	}
+}
+
+// degraded is protocol.Degraded for a projection.
+func degraded(proj *Projection) error { return protocol.Degraded(proj.State, proj.Topic) }

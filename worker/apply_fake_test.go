@@ -250,11 +250,3 @@ func TestRepairRetractsRejectedKeysAfterTheGrace(t *testing.T) {
 		t.Fatal("a second repair wrote again")
 	}
 }
-
-// envelope is a control record for plan, as this writer appends it.
-func envelope(e events.Event, plan events.Plan, o Options) events.Envelope {
-	return events.Envelope{
-		SchemaVersion: events.SchemaVersion, Event: e, PlanID: plan.PlanID, Plan: plan,
-		At: time.Now().UTC(), Actor: o.actor(),
-	}
-}

@@ -27,6 +27,8 @@ type Cluster struct {
 	opts []kgo.Opt // connection options, reused for each control-topic reader
 	cl   *kgo.Client
 	adm  *kadm.Client
+
+	principal string // the Kafka principal of cl, for messages; "" when unknown
 }
 
 // Connect creates a Cluster from franz-go connection options (seed brokers,
@@ -85,7 +87,8 @@ func (c *Cluster) TopicMetadata(ctx context.Context, topic string) (TopicInfo, e
 			if errors.Is(err, kerr.UnknownTopicOrPartition) {
 				return info, errors.Mark(errors.Newf("topic %q does not exist", topic), ErrTopicNotFound)
 			}
-			return info, errors.Wrapf(err, "metadata for topic %q", topic)
+			return info, c.denied(errors.Wrapf(err, "metadata for topic %q", topic),
+				Permission{"Describe", "topic", topic, "read the topic's metadata"})
 		}
 		for _, p := range t.Partitions {
 			info.Partitions = append(info.Partitions, p.Partition)
@@ -129,7 +132,8 @@ func (c *Cluster) TopicConfigs(ctx context.Context, topic string) (map[string]st
 		return nil, errors.Wrapf(err, "describe configs of topic %q", topic)
 	}
 	if rc.Err != nil {
-		return nil, errors.Wrapf(rc.Err, "describe configs of topic %q", topic)
+		return nil, c.denied(errors.Wrapf(rc.Err, "describe configs of topic %q", topic),
+			Permission{"DescribeConfigs", "topic", topic, "read the topic's configs"})
 	}
 	out := make(map[string]string, len(rc.Configs))
 	for _, cfg := range rc.Configs {
@@ -141,13 +145,15 @@ func (c *Cluster) TopicConfigs(ctx context.Context, topic string) (map[string]st
 // StartOffsets lists the log-start offset of every partition of a topic.
 func (c *Cluster) StartOffsets(ctx context.Context, topic string) (events.Offsets, error) {
 	lo, err := c.adm.ListStartOffsets(ctx, topic)
-	return listed(lo, err, topic, "log-start")
+	out, err := listed(lo, err, topic, "log-start")
+	return out, c.denied(err, Permission{"Describe", "topic", topic, "list the topic's offsets"})
 }
 
 // EndOffsets lists the high watermark of every partition of a topic.
 func (c *Cluster) EndOffsets(ctx context.Context, topic string) (events.Offsets, error) {
 	lo, err := c.adm.ListEndOffsets(ctx, topic)
-	return listed(lo, err, topic, "end")
+	out, err := listed(lo, err, topic, "end")
+	return out, c.denied(err, Permission{"Describe", "topic", topic, "list the topic's offsets"})
 }
 
 func listed(lo kadm.ListedOffsets, err error, topic, what string) (events.Offsets, error) {
@@ -170,8 +176,8 @@ func listed(lo kadm.ListedOffsets, err error, topic, what string) (events.Offset
 		err := errors.Newf("list %s offsets of topic %q failed for %d partition(s): %s",
 			what, topic, len(errs), strings.Join(errs, "; "))
 		if denied {
-			// Retrying cannot help until an operator grants Describe.
-			err = errors.WithHint(errors.Mark(err, ErrBlocked), "grant the principal DESCRIBE on the topic (see docs/deploy.md)")
+			// Retrying cannot help until an operator grants Describe (the caller names it).
+			err = errors.Mark(errors.Mark(err, ErrBlocked), kerr.TopicAuthorizationFailed)
 		}
 		return nil, err
 	}
@@ -209,7 +215,7 @@ func (c *Cluster) DeleteRecords(ctx context.Context, topic string, to events.Off
 			out = append(out, DeleteResult{Partition: p, Err: errors.Newf("no answer for %s-%d", topic, p)})
 			continue
 		}
-		out = append(out, DeleteResult{Partition: p, LowWatermark: r.LowWatermark, Err: r.Err})
+		out = append(out, DeleteResult{Partition: p, LowWatermark: r.LowWatermark, Err: c.denied(r.Err, permDataDelete(topic))})
 	}
 	slices.SortFunc(out, func(a, b DeleteResult) int { return int(a.Partition) - int(b.Partition) })
 	return out, nil

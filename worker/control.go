@@ -135,7 +135,8 @@ func (p *Projection) CatchUp(ctx context.Context) error {
 			return errors.WithHint(errors.Mark(errors.Newf("control topic %q does not exist", p.Topic), ErrTopicNotFound),
 				"create it with: kcleanup init --topic <data topic> --control-topic "+p.Topic)
 		}
-		return errors.Wrapf(end.Err, "read the end of control topic %q", p.Topic)
+		return p.cluster.denied(errors.Wrapf(end.Err, "read the end of control topic %q", p.Topic),
+			Permission{"Describe", "topic", p.Topic, "read the end of the control topic"})
 	}
 	return p.readTo(ctx, end.Offset)
 }
@@ -154,7 +155,7 @@ func (p *Projection) readTo(ctx context.Context, end int64) error {
 			}
 		})
 		if ferr != nil && !kerr.IsRetriable(ferr) {
-			return errors.Wrapf(ferr, "read control topic %q", p.Topic)
+			return p.cluster.denied(errors.Wrapf(ferr, "read control topic %q", p.Topic), permControlRead(p.Topic))
 		}
 		var batch []projector.Record
 		fs.EachRecord(func(r *kgo.Record) {
@@ -200,7 +201,8 @@ func (c *Cluster) Append(ctx context.Context, controlTopic string, env events.En
 	key, value := env.Encode()
 	r := &kgo.Record{Topic: controlTopic, Partition: 0, Key: key, Value: value}
 	if err := c.cl.ProduceSync(ctx, r).FirstErr(); err != nil {
-		return 0, errors.Wrapf(err, "append %s to control topic %q", events.Key(env.PlanID, env.Event), controlTopic)
+		return 0, c.denied(errors.Wrapf(err, "append %s to control topic %q", events.Key(env.PlanID, env.Event), controlTopic),
+			permControlWrite(controlTopic))
 	}
 	return r.Offset, nil
 }
@@ -265,7 +267,7 @@ func (p *Projection) Repair(ctx context.Context) error {
 	// One at a time, in order: a repair's position relative to the others matters.
 	for _, rec := range recs {
 		if err := p.cluster.cl.ProduceSync(ctx, rec).FirstErr(); err != nil {
-			return errors.Wrapf(err, "repair key %q on control topic %q", rec.Key, p.Topic)
+			return p.cluster.denied(errors.Wrapf(err, "repair key %q on control topic %q", rec.Key, p.Topic), permControlWrite(p.Topic))
 		}
 	}
 	return p.readTo(ctx, recs[len(recs)-1].Offset+1)

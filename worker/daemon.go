@@ -45,6 +45,7 @@ type daemonConfig struct {
 	group    string
 	topics   []string
 	httpAddr string
+	pages    []pageConfig
 	actor    string
 	logger   *slog.Logger
 
@@ -97,6 +98,19 @@ func WithLogger(l *slog.Logger) DaemonOption { return func(c *daemonConfig) { c.
 // WithHTTPAddr makes Run serve Handler on addr ("host:port"; port 0 picks
 // one, logged as "http listening"). Default: no HTTP server.
 func WithHTTPAddr(addr string) DaemonOption { return func(c *daemonConfig) { c.httpAddr = addr } }
+
+// WithPage serves, next to the API, the handler page(d) builds on the
+// daemon for pattern (an http.ServeMux pattern such as "GET /{$}"). The
+// console uses it: it renders only d.WorkerStatus(), what /v1/status serves.
+func WithPage(pattern string, page func(d *Daemon) http.Handler) DaemonOption {
+	return func(c *daemonConfig) { c.pages = append(c.pages, pageConfig{pattern, page}) }
+}
+
+// pageConfig is one WithPage.
+type pageConfig struct {
+	pattern string
+	page    func(d *Daemon) http.Handler
+}
 
 // WithActor names this replica in the control records it writes. Default:
 // "worker/" + Actor().

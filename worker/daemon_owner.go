@@ -160,6 +160,15 @@ func (d *Daemon) pass(o *owner, proj *Projection, opts Options) error {
 	if err := proj.Repair(ctx); err != nil {
 		return err
 	}
+	// An operation whose COMMITTED the cleaner erased: re-commit it only
+	// where nothing more would be deleted (see Recommit).
+	lines, err := d.cluster.Recommit(ctx, proj, opts)
+	for _, line := range lines {
+		d.log.Warn("history at risk: "+line, "control_topic", o.topic)
+	}
+	if err != nil {
+		return err
+	}
 	pending := proj.State.Pending()
 	o.keepOnly(pending)
 	for _, op := range pending {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/cockroachdb/errors"
 
+	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/fsm"
 	"github.com/kcleanup/kcleanup/projector"
 	"github.com/kcleanup/kcleanup/worker/protocol"
@@ -35,7 +36,12 @@ type snapshot struct {
 	lag        int64     // records between the projection and the end seen
 	byState    map[fsm.State]int
 	rejected   map[projector.Reason]int
+	data       *DataTopicOffsets // nil until listed once
 }
+
+// dataOffsetsEvery is how often a view lists the data topic's log starts
+// and high watermarks for /v1/status (two ListOffsets requests).
+const dataOffsetsEvery = 2 * time.Second
 
 func newView(d *Daemon, topic string) *view {
 	v := &view{d: d, topic: topic, lock: make(chan struct{}, 1)}
@@ -97,7 +103,35 @@ func (v *view) refresh(ctx context.Context) error {
 		return err // shutting down: keep the last snapshot
 	}
 	v.publish(ctx, err)
+	v.listDataTopic(rctx)
 	return err
+}
+
+// listDataTopic refreshes the data topic's offsets in the snapshot, at most
+// every dataOffsetsEvery. A failure keeps the last offsets and says why.
+func (v *view) listDataTopic(ctx context.Context) {
+	old := v.snap.Load()
+	topic := old.status.Topic
+	if topic == "" || old.data != nil && time.Since(old.data.ListedAt) < dataOffsetsEvery {
+		return
+	}
+	d := &DataTopicOffsets{ListedAt: time.Now().UTC()}
+	start, err := v.d.cluster.StartOffsets(ctx, topic)
+	var end events.Offsets
+	if err == nil {
+		end, err = v.d.cluster.EndOffsets(ctx, topic)
+	}
+	if err != nil {
+		d.Error = err.Error()
+		if old.data != nil {
+			d.LogStart, d.HighWatermark = old.data.LogStart, old.data.HighWatermark
+		}
+	} else {
+		d.LogStart, d.HighWatermark = start, end
+	}
+	s := *v.snap.Load()
+	s.data = d
+	v.snap.Store(&s)
 }
 
 // publish records the outcome of a read. The status document is rebuilt

@@ -2,6 +2,8 @@ package worker
 
 import (
 	"encoding/json"
+
+	"github.com/kcleanup/kcleanup/events"
 	"net/http"
 	"time"
 )
@@ -14,8 +16,13 @@ import (
 //	GET  /metrics      Prometheus text format
 //	GET  /v1/status    every served control topic (?controlTopic= for one)
 //	POST /v1/validate  the recovery gate: markers in, a verdict out
+//
+// and whatever was added with WithPage (the console, at /).
 func (d *Daemon) Handler() http.Handler {
 	mux := http.NewServeMux()
+	for _, p := range d.cfg.pages {
+		mux.Handle(p.pattern, p.page(d))
+	}
 	mux.HandleFunc("GET /healthz", d.serveHealth)
 	mux.HandleFunc("GET /readyz", d.serveReady)
 	mux.HandleFunc("GET /metrics", d.serveMetrics)
@@ -91,6 +98,21 @@ type TopicStatus struct {
 	LagRecords int64      `json:"lagRecords"`
 	// ReadError is the last read's error, if it did not reach the end.
 	ReadError string `json:"readError,omitempty"`
+	// DataTopic is the governed data topic's log-start offsets and high
+	// watermarks as this replica last listed them (absent until the control
+	// topic is bound and listed once).
+	DataTopic *DataTopicOffsets `json:"dataTopic,omitempty"`
+}
+
+// DataTopicOffsets is where the data topic's partitions stand: records
+// below LogStart are gone, HighWatermark is the next offset to be written.
+type DataTopicOffsets struct {
+	LogStart      events.Offsets `json:"logStart"`
+	HighWatermark events.Offsets `json:"highWatermark"`
+	// ListedAt is when they were listed; Error, why the last listing
+	// failed (the offsets are then those of the last success, if any).
+	ListedAt time.Time `json:"listedAt"`
+	Error    string    `json:"error,omitempty"`
 }
 
 // WorkerStatus is the body of /v1/status without ?controlTopic=.
@@ -118,6 +140,7 @@ func (d *Daemon) topicStatus(topic string) TopicStatus {
 	if s.err != nil {
 		ts.ReadError = s.err.Error()
 	}
+	ts.DataTopic = s.data
 	return ts
 }
 
@@ -136,9 +159,16 @@ func (d *Daemon) serveStatus(w http.ResponseWriter, r *http.Request) {
 		writeJSONStatus(w, http.StatusOK, d.topicStatus(t))
 		return
 	}
+	writeJSONStatus(w, http.StatusOK, d.WorkerStatus())
+}
+
+// WorkerStatus is the document /v1/status serves: every control topic this
+// replica serves, from the snapshots of its last reads (it never waits for
+// Kafka). Pages served next to the API (the console) render only this.
+func (d *Daemon) WorkerStatus() WorkerStatus {
 	ws := WorkerStatus{SchemaVersion: StatusSchemaVersion, Group: d.cfg.group, Actor: d.cfg.actor}
 	for _, t := range d.cfg.topics {
 		ws.ControlTopics = append(ws.ControlTopics, d.topicStatus(t))
 	}
-	writeJSONStatus(w, http.StatusOK, ws)
+	return ws
 }

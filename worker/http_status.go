@@ -39,6 +39,30 @@ type Status struct {
 	// UnrepairedKeys counts accepted records listed for repair (key overwritten, or out of order) and
 	// not yet re-appended (a worker repairs them).
 	UnrepairedKeys int `json:"unrepairedKeys"`
+	// Repairs lists those records: the key and the offset of the accepted
+	// record a worker re-appends, oldest first.
+	Repairs []PendingRepair `json:"repairs"`
+	// Retractions lists the keys whose every record was rejected: a worker
+	// tombstones each once RetractionGrace has passed since its record.
+	Retractions []PendingRetraction `json:"retractions"`
+}
+
+// PendingRepair is an accepted record a worker will append again, so that
+// compaction keeps it (DESIGN §5).
+type PendingRepair struct {
+	Key string `json:"key"`
+	// Offset is that of the accepted record being repaired.
+	Offset int64 `json:"offset"`
+}
+
+// PendingRetraction is a key holding only rejected records, which a worker
+// will tombstone.
+type PendingRetraction struct {
+	Key string `json:"key"`
+	// Offset and At are those of the latest record under the key (At is its
+	// Kafka timestamp: the grace is counted from it).
+	Offset int64     `json:"offset"`
+	At     time.Time `json:"at"`
 }
 
 // OperationStatus is one plan's life on the control topic.
@@ -57,6 +81,19 @@ type OperationStatus struct {
 	UpdatedBy string    `json:"updatedBy"`
 	// Offset is the control-topic offset of its last accepted record.
 	Offset int64 `json:"offset"`
+	// History is every accepted record of the operation in log order (a
+	// DELETING retry is one more step); Implied, the steps no record was
+	// accepted for because a later one implied them (projector.Operation).
+	History []StepStatus   `json:"history"`
+	Implied []events.Event `json:"implied,omitempty"`
+}
+
+// StepStatus is one accepted record in an operation's history.
+type StepStatus struct {
+	Offset int64        `json:"offset"`
+	Event  events.Event `json:"event"`
+	At     time.Time    `json:"at"`
+	Actor  string       `json:"actor"`
 }
 
 // RejectedRecord is one control record the fold rejected.
@@ -92,6 +129,8 @@ func StatusOf(proj *Projection) Status {
 		Operations:    []OperationStatus{},
 		Rejected:      []RejectedRecord{},
 		Blocked:       []BlockedOperation{},
+		Repairs:       []PendingRepair{},
+		Retractions:   []PendingRetraction{},
 	}
 	st.Topic, st.TopicID, _ = s.Binding()
 	st.Degraded, st.DegradedReason = s.Degraded()
@@ -107,6 +146,11 @@ func StatusOf(proj *Projection) Status {
 			Boundary:            op.Boundary,
 			LogStart:            op.LogStart,
 			DeleteAttempts:      op.DeleteAttempts,
+			History:             make([]StepStatus, 0, len(op.History)),
+			Implied:             op.Implied,
+		}
+		for _, h := range op.History {
+			os.History = append(os.History, StepStatus{Offset: h.Offset, Event: h.Event, At: h.At, Actor: h.Actor})
 		}
 		if n := len(op.History); n > 0 {
 			last := op.History[n-1]
@@ -119,6 +163,12 @@ func StatusOf(proj *Projection) Status {
 			Offset: v.Offset, Key: v.Key, Reason: v.Reason, Detail: v.Detail, At: v.At, Actor: v.Actor,
 		})
 	}
-	st.UnrepairedKeys = len(s.Repairs())
+	for _, r := range s.Repairs() {
+		st.Repairs = append(st.Repairs, PendingRepair{Key: string(r.Key), Offset: r.Offset})
+	}
+	st.UnrepairedKeys = len(st.Repairs)
+	for _, r := range s.Retractions() {
+		st.Retractions = append(st.Retractions, PendingRetraction{Key: string(r.Key), Offset: r.Offset, At: r.Timestamp})
+	}
 	return st
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -150,6 +151,28 @@ func TestStatusServesTheStatusDocument(t *testing.T) {
 	}
 	if !st.Owned || !st.CaughtUp || st.ReadTo != 4 {
 		t.Fatalf("owned=%v caughtUp=%v readTo=%d, want true true 4 (PLANNED, COMMITTED, DELETING, APPLIED)", st.Owned, st.CaughtUp, st.ReadTo)
+	}
+	var steps []events.Event
+	for i, h := range st.Operations[0].History {
+		if h.Offset != int64(i) || h.At.IsZero() || h.Actor == "" {
+			t.Errorf("history step %d: %+v", i, h)
+		}
+		steps = append(steps, h.Event)
+	}
+	if want := []events.Event{events.Planned, events.Committed, events.Deleting, events.Applied}; !slices.Equal(steps, want) {
+		t.Errorf("history %v, want %v", steps, want)
+	}
+	if raw["repairs"] == nil || raw["retractions"] == nil {
+		t.Errorf("repairs and retractions must be [] not null: %s", a.body)
+	}
+	// The data topic's offsets, for the console's bars.
+	kafkatest.Eventually(t, 20*time.Second, "status lists the data topic's offsets", func() bool {
+		st = TopicStatus{}
+		do(t, "GET", f.url+"/v1/status?controlTopic="+f.ctl, "").decode(t, &st)
+		return st.DataTopic != nil && st.DataTopic.LogStart.Equal(events.Offsets{0: 150, 1: 120})
+	})
+	if d := st.DataTopic; d.Error != "" || len(d.HighWatermark) != 2 || d.HighWatermark[0] < 150 || d.ListedAt.IsZero() {
+		t.Fatalf("dataTopic %+v", d)
 	}
 
 	var all WorkerStatus
@@ -305,4 +328,26 @@ func TestValidatePicksTheControlTopicByBinding(t *testing.T) {
 		}
 		return n == 2
 	})
+}
+
+// A page added with WithPage takes the paths the API does not serve, and
+// the API keeps its own.
+func TestWithPageServesNextToTheAPI(t *testing.T) {
+	d, err := NewDaemon(&Cluster{}, WithControlTopics("a.kcleanup"),
+		WithPage("/", func(d *Daemon) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				_, _ = w.Write([]byte("page of " + d.WorkerStatus().ControlTopics[0].ControlTopic))
+			})
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := d.Handler()
+	for path, want := range map[string]string{"/": "page of a.kcleanup", "/healthz": "ok\n"} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+		if rec.Code != 200 || rec.Body.String() != want {
+			t.Errorf("GET %s: %d %q, want 200 %q", path, rec.Code, rec.Body.String(), want)
+		}
+	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/projector"
+	"github.com/kcleanup/kcleanup/worker/protocol"
 )
 
 // PartitionPreview is what applying a plan would do to one partition, as
@@ -17,13 +18,17 @@ type PartitionPreview struct {
 	// LogStart and HighWatermark are the partition's offsets now.
 	LogStart      int64 `json:"logStart"`
 	HighWatermark int64 `json:"highWatermark"`
-	// NewLogStart is max(LogStart, PlanOffset): DeleteRecords never moves a
-	// log start back.
+	// NewLogStart is the log start after apply: max(LogStart, PlanOffset),
+	// since DeleteRecords never moves a log start back; LogStart when apply
+	// refuses the partition (Refused), since then nothing is deleted.
 	NewLogStart int64 `json:"newLogStart"`
 	// Deletable counts the offsets in [LogStart, NewLogStart): an upper
 	// bound on the records that become deletable, since compaction may have
-	// removed some of them already.
+	// removed some of them already. 0 when the partition is refused.
 	Deletable int64 `json:"deletable"`
+	// Refused says why apply refuses this partition now ("" when it would
+	// not): the same sentence Preflight gives for it.
+	Refused string `json:"refused,omitempty"`
 	// Boundary is the committed boundary of the partition; nil when nothing
 	// was ever committed for it.
 	Boundary      *int64 `json:"boundary"`
@@ -73,6 +78,10 @@ func (c *Cluster) Preview(ctx context.Context, controlTopic string, plan events.
 			Partition: p, PlanOffset: plan.Offsets[p],
 			LogStart: info.Start[p], HighWatermark: end,
 			NewLogStart: max(info.Start[p], plan.Offsets[p]),
+		}
+		row.Refused, _ = protocol.PartitionRefusal(p, plan.Offsets[p], info, boundary, proj.State.BoundarySetBy)
+		if row.Refused != "" {
+			row.NewLogStart = row.LogStart // a refused partition keeps every record
 		}
 		row.Deletable = row.NewLogStart - row.LogStart
 		if b, ok := boundary[p]; ok {

@@ -8,7 +8,12 @@
 #   kafka.sh test CMD...     run CMD with KCLEANUP_TEST_BOOTSTRAP set, starting a broker if needed
 #
 # State: the jars in .cache/kafka/<version>/lib, the running broker in .kafka/broker/
-# (config, data, logs/server.log, pid) and its address in .kafka/bootstrap.
+# (config, data, logs/server.log, pid) and its address in .kafka/bootstrap. Besides PLAINTEXT
+# the broker has a SASL_SSL listener (SCRAM-SHA-512, SCRAM-SHA-256, PLAIN) and an SSL listener
+# that requires a client certificate; StandardAuthorizer with allow.everyone.if.no.acl.found=false.
+# The PLAINTEXT principal (User:ANONYMOUS) and User:admin are super users. The CA and broker
+# certificate are made once by worker/kafkatest/cmd/devcerts and cached in .kafka/tls/; the
+# secured listeners' addresses and the admin's credentials are in .kafka/secure/ (docs/testing.md).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -17,6 +22,8 @@ version=$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$here/pom.x
 lib="$root/.cache/kafka/$version/lib"
 state="$root/.kafka"
 broker="$state/broker"
+tls="$state/tls"       # CA and broker certificate, kept across restarts
+secure="$state/secure" # the running broker's secured addresses and credentials
 java="${JAVA_HOME:+$JAVA_HOME/bin/}java"
 start_timeout="${KAFKA_DEV_START_TIMEOUT:-120s}"
 
@@ -64,6 +71,41 @@ waitkafka() {
   "$state/waitkafka" "$@"
 }
 
+# make_certs creates the CA and broker certificate once; the rename makes a half-written set
+# invisible.
+make_certs() {
+  [[ -s $tls/ca.pem && -s $tls/ca-key.pem && -s $tls/broker.pem ]] && return
+  (cd "$root" && go build -o "$state/devcerts" ./worker/kafkatest/cmd/devcerts) || die "cannot build devcerts"
+  local tmp="$tls.tmp.$$"
+  rm -rf "$tmp"
+  "$state/devcerts" "$tmp" || die "cannot create the development CA and broker certificate"
+  mv "$tmp" "$tls" 2>/dev/null || rm -rf "$tmp" # another user finished first: keep theirs
+}
+
+# secret prints a fresh random password (hex: safe in sed, properties and JAAS quoting).
+secret() { head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n'; }
+
+# write_secure writes what tests and tools need to reach the secured listeners.
+write_secure() {
+  local sasl_port=$1 ssl_port=$2 admin_pw=$3 plain_pw=$4
+  rm -rf "$secure"
+  mkdir -p "$secure"
+  chmod 700 "$secure"
+  echo "127.0.0.1:$sasl_port" >"$secure/sasl_ssl"
+  echo "127.0.0.1:$ssl_port" >"$secure/ssl"
+  echo "$admin_pw" >"$secure/admin.password"
+  echo "$plain_pw" >"$secure/plain-user.password"
+  cp "$tls/ca.pem" "$tls/ca-key.pem" "$secure/"
+  cat >"$secure/admin.properties" <<PROPS
+# The development broker's super user over SASL_SSL (kafka.sh writes this at every start).
+security.protocol=SASL_SSL
+sasl.mechanism=SCRAM-SHA-512
+sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="admin" password="$admin_pw";
+ssl.truststore.type=PEM
+ssl.truststore.location=$secure/ca.pem
+PROPS
+}
+
 # our_broker prints the pid of the broker this checkout started, if that process still runs.
 our_broker() {
   local pid
@@ -102,20 +144,35 @@ up() {
   fetch_jars
   command -v go >/dev/null || die "Go is needed to check that the broker answers"
 
-  local port cport
+  rm -rf "$secure"
+  make_certs
+  local port cport sasl_port ssl_port
   port=$(free_port)
   cport=$(free_port)
-  [[ $port != "$cport" ]] || cport=$(free_port)
+  while [[ $cport == "$port" ]]; do cport=$(free_port); done
+  sasl_port=$(free_port)
+  while [[ $sasl_port == "$port" || $sasl_port == "$cport" ]]; do sasl_port=$(free_port); done
+  ssl_port=$(free_port)
+  while [[ $ssl_port == "$port" || $ssl_port == "$cport" || $ssl_port == "$sasl_port" ]]; do ssl_port=$(free_port); done
   addr="127.0.0.1:$port"
+  local admin_pw plain_pw
+  admin_pw=$(secret)
+  plain_pw=$(secret)
   mkdir -p "$broker/data" "$broker/logs"
   sed -e "s|@PORT@|$port|g" -e "s|@CONTROLLER_PORT@|$cport|g" -e "s|@DATA_DIR@|$broker/data|g" \
+    -e "s|@SASL_SSL_PORT@|$sasl_port|g" -e "s|@SSL_PORT@|$ssl_port|g" -e "s|@TLS_DIR@|$tls|g" \
+    -e "s|@ADMIN_PASSWORD@|$admin_pw|g" -e "s|@PLAIN_PASSWORD@|$plain_pw|g" \
     "$here/server.properties.in" >"$broker/server.properties"
+  chmod 600 "$broker/server.properties"
   [[ $1 == test ]] && touch "$broker/owned-by-test"
 
   # A cluster ID is a Kafka UUID: 16 random bytes, URL-safe base64 without padding.
   local cluster_id
   cluster_id=$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')
+  # The admin's SCRAM credentials go into the bootstrap metadata: usable from the first second.
   run_java kafka.tools.StorageTool format -t "$cluster_id" -c "$broker/server.properties" \
+    --add-scram "SCRAM-SHA-512=[name=admin,password=$admin_pw]" \
+    --add-scram "SCRAM-SHA-256=[name=admin,password=$admin_pw]" \
     >"$broker/logs/format.log" 2>&1 || { cat "$broker/logs/format.log" >&2; die "formatting the storage failed"; }
 
   log "starting Apache Kafka $version at $addr (logs: ${broker#"$root/"}/logs/server.log)"
@@ -135,8 +192,9 @@ up() {
     kill -KILL "$pid" 2>/dev/null || true
     die "the broker did not start; its files are kept in ${broker#"$root/"} (run: $0 down)"
   fi
+  write_secure "$sasl_port" "$ssl_port" "$admin_pw" "$plain_pw"
   echo "$addr" >"$state/bootstrap"
-  log "ready at $addr (pid $pid)"
+  log "ready at $addr (pid $pid); SASL_SSL at 127.0.0.1:$sasl_port, mTLS at 127.0.0.1:$ssl_port (${secure#"$root/"}/)"
   echo "$addr"
   unlock
 }
@@ -170,7 +228,7 @@ stop() {
   else
     log "no broker running"
   fi
-  rm -rf "$broker" "$state/bootstrap"
+  rm -rf "$broker" "$state/bootstrap" "$secure"
   unlock
 }
 
@@ -219,7 +277,8 @@ test_cmd() {
   exec 8>"$state/users.lock"
   flock -s 8
   KCLEANUP_TEST_BOOTSTRAP=$(up test)
-  export KCLEANUP_TEST_BOOTSTRAP
+  KCLEANUP_TEST_SECURE=$secure # the secured listeners (worker/kafkatest.Secure)
+  export KCLEANUP_TEST_BOOTSTRAP KCLEANUP_TEST_SECURE
   trap release EXIT # also on failure or Ctrl-C; the exit status stays CMD's
   "$@"
 }

@@ -205,6 +205,11 @@ func TestApplyRefusalsLeaveKafkaUnchanged(t *testing.T) {
 			if strings.Contains(stderr, "partition 0:") {
 				t.Errorf("partition 0 is above the boundary but is named:\n%s", stderr)
 			}
+			// One error per partition, the decisive one (issue 14 row 4): partition 1 is also
+			// below its log start, which the boundary makes moot.
+			if n := strings.Count(stderr, "partition 1:"); n != 1 || strings.Contains(stderr, "outside the available range") {
+				t.Errorf("partition 1 is named %d times, want once with the boundary:\n%s", n, stderr)
+			}
 		}
 		e.assertUnchanged(t, topic, control, before)
 	})

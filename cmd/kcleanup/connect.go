@@ -8,6 +8,7 @@ import (
 	"github.com/cockroachdb/errors"
 
 	"github.com/kcleanup/kcleanup/worker"
+	"github.com/kcleanup/kcleanup/worker/clientconfig"
 )
 
 // connect opens a Cluster from the global options. The caller closes it.
@@ -16,7 +17,25 @@ func (g globalOptions) connect() (*worker.Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	return worker.Connect(opts...)
+	c, err := worker.Connect(opts...)
+	if err != nil {
+		return nil, err
+	}
+	c.SetPrincipal(g.principal())
+	return c, nil
+}
+
+// principal is the Kafka principal --command-config authenticates as, for messages ("" when
+// the file does not say: PLAINTEXT, TLS client certificates). kgoOpts has loaded it already.
+func (g globalOptions) principal() string {
+	if g.commandConfig == "" {
+		return ""
+	}
+	sec, err := clientconfig.Load(g.commandConfig)
+	if err != nil {
+		return ""
+	}
+	return sec.Principal()
 }
 
 // bootstrap is the bootstrap list as a flag value, quoted in hints.

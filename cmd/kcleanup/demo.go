@@ -79,8 +79,10 @@ func runDemo(ctx context.Context, w io.Writer, g globalOptions, onCluster, keep 
 	if err != nil {
 		return errors.Wrap(err, "make a folder for the demo's files")
 	}
-	defer os.RemoveAll(dir)
 	d.dir = dir
+	// The output names the files, so they stay for the reader to look at; the last line says
+	// how to remove them. A folder the demo never wrote to goes.
+	defer d.leaveFiles()
 
 	c, err := d.g.connect()
 	if err != nil {
@@ -110,6 +112,16 @@ func runDemo(ctx context.Context, w io.Writer, g globalOptions, onCluster, keep 
 			"real broker; `kcleanup demo -b host:9092` runs this walk on your cluster.")
 	}
 	return nil
+}
+
+// leaveFiles ends the demo's use of its folder: kept, with the command that removes it, when
+// the demo wrote files there (the output names them); removed when it is empty.
+func (d *demo) leaveFiles() {
+	if entries, err := os.ReadDir(d.dir); err == nil && len(entries) == 0 {
+		_ = os.Remove(d.dir)
+		return
+	}
+	d.say("\nThe demo's files (markers and plan) stay in %s; remove them with: rm -r %s", d.dir, d.dir)
 }
 
 // verdict is the demo's result: an error listing every step that did not behave as the

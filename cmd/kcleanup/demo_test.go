@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -55,8 +57,20 @@ func TestDemoEmbedded(t *testing.T) {
 	t.Setenv(envControlTopic, "elsewhere")
 	t.Setenv(envOutput, "json")
 	t.Setenv(envCommandConfig, "/nonexistent/client.properties")
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp) // where the demo makes its folder
 	code, stdout, stderr := runCLI(t, "demo")
 	wantExit(t, code, exitOK, stdout, stderr)
+	// The output names the demo's files; they are still there, and it says how to remove them
+	// (issue 14 row 11).
+	dirs, _ := filepath.Glob(filepath.Join(tmp, "kcleanup-demo-*"))
+	if len(dirs) != 1 {
+		t.Fatalf("demo folders %q, want one", dirs)
+	}
+	if plan, err := os.ReadFile(filepath.Join(dirs[0], "plan-c1.json")); err != nil || !strings.Contains(stdout, dirs[0]) ||
+		!strings.Contains(stdout, "remove them with: rm -r "+dirs[0]) || !strings.Contains(string(plan), `"planId"`) {
+		t.Errorf("plan file: %v; the output names the folder and says how to remove it:\n%s", err, stdout)
+	}
 	if !strings.Contains(stdout, "This demo runs on an EMBEDDED broker: franz-go's in-process fake (kfake)") ||
 		!strings.Contains(stdout, "It is not Apache Kafka") ||
 		!strings.Contains(stdout, "Reminder: that broker was embedded (kfake), not Apache Kafka. `make test`") {
@@ -67,6 +81,7 @@ func TestDemoEmbedded(t *testing.T) {
 
 func TestDemoOnARealBroker(t *testing.T) {
 	clearEnv(t)
+	t.Setenv("TMPDIR", t.TempDir()) // the demo keeps its files
 	b := kafkatest.Bootstrap(t)
 	adm := kadm.NewClient(kafkatest.Client(t, b))
 	topicRE := regexp.MustCompile(`kcleanup-demo-\d{8}-\d{6}-[0-9a-f]{6}`)
@@ -137,6 +152,7 @@ func TestDemoOnARealBroker(t *testing.T) {
 
 func TestDemoOnAnUnreachableClusterFails(t *testing.T) {
 	clearEnv(t)
+	t.Setenv("TMPDIR", t.TempDir()) // the demo keeps its files
 	code, stdout, stderr := runCLI(t, "-b", "127.0.0.1:1", "--timeout", "2s", "demo")
 	wantExit(t, code, exitError, stdout, stderr)
 	if !strings.Contains(stdout, "use the Kafka cluster at 127.0.0.1:1 (given with -b)") || !strings.HasPrefix(stderr, "Error: ") {

@@ -2,9 +2,11 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cockroachdb/errors"
@@ -12,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kcleanup/kcleanup/worker"
+	"github.com/kcleanup/kcleanup/worker/clientconfig"
 )
 
 // outputFormat is the value of --output.
@@ -20,10 +23,12 @@ type outputFormat string
 const (
 	outputTable outputFormat = "table" // aligned text for people
 	outputJSON  outputFormat = "json"  // one versioned JSON document on stdout, for programs
+	outputHTML  outputFormat = "html"  // history only: the self-contained audit report
 )
 
 // Names of the global (persistent) flags and their environment fallbacks. A subcommand must not
-// define a flag with one of these names or shorthands (-b, -o).
+// define a flag with one of these names or shorthands (-b, -o), except to reword one for itself
+// with the same meaning (worker's --control-topic).
 const (
 	flagBootstrap     = "bootstrap-server"
 	flagControlTopic  = "control-topic"
@@ -53,6 +58,9 @@ type globalOptions struct {
 	commandConfig    string       // path of a Kafka client properties file, "" for none
 	output           outputFormat // outputTable or outputJSON
 	timeout          time.Duration
+
+	stderr    io.Writer  // where the --command-config notes go; nil: nowhere
+	notesOnce *sync.Once // the notes are printed once per invocation, however many clients it opens
 }
 
 // addGlobalFlags declares the persistent flags on the root command. Their defaults are shown in
@@ -68,7 +76,7 @@ func addGlobalFlags(root *cobra.Command) {
 	f.String(flagCommandConfig, "",
 		"Kafka client properties `file` for TLS and SASL, as Kafka's own tools take it (env "+envCommandConfig+")")
 	f.StringP(flagOutput, "o", string(defaultOutput),
-		"output `format`: table or json (env "+envOutput+")")
+		"output `format`: table or json; history also html, the audit report (env "+envOutput+")")
 	f.String(flagTimeout, defaultTimeout.String(),
 		"how long to wait for the cluster, a Go `duration` such as 30s or 2m (env "+envTimeout+")")
 	allowBlank(f, flagControlTopic)  // "": the default, overriding the environment
@@ -79,7 +87,7 @@ func addGlobalFlags(root *cobra.Command) {
 // persistent flags) with their environment fallbacks. An invalid value is a usage error naming
 // where it came from (the flag or the environment variable).
 func resolveGlobals(cmd *cobra.Command) (globalOptions, error) {
-	var g globalOptions
+	g := globalOptions{stderr: cmd.ErrOrStderr(), notesOnce: new(sync.Once)}
 
 	raw, src := lookupSetting(cmd, flagBootstrap, envBootstrap, defaultBootstrap)
 	for _, s := range strings.Split(raw, ",") {
@@ -98,6 +106,13 @@ func resolveGlobals(cmd *cobra.Command) (globalOptions, error) {
 	raw, src = lookupSetting(cmd, flagOutput, envOutput, string(defaultOutput))
 	switch f := outputFormat(strings.ToLower(strings.TrimSpace(raw))); f {
 	case outputTable, outputJSON:
+		g.output = f
+	case outputHTML:
+		if cmd.Name() != "history" {
+			return globalOptions{}, usageError(errors.WithHintf(errors.Newf(
+				"invalid %s %q: only history writes html (the audit report)", src, raw),
+				"give -o %s for people or -o %s for programs; `kcleanup history -o html > report.html` writes the report", outputTable, outputJSON))
+		}
 		g.output = f
 	default:
 		return globalOptions{}, usageError(errors.WithHintf(errors.Newf(
@@ -164,13 +179,20 @@ func (g globalOptions) kgoOpts() ([]kgo.Opt, error) {
 	if g.commandConfig == "" {
 		return opts, nil
 	}
-	sec, err := loadCommandConfig(g.commandConfig)
+	sec, err := clientconfig.Load(g.commandConfig)
 	if err != nil {
 		return nil, commandConfigHint(err, g.commandConfig)
 	}
-	secOpts, err := sec.kgoOpts() // its errors name the file and line already
+	secOpts, err := sec.Opts() // its errors name the file and line already
 	if err != nil {
 		return nil, commandConfigHint(err, g.commandConfig)
+	}
+	if g.stderr != nil && g.notesOnce != nil {
+		g.notesOnce.Do(func() {
+			for _, n := range sec.Notes() {
+				fmt.Fprintln(g.stderr, "Note: "+n)
+			}
+		})
 	}
 	// Appended last: a client.id in the file overrides the default.
 	return append(opts, secOpts...), nil

@@ -13,6 +13,8 @@ import (
 
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/projector"
+	"github.com/kcleanup/kcleanup/worker"
+	"github.com/kcleanup/kcleanup/worker/console"
 )
 
 // shortPlanID is how many hex digits of a plan ID tables show where space is short (JSON
@@ -30,14 +32,24 @@ its verdict (accepted, duplicate, or rejected and why), the time and the actor t
 A rejected record changed nothing; it is listed so that nobody has to wonder why.
 
 --plan keeps the records of one plan (a unique prefix of its ID is enough). Name the control
-topic with --control-topic, or the data topic with --topic.`,
+topic with --control-topic, or the data topic with --topic.
+
+-o html writes the audit report instead: one self-contained HTML file (no external asset) with
+the boundary per partition, every operation's timeline, the rejected records, the fleet's repairs
+and retractions, and every record with its verdict. It holds no clock but the records' own times
+and the offset read to, so the same log gives the same file, byte for byte.`,
 		Example: `  kcleanup history --topic action-state
   kcleanup history --topic action-state --plan 3f2a9c81d0e4
-  kcleanup history --control-topic action-state.kcleanup -o json`,
+  kcleanup history --control-topic action-state.kcleanup -o json
+  kcleanup history --topic action-state -o html > report.html`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctl, err := g.readControlTopic(dataTopic)
 			if err != nil {
 				return err
+			}
+			if plan != "" && g.output == outputHTML {
+				return usageError(errors.WithHint(errors.New("--plan and -o html: the audit report covers the whole history"),
+					"leave out --plan; the report lists every operation, or use -o table with --plan"))
 			}
 			if plan != "" && !isHexPrefix(plan) {
 				return usageError(errors.Newf("--plan %q is not a plan ID: expected lowercase hex digits (a prefix of the 64-digit ID)", plan))
@@ -84,6 +96,9 @@ func runHistory(ctx context.Context, w io.Writer, g globalOptions, controlTopic,
 	defer done()
 
 	audit := proj.State.Audit()
+	if g.output == outputHTML {
+		return writeReport(w, proj, audit)
+	}
 	doc := historyDoc{ControlTopic: controlTopic, ReadTo: proj.Next, Verdicts: []verdictEntry{}}
 	if plan != "" {
 		if doc.PlanID, err = resolvePlanID(plan, audit, controlTopic); err != nil {
@@ -106,6 +121,11 @@ func runHistory(ctx context.Context, w io.Writer, g globalOptions, controlTopic,
 		return writeJSON(w, doc)
 	}
 	return printHistory(w, doc)
+}
+
+// writeReport writes the audit report (worker/console) of what the read gave.
+func writeReport(w io.Writer, proj *worker.Projection, audit []projector.Verdict) error {
+	return console.Render(w, console.FromLog(worker.StatusOf(proj), audit))
 }
 
 // resolvePlanID expands a plan ID prefix to the one plan of the log that has it.

@@ -39,7 +39,11 @@ The plan goes to --out, which must not exist yet (a plan file is never overwritt
 standard output. A live preview shows, per partition, the current log start, the log start after
 apply, how many offsets become deletable, and the committed boundary; with --out it is the
 command's output, otherwise it goes to standard error. The plan itself needs no cluster: when the
-cluster cannot be reached the plan is still written and the preview says it is unavailable.`,
+cluster cannot be reached the plan is still written and the preview says it is unavailable.
+
+Exit 0: the plan is written and apply would accept it now (or there is no preview: --no-preview,
+or the cluster could not be reached). Exit 1: no plan was written (a bad markers file, say), or
+the plan is written but the preview says apply would refuse it now, as apply would exit.`,
 		Example: `  kcleanup plan --markers chk-42/markers.json --recovery-point chk-42 --out chk-42.plan.json
   kcleanup plan --markers sub-0.json --markers sub-1.json --recovery-point sp-7 > sp-7.plan.json`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -99,19 +103,40 @@ func runPlan(ctx context.Context, g globalOptions, o planOptions, stdin io.Reade
 	} else {
 		pv, pvErr = previewPlan(ctx, g, plan)
 	}
-	if o.out == "" { // stdout holds the plan; the preview is a diagnostic
+	switch {
+	case o.out == "": // stdout holds the plan; the preview is a diagnostic
 		printPreview(stderr, plan, pv, pvErr)
-		return nil
-	}
-	if g.output == outputJSON {
+	case g.output == outputJSON:
 		rep := planReport{PlanID: plan.PlanID, Out: o.out, Plan: plan.Encode(), Preview: pv}
 		if pvErr != nil {
 			rep.PreviewError = pvErr.Error()
 		}
-		return writeJSON(stdout, rep)
+		if err := writeJSON(stdout, rep); err != nil {
+			return err
+		}
+	default:
+		printPreview(stdout, plan, pv, pvErr)
 	}
-	printPreview(stdout, plan, pv, pvErr)
-	return nil
+	return wouldRefuse(plan, o.out, pv)
+}
+
+// wouldRefuse is plan's verdict for scripts: exit 1, as apply's own refusal of the plan, when
+// the preview says apply would refuse the plan now (exit 3 is the recovery gate's). The plan is
+// written all the same: the cluster may change, and the operator may want it for the record. A
+// preview that could not be made says nothing about apply: exit 0.
+func wouldRefuse(plan events.Plan, out string, pv *previewDoc) error {
+	if pv == nil || pv.ApplyWouldRefuse == "" {
+		return nil
+	}
+	where := out
+	if where == "" {
+		where = "standard output"
+	}
+	err := errors.Newf("apply would refuse plan %s now (the plan was written to %s; the preview says why)", plan.PlanID, where)
+	for _, h := range pv.RefusalHints {
+		err = errors.WithHint(err, h)
+	}
+	return err
 }
 
 // buildPlanFromFiles reads every markers file and builds the plan. Every error names the file it
@@ -241,14 +266,20 @@ func printPreview(w io.Writer, plan events.Plan, pv *previewDoc, pvErr error) {
 	}
 	fmt.Fprintf(w, "preview against the live cluster; control topic %s%s\n", pv.ControlTopic, note)
 	tw := newTable(w)
-	fmt.Fprintln(tw, "PARTITION\tPLAN OFFSET\tLOG START\tNEW LOG START\tDELETABLE\tHIGH WATERMARK\tBOUNDARY")
+	fmt.Fprintln(tw, "PARTITION\tPLAN OFFSET\tLOG START\tNEW LOG START\tDELETABLE\tHIGH WATERMARK\tBOUNDARY\tAPPLY")
 	for _, r := range pv.Partitions {
 		boundary := "none"
 		if r.Boundary != nil {
 			boundary = fmt.Sprint(*r.Boundary)
 		}
-		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%d\t%s\n",
-			r.Partition, r.PlanOffset, r.LogStart, r.NewLogStart, r.Deletable, r.HighWatermark, boundary)
+		// A refused partition keeps every record: no new log start, nothing deletable, and why.
+		newStart, deletable, verdict := fmt.Sprint(r.NewLogStart), fmt.Sprint(r.Deletable), "ok"
+		if r.Refused != "" {
+			newStart, deletable = "-", "-"
+			verdict = "refused: " + strings.TrimPrefix(r.Refused, fmt.Sprintf("partition %d: ", r.Partition))
+		}
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%s\t%s\t%d\t%s\t%s\n",
+			r.Partition, r.PlanOffset, r.LogStart, newStart, deletable, r.HighWatermark, boundary, verdict)
 	}
 	_ = tw.Flush()
 	fmt.Fprintln(w, "DELETABLE counts offsets; compaction may already have removed some of those records.")

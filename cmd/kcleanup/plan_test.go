@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -247,21 +248,28 @@ func TestPlanPreviewOnTheRealBroker(t *testing.T) {
 		}
 		return opTestMarkers(t, dir, name, ms...)
 	}
-	preview := func(t *testing.T, name string, markers ...string) opPreviewDoc {
+	previewExit := func(t *testing.T, wantCode int, name string, markers ...string) opPreviewDoc {
 		t.Helper()
 		args := []string{"-o", "json", "plan", "--recovery-point", name, "--out", filepath.Join(dir, name+".json")}
 		for _, f := range markers {
 			args = append(args, "--markers", f)
 		}
 		code, stdout, stderr := e.run(t, args...)
-		if code != exitOK {
-			t.Fatalf("plan: exit %d\n%s", code, stderr)
+		if code != wantCode {
+			t.Fatalf("plan: exit %d, want %d\n%s", code, wantCode, stderr)
+		}
+		if _, err := os.Stat(filepath.Join(dir, name+".json")); err != nil {
+			t.Errorf("the plan was not written: %v", err)
 		}
 		var doc opPreviewDoc
 		if err := json.Unmarshal([]byte(stdout), &doc); err != nil || doc.Preview == nil {
 			t.Fatalf("%v %s\n%s", err, doc.PreviewError, stdout)
 		}
 		return doc
+	}
+	preview := func(t *testing.T, name string, markers ...string) opPreviewDoc {
+		t.Helper()
+		return previewExit(t, exitOK, name, markers...)
 	}
 
 	// No control topic yet: no boundary, and plan does not create one.
@@ -299,22 +307,47 @@ func TestPlanPreviewOnTheRealBroker(t *testing.T) {
 		}
 	}
 
-	// Below the boundary: the plan is still written, and the preview says apply would refuse it.
-	doc = preview(t, "chk-old", m("m3.json", events.Offsets{0: 40, 1: 5}))
+	// Below the boundary: the plan is still written, the preview says apply would refuse it, and
+	// plan exits 1 as apply would, so that a script can tell (issue 14 row 3).
+	doc = previewExit(t, exitError, "chk-old", m("m3.json", events.Offsets{0: 40, 1: 5}))
 	if !strings.Contains(doc.Preview.ApplyWouldRefuse, "partition 1: plan offset 5 is below the committed boundary 10") {
 		t.Errorf("refusal %q", doc.Preview.ApplyWouldRefuse)
 	}
-	if p := doc.Preview.Partitions[1]; p.NewLogStart != 10 || p.Deletable != 0 {
+	if p := doc.Preview.Partitions[1]; p.NewLogStart != 10 || p.Deletable != 0 ||
+		!strings.Contains(p.Refused, "plan offset 5 is below the committed boundary 10") {
 		t.Errorf("partition 1 below its log start: %+v", p)
+	}
+	if p := doc.Preview.Partitions[0]; p.Refused != "" {
+		t.Errorf("partition 0 is fine but refused: %+v", p)
+	}
+
+	// Above the high watermark: no impossible new log start or deletable count; the row says
+	// why (issue 14 row 2).
+	doc = previewExit(t, exitError, "chk-future", m("m5.json", events.Offsets{0: 500, 1: 70}))
+	if p := doc.Preview.Partitions[0]; p.NewLogStart != 30 || p.Deletable != 0 ||
+		!strings.Contains(p.Refused, "plan offset 500 is outside the available range [30, 100]") {
+		t.Errorf("partition 0 above its high watermark: %+v", p)
+	}
+	code, _, stderr := e.run(t, "plan", "--recovery-point", "chk-future-2", "--markers", m("m6.json", events.Offsets{0: 500, 1: 70}),
+		"--out", filepath.Join(dir, "future-2.json"))
+	opWantFailure(t, code, stderr, exitError, "Error: apply would refuse plan", "Hint: plan from a recovery point whose offsets are still in the topic")
+	code, stdout, stderr := e.run(t, "plan", "--recovery-point", "chk-future-3", "--markers", m("m7.json", events.Offsets{0: 500, 1: 70}))
+	if code != exitError {
+		t.Errorf("exit %d, want %d\n%s", code, exitError, stderr)
+	}
+	opParsePlan(t, stdout) // the plan is written all the same
+	row := regexp.MustCompile(`(?m)^0 +500 +30 +- +- +100 +30 +refused: plan offset 500 is outside the available range \[30, 100\]`)
+	if !row.MatchString(stderr) || strings.Contains(stderr, " 470 ") {
+		t.Errorf("the row of partition 0 shows numbers apply would not produce, or not why:\n%s", stderr)
 	}
 
 	// Table form without --out: the plan on stdout, the preview on stderr.
-	code, stdout, stderr := e.run(t, "plan", "--recovery-point", "chk-3", "--markers", m("m4.json", events.Offsets{0: 70, 1: 70}))
+	code, stdout, stderr = e.run(t, "plan", "--recovery-point", "chk-3", "--markers", m("m4.json", events.Offsets{0: 70, 1: 70}))
 	if code != exitOK {
 		t.Fatalf("exit %d\n%s", code, stderr)
 	}
 	opParsePlan(t, stdout)
-	for _, f := range []string{"PARTITION  PLAN OFFSET  LOG START  NEW LOG START  DELETABLE  HIGH WATERMARK  BOUNDARY",
+	for _, f := range []string{"PARTITION  PLAN OFFSET  LOG START  NEW LOG START  DELETABLE  HIGH WATERMARK  BOUNDARY  APPLY",
 		"0          70           30         70             40         100             30",
 		"apply would accept this plan now."} {
 		if !strings.Contains(stderr, f) {

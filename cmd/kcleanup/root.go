@@ -42,13 +42,16 @@ anything is deleted, deletes older records with Kafka's DeleteRecords, and refus
 points older than the boundary.
 
 Global flags may be given before or after the command. Each has an environment fallback;
-precedence is flag, then KCLEANUP_* environment variable, then default.
+precedence is flag, then KCLEANUP_* environment variable, then default. Each command's own
+flags, with examples: kcleanup <command> --help. The workflow and every error: docs/operator-guide.md.
 
 ` + exitCodesHelp,
+		Version:                    currentVersion().oneLine(),
 		SilenceUsage:               true,
 		SilenceErrors:              true,
 		SuggestionsMinimumDistance: 2,
 	}
+	root.SetVersionTemplate("{{.Version}}\n")
 	addGlobalFlags(root)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usageError(errors.WithHint(err, helpHint(c)))

@@ -4,13 +4,45 @@ import (
 	"fmt"
 	"io"
 	"runtime/debug"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
 
-// version can be set at link time (-ldflags "-X main.version=v1.2.3"); otherwise it comes from
-// the module version in the binary's build info.
-var version = ""
+// version and commit are set at link time by `make build` (-ldflags "-X main.version=v1.2.3
+// -X main.commit=<git commit>"); otherwise they come from the binary's build info (the module
+// version, and vcs.revision, which `go build` stamps in a git checkout unless -buildvcs=false).
+var version, commit = "", ""
+
+// currentVersion is the version of this binary.
+func currentVersion() versionInfo {
+	bi, ok := debug.ReadBuildInfo()
+	v := versionFrom(version, bi, ok)
+	if v.Commit == "" {
+		v.Commit = commit
+	}
+	return v
+}
+
+// oneLine is the version as `kcleanup --version` prints it.
+func (v versionInfo) oneLine() string {
+	s := "kcleanup " + v.Version
+	var more []string
+	if v.Commit != "" {
+		c := "commit " + v.Commit
+		if v.Modified {
+			c += " (modified)"
+		}
+		more = append(more, c)
+	}
+	if v.GoVersion != "" {
+		more = append(more, v.GoVersion)
+	}
+	if len(more) > 0 {
+		s += " (" + strings.Join(more, ", ") + ")"
+	}
+	return s
+}
 
 // versionInfo is what `kcleanup version` prints.
 type versionInfo struct {
@@ -25,9 +57,10 @@ func newVersionCmd(g *globalOptions) *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
 		Short: "Print the kcleanup version",
+		Long: `version prints the kcleanup version, the commit it was built from and the Go version
+(kcleanup --version prints the same on one line).`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			bi, ok := debug.ReadBuildInfo()
-			return printVersion(cmd.OutOrStdout(), g.output, versionFrom(version, bi, ok))
+			return printVersion(cmd.OutOrStdout(), g.output, currentVersion())
 		},
 	}
 }

@@ -2,8 +2,14 @@ package main
 
 import (
 	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"runtime/debug"
+	"strings"
 	"testing"
+
+	"github.com/kcleanup/kcleanup/worker/kafkatest/repo"
 )
 
 func TestVersionFrom(t *testing.T) {
@@ -58,5 +64,56 @@ func TestPrintVersion(t *testing.T) {
 `
 	if js.String() != wantJSON {
 		t.Errorf("json:\n%s\nwant\n%s", js.String(), wantJSON)
+	}
+}
+
+// TestMakeBuildNamesTheCommit builds the binary the way a developer does (make build) and checks
+// that both `kcleanup --version` and `kcleanup version` name the commit it was built from, even
+// with -buildvcs=false (issue 14 row 8).
+func TestMakeBuildNamesTheCommit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary with make (-short skips it)")
+	}
+	root, err := repo.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, err := exec.Command("git", "-C", root, "rev-parse", "HEAD").Output()
+	if err != nil {
+		t.Fatalf("git rev-parse HEAD: %v", err)
+	}
+	commit := strings.TrimSpace(string(head))
+	bin := filepath.Join(t.TempDir(), "kcleanup")
+	mk := exec.Command("make", "-s", "-C", root, "build", "BIN="+bin)
+	mk.Env = append(os.Environ(), "GOFLAGS=-buildvcs=false")
+	if out, err := mk.CombinedOutput(); err != nil {
+		t.Fatalf("make build: %v\n%s", err, out)
+	}
+	for _, args := range [][]string{{"--version"}, {"version"}} {
+		out, err := exec.Command(bin, args...).Output()
+		if err != nil || !strings.Contains(string(out), commit) || strings.Contains(string(out), "(devel)") {
+			t.Errorf("kcleanup %s: %v\n%s\nwant the commit %s", args[0], err, out, commit)
+		}
+	}
+}
+
+func TestVersionFlag(t *testing.T) {
+	clearEnv(t)
+	code, stdout, stderr := runCLI(t, "--version")
+	if code != exitOK || stderr != "" || !strings.HasPrefix(stdout, "kcleanup ") || strings.Count(stdout, "\n") != 1 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	if want := currentVersion().oneLine() + "\n"; stdout != want {
+		t.Errorf("--version printed %q, want %q", stdout, want)
+	}
+}
+
+func TestVersionOneLine(t *testing.T) {
+	v := versionInfo{"v0.3.0", "go1.26.0", "abc123", "2026-01-02T03:04:05Z", true}
+	if got, want := v.oneLine(), "kcleanup v0.3.0 (commit abc123 (modified), go1.26.0)"; got != want {
+		t.Errorf("oneLine() = %q, want %q", got, want)
+	}
+	if got, want := (versionInfo{Version: "unknown"}).oneLine(), "kcleanup unknown"; got != want {
+		t.Errorf("oneLine() = %q, want %q", got, want)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kcleanup/kcleanup/worker"
+	"github.com/kcleanup/kcleanup/worker/console"
 )
 
 // Flags of `kcleanup worker` and their environment fallbacks (flag > environment > default).
@@ -58,6 +59,7 @@ or apply --no-wait): DELETING, DeleteRecords, verification, APPLIED, exactly as 
 dies, another replica takes over within about the session timeout. Every replica serves, on
 --http-addr:
 
+  GET  /             the operator console: boundary, operations, rejected records, live
   GET  /healthz      200 while the process runs
   GET  /readyz       200 when every served control topic was read to its end in the last 5s
   GET  /metrics      Prometheus text format
@@ -82,6 +84,11 @@ itself with SIGKILL at that step of an operation (see docs/deploy.md).`,
 		},
 	}
 	f := cmd.Flags()
+	// The global --control-topic, with words that fit a worker: it serves control topics and
+	// has no data topic to derive one from. A local flag of the same name shadows the global
+	// one in parsing and in --help; resolveGlobals reads it as the global one.
+	f.String(flagControlTopic, "", "control `topic` to serve (env "+envControlTopic+"); --control-topics for several")
+	allowBlank(f, flagControlTopic)
 	f.StringSlice(flagWorkerTopics, nil,
 		"control `topics` to serve, comma-separated or repeated; adds to --control-topic (env "+envWorkerTopics+")")
 	f.String(flagWorkerGroup, "",
@@ -168,6 +175,7 @@ func runWorker(cmd *cobra.Command, g globalOptions, o workerOptions) error {
 		worker.WithControlTopics(o.topics...),
 		worker.WithGroup(o.group),
 		worker.WithHTTPAddr(o.httpAddr),
+		console.Mount(), // the operator console at /
 		worker.WithLogger(log),
 		worker.WithGroupTimings(o.session, o.heartbeat, 0),
 		worker.WithBlockedRetry(o.blockedRetry),

@@ -25,7 +25,8 @@
 //     plan's, the configs keep Kafka from retiring records and allow
 //     DeleteRecords (CheckDataTopic), every offset is within [log start,
 //     high watermark] and at or above the committed boundary. Any problem:
-//     Refused, nothing written.
+//     Refused, nothing written. Then Permissions: every ACL the rest of
+//     the run needs (a missing one: Blocked, nothing written).
 //  2. Append PLANNED (unless the operation exists), then COMMITTED with the
 //     boundary field max(boundary, plan) (CommitBoundary). The verdict is
 //     the one read back. boundary-mismatch (a commit landed in between) is
@@ -37,7 +38,7 @@
 //     configs still allow the deletion, and it has every plan offset (at
 //     or below the high watermark). Otherwise Blocked, before DELETING is
 //     appended, so a worker retrying a blocked operation appends nothing.
-//     Append DELETING (a retry if already DELETING). Recheck again, then
+//     Permissions for finishing, then append DELETING (a retry if already DELETING). Recheck again, then
 //     Delete the partitions whose log start is below the plan; only for an
 //     operation the projection shows DELETING.
 //  4. Verify: every log start at or above the plan. CatchUp (another writer

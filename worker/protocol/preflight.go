@@ -73,20 +73,27 @@ func PreflightFindings(st *projector.State, plan events.Plan, info Topic, bootst
 	fs = append(fs, Blocking(CheckDataTopic(info, bootstrap))...)
 	boundary := st.Boundary()
 	for _, p := range plan.Offsets.Partitions() {
-		off := plan.Offsets[p]
-		start, end := info.Start[p], info.End[p]
-		if _, ok := info.End[p]; ok && (off < start || off > end) {
-			fs = append(fs, Finding{Block, subject, fmt.Sprintf(
-				"partition %d: plan offset %d is outside the available range [%d, %d] (log start, high watermark)", p, off, start, end),
-				"plan from a recovery point whose offsets are still in the topic"})
-		}
-		if b, ok := boundary[p]; ok && off < b {
-			fs = append(fs, Finding{Block, subject, fmt.Sprintf(
-				"partition %d: plan offset %d is below the committed boundary %d (set by plan %s); boundaries never move back",
-				p, off, b, st.BoundarySetBy(p)), "plan from a newer recovery point"})
+		if msg, hint := PartitionRefusal(p, plan.Offsets[p], info, boundary, st.BoundarySetBy); msg != "" {
+			fs = append(fs, Finding{Block, subject, msg, hint})
 		}
 	}
 	return fs
+}
+
+// PartitionRefusal is why step 1 refuses partition p of a plan with offset
+// off, or "" when it does not: one reason per partition, the decisive one
+// (below the boundary before outside the live range).
+func PartitionRefusal(p int32, off int64, info Topic, boundary events.Offsets, setBy func(int32) string) (msg, hint string) {
+	if b, ok := boundary[p]; ok && off < b {
+		return fmt.Sprintf("partition %d: plan offset %d is below the committed boundary %d (set by plan %s); boundaries never move back",
+			p, off, b, setBy(p)), "plan from a newer recovery point"
+	}
+	start := info.Start[p]
+	if end, ok := info.End[p]; ok && (off < start || off > end) {
+		return fmt.Sprintf("partition %d: plan offset %d is outside the available range [%d, %d] (log start, high watermark)",
+			p, off, start, end), "plan from a recovery point whose offsets are still in the topic"
+	}
+	return "", ""
 }
 
 // Preflight is the whole of step 1 as one pure check: the plan's own

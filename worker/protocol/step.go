@@ -22,6 +22,11 @@ const (
 	// configs, log starts and high watermarks (Report.Topic), for the checks
 	// before COMMITTED.
 	Describe Kind = "describe"
+	// Permissions: ask the brokers whether this client holds every ACL the
+	// rest of the run needs (Step.Scope), before the step that would leave
+	// work another principal must finish: before COMMITTED, before DELETING.
+	// A missing one comes back as Report.Err marked ErrBlocked.
+	Permissions Kind = "permissions"
 	// Append: append Step.Record (the executor sets at and actor) and read
 	// the control topic until it has folded it (Report.Verdict).
 	Append Kind = "append"
@@ -52,7 +57,7 @@ const (
 
 // Kinds lists every kind, for documentation and coverage counts.
 func Kinds() []Kind {
-	return []Kind{Describe, Append, CatchUp, Recheck, Delete, Verify, Done, Wait, Blocked, Refused}
+	return []Kind{Describe, Permissions, Append, CatchUp, Recheck, Delete, Verify, Done, Wait, Blocked, Refused}
 }
 
 // Terminal reports whether a step ends its run.
@@ -66,9 +71,22 @@ type Progress struct {
 	Message string `json:"message"`
 }
 
+// Scope names the permissions a Permissions step checks.
+type Scope string
+
+// The scopes: what the rest of an Apply needs (with or without NoWait), and
+// what finishing an operation needs.
+const (
+	ScopeApply       Scope = "apply"
+	ScopeApplyNoWait Scope = "apply-no-wait"
+	ScopeFinish      Scope = "finish"
+)
+
 // Step is the next thing to do.
 type Step struct {
 	Kind Kind
+	// Scope is what a Permissions step checks.
+	Scope Scope
 	// Topic is the data topic (Describe, Recheck, Delete, Verify).
 	Topic string
 	// Record is the envelope to append (Append), without at and actor.
@@ -138,10 +156,12 @@ type phase int
 const (
 	phaseStart phase = iota
 	phaseDescribed
+	phasePermitted
 	phasePlanned
 	phaseCommitted
 	phaseCaughtUp
 	phaseRechecked
+	phasePermittedFinish
 	phaseDeleting
 	phaseRecheckedAgain
 	phaseDeleted
@@ -232,6 +252,11 @@ func (r *Run) next(st *projector.State, rep Report) Step {
 		return r.start(st)
 	case phaseDescribed:
 		return r.described(st, rep)
+	case phasePermitted:
+		return r.permitted(st)
+	case phasePermittedFinish:
+		r.phase = phaseDeleting
+		return Step{Kind: Append, Record: r.envelope(events.Deleting)}
 	case phasePlanned:
 		return r.planned(st, rep)
 	case phaseCommitted:
@@ -294,19 +319,30 @@ func (r *Run) described(st *projector.State, rep Report) Step {
 	if err := findingsError(PreflightFindings(st, r.plan, rep.Topic, r.cfg.Bootstrap)); err != nil {
 		return Step{Kind: Refused, Err: err}
 	}
-	var notes []Progress
 	switch r.mode {
 	case modePreflight:
 		return Step{Kind: Done}
 	case modeApply:
-		notes = say("check", "plan %s fits the live topic and the boundary", r.planID)
+		// Before the point of no return: every ACL the rest of the protocol needs.
+		scope := ScopeApply
+		if r.cfg.NoWait {
+			scope = ScopeApplyNoWait
+		}
+		r.phase = phasePermitted
+		return Step{Kind: Permissions, Scope: scope, Topic: r.plan.Topic,
+			Notes: say("check", "plan %s fits the live topic and the boundary", r.planID)}
 	}
+	return r.permitted(st)
+}
+
+// permitted: PLANNED unless the operation exists, then COMMITTED.
+func (r *Run) permitted(st *projector.State) Step {
 	op, _ := st.Operation(r.planID)
 	if op.State == fsm.None {
 		r.phase = phasePlanned
-		return Step{Kind: Append, Record: r.envelope(events.Planned), Notes: notes}
+		return Step{Kind: Append, Record: r.envelope(events.Planned)}
 	}
-	return r.commit(st, notes)
+	return r.commit(st, nil)
 }
 
 func (r *Run) commit(st *projector.State, notes []Progress) Step {
@@ -409,8 +445,10 @@ func (r *Run) rechecked(st *projector.State, rep Report) Step {
 		return Step{Kind: Blocked, Err: err}
 	}
 	if r.phase == phaseRechecked {
-		r.phase = phaseDeleting
-		return Step{Kind: Append, Record: r.envelope(events.Deleting)}
+		// And every ACL the rest needs, so that a principal that cannot
+		// finish writes nothing.
+		r.phase = phasePermittedFinish
+		return Step{Kind: Permissions, Scope: ScopeFinish, Topic: r.plan.Topic}
 	}
 	// The last line of defence of I1: a deletion only for an operation the
 	// log, read back, shows past COMMITTED.

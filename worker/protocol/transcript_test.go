@@ -32,8 +32,8 @@ import (
 //	    another writer appends a record (the run's projection folds it at its
 //	    next catch-up or read-back)
 //	run apply|finish|submit|preflight plan=p1 [nowait]
-//	    one run to its end; each input line alters one step, by number or by
-//	    kind (the first step of that kind):
+//	    one run to its end; each input line alters one step, by number, by
+//	    kind (the first step of that kind) or by kind#n (its n-th):
 //	      <step>: fail <text>       the request fails, nothing happens
 //	      <step>: timeout           it takes effect, then reports a timeout
 //	      <step>: denied            it fails as access denied
@@ -294,7 +294,7 @@ func (h *harness) runProtocol(t *testing.T, d *datadriven.TestData) string {
 		faults[strings.TrimSpace(at)] = fault{fs[0], fs[1:]}
 	}
 	var b strings.Builder
-	seenKind := map[Kind]bool{}
+	seenKind := map[Kind]int{}
 	var rep Report
 	for n := 1; n < 50; n++ {
 		step := r.Next(h.st, rep)
@@ -305,11 +305,14 @@ func (h *harness) runProtocol(t *testing.T, d *datadriven.TestData) string {
 			b.WriteString(h.terminal(step))
 			return h.names.Replace(b.String())
 		}
+		seenKind[step.Kind]++
 		f, ok := faults[strconv.Itoa(n)]
-		if !ok && !seenKind[step.Kind] {
+		if !ok {
+			f, ok = faults[fmt.Sprintf("%s#%d", step.Kind, seenKind[step.Kind])]
+		}
+		if !ok && seenKind[step.Kind] == 1 {
 			f, ok = faults[string(step.Kind)]
 		}
-		seenKind[step.Kind] = true
 		if ok && f.action == "before" {
 			sub := f.args
 			args := make([]datadriven.CmdArg, 0, len(sub)-1)

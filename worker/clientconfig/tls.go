@@ -1,4 +1,4 @@
-package main
+package clientconfig
 
 import (
 	"crypto/tls"
@@ -15,78 +15,68 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 )
 
-// kgoOpts turns the settings into franz-go options: client.id, TLS (kgo.DialTLSConfig) and SASL.
-// It reads the PEM files the settings name; relative paths are relative to the working
-// directory, as for Kafka's tools.
-func (s clientSecurity) kgoOpts() ([]kgo.Opt, error) {
+// Opts turns the settings into franz-go options: client.id, TLS (kgo.DialTLSConfig) and SASL.
+// It reads the stores the settings name; relative paths are relative to the working directory,
+// as for Kafka's tools. Callers put their own defaults first: a client.id in the file wins.
+func (c Config) Opts() ([]kgo.Opt, error) {
 	var opts []kgo.Opt
-	if s.hasClientID {
-		opts = append(opts, kgo.ClientID(s.clientID))
+	if c.hasClientID {
+		opts = append(opts, kgo.ClientID(c.clientID))
 	}
-	if s.usesTLS() {
-		cfg, err := s.tlsConfig()
+	if c.UsesTLS() {
+		cfg, err := c.TLSConfig()
 		if err != nil {
 			return nil, err
 		}
 		opts = append(opts, kgo.DialTLSConfig(cfg))
 	}
-	if s.usesSASL() {
-		opts = append(opts, kgo.SASL(s.saslMechanism()))
+	if c.UsesSASL() {
+		opts = append(opts, kgo.SASL(c.saslMechanism()))
 	}
 	return opts, nil
 }
 
-func (s clientSecurity) saslMechanism() sasl.Mechanism {
-	switch s.mechanism {
-	case mechPlain:
-		return plain.Auth{User: s.username, Pass: s.password}.AsMechanism()
-	case mechSCRAMSHA512:
-		return scram.Auth{User: s.username, Pass: s.password, IsToken: s.scramToken}.AsSha512Mechanism()
-	default: // parseCommandConfig admits only the three mechanisms
-		return scram.Auth{User: s.username, Pass: s.password, IsToken: s.scramToken}.AsSha256Mechanism()
+func (c Config) saslMechanism() sasl.Mechanism {
+	switch c.mechanism {
+	case MechPlain:
+		return plain.Auth{User: c.username, Pass: c.password}.AsMechanism()
+	case MechSCRAMSHA512:
+		return scram.Auth{User: c.username, Pass: c.password, IsToken: c.scramToken}.AsSha512Mechanism()
+	default: // Parse admits only the three mechanisms
+		return scram.Auth{User: c.username, Pass: c.password, IsToken: c.scramToken}.AsSha256Mechanism()
 	}
 }
 
-// tlsConfig builds the TLS client config: TLS 1.2 or newer (Kafka's default enabled protocols),
-// the CA certificates of the truststore (the system roots without one), the client certificate
-// of the keystore if any, and host name verification unless
-// ssl.endpoint.identification.algorithm is empty. Without host name verification the chain is
-// still verified, as in Kafka; only the name check is skipped.
-func (s clientSecurity) tlsConfig() (*tls.Config, error) {
+// TLSConfig builds the TLS client config (nil without TLS): TLS 1.2 or newer (Kafka's default
+// enabled protocols, narrowed by ssl.enabled.protocols), the CA certificates of the truststore
+// (the system roots without one), the client certificate of the keystore if any, and host name
+// verification unless ssl.endpoint.identification.algorithm is empty. Without host name
+// verification the chain is still verified, as in Kafka; only the name check is skipped.
+func (c Config) TLSConfig() (*tls.Config, error) {
+	if !c.UsesTLS() {
+		return nil, nil
+	}
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if c.minTLS != 0 {
+		cfg.MinVersion, cfg.MaxVersion = c.minTLS, c.maxTLS
+	}
 
-	trustPEM, trustKey, err := s.pemSource(s.truststoreLocation, keyTruststoreLocation, s.truststorePEM, keyTruststoreCerts)
+	roots, err := c.trustedCerts()
 	if err != nil {
 		return nil, err
 	}
-	if trustPEM != "" {
-		pool, err := certPool(trustPEM)
-		if err != nil {
-			return nil, s.keyError(trustKey, err)
-		}
-		cfg.RootCAs = pool
+	if roots != nil {
+		cfg.RootCAs = roots
 	}
-
-	switch {
-	case s.keystoreLocation != "":
-		text, _, err := s.pemSource(s.keystoreLocation, keyKeystoreLocation, "", "")
-		if err != nil {
-			return nil, err
-		}
-		cert, err := keyPair(text, text)
-		if err != nil {
-			return nil, s.keyError(keyKeystoreLocation, err)
-		}
-		cfg.Certificates = []tls.Certificate{cert}
-	case s.keystoreChainPEM != "":
-		cert, err := keyPair(s.keystoreChainPEM, s.keystoreKeyPEM)
-		if err != nil {
-			return nil, errors.Wrapf(err, "%s:%d: %s and %s", s.name, s.lines[keyKeystoreChain], keyKeystoreChain, keyKeystoreKey)
-		}
+	cert, ok, err := c.clientCert()
+	if err != nil {
+		return nil, err
+	}
+	if ok {
 		cfg.Certificates = []tls.Certificate{cert}
 	}
 
-	if !s.verifyHostname {
+	if !c.verifyHostname {
 		// Go cannot skip only the host name check: turn verification off and do the chain
 		// part ourselves. VerifyConnection runs on every handshake, resumed ones included.
 		roots := cfg.RootCAs // nil: the system roots
@@ -106,24 +96,76 @@ func (s clientSecurity) tlsConfig() (*tls.Config, error) {
 	return cfg, nil
 }
 
-// pemSource returns the PEM text of a store given by file (read now) or inline, and the key it
-// came from.
-func (s clientSecurity) pemSource(location, locationKey, inline, inlineKey string) (text, key string, err error) {
-	if location == "" {
-		return inline, inlineKey, nil
+// trustedCerts reads the truststore: nil (the system roots) when none is configured.
+func (c Config) trustedCerts() (*x509.CertPool, error) {
+	switch {
+	case c.truststorePEM != "":
+		pool, err := certPool(c.truststorePEM)
+		return pool, c.keyError(keyTruststoreCerts, err)
+	case c.truststoreLocation == "":
+		return nil, nil
 	}
-	data, err := os.ReadFile(location)
+	data, err := os.ReadFile(c.truststoreLocation)
 	if err != nil {
-		return "", locationKey, s.keyError(locationKey, err)
+		return nil, c.keyError(keyTruststoreLocation, err)
 	}
-	return string(data), locationKey, nil
+	if c.truststoreType == storePEM {
+		pool, err := certPool(string(data))
+		return pool, c.keyError(keyTruststoreLocation, err)
+	}
+	certs, err := c.binaryTrustStore(data)
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	for _, cert := range certs {
+		pool.AddCert(cert)
+	}
+	return pool, nil
 }
 
-func (s clientSecurity) keyError(key string, err error) error {
-	if line, ok := s.lines[key]; ok {
-		return errors.Wrapf(err, "%s:%d: %s", s.name, line, key)
+// clientCert reads the keystore, if any.
+func (c Config) clientCert() (tls.Certificate, bool, error) {
+	switch {
+	case c.keystoreChainPEM != "":
+		cert, err := c.pemKeyPair(c.keystoreChainPEM, c.keystoreKeyPEM)
+		if err != nil {
+			return tls.Certificate{}, false, errors.Wrapf(err, "%s:%d: %s and %s", c.name, c.lines[keyKeystoreChain], keyKeystoreChain, keyKeystoreKey)
+		}
+		return cert, true, nil
+	case c.keystoreLocation == "":
+		return tls.Certificate{}, false, nil
 	}
-	return errors.Wrapf(err, "%s: %s", s.name, key)
+	data, err := os.ReadFile(c.keystoreLocation)
+	if err != nil {
+		return tls.Certificate{}, false, c.keyError(keyKeystoreLocation, err)
+	}
+	if c.keystoreType == storePEM {
+		cert, err := c.pemKeyPair(string(data), string(data))
+		return cert, err == nil, c.keyError(keyKeystoreLocation, err)
+	}
+	cert, err := c.binaryKeyStore(data)
+	return cert, err == nil, err
+}
+
+// pemKeyPair is keyPair, refusing ssl.key.password: kcleanup does not decrypt PEM keys.
+func (c Config) pemKeyPair(chain, key string) (tls.Certificate, error) {
+	if c.hasKeyPassword {
+		return tls.Certificate{}, errors.WithHint(errors.Newf("%s is set for a PEM key: encrypted PEM keys are not supported", keyKeyPassword),
+			"decrypt the key (openssl pkey -in key.pem -out key-plain.pem), keep the file private (chmod 600) and remove ssl.key.password, "+
+				"or use a PKCS12 or JKS keystore with its password")
+	}
+	return keyPair(chain, key)
+}
+
+func (c Config) keyError(key string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if line, ok := c.lines[key]; ok {
+		return errors.Wrapf(err, "%s:%d: %s", c.name, line, key)
+	}
+	return errors.Wrapf(err, "%s: %s", c.name, key)
 }
 
 // certPool parses every CERTIFICATE of a PEM truststore. Unlike x509.CertPool.AppendCertsFromPEM
@@ -192,8 +234,9 @@ func keyPair(chainText, keyText string) (tls.Certificate, error) {
 }
 
 func errEncryptedKey() error {
-	return errors.WithHint(errors.New("the private key is encrypted, which kcleanup does not support"),
-		"decrypt it (openssl pkey -in key.pem -out key-plain.pem) and keep the file private (chmod 600)")
+	return errors.WithHint(errors.New("the PEM private key is encrypted, which kcleanup does not support"),
+		"decrypt it (openssl pkey -in key.pem -out key-plain.pem) and keep the file private (chmod 600), "+
+			"or use a PKCS12 or JKS keystore (ssl.keystore.type, ssl.keystore.password)")
 }
 
 // decodePEM finds every PEM block in text. It is more lenient than encoding/pem about white

@@ -1,4 +1,4 @@
-package main
+package clientconfig
 
 import (
 	"context"
@@ -18,9 +18,10 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl"
 )
 
-func newClient(t *testing.T, g globalOptions) *kgo.Client {
+// newClient loads the config at path and builds a client for brokers with it.
+func newClient(t *testing.T, brokers []string, path string) *kgo.Client {
 	t.Helper()
-	opts, err := g.kgoOpts()
+	opts, err := optsFor(brokers, path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,40 +33,27 @@ func newClient(t *testing.T, g globalOptions) *kgo.Client {
 	return cl
 }
 
-func TestKgoOptsDefaults(t *testing.T) {
-	cl := newClient(t, globalOptions{bootstrapServers: []string{"h1:9092", "h2:9093"}, timeout: 7 * time.Second})
-	if got := cl.OptValue(kgo.SeedBrokers).([]string); strings.Join(got, ",") != "h1:9092,h2:9093" {
-		t.Errorf("seed brokers %v", got)
+func optsFor(brokers []string, path string) ([]kgo.Opt, error) {
+	c, err := Load(path)
+	if err != nil {
+		return nil, err
 	}
-	if got := cl.OptValue(kgo.DialTimeout); got != 7*time.Second {
-		t.Errorf("dial timeout %v", got)
+	opts, err := c.Opts()
+	if err != nil {
+		return nil, err
 	}
-	if got := cl.OptValue(kgo.RequiredAcks); got != kgo.AllISRAcks() {
-		t.Errorf("acks %v", got)
-	}
-	if got := cl.OptValue(kgo.DisableIdempotentWrite); got != false {
-		t.Errorf("idempotent writes disabled: %v", got)
-	}
-	if got := cl.OptValue(kgo.ClientID); got != defaultClientID {
-		t.Errorf("client id %v", got)
-	}
-	if got := cl.OptValue(kgo.DialTLSConfig).(*tls.Config); got != nil {
-		t.Errorf("TLS without a command config")
-	}
-	if got := cl.OptValue(kgo.SASL).([]sasl.Mechanism); len(got) != 0 {
-		t.Errorf("SASL without a command config")
-	}
+	return append([]kgo.Opt{kgo.SeedBrokers(brokers...), kgo.DialTimeout(5 * time.Second)}, opts...), nil
 }
 
-func TestKgoOptsFromCommandConfig(t *testing.T) {
+func TestOptsFromCommandConfig(t *testing.T) {
 	dir := t.TempDir()
 	ca := newTestCA(t, "ca")
 	caFile := writeFile(t, dir, "ca.pem", ca.certPEM)
 	cfg := writeFile(t, dir, "client.properties", "client.id=my-app\nsecurity.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-512\n"+
 		"sasl.jaas.config="+scramJAAS+"\nssl.truststore.type=PEM\nssl.truststore.location="+caFile+"\n")
-	cl := newClient(t, globalOptions{bootstrapServers: []string{"h:9092"}, timeout: time.Second, commandConfig: cfg})
+	cl := newClient(t, []string{"h:9092"}, cfg)
 	if got := cl.OptValue(kgo.ClientID); got != "my-app" {
-		t.Errorf("client.id from the file must win: %v", got)
+		t.Errorf("client.id %v", got)
 	}
 	tc := cl.OptValue(kgo.DialTLSConfig).(*tls.Config)
 	if tc == nil || tc.RootCAs == nil || tc.InsecureSkipVerify || tc.MinVersion != tls.VersionTLS12 {
@@ -74,9 +62,6 @@ func TestKgoOptsFromCommandConfig(t *testing.T) {
 	mechs := cl.OptValue(kgo.SASL).([]sasl.Mechanism)
 	if len(mechs) != 1 || mechs[0].Name() != "SCRAM-SHA-512" {
 		t.Fatalf("SASL %v", mechs)
-	}
-	if got := cl.OptValue(kgo.RequiredAcks); got != kgo.AllISRAcks() {
-		t.Errorf("acks %v", got)
 	}
 }
 
@@ -113,14 +98,14 @@ func TestKgoOptsErrors(t *testing.T) {
 		{"keystore without certificate", keystore(leaf.keyPEM), []string{"no PEM CERTIFICATE found"}, ""},
 		{"keystore with two keys", keystore(leaf.certPEM + leaf.keyPEM + other.keyPEM), []string{"2 private keys found; want one"}, ""},
 		{"key does not match certificate", keystore(leaf.certPEM + other.keyPEM), []string{"certificate and key"}, ""},
-		{"encrypted PKCS#8 key", keystore(leaf.certPEM + encrypted), []string{"the private key is encrypted"}, "openssl pkey"},
-		{"legacy encrypted key", keystore(leaf.certPEM + legacy), []string{"the private key is encrypted"}, "openssl pkey"},
+		{"encrypted PKCS#8 key", keystore(leaf.certPEM + encrypted), []string{"private key is encrypted"}, "openssl pkey"},
+		{"legacy encrypted key", keystore(leaf.certPEM + legacy), []string{"private key is encrypted"}, "openssl pkey"},
 		{"inline chain and key do not match", "security.protocol=SSL\nssl.keystore.type=PEM\nssl.keystore.certificate.chain=" + oneLine(leaf.certPEM) + "\nssl.keystore.key=" + oneLine(other.keyPEM),
 			[]string{"client.properties:4: ssl.keystore.certificate.chain and ssl.keystore.key: certificate and key"}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := writeFile(t, dir, "client.properties", "# test\n"+tc.config)
-			_, err := globalOptions{bootstrapServers: []string{"h"}, timeout: time.Second, commandConfig: cfg}.kgoOpts()
+			_, err := optsFor([]string{"h"}, cfg)
 			if err == nil {
 				t.Fatal("no error")
 			}
@@ -190,7 +175,6 @@ func startKfake(t *testing.T, opts ...kfake.Opt) []string {
 // handshake and SASL exchange, against franz-go's in-process broker: each config either reaches
 // the broker (a Metadata round trip) or is refused by it.
 func TestCommandConfigAgainstKfake(t *testing.T) {
-	clearEnv(t)
 	const pw = "s3cret pass\"word"
 	const jaasPW = `s3cret pass\\"word` // escaped for JAAS (\") and again for the properties file (\\)
 	ca := newTestCA(t, "kcleanup test CA")
@@ -244,7 +228,7 @@ func TestCommandConfigAgainstKfake(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := writeFile(t, t.TempDir(), "client.properties", tc.config)
-			cl := newClient(t, globalOptions{bootstrapServers: tc.brokers, timeout: 5 * time.Second, commandConfig: cfg})
+			cl := newClient(t, tc.brokers, cfg)
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			err := cl.Ping(ctx)

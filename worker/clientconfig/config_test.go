@@ -1,4 +1,4 @@
-package main
+package clientconfig
 
 import (
 	"bytes"
@@ -15,60 +15,60 @@ const (
 	scramJAAS    = `org.apache.kafka.common.security.scram.ScramLoginModule required username="alice" password="` + testPassword + `";`
 )
 
-func parseConfigText(text string) (clientSecurity, error) {
-	return parseCommandConfig(strings.NewReader(text), "client.properties")
+func parseConfigText(text string) (Config, error) {
+	return Parse(strings.NewReader(text), "client.properties")
 }
 
 func TestParseCommandConfig(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		text  string
-		check func(t *testing.T, s clientSecurity)
+		check func(t *testing.T, s Config)
 	}{
-		{"empty file is Kafka's default PLAINTEXT", "# nothing\n", func(t *testing.T, s clientSecurity) {
-			expect(t, s.protocol == protoPlaintext && s.verifyHostname && !s.hasClientID && !s.usesTLS() && !s.usesSASL(), s)
+		{"empty file is Kafka's default PLAINTEXT", "# nothing\n", func(t *testing.T, s Config) {
+			expect(t, s.protocol == ProtoPlaintext && s.verifyHostname && !s.hasClientID && !s.UsesTLS() && !s.UsesSASL(), s)
 		}},
-		{"client.id", "client.id=my-app", func(t *testing.T, s clientSecurity) {
+		{"client.id", "client.id=my-app", func(t *testing.T, s Config) {
 			expect(t, s.hasClientID && s.clientID == "my-app", s)
 		}},
-		{"protocol is case-insensitive and values are trimmed", "security.protocol = ssl \t", func(t *testing.T, s clientSecurity) {
-			expect(t, s.protocol == protoSSL && s.usesTLS() && !s.usesSASL(), s)
+		{"protocol is case-insensitive and values are trimmed", "security.protocol = ssl \t", func(t *testing.T, s Config) {
+			expect(t, s.protocol == ProtoSSL && s.UsesTLS() && !s.UsesSASL(), s)
 		}},
-		{"SASL_SSL with PLAIN", "security.protocol=SASL_SSL\nsasl.mechanism=PLAIN\nsasl.jaas.config=" + plainJAAS, func(t *testing.T, s clientSecurity) {
-			expect(t, s.protocol == protoSASLSSL && s.mechanism == mechPlain && s.username == "alice" && s.password == testPassword && s.usesTLS(), s)
+		{"SASL_SSL with PLAIN", "security.protocol=SASL_SSL\nsasl.mechanism=PLAIN\nsasl.jaas.config=" + plainJAAS, func(t *testing.T, s Config) {
+			expect(t, s.protocol == ProtoSASLSSL && s.mechanism == MechPlain && s.username == "alice" && s.password == testPassword && s.UsesTLS(), s)
 		}},
 		{"SASL_PLAINTEXT with SCRAM-SHA-256 delegation token", "security.protocol: SASL_PLAINTEXT\nsasl.mechanism: SCRAM-SHA-256\n" +
 			`sasl.jaas.config: org.apache.kafka.common.security.scram.ScramLoginModule required username="tok" password="hmac" tokenauth="true";`,
-			func(t *testing.T, s clientSecurity) {
-				expect(t, s.mechanism == mechSCRAMSHA256 && s.scramToken && s.username == "tok" && !s.usesTLS(), s)
+			func(t *testing.T, s Config) {
+				expect(t, s.mechanism == MechSCRAMSHA256 && s.scramToken && s.username == "tok" && !s.UsesTLS(), s)
 			}},
 		{"SCRAM-SHA-512, lower case, jaas continued over lines", "security.protocol sasl_ssl\nsasl.mechanism scram-sha-512\n" +
 			"sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required \\\n" +
 			"    username=\"alice\" \\\n    password=\"" + testPassword + "\" \\\n    tokenauth=false;\n",
-			func(t *testing.T, s clientSecurity) {
-				expect(t, s.mechanism == mechSCRAMSHA512 && !s.scramToken && s.password == testPassword, s)
+			func(t *testing.T, s Config) {
+				expect(t, s.mechanism == MechSCRAMSHA512 && !s.scramToken && s.password == testPassword, s)
 			}},
-		{"PEM truststore file", "security.protocol=SSL\nssl.truststore.type=pem\nssl.truststore.location=/etc/kafka/ca.pem", func(t *testing.T, s clientSecurity) {
+		{"PEM truststore file", "security.protocol=SSL\nssl.truststore.type=pem\nssl.truststore.location=/etc/kafka/ca.pem", func(t *testing.T, s Config) {
 			expect(t, s.truststoreLocation == "/etc/kafka/ca.pem", s)
 		}},
 		{"PEM truststore inline", "security.protocol=SSL\nssl.truststore.type=PEM\nssl.truststore.certificates=-----BEGIN CERTIFICATE----- \\\n  AAAA \\\n  -----END CERTIFICATE-----",
-			func(t *testing.T, s clientSecurity) {
+			func(t *testing.T, s Config) {
 				expect(t, s.truststorePEM == "-----BEGIN CERTIFICATE----- AAAA -----END CERTIFICATE-----", s)
 			}},
-		{"PEM type without a store uses the system roots", "security.protocol=SSL\nssl.truststore.type=PEM", func(t *testing.T, s clientSecurity) {
+		{"PEM type without a store uses the system roots", "security.protocol=SSL\nssl.truststore.type=PEM", func(t *testing.T, s Config) {
 			expect(t, s.truststoreLocation == "" && s.truststorePEM == "", s)
 		}},
-		{"PEM keystore file", "security.protocol=SSL\nssl.keystore.type=PEM\nssl.keystore.location=client.pem", func(t *testing.T, s clientSecurity) {
+		{"PEM keystore file", "security.protocol=SSL\nssl.keystore.type=PEM\nssl.keystore.location=client.pem", func(t *testing.T, s Config) {
 			expect(t, s.keystoreLocation == "client.pem", s)
 		}},
-		{"PEM keystore inline", "security.protocol=SSL\nssl.keystore.type=PEM\nssl.keystore.certificate.chain=C\nssl.keystore.key=K", func(t *testing.T, s clientSecurity) {
+		{"PEM keystore inline", "security.protocol=SSL\nssl.keystore.type=PEM\nssl.keystore.certificate.chain=C\nssl.keystore.key=K", func(t *testing.T, s Config) {
 			expect(t, s.keystoreChainPEM == "C" && s.keystoreKeyPEM == "K", s)
 		}},
-		{"host name verification off", "security.protocol=SSL\nssl.endpoint.identification.algorithm=", func(t *testing.T, s clientSecurity) {
+		{"host name verification off", "security.protocol=SSL\nssl.endpoint.identification.algorithm=", func(t *testing.T, s Config) {
 			expect(t, !s.verifyHostname, s)
 		}},
 		{"host name verification on", "security.protocol=SASL_SSL\nssl.endpoint.identification.algorithm=HTTPS\nsasl.mechanism=PLAIN\nsasl.jaas.config=" + plainJAAS,
-			func(t *testing.T, s clientSecurity) { expect(t, s.verifyHostname, s) }},
+			func(t *testing.T, s Config) { expect(t, s.verifyHostname, s) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := parseConfigText(tc.text)
@@ -80,7 +80,7 @@ func TestParseCommandConfig(t *testing.T) {
 	}
 }
 
-func expect(t *testing.T, ok bool, s clientSecurity) {
+func expect(t *testing.T, ok bool, s Config) {
 	t.Helper()
 	if !ok {
 		t.Fatalf("unexpected result: %v (password %q)", s, s.password)
@@ -95,21 +95,20 @@ func TestParseCommandConfigErrors(t *testing.T) {
 		want []string // fragments of the message; the first names file and line
 		hint string   // a fragment of a hint, if any
 	}{
-		{"unknown key", "client.id=a\n\nbootstrap.servers=x:9092",
-			[]string{`client.properties:3: unsupported key "bootstrap.servers"`, "supported: client.id, sasl.jaas.config, sasl.mechanism, security.protocol, ssl.endpoint.identification.algorithm, ssl.keystore.certificate.chain"}, ""},
+		{"unknown key: a typo", "client.id=a\n\nssl.truststore.locaton=x.jks",
+			[]string{`client.properties:3: unknown key "ssl.truststore.locaton": not a setting of Kafka's clients`}, "did you mean ssl.truststore.location?"},
+		{"unknown key far from any", "schema.registry.url=http://x", []string{`client.properties:1: unknown key "schema.registry.url"`}, "remove it"},
 		{"duplicate key", "client.id=a\nclient.id=b", []string{"client.properties:2: client.id is set twice (first on line 1)"}, ""},
 		{"bad protocol", "security.protocol=TLS", []string{`client.properties:1: security.protocol "TLS" is not a Kafka security protocol`, "SASL_SSL"}, ""},
 		{"GSSAPI", "security.protocol=SASL_SSL\nsasl.mechanism=GSSAPI", []string{`client.properties:2: sasl.mechanism "GSSAPI" is not supported`}, ""},
 		{"OAUTHBEARER", "sasl.mechanism=OAUTHBEARER", []string{`client.properties:1: sasl.mechanism "OAUTHBEARER" is not supported`}, ""},
 		{"jaas syntax", sasl + "sasl.jaas.config=org.x.PlainLoginModule required username=\"u\"", []string{"client.properties:3: sasl.jaas.config: login module entry not terminated by ';'"}, ""},
-		{"JKS truststore", "security.protocol=SSL\nssl.truststore.type=JKS", []string{"client.properties:2: ssl.truststore.type JKS is not supported: kcleanup reads PEM only; convert the store to PEM"}, "keytool -list -rfc"},
-		{"PKCS12 keystore", "security.protocol=SSL\nssl.keystore.type=pkcs12", []string{"client.properties:2: ssl.keystore.type pkcs12 is not supported"}, "openssl pkcs12 -in keystore.p12 -nodes"},
-		{"other store type", "ssl.truststore.type=BCFKS", []string{`client.properties:1: ssl.truststore.type "BCFKS" is not supported: use PEM`}, ""},
+		{"other store type", "ssl.truststore.type=BCFKS", []string{`client.properties:1: ssl.truststore.type "BCFKS" is not supported: use PEM, JKS or PKCS12`}, ""},
+		{"TLS 1.1", "security.protocol=SSL\nssl.enabled.protocols=TLSv1.2,TLSv1.1", []string{`client.properties:2: ssl.enabled.protocols: "TLSv1.1" is not supported`}, ""},
+		{"key password without keystore", "security.protocol=SSL\nssl.key.password=x", []string{"client.properties:2: ssl.key.password is set but there is no keystore"}, ""},
 		{"bad endpoint algorithm", "ssl.endpoint.identification.algorithm=ldaps", []string{`client.properties:1: ssl.endpoint.identification.algorithm "ldaps" is not supported`}, ""},
 		{"empty location", "security.protocol=SSL\nssl.truststore.location=  ", []string{"client.properties:2: ssl.truststore.location is empty"}, ""},
-		{"encrypted key password", "ssl.key.password=x", []string{"client.properties:1: ssl.key.password: encrypted private keys are not supported"}, "openssl pkey"},
-		{"truststore password", "ssl.truststore.password=changeit", []string{"client.properties:1: ssl.truststore.password is for JKS and PKCS12 stores"}, "use PEM files"},
-		{"keystore password", "ssl.keystore.password=changeit", []string{"client.properties:1: ssl.keystore.password is for JKS and PKCS12 stores"}, ""},
+		{"truststore password without TLS", "ssl.truststore.password=changeit", []string{"client.properties:1: ssl.truststore.password has no effect because security.protocol is not set"}, ""},
 		{"mechanism without SASL protocol", "client.id=a\nsasl.mechanism=PLAIN",
 			[]string{"client.properties:2: sasl.mechanism is set but security.protocol is not set (Kafka's default is PLAINTEXT); use SASL_SSL or SASL_PLAINTEXT"}, ""},
 		{"jaas with SSL protocol", "security.protocol=SSL\nsasl.jaas.config=" + plainJAAS,
@@ -144,15 +143,13 @@ func TestParseCommandConfigErrors(t *testing.T) {
 			[]string{"client.properties:3: ssl.keystore.certificate.chain needs ssl.keystore.key too"}, ""},
 		{"key without chain", "security.protocol=SSL\nssl.keystore.type=PEM\nssl.keystore.key=K",
 			[]string{"client.properties:3: ssl.keystore.key needs ssl.keystore.certificate.chain too"}, ""},
-		{"truststore location without type", "security.protocol=SSL\nssl.truststore.location=ca.pem",
-			[]string{"client.properties:2: ssl.truststore.location needs ssl.truststore.type=PEM (Kafka's default store type is JKS"}, ""},
 		{"inline certificates without type", "security.protocol=SSL\n\nssl.truststore.certificates=X",
 			[]string{"client.properties:3: ssl.truststore.certificates needs ssl.truststore.type=PEM"}, ""},
 		{"keystore without type", "security.protocol=SSL\nssl.keystore.certificate.chain=C\nssl.keystore.key=K",
 			[]string{"client.properties:2: ssl.keystore.certificate.chain needs ssl.keystore.type=PEM"}, ""},
 		{"malformed escape", "client.id=a\\u00zz", []string{`client.properties:1: value of client.id: malformed \uXXXX escape`}, ""},
 		{"not UTF-8", "client.id=a\n#\xfe", []string{"client.properties:2: not valid UTF-8"}, ""},
-		{"too large", strings.Repeat("#", maxCommandConfigSize+1), []string{"client.properties: larger than 1048576 bytes"}, ""},
+		{"too large", strings.Repeat("#", maxSize+1), []string{"client.properties: larger than 1048576 bytes"}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := parseConfigText(tc.text)
@@ -188,7 +185,7 @@ func TestClientSecurityStringRedactsThePassword(t *testing.T) {
 }
 
 func TestLoadCommandConfigMissingFile(t *testing.T) {
-	_, err := loadCommandConfig(t.TempDir() + "/nope.properties")
+	_, err := Load(t.TempDir() + "/nope.properties")
 	if err == nil || !strings.Contains(err.Error(), "--command-config") || !strings.Contains(err.Error(), "nope.properties") {
 		t.Fatalf("error %v", err)
 	}
@@ -216,7 +213,7 @@ func FuzzParseCommandConfig(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		s, err := parseCommandConfig(bytes.NewReader(data), "fuzz.properties")
+		s, err := Parse(bytes.NewReader(data), "fuzz.properties")
 		if err != nil {
 			if !strings.HasPrefix(err.Error(), "fuzz.properties") {
 				t.Fatalf("error does not name the file: %v", err)
@@ -224,22 +221,69 @@ func FuzzParseCommandConfig(f *testing.F) {
 			return
 		}
 		switch s.protocol {
-		case protoPlaintext, protoSSL, protoSASLPlaintext, protoSASLSSL:
+		case ProtoPlaintext, ProtoSSL, ProtoSASLPlaintext, ProtoSASLSSL:
 		default:
 			t.Fatalf("protocol %q accepted", s.protocol)
 		}
-		if s.usesSASL() && (s.mechanism == "" || s.username == "" || s.password == "") {
+		if s.UsesSASL() && (s.mechanism == "" || s.username == "" || s.password == "") {
 			t.Fatalf("SASL accepted without credentials: %v", s)
 		}
-		if !s.usesSASL() && (s.mechanism != "" || s.username != "") {
+		if !s.UsesSASL() && (s.mechanism != "" || s.username != "") {
 			t.Fatalf("SASL settings kept without SASL: %v", s)
 		}
-		if !s.usesTLS() && (s.truststoreLocation != "" || s.truststorePEM != "" || s.keystoreLocation != "" || s.keystoreChainPEM != "" || !s.verifyHostname) {
+		if !s.UsesTLS() && (s.truststoreLocation != "" || s.truststorePEM != "" || s.keystoreLocation != "" || s.keystoreChainPEM != "" || !s.verifyHostname) {
 			t.Fatalf("TLS settings kept without TLS: %v", s)
 		}
 		// Build the options too, unless that would open files the fuzzer named.
 		if s.truststoreLocation == "" && s.keystoreLocation == "" {
-			_, _ = s.kgoOpts()
+			_, _ = s.Opts()
 		}
 	})
+}
+
+// TestKafkaKeysAreAccepted: a file as operators write it for Kafka's tools parses; the keys
+// kcleanup does not use each get one note naming the file, the line and the key.
+func TestKafkaKeysAreAccepted(t *testing.T) {
+	text := "bootstrap.servers=kafka-1:9093\nrequest.timeout.ms=20000\nsecurity.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-512\n" +
+		"sasl.jaas.config=" + scramJAAS + "\nssl.truststore.location=/etc/kafka/truststore.jks\nssl.truststore.password=changeit\n" +
+		"ssl.enabled.protocols=TLSv1.3\nsasl.kerberos.service.name=kafka\nssl.cipher.suites=TLS_AES_128_GCM_SHA256\n"
+	s, err := parseConfigText(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.truststoreType != storeJKS || s.truststorePassword != "changeit" || s.minTLS != 0x0304 || s.maxTLS != 0x0304 {
+		t.Errorf("parsed %v (min %x max %x)", s, s.minTLS, s.maxTLS)
+	}
+	want := []string{
+		"client.properties:1: bootstrap.servers is ignored: the brokers come from -b/--bootstrap-server",
+		"client.properties:2: request.timeout.ms is ignored: kcleanup bounds every request with --timeout",
+		"client.properties:9: sasl.kerberos.service.name is ignored: it belongs to a SASL mechanism kcleanup does not support",
+		"client.properties:10: ssl.cipher.suites is ignored: it configures Java's TLS implementation",
+	}
+	notes := s.Notes()
+	if len(notes) != len(want) {
+		t.Fatalf("notes %q", notes)
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(notes[i], w) || strings.Contains(notes[i], "\n") {
+			t.Errorf("note %d %q, want %q...", i, notes[i], w)
+		}
+	}
+	if p := s.Principal(); p != "User:alice" {
+		t.Errorf("principal %q", p)
+	}
+}
+
+func TestNearestKey(t *testing.T) {
+	for in, want := range map[string]string{
+		"ssl.truststore.locaton": "ssl.truststore.location",
+		"sasl.mechanisms":        "sasl.mechanism",
+		"security.protcol":       "security.protocol",
+		"sasl_jaas_config":       "sasl.jaas.config",
+		"schema.registry.url":    "",
+	} {
+		if got := nearestKey(in); got != want {
+			t.Errorf("nearestKey(%q) = %q, want %q", in, got, want)
+		}
+	}
 }

@@ -1,0 +1,130 @@
+package console
+
+import (
+	"testing"
+	"time"
+
+	"github.com/kcleanup/kcleanup/events"
+	"github.com/kcleanup/kcleanup/projector"
+	"github.com/kcleanup/kcleanup/worker"
+)
+
+// The fixed story the golden files render: the C0/C1 example of DESIGN §1
+// on a data topic of two partitions, with one of everything a page shows.
+const (
+	fxTopic   = "action-state"
+	fxTopicID = "b3bvWsPXRsmVE0xrjM3xJA"
+	fxControl = "action-state.kcleanup"
+)
+
+var t0 = time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+
+func plan(t *testing.T, rp string, offsets events.Offsets) events.Plan {
+	t.Helper()
+	p := events.Plan{SourceRecoveryPoint: rp, Topic: fxTopic, TopicID: fxTopicID, Offsets: offsets}
+	p.PlanID = events.ComputePlanID(rp, fxTopic, fxTopicID, offsets)
+	if err := p.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// logBuilder appends control records at increasing offsets.
+type logBuilder struct {
+	t    *testing.T
+	recs []projector.Record
+}
+
+func (b *logBuilder) raw(key string, value []byte, at time.Time) {
+	var k []byte
+	if key != "" {
+		k = []byte(key)
+	}
+	b.recs = append(b.recs, projector.Record{Offset: int64(len(b.recs)), Key: k, Value: value, Timestamp: at})
+}
+
+func (b *logBuilder) env(p events.Plan, e events.Event, at time.Duration, actor string, boundary, logStart events.Offsets) {
+	env := events.Envelope{SchemaVersion: events.SchemaVersion, Event: e, PlanID: p.PlanID, Plan: p,
+		At: t0.Add(at), Actor: actor, Boundary: boundary, LogStart: logStart}
+	k, v := env.Encode()
+	b.raw(string(k), v, t0.Add(at))
+}
+
+// repair appends what a worker appends: every repair, then a tombstone for
+// every retraction, as the owner's pass does.
+func (b *logBuilder) repair(s *projector.State) {
+	for _, r := range s.Repairs() {
+		b.raw(string(r.Key), r.Value, r.Timestamp)
+		s.Step(b.recs[len(b.recs)-1])
+	}
+	for _, r := range s.Retractions() {
+		b.raw(string(r.Key), nil, r.Timestamp.Add(worker.RetractionGrace))
+		s.Step(b.recs[len(b.recs)-1])
+	}
+}
+
+func fold(recs []projector.Record) *projector.State {
+	s := projector.New()
+	for _, r := range recs {
+		s.Step(r)
+	}
+	return s
+}
+
+// story is the fixed log: C1 applied, C2 committed and not finished (its
+// commit retried by another writer, its delete attempted twice), a
+// conflicting commit of C0 rejected, a record that overwrote C1's APPLIED
+// (repaired) and a malformed record (retracted).
+func story(t *testing.T) (recs []projector.Record, c1, c2 events.Plan) {
+	b := &logBuilder{t: t}
+	c1 = plan(t, "chk-1", events.Offsets{0: 150, 1: 120})
+	c2 = plan(t, "chk-2", events.Offsets{0: 180, 1: 160})
+	c0 := plan(t, "chk-0", events.Offsets{0: 100, 1: 200})
+	cli, w1 := "ops-laptop/4242", "worker/kc-1/17"
+	b.env(c1, events.Planned, 0, cli, nil, nil)
+	b.env(c1, events.Committed, 1200*time.Millisecond, cli, events.Offsets{0: 150, 1: 120}, nil)
+	b.env(c1, events.Deleting, 1500*time.Millisecond, cli, nil, nil)
+	b.env(c1, events.Applied, 2100*time.Millisecond, cli, nil, events.Offsets{0: 150, 1: 120})
+	b.raw("oops", []byte(`{"not":"an envelope"}`), t0.Add(time.Minute))
+	b.raw(events.Key(c1.PlanID, events.Applied), []byte(`{"schemaVersion":1}`), t0.Add(2*time.Minute))
+	b.env(c2, events.Planned, 10*time.Minute, cli, nil, nil)
+	b.env(c0, events.Planned, 10*time.Minute+5*time.Second, "ops-desktop/99", nil, nil)
+	b.env(c2, events.Committed, 10*time.Minute+800*time.Millisecond, cli, events.Offsets{0: 180, 1: 160}, nil)
+	b.env(c0, events.Committed, 10*time.Minute+6*time.Second, "ops-desktop/99", events.Offsets{0: 180, 1: 200}, nil)
+	b.env(c2, events.Deleting, 10*time.Minute+2*time.Second, w1, nil, nil)
+	// Another writer's retry of C2's commit (a duplicate) and a second
+	// delete attempt: compaction keeps only the latest copy of each.
+	b.env(c2, events.Committed, 10*time.Minute+1500*time.Millisecond, "ci-runner/7", events.Offsets{0: 180, 1: 160}, nil)
+	b.env(c2, events.Deleting, 12*time.Minute, w1, nil, nil)
+	s := fold(b.recs)
+	b.repair(s)
+	return b.recs, c1, c2
+}
+
+// projection folds records into what a worker or `kcleanup history` holds.
+func projection(recs []projector.Record) *worker.Projection {
+	s := fold(recs)
+	next := int64(0)
+	if n := len(recs); n > 0 {
+		next = recs[n-1].Offset + 1
+	}
+	return &worker.Projection{Topic: fxControl, State: s, Next: next, End: next}
+}
+
+// fleetStatus is the /v1/status document of a replica that owns the story's
+// control topic and serves a second one it cannot read.
+func fleetStatus(t *testing.T) (worker.WorkerStatus, time.Time) {
+	recs, _, c2 := story(t)
+	st := worker.StatusOf(projection(recs))
+	caught := t0.Add(20 * time.Minute)
+	owned := worker.TopicStatus{Status: st, Owned: true, CaughtUp: true, CaughtUpAt: &caught,
+		DataTopic: &worker.DataTopicOffsets{LogStart: events.Offsets{0: 150, 1: 120},
+			HighWatermark: events.Offsets{0: 200, 1: 200}, ListedAt: caught}}
+	owned.Blocked = []worker.BlockedOperation{{PlanID: c2.PlanID,
+		Reason: "topic action-state was recreated: its topic ID is now Zm9vYmFyYmF6cXV4cXV1eA, the plan's is b3bvWsPXRsmVE0xrjM3xJA",
+		Since:  t0.Add(10*time.Minute + 3*time.Second), RetryAt: t0.Add(22 * time.Minute)}}
+	other := worker.StatusOf(&worker.Projection{Topic: "payments.kcleanup", State: projector.New()})
+	unread := worker.TopicStatus{Status: other, ReadError: "unable to dial: dial tcp 10.0.0.7:9092: connect: connection refused", LagRecords: 0}
+	return worker.WorkerStatus{SchemaVersion: worker.StatusSchemaVersion, Group: "kcleanup-worker.action-state.kcleanup",
+		Actor: "worker/kc-1/17", ControlTopics: []worker.TopicStatus{owned, unread}}, caught
+}

@@ -1,0 +1,54 @@
+package console
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http"
+	"time"
+
+	"github.com/kcleanup/kcleanup/worker"
+)
+
+// Handler serves the console of a replica:
+//
+//	GET /              the whole page
+//	GET /console/main  its content, which the page polls (ETag: 304 when unchanged)
+//
+// status is the replica's /v1/status document (Daemon.WorkerStatus): the
+// console renders that and nothing else.
+func Handler(status func() worker.WorkerStatus) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) { serve(w, r, status, false) })
+	mux.HandleFunc("GET /console/main", func(w http.ResponseWriter, r *http.Request) { serve(w, r, status, true) })
+	return mux
+}
+
+// Mount adds the console to a worker daemon's HTTP server: it takes every
+// path the API does not (and answers 404 to those it does not know).
+func Mount() worker.DaemonOption {
+	return worker.WithPage("/", page)
+}
+
+func page(d *worker.Daemon) http.Handler { return Handler(d.WorkerStatus) }
+
+func serve(w http.ResponseWriter, r *http.Request, status func() worker.WorkerStatus, main bool) {
+	body, err := render(FromWorker(status(), time.Now()), main)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	sum := sha256.Sum256(body)
+	etag := `"` + hex.EncodeToString(sum[:12]) + `"`
+	h := w.Header()
+	h.Set("ETag", etag)
+	h.Set("Cache-Control", "no-cache")
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	// Nothing but the page itself: no script, style or image from elsewhere.
+	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+	h.Set("X-Content-Type-Options", "nosniff")
+	if r.Header.Get("If-None-Match") == etag {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	_, _ = w.Write(body)
+}

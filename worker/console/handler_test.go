@@ -1,0 +1,65 @@
+package console
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/kcleanup/kcleanup/worker"
+)
+
+func TestHandlerServesThePageAndItsContent(t *testing.T) {
+	ws, _ := fleetStatus(t)
+	srv := httptest.NewServer(Handler(func() worker.WorkerStatus { return ws }))
+	defer srv.Close()
+
+	get := func(path, etag string) *http.Response {
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+path, nil)
+		if etag != "" {
+			req.Header.Set("If-None-Match", etag)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { resp.Body.Close() })
+		return resp
+	}
+	page := get("/", "")
+	if page.StatusCode != 200 || !strings.HasPrefix(page.Header.Get("Content-Type"), "text/html") {
+		t.Fatalf("GET /: %d %s", page.StatusCode, page.Header.Get("Content-Type"))
+	}
+	if csp := page.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'none'") {
+		t.Fatalf("GET /: Content-Security-Policy %q lets the page load from elsewhere", csp)
+	}
+	main := get("/console/main", "")
+	etag := main.Header.Get("ETag")
+	if main.StatusCode != 200 || etag == "" {
+		t.Fatalf("GET /console/main: %d, ETag %q", main.StatusCode, etag)
+	}
+	if again := get("/console/main", etag); again.StatusCode != http.StatusNotModified {
+		t.Fatalf("GET /console/main with its ETag: %d, want 304", again.StatusCode)
+	}
+	if other := get("/nope", ""); other.StatusCode != http.StatusNotFound {
+		t.Fatalf("GET /nope: %d, want 404", other.StatusCode)
+	}
+}
+
+// The page and the report load nothing from anywhere else.
+func TestPagesReferToNothingOutside(t *testing.T) {
+	ws, now := fleetStatus(t)
+	recs, _, _ := story(t)
+	proj := projection(recs)
+	external := regexp.MustCompile(`(?i)(src|href)\s*=\s*"?(https?:)?//|@import|url\(`)
+	for name, v := range map[string]View{"console": FromWorker(ws, now), "report": FromLog(worker.StatusOf(proj), proj.State.Audit())} {
+		b, err := render(v, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m := external.Find(b); m != nil {
+			t.Errorf("%s refers to something outside the page: %q", name, m)
+		}
+	}
+}

@@ -1,0 +1,177 @@
+package console
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/kcleanup/kcleanup/events"
+	"github.com/kcleanup/kcleanup/projector"
+	"github.com/kcleanup/kcleanup/worker"
+)
+
+// FromWorker builds the console of a replica from its status document,
+// and nothing else: the page shows no more than /v1/status does. now is
+// the only clock, used to tell a stuck operation from a pending one.
+func FromWorker(ws worker.WorkerStatus, now time.Time) View {
+	v := View{Title: "kcleanup console", Live: true, Worker: &Replica{Group: ws.Group, Actor: ws.Actor, Ready: true}}
+	for _, ts := range ws.ControlTopics {
+		if !ts.CaughtUp {
+			v.Worker.Ready = false
+		}
+		v.Topics = append(v.Topics, liveTopic(ts, now))
+	}
+	return v
+}
+
+func liveTopic(ts worker.TopicStatus, now time.Time) Topic {
+	st := ts.Status
+	t := header(st)
+	t.Fleet = &Fleet{Owned: ts.Owned, CaughtUp: ts.CaughtUp, LagRecords: ts.LagRecords, ReadError: singleLine(ts.ReadError)}
+	if ts.CaughtUpAt != nil {
+		t.Fleet.CaughtUpAt = formatTime(*ts.CaughtUpAt)
+	}
+	if !ts.CaughtUp {
+		why := "this replica has not read the control topic to its end lately"
+		if ts.ReadError != "" {
+			why += ": " + singleLine(ts.ReadError)
+		}
+		t.Alerts = append(t.Alerts, Alert{Level: "bad", Title: "Not caught up",
+			Text: why + "; its /v1/validate answers \"cannot tell\" (503) and /readyz is 503",
+			Hint: "check that the broker is reachable from this worker and that its principal may Read and Describe the control topic; the worker retries on its own"})
+	}
+	t.Alerts = append(t.Alerts, stateAlerts(st)...)
+
+	var logStart, hwm events.Offsets
+	if d := ts.DataTopic; d != nil {
+		logStart, hwm = d.LogStart, d.HighWatermark
+		t.BarsNote = "log start and high watermark as this replica listed them at " + formatTime(d.ListedAt)
+		if d.Error != "" {
+			t.Alerts = append(t.Alerts, Alert{Level: "warn", Title: "Data topic offsets unknown",
+				Text: "cannot list the data topic's offsets: " + singleLine(d.Error),
+				Hint: "the bars show the last offsets listed; check that the topic exists and that this worker may Describe it"})
+		}
+	} else if st.Topic != "" {
+		t.BarsNote = "log start and high watermark not listed yet"
+	}
+	t.Partitions = bars(st, logStart, hwm)
+
+	blocked := map[string]worker.BlockedOperation{}
+	for _, b := range st.Blocked {
+		blocked[b.PlanID] = b
+	}
+	// Rejected records show on their plan's lane, except the fleet's own
+	// retraction tombstones (listed under maintenance).
+	rejectedBy := map[string][]worker.RejectedRecord{}
+	seen := map[string]bool{}
+	for _, r := range st.Rejected {
+		retraction := r.Reason == projector.ReasonTombstone && seen[r.Key]
+		seen[r.Key] = true
+		if id := keyPlan(r.Key); id != "" && !retraction {
+			rejectedBy[id] = append(rejectedBy[id], r)
+		}
+	}
+	first := map[string]time.Time{}
+	for _, op := range st.Operations {
+		l := lane(op)
+		var steps []step
+		for _, h := range op.History {
+			steps = append(steps, step{event: h.Event, at: h.At, actor: h.Actor, verdict: "accepted", offset: h.Offset})
+		}
+		if len(op.History) > 0 {
+			first[op.PlanID] = op.History[0].At
+		}
+		for _, r := range rejectedBy[op.PlanID] {
+			steps = append(steps, step{event: keyEvent(r.Key), at: r.At, actor: r.Actor,
+				verdict: verdictText(projector.Rejected, r.Reason), bad: true, offset: r.Offset})
+		}
+		slices.SortStableFunc(steps, func(a, b step) int { return cmp.Compare(a.offset, b.offset) })
+		steps = withImplied(steps, op.Implied)
+		l.Steps, l.Total = laneSteps(steps)
+		switch b, isBlocked := blocked[op.PlanID]; {
+		case isBlocked:
+			l.Flag = "blocked"
+			l.FlagText = fmt.Sprintf("blocked since %s: %s; the worker retries at %s", formatTime(b.Since), singleLine(b.Reason), formatTime(b.RetryAt))
+			l.Hint = "remove the cause above; the owner retries on its own at that time"
+			t.Alerts = append(t.Alerts, Alert{Level: "bad", Title: "Blocked operation " + l.PlanShort, Text: l.FlagText, Hint: l.Hint})
+		case pending(op.State) && !op.UpdatedAt.IsZero() && now.Sub(op.UpdatedAt) > StuckAfter:
+			l.Flag = "stuck"
+			l.FlagText = fmt.Sprintf("%s since %s (%s): no worker finished it", op.State, formatTime(op.UpdatedAt), formatDuration(now.Sub(op.UpdatedAt)))
+			l.Hint = "check that a worker owns this control topic (the fleet below, its /readyz and its log), or re-run `kcleanup apply PLAN.json`"
+			t.Alerts = append(t.Alerts, Alert{Level: "bad", Title: "Stuck operation " + l.PlanShort, Text: l.FlagText, Hint: l.Hint})
+		case pending(op.State):
+			l.Flag = "pending"
+			l.FlagText = fmt.Sprintf("%s since %s", op.State, formatTime(op.UpdatedAt))
+			l.Hint = pendingHint
+		}
+		t.Operations = append(t.Operations, l)
+	}
+	sortLanes(t.Operations, first)
+
+	repairing := map[string]bool{}
+	for _, r := range st.Repairs {
+		repairing[r.Key] = true
+		t.Maintenance = append(t.Maintenance, MaintenanceRow{Kind: "repair", Of: fmt.Sprint(r.Offset), Key: shortKey(r.Key),
+			Why: "accepted record listed for repair (key overwritten, or out of order): the owner re-appends it"})
+	}
+	retracting := map[string]bool{}
+	for _, r := range st.Retractions {
+		retracting[r.Key] = true
+		t.Maintenance = append(t.Maintenance, MaintenanceRow{Kind: "retraction", Of: fmt.Sprint(r.Offset), Key: shortKey(r.Key),
+			Why: fmt.Sprintf("every record under this key was rejected: the owner tombstones it %s after %s", worker.RetractionGrace, formatTime(r.At))})
+	}
+	t.Rejected, t.Maintenance = rejectedRows(st.Rejected, repairing, retracting, t.Maintenance)
+	return t
+}
+
+// rejectedRows lists the rejected records with what became of each, and
+// adds to maint the maintenance they show was done: a tombstone on a key of
+// rejected records is a retraction.
+func rejectedRows(rs []worker.RejectedRecord, repairing, retracting map[string]bool, maint []MaintenanceRow) ([]RejectedRow, []MaintenanceRow) {
+	retractedAt := map[string]int64{}
+	rejectedUnder := map[string][]int64{}
+	for _, r := range rs {
+		if r.Reason == projector.ReasonTombstone && len(rejectedUnder[r.Key]) > 0 {
+			retractedAt[r.Key] = r.Offset
+			maint = append(maint, MaintenanceRow{Kind: "retraction", Done: true, Offset: fmt.Sprint(r.Offset),
+				Of: offsetList(rejectedUnder[r.Key]), Key: shortKey(r.Key),
+				Why: "tombstone for a key whose every record was rejected: compaction erases them"})
+		}
+		rejectedUnder[r.Key] = append(rejectedUnder[r.Key], r.Offset)
+	}
+	out := make([]RejectedRow, 0, len(rs))
+	for _, r := range rs {
+		row := RejectedRow{Offset: r.Offset, At: formatTime(r.At), Actor: orDash(r.Actor), Reason: r.Reason,
+			Key: shortKey(r.Key), Detail: singleLine(r.Detail)}
+		switch {
+		case r.Reason == projector.ReasonOverwritesAccepted && repairing[r.Key]:
+			row.Fate = "repair pending"
+		case r.Reason == projector.ReasonOverwritesAccepted:
+			row.Fate = "repaired: the accepted record was appended again"
+		case r.Reason == projector.ReasonTombstone && retractedAt[r.Key] == r.Offset:
+			row.Fate = "is a retraction"
+		case retractedAt[r.Key] > r.Offset:
+			row.Fate = fmt.Sprintf("retracted at %d", retractedAt[r.Key])
+		case retracting[r.Key]:
+			row.Fate = "retraction pending"
+		case r.Reason == projector.ReasonNewerSchema || r.Reason == projector.ReasonUnknownEvent:
+			row.Fate = "kept for a newer kcleanup"
+		default:
+			row.Fate = "changed nothing"
+		}
+		out = append(out, row)
+	}
+	return out, maint
+}
+
+func offsetList(offs []int64) string {
+	s := ""
+	for i, o := range offs {
+		if i > 0 {
+			s += " "
+		}
+		s += fmt.Sprint(o)
+	}
+	return s
+}

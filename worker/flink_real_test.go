@@ -1,0 +1,203 @@
+package worker
+
+import (
+	"context"
+	"github.com/cockroachdb/errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kcleanup/kcleanup/events"
+	"github.com/kcleanup/kcleanup/fsm"
+	"github.com/kcleanup/kcleanup/projector/flinkagents"
+	"github.com/kcleanup/kcleanup/worker/kafkatest"
+)
+
+// flinkFixture is a data topic with 100 records per partition and a control
+// topic in Flink Agents' format, on the real broker.
+type flinkFixture struct {
+	c         *Cluster
+	cl        *kgo.Client
+	data, ctl string
+	id        string
+}
+
+func newFlinkFixture(t *testing.T) *flinkFixture {
+	t.Helper()
+	boot := kafkatest.Bootstrap(t)
+	cl := kafkatest.Client(t, boot)
+	data := kafkatest.NewTopic(t, cl, "flink-data", 2, map[string]string{
+		"cleanup.policy": "compact,delete", "retention.ms": "-1", "retention.bytes": "-1"})
+	ctl := kafkatest.NewTopic(t, cl, "flink-ctl", 1, map[string]string{"cleanup.policy": "compact"})
+	var recs []*kgo.Record
+	for p := int32(0); p < 2; p++ {
+		for i := 0; i < 100; i++ {
+			recs = append(recs, &kgo.Record{Topic: data, Partition: p, Key: []byte{byte(i)}, Value: []byte("v")})
+		}
+	}
+	ctx := ctxT(t, 30*time.Second)
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Connect(kgo.SeedBrokers(boot))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	info, err := c.TopicMetadata(ctx, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &flinkFixture{c: c, cl: cl, data: data, ctl: ctl, id: info.ID}
+}
+
+func ctxT(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func (f *flinkFixture) plan(t *testing.T, rp string, offs events.Offsets) events.Plan {
+	t.Helper()
+	p, err := events.BuildPlan(rp, []events.Marker{{Topic: f.data, TopicID: f.id, Offsets: offs}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// write appends records to the Flink Agents control topic as its tool does.
+func (f *flinkFixture) write(t *testing.T, recs ...*kgo.Record) {
+	t.Helper()
+	for _, r := range recs {
+		r.Topic = f.ctl
+	}
+	if err := f.cl.ProduceSync(ctxT(t, 30*time.Second), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func flinkRec(status string, p events.Plan) *kgo.Record {
+	return &kgo.Record{Key: []byte(p.PlanID), Value: kafkatest.FlinkRecord(status, p)}
+}
+
+// Reading and adoption of a Flink Agents control topic on the real broker:
+// the fold reads read_committed (an aborted tombstone does not fail it),
+// the effective boundary is the per-partition maximum, adoption writes the
+// plans as kcleanup plans with their IDs and ends at the same boundary,
+// APPLIED only where the live log starts prove it, and a re-run adopts
+// nothing new.
+func TestFlinkTopicReadAndAdopt(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs a Kafka broker")
+	}
+	f := newFlinkFixture(t)
+	ctx := ctxT(t, 90*time.Second)
+	p1 := f.plan(t, "chk-1", events.Offsets{0: 30, 1: 20})
+	p2 := f.plan(t, "chk-2", events.Offsets{0: 60, 1: 20})
+	f.write(t, flinkRec("COMMITTED", p1))
+	if _, err := f.c.DeleteRecords(ctx, f.data, p1.Offsets); err != nil {
+		t.Fatal(err)
+	}
+	f.write(t, flinkRec("APPLIED", p1))
+
+	// An aborted transaction's tombstone: read_committed never sees it.
+	tx := kafkatest.Client(t, kafkatest.Bootstrap(t), kgo.TransactionalID("flink-abort-"+f.ctl))
+	if err := tx.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.ProduceSync(ctx, &kgo.Record{Topic: f.ctl, Key: []byte(p1.PlanID)}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.EndTransaction(ctx, kgo.TryAbort); err != nil {
+		t.Fatal(err)
+	}
+	f.write(t, flinkRec("COMMITTED", p2))
+
+	ft, err := f.c.ReadFlinkTopic(ctx, f.ctl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ft.Check(); err != nil {
+		t.Fatalf("the fold failed: %v", err)
+	}
+	b, err := ft.Fold.Boundary(f.data, f.id, []int32{0, 1})
+	if err != nil || !b.Equal(events.Offsets{0: 60, 1: 20}) {
+		t.Fatalf("effective boundary %v (%v), want 0=60 1=20", b, err)
+	}
+	if err := ft.Fold.Validate([]events.Marker{{Topic: f.data, TopicID: f.id, Offsets: events.Offsets{0: 59, 1: 90}}}); !errors.Is(err, flinkagents.ErrRefused) ||
+		!strings.Contains(err.Error(), "from offset 59 because the committed cleanup boundary is 60") {
+		t.Fatalf("validate below the boundary: %v", err)
+	}
+
+	kctl := kafkatest.NewTopic(t, f.cl, "flink-adopted.kcleanup", 1, map[string]string{"cleanup.policy": "compact"})
+	proj, err := f.c.Project(ctx, kctl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proj.Close()
+	ad, err := f.c.Adopt(ctx, f.ctl, proj, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ad.Boundary.Equal(b) || !proj.State.Boundary().Equal(b) {
+		t.Fatalf("kcleanup boundary %v, Flink Agents' effective boundary %v", proj.State.Boundary(), b)
+	}
+	want := map[string]fsm.State{p1.PlanID: fsm.Applied, p2.PlanID: fsm.Committed}
+	for id, st := range want {
+		op, ok := proj.State.Operation(id)
+		if !ok || op.State != st {
+			t.Errorf("plan %s: %v %s, want %s", id, ok, op.State, st)
+		}
+		if err := op.Plan.Validate(); err != nil {
+			t.Errorf("adopted plan %s does not verify: %v", id, err)
+		}
+	}
+	if len(ad.Plans) != 2 || ad.Plans[0].PlanID != p1.PlanID || ad.Plans[1].PlanID != p2.PlanID {
+		t.Fatalf("adopted %+v, want p1 then p2", ad.Plans)
+	}
+	// kcleanup's own gate now refuses what the job refuses.
+	if err := proj.State.Validate([]events.Marker{{Topic: f.data, TopicID: f.id, Offsets: events.Offsets{0: 59, 1: 90}}}); err == nil {
+		t.Fatal("kcleanup allowed a recovery point the job refuses")
+	}
+
+	next := proj.Next
+	again, err := f.c.Adopt(ctx, f.ctl, proj, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ap := range again.Plans {
+		if !ap.Already {
+			t.Errorf("re-run adopted %s again", ap.PlanID)
+		}
+	}
+	if proj.Next != next {
+		t.Fatalf("a re-run wrote records: next %d -> %d", next, proj.Next)
+	}
+}
+
+// Every failure of the job's fold makes adoption refuse and write nothing.
+func TestFlinkAdoptRefusesWhatTheJobCannotRead(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs a Kafka broker")
+	}
+	f := newFlinkFixture(t)
+	ctx := ctxT(t, 60*time.Second)
+	p1 := f.plan(t, "chk-1", events.Offsets{0: 30, 1: 20})
+	f.write(t, flinkRec("APPLIED", p1), &kgo.Record{Key: []byte(p1.PlanID)}) // a tombstone
+	kctl := kafkatest.NewTopic(t, f.cl, "flink-refused.kcleanup", 1, map[string]string{"cleanup.policy": "compact"})
+	proj, err := f.c.Project(ctx, kctl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proj.Close()
+	_, err = f.c.Adopt(ctx, f.ctl, proj, Options{})
+	if !errors.Is(err, ErrRejected) || !strings.Contains(err.Error(), "tombstone") {
+		t.Fatalf("adopt over a tombstone: %v", err)
+	}
+	if err := proj.CatchUp(ctx); err != nil || proj.Next != 0 {
+		t.Fatalf("a refused adoption wrote to the control topic (next %d, %v)", proj.Next, err)
+	}
+}

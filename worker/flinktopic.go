@@ -1,0 +1,107 @@
+package worker
+
+import (
+	"context"
+	"time"
+
+	"github.com/cockroachdb/errors"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kcleanup/kcleanup/projector/flinkagents"
+)
+
+// FlinkTopic is a control topic in Flink Agents' format, folded the way a
+// Flink Agents job folds it when it recovers (projector/flinkagents).
+type FlinkTopic struct {
+	Topic string
+	Fold  *flinkagents.Fold
+	// End is the end offset captured before reading (the last stable
+	// offset: read_committed, as the job's consumer reads).
+	End int64
+	// Partitions and CleanupPolicy are the topic's, for CheckTopic.
+	Partitions    []int32
+	CleanupPolicy string
+}
+
+// Check is the job's own check of the topic and its fold: nil when the job
+// would accept the control topic (it may still refuse a recovery point).
+func (f *FlinkTopic) Check() error {
+	if err := flinkagents.CheckTopic(f.Topic, f.Partitions, f.CleanupPolicy); err != nil {
+		return err
+	}
+	return f.Fold.Err()
+}
+
+// ReadFlinkTopic reads a Flink Agents control topic as the job's recovery
+// does: its partition 0 from the beginning, read_committed, up to the end
+// offset captured first, every record folded in offset order. It fails
+// with ErrTopicNotFound when the topic does not exist, and with
+// ErrNotCaughtUp when ctx ends before the end is reached.
+func (c *Cluster) ReadFlinkTopic(ctx context.Context, topic string) (*FlinkTopic, error) {
+	info, err := c.TopicMetadata(ctx, topic)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := c.TopicConfigs(ctx, topic)
+	if err != nil {
+		return nil, err
+	}
+	ft := &FlinkTopic{Topic: topic, Fold: flinkagents.New(), Partitions: info.Partitions, CleanupPolicy: cfg["cleanup.policy"]}
+	ends, err := c.adm.ListCommittedOffsets(ctx, topic)
+	if err != nil {
+		return nil, errors.Wrapf(err, "read the end of Flink Agents control topic %q", topic)
+	}
+	end, ok := ends.Lookup(topic, 0)
+	if !ok {
+		return nil, errors.Mark(errors.Newf("Flink Agents control topic %q has no partition 0", topic), ErrTopicNotFound)
+	}
+	if end.Err != nil {
+		return nil, errors.Wrapf(end.Err, "read the end of Flink Agents control topic %q", topic)
+	}
+	ft.End = end.Offset
+	opts := append(c.ConnOpts(),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}}),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.KeepControlRecords(),
+		kgo.FetchMaxWait(500*time.Millisecond),
+	)
+	reader, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, errors.Wrap(err, "create Flink Agents control-topic reader")
+	}
+	defer reader.Close()
+	next := int64(0)
+	for next < ft.End {
+		fs := reader.PollFetches(ctx)
+		if ctx.Err() != nil {
+			return nil, errors.Mark(errors.Wrapf(ctx.Err(),
+				"Flink Agents control topic %q: read to offset %d of %d", topic, next, ft.End), ErrNotCaughtUp)
+		}
+		var ferr error
+		fs.EachError(func(_ string, _ int32, err error) {
+			if ferr == nil {
+				ferr = err
+			}
+		})
+		if ferr != nil && !kerr.IsRetriable(ferr) {
+			return nil, errors.Wrapf(ferr, "read Flink Agents control topic %q", topic)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			if r.Offset < next || r.Offset >= ft.End {
+				return
+			}
+			next = r.Offset + 1
+			if r.Attrs.IsControl() {
+				return
+			}
+			ft.Fold.Step(flinkagents.Record{Offset: r.Offset, Key: r.Key, Value: r.Value})
+		})
+		if next < ft.End && fs.NumRecords() == 0 {
+			// A log start above next (deleted or compacted prefix) is
+			// reached by the next fetch; nothing to do here.
+			continue
+		}
+	}
+	return ft, nil
+}
