@@ -5,6 +5,9 @@ package worker
 
 import (
 	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -203,10 +206,7 @@ func TestApplyWithoutEachDocumentedACL(t *testing.T) {
 			if errors.Is(err, context.DeadlineExceeded) {
 				t.Fatalf("apply waited for its deadline: %v", err)
 			}
-			op := strings.Title(strings.ToLower(drop.Operation.String())) //nolint:staticcheck // ASCII
-			if drop.Operation == kmsg.ACLOperationDescribeConfigs {
-				op = "DescribeConfigs"
-			}
+			op := aclOpName(drop.Operation)
 			want := "grant " + op + " on topic " + drop.Name + " to " + e.principal
 			if !strings.Contains(err.Error(), want) || !errors.Is(err, ErrUnauthorized) {
 				t.Fatalf("error %q\ndoes not name %q (or is not ErrUnauthorized)", err, want)
@@ -216,4 +216,77 @@ func TestApplyWithoutEachDocumentedACL(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestWorkerWithoutEachDocumentedACL: a worker whose principal lacks one of the documented
+// ACLs leaves a committed operation as it is (no DELETING, nothing deleted), and says which
+// grant is missing in /readyz, in /v1/status (the blocked operation's reason) and in the
+// kcleanup_unauthorized metric. Without Read on the control topic it is not ready.
+func TestWorkerWithoutEachDocumentedACL(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		drop  int  // index in workerACLs
+		ready bool // /readyz answers 200
+	}{
+		{"Read on the control topic", 1, false},
+		{"Write on the control topic", 2, true},
+		{"DescribeConfigs on the data topic", 5, true},
+		{"Delete on the data topic", 6, true},
+		{"Read on the group", 3, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newACLEnv(t)
+			drop := e.workerACLs()[tc.drop]
+			kafkatest.Grant(t, e.admin, without(e.workerACLs(), drop)...)
+			commit(t, e.super, e.ctl, e.plan)
+			before := e.snapshot(t)
+			c := e.userCluster(t)
+			r := startDaemon(t, c, WithControlTopics(e.ctl), WithGroupTimings(6*time.Second, 500*time.Millisecond, 10*time.Second),
+				WithPollInterval(100*time.Millisecond), WithBackoff(50*time.Millisecond, time.Second), WithShutdownGrace(time.Second),
+				WithLogger(testLogger(t)))
+			srv := httptest.NewServer(r.d.Handler())
+			defer srv.Close()
+			op := aclOpName(drop.Operation)
+			want := "grant " + op + " on " + strings.ToLower(drop.Resource.String()) + " " + drop.Name + " to " + e.principal
+			var body string
+			var code int
+			defer func() { t.Logf("/readyz %d: %s", code, body) }()
+			kafkatest.Eventually(t, 60*time.Second, "/readyz names "+want, func() bool {
+				code, body = getBody(t, srv.URL+"/readyz")
+				return strings.Contains(body, want) && (code == http.StatusOK) == tc.ready
+			})
+			if _, metrics := getBody(t, srv.URL+"/metrics"); !strings.Contains(metrics, `kcleanup_unauthorized{control_topic="`+e.ctl+`"} 1`) {
+				t.Errorf("metrics do not say unauthorized:\n%s", metrics)
+			}
+			if tc.ready && drop.Resource != kmsg.ACLResourceTypeGroup { // the owner knows the blocked operation; status shows it
+				if _, status := getBody(t, srv.URL+"/v1/status?all=true"); !strings.Contains(status, want) {
+					t.Errorf("/v1/status does not name %q:\n%s", want, status)
+				}
+			}
+			if got := stateOf(t, e.super, e.ctl, e.plan.PlanID); got != fsm.Committed {
+				t.Errorf("state %s, want COMMITTED (nothing written)", got)
+			}
+			if after := e.snapshot(t); after != before {
+				t.Errorf("something was written or deleted: before %s, after %s", before, after)
+			}
+		})
+	}
+}
+
+func aclOpName(op kmsg.ACLOperation) string {
+	if op == kmsg.ACLOperationDescribeConfigs {
+		return "DescribeConfigs"
+	}
+	return strings.Title(strings.ToLower(op.String())) //nolint:staticcheck // ASCII
+}
+
+func getBody(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }

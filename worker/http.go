@@ -51,6 +51,11 @@ type readiness struct {
 	// NotReady says, per control topic, why it is not caught up.
 	NotReady map[string]string `json:"notReady,omitempty"`
 	Reason   string            `json:"reason,omitempty"`
+	// Unauthorized says, per control topic, which missing ACL blocks this replica. It fails
+	// readiness only through NotReady (a projection that cannot read its control topic);
+	// an operation blocked by a missing Write or Delete leaves the replica ready, because
+	// it still serves status and validation correctly (docs/deploy.md).
+	Unauthorized map[string]string `json:"unauthorized,omitempty"`
 }
 
 func (d *Daemon) serveReady(w http.ResponseWriter, _ *http.Request) {
@@ -62,6 +67,9 @@ func (d *Daemon) serveReady(w http.ResponseWriter, _ *http.Request) {
 		return
 	}
 	r := readiness{Ready: true}
+	if u := d.unauthorized(); len(u) > 0 {
+		r.Unauthorized = u
+	}
 	for _, t := range d.cfg.topics {
 		if ok, why := d.views[t].snap.Load().caughtUp(d.cfg.readyWindow); !ok {
 			if r.NotReady == nil {
