@@ -3,9 +3,9 @@ package console
 import (
 	"cmp"
 	"encoding/json"
-	"strings"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/kcleanup/kcleanup/events"
