@@ -206,6 +206,10 @@ func (p *Projection) readTo(ctx context.Context, end int64) error {
 				return b.err
 			}
 		}
+		if p.Next < end {
+			// Never claim a read that stopped short: fail closed.
+			return errors.Mark(errors.Newf("control topic %q: read to offset %d of %d", p.Topic, p.Next, end), ErrNotCaughtUp)
+		}
 	}
 	p.End = end
 	return nil
@@ -234,8 +238,10 @@ func (p *Projection) fetchDecode(ctx context.Context, next, end int64, out chan<
 	for next < end {
 		fs := p.reader.PollFetches(ctx)
 		if ctx.Err() != nil {
-			send(fetched{next: next, err: errors.Mark(errors.Wrapf(ctx.Err(),
-				"control topic %q: read to offset %d of %d", p.Topic, next, end), ErrNotCaughtUp)})
+			// Not send: with ctx done it may drop the error. The reader
+			// drains out until it is closed, so this cannot block for good.
+			out <- fetched{next: next, err: errors.Mark(errors.Wrapf(ctx.Err(),
+				"control topic %q: read to offset %d of %d", p.Topic, next, end), ErrNotCaughtUp)}
 			return
 		}
 		var ferr error
