@@ -438,6 +438,8 @@ func TestJSONDocumentsMatchTheirSchemas(t *testing.T) {
 		{"history.schema.json", []string{"history", "--topic", e.topic}, exitOK},
 		{"history.schema.json", []string{"history", "--topic", e.topic, "--plan", c1[:12]}, exitOK},
 		{"history.schema.json", []string{"history", "--topic", e.topic, "--full"}, exitOK},
+		{"status.schema.json", []string{"status", "--topic", e.topic}, exitOK},
+		{"status.schema.json", []string{"status", "--topic", e.topic, "--all"}, exitOK},
 	} {
 		code, stdout, stderr := e.run(t, append([]string{"-o", "json"}, tc.args...)...)
 		if code != tc.code {
