@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -34,6 +35,7 @@ type Daemon struct {
 	views map[string]*view // one per served control topic, fixed at NewDaemon
 
 	mu       sync.Mutex
+	group    groupState        // whether the consumer group admitted this member
 	owners   map[string]*owner // control topics this replica owns now
 	stopping bool              // shutdown began: take no new work, not ready
 	wg       sync.WaitGroup    // runners
@@ -181,6 +183,13 @@ func orDefault(v, def time.Duration) time.Duration {
 	return def
 }
 
+// HeartbeatHint is the fix for a heartbeat interval at or above the
+// session timeout: Kafka's advice is at most a third of it.
+func HeartbeatHint(session time.Duration) string {
+	return fmt.Sprintf("give --heartbeat-interval at most a third of --session-timeout (%s for --session-timeout=%s), or raise --session-timeout",
+		max(session/3, time.Millisecond).Round(time.Millisecond), session)
+}
+
 // GroupFor is the default consumer group of a fleet whose first control
 // topic is controlTopic.
 func GroupFor(controlTopic string) string { return "kcleanup-worker." + controlTopic }
@@ -250,7 +259,8 @@ func (cfg daemonConfig) check() error {
 		seen[t] = true
 	}
 	if cfg.heartbeatInterval >= cfg.sessionTimeout {
-		return bad("heartbeat interval %s must be below the session timeout %s", cfg.heartbeatInterval, cfg.sessionTimeout)
+		return errors.WithHint(bad("heartbeat interval %s must be below the session timeout %s: the group coordinator would evict the member between two heartbeats",
+			cfg.heartbeatInterval, cfg.sessionTimeout), HeartbeatHint(cfg.sessionTimeout))
 	}
 	if cfg.grace >= cfg.rebalanceTimeout {
 		// A revocation waits up to the grace inside the rebalance.
@@ -400,6 +410,9 @@ func (d *Daemon) pollMember(ctx context.Context, member *kgo.Client) {
 			return
 		}
 		fs.EachError(func(topic string, p int32, err error) {
+			if gs := (*kgo.ErrGroupSession)(nil); errors.As(err, &gs) {
+				d.groupRefused(err)
+			}
 			if msg := err.Error(); msg != last {
 				last = msg
 				d.log.Warn("consumer group", "group", d.cfg.group, "topic", topic, "partition", p, errAttr(err))
@@ -413,6 +426,7 @@ func (d *Daemon) pollMember(ctx context.Context, member *kgo.Client) {
 // assigned, revoked and lost run on franz-go's group goroutine; they must
 // not call LeaveGroup or Close.
 func (d *Daemon) assigned(_ context.Context, _ *kgo.Client, m map[string][]int32) {
+	d.groupAdmitted() // franz-go calls this after every join, even with nothing new
 	for topic, ps := range m {
 		if slices.Contains(ps, 0) {
 			d.own(topic)

@@ -50,7 +50,9 @@ type readiness struct {
 	Ready bool `json:"ready"`
 	// NotReady says, per control topic, why it is not caught up.
 	NotReady map[string]string `json:"notReady,omitempty"`
-	Reason   string            `json:"reason,omitempty"`
+	// Group says why the consumer group has not admitted this replica.
+	Group  string `json:"group,omitempty"`
+	Reason string `json:"reason,omitempty"`
 }
 
 func (d *Daemon) serveReady(w http.ResponseWriter, _ *http.Request) {
@@ -62,6 +64,9 @@ func (d *Daemon) serveReady(w http.ResponseWriter, _ *http.Request) {
 		return
 	}
 	r := readiness{Ready: true}
+	// A member the group does not admit owns nothing, and never will if the
+	// broker refuses its settings.
+	admitted, why := d.groupReady()
 	for _, t := range d.cfg.topics {
 		if ok, why := d.views[t].snap.Load().caughtUp(d.cfg.readyWindow); !ok {
 			if r.NotReady == nil {
@@ -73,6 +78,11 @@ func (d *Daemon) serveReady(w http.ResponseWriter, _ *http.Request) {
 	}
 	if !r.Ready {
 		r.Reason = "not caught up with every control topic"
+	}
+	if !admitted {
+		r.Ready, r.Reason, r.Group = false, why, why
+	}
+	if !r.Ready {
 		writeJSONStatus(w, http.StatusServiceUnavailable, r)
 		return
 	}
