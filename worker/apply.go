@@ -443,7 +443,7 @@ func (c *Cluster) recheck(ctx context.Context, plan events.Plan, o Options) erro
 	if err := findingsError(CheckDataTopic(info, o.Bootstrap)); err != nil {
 		return errors.Mark(err, ErrBlocked)
 	}
-	return nil
+	return c.checkReachable(ctx, plan)
 }
 
 // deleteErrors reports every failed partition, one line each, and marks the
@@ -456,7 +456,7 @@ func deleteErrors(topic string, res []DeleteResult) error {
 			continue
 		}
 		lines = append(lines, fmt.Sprintf("%s-%d: %v", topic, r.Partition, r.Err))
-		if errors.Is(r.Err, kerr.PolicyViolation) || errors.Is(r.Err, kerr.TopicAuthorizationFailed) ||
+		if errors.Is(r.Err, kerr.PolicyViolation) || errors.Is(r.Err, kerr.OffsetOutOfRange) || errors.Is(r.Err, kerr.TopicAuthorizationFailed) ||
 			errors.Is(r.Err, kerr.ClusterAuthorizationFailed) {
 			permanent = true
 		}
