@@ -1,10 +1,8 @@
 package worker
 
 import (
-	"net/http/httptest"
-
 	"context"
-	"github.com/kcleanup/kcleanup/worker/kafkatest"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +11,7 @@ import (
 
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/fsm"
+	"github.com/kcleanup/kcleanup/worker/kafkatest"
 )
 
 // A COMMITTED whose plan is above the high watermark (any producer can
