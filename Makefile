@@ -12,7 +12,7 @@ PURE  := $(shell $(GO) list $(patsubst %,./%/...,$(wildcard events fsm projector
 OTHER := $(filter-out $(PURE),$(shell $(GO) list $(PKGS)))
 
 .PHONY: help build demo test test-unit lint fuzz bench bench-quick bench-go \
-        kafka-up kafka-down kafka-cli docs clean
+        kafka-up kafka-down kafka-cli docs screenshots chromium clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -30,9 +30,16 @@ build: ## build bin/kcleanup (BIN=path for elsewhere), naming the commit in its 
 demo: build ## walk the C0/C1 example end to end on an embedded broker
 	$(BIN) demo
 
-test: ## all tests: the pure packages under -race, then the rest against a real Kafka broker (started if needed)
+test: chromium ## all tests: the pure packages under -race, then the rest against a real Kafka broker (started if needed)
 	$(GO) test -race -count=1 $(PURE)
 	$(KAFKA) test $(GO) test -count=1 $(OTHER)
+
+# The console's browser test drives Debian's headless Chromium; CI runs as root on a fresh clone.
+chromium: ## install Chromium (Debian package `chromium`) for the console's browser test, if missing
+	@if command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || [ -n "$$KCLEANUP_CHROMIUM" ]; then exit 0; fi; \
+	sudo=; [ "$$(id -u)" = 0 ] || sudo=sudo; \
+	echo "chromium: not installed; installing Debian's package (apt-get install -y chromium)"; \
+	$$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq chromium >/dev/null
 
 test-unit: ## tests that need no broker
 	$(GO) test -count=1 -short $(PKGS)
@@ -43,6 +50,9 @@ lint: ## gofmt and go vet
 
 docs: ## regenerate generated docs (state diagram)
 	$(GO) run ./fsm/cmd/gendiagram > docs/state-diagram.md
+
+screenshots: chromium ## regenerate docs/images/*.png, the console and the report in a real browser
+	KCLEANUP_SCREENSHOTS=$(CURDIR)/docs/images $(KAFKA) test $(GO) test -count=1 -run 'TestBrowser|TestScreenshots' ./worker/console/
 
 fuzz: ## fuzz every decoder for FUZZTIME each (default 30s)
 	@for pkg in ./events/ ./projector/ ./projector/flinkagents/ ./fsm/ ./cmd/kcleanup/ ./worker/clientconfig/; do \

@@ -41,29 +41,30 @@ type Adoption struct {
 	Boundary events.Offsets `json:"boundary"`
 }
 
-// Adopt starts (or completes) a kcleanup control topic from a Flink Agents
-// one: every plan the job enforces becomes a COMMITTED plan on proj's
-// control topic, with its own ID, in ascending order, and a plan the Flink
-// Agents tool APPLIED is also APPLIED when the live log starts prove the
-// deletion. Afterwards kcleanup's boundary equals the job's effective
-// boundary. It refuses, writing nothing, when the job itself could not
-// recover from the Flink Agents topic, when a plan cannot be held by
-// kcleanup (see flinkagents.Plan.Kcleanup), and when the kcleanup control
-// topic already holds plans that are not the Flink Agents topic's.
-// Re-running it adopts only what is missing.
-func (c *Cluster) Adopt(ctx context.Context, flinkTopic string, proj *Projection, o Options) (Adoption, error) {
-	out := Adoption{FlinkTopic: flinkTopic, ControlTopic: proj.Topic}
-	if flinkTopic == proj.Topic {
-		return out, errors.Mark(errors.WithHint(errors.Newf("the Flink Agents control topic and the kcleanup control topic are both %q", flinkTopic),
-			"adopt into a new kcleanup control topic: kcleanup init --topic <data topic>, then kcleanup adopt --from "+flinkTopic), ErrRejected)
-	}
+// AdoptionSource is a Flink Agents control topic that passed every check
+// adoption needs: read as the job reads it, its fold valid for the live
+// data topic, and every plan one kcleanup can hold with its ID.
+type AdoptionSource struct {
+	Flink *FlinkTopic
+	// DataTopic and TopicID are the live data topic the plans are for.
+	DataTopic, TopicID string
+	// Boundary is the job's effective boundary on the live topic.
+	Boundary events.Offsets
+	plans    map[string]events.Plan
+}
+
+// PrepareAdoption reads a Flink Agents control topic and checks it for
+// Adopt. It writes nothing. Every refusal is marked ErrRejected and says
+// precisely why: the job's own fold or topic check fails, there is no plan,
+// or a plan cannot be held by kcleanup (flinkagents.Plan.Kcleanup); never
+// is a plan left out.
+func (c *Cluster) PrepareAdoption(ctx context.Context, flinkTopic string) (*AdoptionSource, error) {
 	ft, err := c.ReadFlinkTopic(ctx, flinkTopic)
 	if err != nil {
-		return out, err
+		return nil, err
 	}
-	out.FlinkEnd = ft.End
-	refuse := func(err error, hint string) (Adoption, error) {
-		return out, errors.Mark(errors.WithHint(errors.Wrapf(err, "adopt Flink Agents control topic %q: nothing written", flinkTopic), hint), ErrRejected)
+	refuse := func(err error, hint string) (*AdoptionSource, error) {
+		return nil, errors.Mark(errors.WithHint(errors.Wrapf(err, "adopt Flink Agents control topic %q: nothing written", flinkTopic), hint), ErrRejected)
 	}
 	if err := ft.Check(); err != nil {
 		return refuse(err, flinkHint(err))
@@ -72,35 +73,58 @@ func (c *Cluster) Adopt(ctx context.Context, flinkTopic string, proj *Projection
 	if len(ops) == 0 {
 		return refuse(errors.New("it holds no plan"), "there is nothing to adopt: make and apply plans with kcleanup directly")
 	}
-	data := ops[0].Plan.Topic
-	live, err := c.TopicMetadata(ctx, data)
+	src := &AdoptionSource{Flink: ft, DataTopic: ops[0].Plan.Topic, plans: map[string]events.Plan{}}
+	live, err := c.TopicMetadata(ctx, src.DataTopic)
 	if err != nil {
 		return refuse(err, "adoption needs the data topic the plans are for")
 	}
+	src.TopicID = live.ID
 	// What the job enforces on the live topic: the same fold, checked
 	// against the live topic ID and partitions, as its recovery checks it.
-	flinkBoundary, err := ft.Fold.Boundary(data, live.ID, live.Partitions)
-	if err != nil {
+	if src.Boundary, err = ft.Fold.Boundary(src.DataTopic, live.ID, live.Partitions); err != nil {
 		return refuse(err, flinkHint(err))
 	}
-	plans := make([]events.Plan, 0, len(ops))
 	for _, op := range ops {
 		kp, err := op.Plan.Kcleanup()
 		if err != nil {
-			return refuse(err, "kcleanup cannot hold this plan with its ID; every plan the job enforces must be adopted, so none is: keep using Flink Agents' tool for this topic, or have a plan made again from a recovery point kcleanup accepts, applied with Flink Agents' tool first")
+			return refuse(err, "kcleanup cannot hold this plan with its ID, and every plan the job enforces must be adopted, so none is: keep Flink Agents' tool for this topic")
 		}
-		plans = append(plans, kp)
+		src.plans[kp.PlanID] = kp
 	}
+	return src, nil
+}
+
+// Adopt starts (or completes) a kcleanup control topic from a prepared
+// Flink Agents one: every plan the job enforces becomes a COMMITTED plan on
+// proj's control topic, with its own ID, in ascending order, and a plan the
+// Flink Agents tool APPLIED is also APPLIED when the live log starts prove
+// the deletion (else it stays COMMITTED and a worker finishes it).
+// Afterwards kcleanup's boundary equals the job's effective boundary. It
+// refuses, writing nothing, when the kcleanup control topic governs
+// another topic or already holds plans that are not the Flink Agents
+// topic's. Re-running it adopts only what is missing.
+func (c *Cluster) Adopt(ctx context.Context, src *AdoptionSource, proj *Projection, o Options) (Adoption, error) {
+	flinkTopic, data := src.Flink.Topic, src.DataTopic
+	out := Adoption{FlinkTopic: flinkTopic, FlinkEnd: src.Flink.End, ControlTopic: proj.Topic}
+	refuse := func(err error, hint string) (Adoption, error) {
+		return out, errors.Mark(errors.WithHint(errors.Wrapf(err, "adopt Flink Agents control topic %q: nothing written", flinkTopic), hint), ErrRejected)
+	}
+	if flinkTopic == proj.Topic {
+		return refuse(errors.Newf("the Flink Agents control topic and the kcleanup control topic are both %q", flinkTopic),
+			"adopt into a kcleanup control topic of its own: kcleanup adopt --from "+flinkTopic+" --control-topic <new name>")
+	}
+	ops := src.Flink.Fold.Operations()
+	flinkBoundary := src.Boundary
 	if err := degraded(proj); err != nil {
 		return out, err
 	}
-	if topic, id, ok := proj.State.Binding(); ok && (topic != data || id != live.ID) {
-		return refuse(errors.Newf("kcleanup control topic %q governs %s (topic ID %s), the Flink Agents plans are for %s (topic ID %s)", proj.Topic, topic, id, data, live.ID),
+	if topic, id, ok := proj.State.Binding(); ok && (topic != data || id != src.TopicID) {
+		return refuse(errors.Newf("kcleanup control topic %q governs %s (topic ID %s), the Flink Agents plans are for %s (topic ID %s)", proj.Topic, topic, id, data, src.TopicID),
 			"adopt into a kcleanup control topic of its own: kcleanup init --topic "+data+" --control-topic <new name>")
 	}
 	var foreign []string
 	for _, kop := range proj.State.Operations() {
-		if !slices.ContainsFunc(plans, func(p events.Plan) bool { return p.PlanID == kop.PlanID }) {
+		if _, ok := src.plans[kop.PlanID]; !ok {
 			foreign = append(foreign, kop.PlanID)
 		}
 	}
@@ -123,14 +147,10 @@ func (c *Cluster) Adopt(ctx context.Context, flinkTopic string, proj *Projection
 		}
 		return 0
 	})
-	byID := map[string]events.Plan{}
-	for _, p := range plans {
-		byID[p.PlanID] = p
-	}
 	actor := o.actor() + " adopting " + flinkTopic
 	var starts events.Offsets
 	for _, op := range order {
-		plan := byID[op.Plan.PlanID]
+		plan := src.plans[op.Plan.PlanID]
 		ap := AdoptedPlan{PlanID: plan.PlanID, FlinkStatus: op.Status, FlinkOffset: op.Last}
 		kop, _ := proj.State.Operation(plan.PlanID)
 		ap.Already = kop.State == fsm.Committed || kop.State == fsm.Deleting || kop.State == fsm.Applied
@@ -152,6 +172,7 @@ func (c *Cluster) Adopt(ctx context.Context, flinkTopic string, proj *Projection
 		kop, _ = proj.State.Operation(plan.PlanID)
 		if op.Status == flinkagents.Applied && kop.State != fsm.Applied {
 			if starts == nil {
+				var err error
 				if starts, err = c.StartOffsets(ctx, data); err != nil {
 					return out, err
 				}

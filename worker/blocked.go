@@ -49,7 +49,8 @@ func (c *Cluster) controlTopicSafe(ctx context.Context, controlTopic, bootstrap 
 		return err
 	}
 	if info.Configs, err = c.TopicConfigs(ctx, controlTopic); err != nil {
-		return err
+		// Settings nobody can read are settings nobody checked: blocked.
+		return c.denied(err, Permission{"DescribeConfigs", "topic", controlTopic, "check the control topic's settings before deleting"})
 	}
 	blocking := gate.Blocking(gate.Settings(controlTopic, len(info.Partitions), info.Configs, bootstrap))
 	if len(blocking) == 0 {

@@ -132,17 +132,17 @@ func (c *Cluster) DescribeTopic(ctx context.Context, topic string) (TopicInfo, e
 
 // TopicConfigs returns the effective value of every config of a topic.
 func (c *Cluster) TopicConfigs(ctx context.Context, topic string) (map[string]string, error) {
+	perm := Permission{"DescribeConfigs", "topic", topic, "read the topic's configs"}
 	rcs, err := c.adm.DescribeTopicConfigs(ctx, topic)
 	if err != nil {
-		return nil, errors.Wrapf(err, "describe configs of topic %q", topic)
+		return nil, c.denied(errors.Wrapf(err, "describe configs of topic %q", topic), perm)
 	}
 	rc, err := rcs.On(topic, nil)
 	if err != nil {
-		return nil, errors.Wrapf(err, "describe configs of topic %q", topic)
+		return nil, c.denied(errors.Wrapf(err, "describe configs of topic %q", topic), perm)
 	}
 	if rc.Err != nil {
-		return nil, c.denied(errors.Wrapf(rc.Err, "describe configs of topic %q", topic),
-			Permission{"DescribeConfigs", "topic", topic, "read the topic's configs"})
+		return nil, c.denied(errors.Wrapf(rc.Err, "describe configs of topic %q", topic), perm)
 	}
 	out := make(map[string]string, len(rc.Configs))
 	for _, cfg := range rc.Configs {

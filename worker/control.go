@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"time"
 
 	"github.com/cockroachdb/errors"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/projector"
+	"github.com/kcleanup/kcleanup/worker/gate"
 )
 
 // ErrNotCaughtUp means a projection could not prove it has read the control
@@ -82,6 +84,10 @@ type Projection struct {
 
 	reader  *kgo.Client
 	cluster *Cluster
+	// foreign lists the rejected records that looked like another tool's
+	// control format (gate.Foreign) as they were read: the fold keeps no
+	// raw values, and the gate must name what it found.
+	foreign []gate.ForeignRecord
 	// onVerdict, when set, sees every verdict the fold returns.
 	onVerdict func(projector.Verdict)
 }
@@ -117,6 +123,22 @@ func (c *Cluster) OpenProjection(controlTopic string) (*Projection, error) {
 	}
 	return &Projection{Topic: controlTopic, State: projector.New(), reader: reader, cluster: c}, nil
 }
+
+// maxForeign bounds the foreign records a projection remembers.
+const maxForeign = 10000
+
+func (p *Projection) noteForeign(r projector.Record, v projector.Verdict) {
+	if v.Reason != projector.ReasonBadKey && v.Reason != projector.ReasonMalformed || len(p.foreign) >= maxForeign {
+		return
+	}
+	if f, ok := gate.Foreign(r.Offset, r.Key, r.Value); ok {
+		p.foreign = append(p.foreign, f)
+	}
+}
+
+// Foreign returns the rejected records read so far that look like another
+// tool's control format, in log order.
+func (p *Projection) Foreign() []gate.ForeignRecord { return slices.Clone(p.foreign) }
 
 // Close releases the projection's reader.
 func (p *Projection) Close() { p.reader.Close() }
@@ -168,8 +190,11 @@ func (p *Projection) readTo(ctx context.Context, end int64) error {
 			}
 			batch = append(batch, projector.Record{Offset: r.Offset, Key: r.Key, Value: r.Value, Timestamp: r.Timestamp})
 		})
-		for _, d := range decodeAll(batch) {
+		for i, d := range decodeAll(batch) {
 			v := p.State.StepDecoded(d)
+			if v.Outcome == projector.Rejected {
+				p.noteForeign(batch[i], v)
+			}
 			if p.onVerdict != nil {
 				p.onVerdict(v)
 			}

@@ -9,9 +9,11 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/errors"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -40,6 +42,8 @@ type Daemon struct {
 	stopping bool              // shutdown began: take no new work, not ready
 	wg       sync.WaitGroup    // runners
 	runCtx   context.Context   // parent of runners and views; ends after they stopped
+
+	groupDenied atomic.Pointer[string] // why the group refused us (missing ACL); nil once assigned
 }
 
 // daemonConfig holds the settings of a Daemon; DaemonOption functions set it.
@@ -410,8 +414,13 @@ func (d *Daemon) pollMember(ctx context.Context, member *kgo.Client) {
 			return
 		}
 		fs.EachError(func(topic string, p int32, err error) {
-			if gs := (*kgo.ErrGroupSession)(nil); errors.As(err, &gs) {
-				d.groupRefused(err)
+			if errors.Is(err, kerr.GroupAuthorizationFailed) {
+				named := d.cluster.denied(err, permGroupRead(d.cfg.group)).Error()
+				d.groupDenied.Store(&named)
+				d.groupRefused(err, named)
+				err = errors.New(named)
+			} else if gs := (*kgo.ErrGroupSession)(nil); errors.As(err, &gs) {
+				d.groupRefused(err, "")
 			}
 			if msg := err.Error(); msg != last {
 				last = msg
@@ -426,7 +435,8 @@ func (d *Daemon) pollMember(ctx context.Context, member *kgo.Client) {
 // assigned, revoked and lost run on franz-go's group goroutine; they must
 // not call LeaveGroup or Close.
 func (d *Daemon) assigned(_ context.Context, _ *kgo.Client, m map[string][]int32) {
-	d.groupAdmitted() // franz-go calls this after every join, even with nothing new
+	d.groupAdmitted()        // franz-go calls this after every join, even with nothing new
+	d.groupDenied.Store(nil) // the group let us in
 	for topic, ps := range m {
 		if slices.Contains(ps, 0) {
 			d.own(topic)

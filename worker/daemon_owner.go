@@ -44,6 +44,7 @@ type attempt struct {
 	failures int
 	next     time.Time // no new attempt before this
 	blocked  bool      // the last failure needs an operator (or time)
+	denied   bool      // ...and it was a missing ACL
 	reason   string
 	since    time.Time // first failure of the current streak
 }
@@ -299,6 +300,7 @@ func (o *owner) failed(planID string, blocked bool, err error, cfg daemonConfig)
 	}
 	a.failures++
 	a.blocked, a.reason = blocked, err.Error()
+	a.denied = blocked && IsAuthorizationError(err)
 	if blocked {
 		a.next = time.Now().Add(cfg.blockedRetry)
 	} else {
@@ -317,6 +319,22 @@ func (o *owner) keepOnly(pending []projector.Operation) {
 			delete(o.attempts, id)
 		}
 	}
+}
+
+// denied returns the reason of the oldest operation blocked by a missing ACL, if any.
+func (o *owner) denied() (string, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var oldest *attempt
+	for _, a := range o.attempts {
+		if a.denied && (oldest == nil || a.since.Before(oldest.since)) {
+			oldest = a
+		}
+	}
+	if oldest == nil {
+		return "", false
+	}
+	return oldest.reason, true
 }
 
 // blocked lists the blocked operations, oldest first.

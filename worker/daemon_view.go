@@ -5,8 +5,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/cockroachdb/errors"
-
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/fsm"
 	"github.com/kcleanup/kcleanup/projector"
@@ -102,18 +100,22 @@ func (v *view) refresh(ctx context.Context) error {
 		return err // shutting down: keep the last snapshot
 	}
 	v.publish(ctx, err)
-	v.listDataTopic(rctx)
 	return err
 }
 
-// listDataTopic refreshes the data topic's offsets in the snapshot, at most
-// every dataOffsetsEvery. A failure keeps the last offsets and says why.
-func (v *view) listDataTopic(ctx context.Context) {
-	old := v.snap.Load()
-	topic := old.status.Topic
-	if topic == "" || old.data != nil && time.Since(old.data.ListedAt) < dataOffsetsEvery {
+// listDataTopic lists the data topic's offsets for the snapshot s being
+// published: after every read that folded records (so that the offsets are
+// never older than the operations beside them: an APPLIED read is shown
+// with the log starts it verified, or later ones), else at most every
+// dataOffsetsEvery. A failure keeps the last offsets and says why.
+func (v *view) listDataTopic(ctx context.Context, s, old *snapshot) {
+	topic := s.status.Topic
+	folded := s.status.ReadTo != old.status.ReadTo
+	if topic == "" || !folded && old.data != nil && time.Since(old.data.ListedAt) < dataOffsetsEvery {
 		return
 	}
+	ctx, cancel := context.WithTimeout(ctx, v.d.cfg.readTimeout)
+	defer cancel()
 	d := &DataTopicOffsets{ListedAt: time.Now().UTC()}
 	start, err := v.d.cluster.StartOffsets(ctx, topic)
 	var end events.Offsets
@@ -128,14 +130,12 @@ func (v *view) listDataTopic(ctx context.Context) {
 	} else {
 		d.LogStart, d.HighWatermark = start, end
 	}
-	s := *v.snap.Load()
 	s.data = d
-	v.snap.Store(&s)
 }
 
 // publish records the outcome of a read. The status document is rebuilt
 // only when records were folded, so an idle view costs one ListOffsets per
-// poll.
+// poll (and two more on the data topic every dataOffsetsEvery).
 func (v *view) publish(ctx context.Context, readErr error) {
 	old := v.snap.Load()
 	s := *old
@@ -164,6 +164,9 @@ func (v *view) publish(ctx context.Context, readErr error) {
 		for _, r := range s.status.Rejected {
 			s.rejected[r.Reason]++
 		}
+	}
+	if readErr == nil {
+		v.listDataTopic(ctx, &s, old)
 	}
 	v.snap.Store(&s)
 }
@@ -201,17 +204,4 @@ func (s *snapshot) caughtUp(window time.Duration) (bool, string) {
 		return false, why
 	}
 	return true, ""
-}
-
-// prove reads to the end, so that a verdict rests on a projection that has
-// just proved it is caught up, and fails when the projection is degraded.
-// The caller holds lock.
-func (v *view) prove(ctx context.Context) error {
-	if v.proj == nil {
-		return errors.Mark(errors.Newf("control topic %q is not being read", v.topic), ErrNotCaughtUp)
-	}
-	if err := v.refresh(ctx); err != nil {
-		return err
-	}
-	return degraded(v.proj)
 }

@@ -32,7 +32,8 @@
 // control topic it serves, behind Handler (http*.go): /healthz, /readyz,
 // /metrics (metrics.go, Prometheus text written by hand), /v1/status (StatusOf,
 // the document `kcleanup status -o json` prints too) and /v1/validate
-// (ValidateMarkers), which fails closed. Ownership moves on revocation (the
+// (Cluster.Validate, the recovery gate `kcleanup validate` runs too), which
+// fails closed. Ownership moves on revocation (the
 // step in flight may end within a grace), on loss and on shutdown (the
 // replica leaves the group). Because every step is idempotent, a paused owner
 // that wakes up after losing the group does no harm.

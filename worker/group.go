@@ -33,9 +33,13 @@ func (d *Daemon) groupAdmitted() {
 }
 
 // groupRefused records an error of the group management loop: franz-go has
-// already called onLost (nothing is owned) and retries the join.
-func (d *Daemon) groupRefused(err error) {
-	why, code := d.describeGroupError(err)
+// already called onLost (nothing is owned) and retries the join. why, when
+// not empty, is the caller's wording of it.
+func (d *Daemon) groupRefused(err error, why string) {
+	described, code := d.describeGroupError(err)
+	if why == "" {
+		why = described
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.group.refusal != why {
@@ -64,8 +68,6 @@ func (d *Daemon) describeGroupError(err error) (why, code string) {
 	case errors.Is(err, kerr.InvalidSessionTimeout):
 		return fmt.Sprintf("the broker refused session timeout %s (INVALID_SESSION_TIMEOUT): it must lie within the broker's group.min.session.timeout.ms and group.max.session.timeout.ms (6s and 30m by default); restart with --session-timeout within them, e.g. --session-timeout=%s",
 			d.cfg.sessionTimeout, DefaultSessionTimeout), code
-	case errors.Is(err, kerr.GroupAuthorizationFailed):
-		return fmt.Sprintf("not authorized to join consumer group %s (GROUP_AUTHORIZATION_FAILED): grant the worker's principal READ on the group", d.cfg.group), code
 	}
 	return fmt.Sprintf("consumer group %s: %v", d.cfg.group, err), code
 }

@@ -53,6 +53,11 @@ type readiness struct {
 	// Group says why the consumer group has not admitted this replica.
 	Group  string `json:"group,omitempty"`
 	Reason string `json:"reason,omitempty"`
+	// Unauthorized says, per control topic, which missing ACL blocks this replica. It fails
+	// readiness only through NotReady (a projection that cannot read its control topic);
+	// an operation blocked by a missing Write or Delete leaves the replica ready, because
+	// it still serves status and validation correctly (docs/deploy.md).
+	Unauthorized map[string]string `json:"unauthorized,omitempty"`
 }
 
 func (d *Daemon) serveReady(w http.ResponseWriter, _ *http.Request) {
@@ -67,6 +72,9 @@ func (d *Daemon) serveReady(w http.ResponseWriter, _ *http.Request) {
 	// A member the group does not admit owns nothing, and never will if the
 	// broker refuses its settings.
 	admitted, why := d.groupReady()
+	if u := d.unauthorized(); len(u) > 0 {
+		r.Unauthorized = u
+	}
 	for _, t := range d.cfg.topics {
 		if ok, why := d.views[t].snap.Load().caughtUp(d.cfg.readyWindow); !ok {
 			if r.NotReady == nil {

@@ -16,7 +16,7 @@ import (
 
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/fsm"
-	"github.com/kcleanup/kcleanup/projector"
+	"github.com/kcleanup/kcleanup/worker/gate"
 	"github.com/kcleanup/kcleanup/worker/kafkatest"
 )
 
@@ -82,7 +82,7 @@ func newAppliedFixture(t *testing.T, opts ...DaemonOption) appliedFixture {
 
 func TestHealthAndReadinessBeforeAndAfterTheFirstRead(t *testing.T) {
 	c := fakeGroupCluster(t)
-	_, ctl := setup(t, c, "action-state")
+	id, ctl := setup(t, c, "action-state")
 	d, err := NewDaemon(c, fastOptions(t, ctl)...)
 	if err != nil {
 		t.Fatal(err)
@@ -99,8 +99,8 @@ func TestHealthAndReadinessBeforeAndAfterTheFirstRead(t *testing.T) {
 		t.Fatalf("/readyz before any read: %d %s", a.code, a.body)
 	}
 	// Validate fails closed before the control topic was ever read.
-	a = do(t, "POST", srv.URL+"/v1/validate", marker("action-state", "AAAAAAAAAAAAAAAAAAAAAQ", events.Offsets{0: 1}))
-	if a.code != 503 || !strings.Contains(a.body, `"allowed": false`) || !strings.Contains(a.body, validateNotCaughtUp) {
+	a = do(t, "POST", srv.URL+"/v1/validate", marker("action-state", id, events.Offsets{0: 1, 1: 1}))
+	if a.code != 503 || !strings.Contains(a.body, `"allowed": false`) || !strings.Contains(a.body, `"reason": "`+string(gate.NotCaughtUp)) {
 		t.Fatalf("/v1/validate before any read: %d %s", a.code, a.body)
 	}
 
@@ -190,10 +190,10 @@ func TestValidateVerdicts(t *testing.T) {
 	msg := fmt.Sprintf("Cannot restore Kafka action state for action-state-0 from offset 100 because the committed cleanup boundary is 150 (set by plan %s)", f.plan.PlanID)
 
 	t.Run("allowed", func(t *testing.T) {
-		a := do(t, "POST", f.validate, marker("action-state", f.id, events.Offsets{0: 150, 1: 300}))
-		var res ValidateResult
+		a := do(t, "POST", f.validate, marker("action-state", f.id, events.Offsets{0: 150, 1: 200}))
+		var res gate.Verdict
 		a.decode(t, &res)
-		if a.code != 200 || !res.Allowed || res.ControlTopic != f.ctl || res.ReadTo != 4 {
+		if a.code != 200 || !res.Allowed || res.Class != gate.Allowed || res.ControlTopic != f.ctl || *res.ReadTo != 4 || res.Hints == nil {
 			t.Fatalf("%d %s", a.code, a.body)
 		}
 	})
@@ -201,30 +201,32 @@ func TestValidateVerdicts(t *testing.T) {
 		body := "[" + marker("action-state", f.id, events.Offsets{0: 200, 1: 120}) + "," +
 			marker("action-state", f.id, events.Offsets{0: 100, 1: 130}) + "]"
 		a := do(t, "POST", f.validate, body)
-		var res ValidateResult
+		var res gate.Verdict
 		a.decode(t, &res)
-		if a.code != 409 || res.Allowed || res.Refusal == nil {
+		if a.code != 409 || res.Allowed || res.Class != gate.Refused || res.Detail == nil {
 			t.Fatalf("%d %s", a.code, a.body)
 		}
-		if res.Reason != projector.RefuseBelowBoundary || *res.Partition != 0 || *res.Requested != 100 ||
-			*res.Boundary != 150 || res.PlanID != f.plan.PlanID || res.Marker != 1 || res.Message != msg {
+		if res.Reason != gate.BelowBoundary || *res.Partition != 0 || *res.Requested != 100 ||
+			*res.Boundary != 150 || res.PlanID != f.plan.PlanID || *res.Marker != 1 || res.Message != msg {
 			t.Fatalf("refusal %s", a.body)
 		}
-		if res.Hint == "" || len(res.Refusals) != 1 {
-			t.Fatalf("hint %q, refusals %d: %s", res.Hint, len(res.Refusals), a.body)
+		// The boundary, and the log start the apply moved to it: both checks refuse.
+		if len(res.Hints) == 0 || len(res.Refusals) != 2 || res.Refusals[1].Reason != gate.OutOfRange ||
+			!strings.Contains(res.Refusals[1].Message, "requested offset 100 is outside the available range [150, 200]") {
+			t.Fatalf("hints %q, refusals %+v: %s", res.Hints, res.Refusals, a.body)
 		}
 	})
 	t.Run("another topic incarnation", func(t *testing.T) {
 		a := do(t, "POST", f.validate, marker("action-state", "AAAAAAAAAAAAAAAAAAAAAQ", events.Offsets{0: 150, 1: 120}))
-		if a.code != 409 || !strings.Contains(a.body, string(projector.RefuseTopicID)) {
+		if a.code != 409 || !strings.Contains(a.body, string(gate.TopicIDMismatch)) || !strings.Contains(a.body, string(gate.TopicRecreated)) {
 			t.Fatalf("%d %s", a.code, a.body)
 		}
 	})
 	t.Run("a partition missing", func(t *testing.T) {
 		a := do(t, "POST", f.validate, marker("action-state", f.id, events.Offsets{0: 150}))
-		var res ValidateResult
+		var res gate.Verdict
 		a.decode(t, &res)
-		if a.code != 409 || res.Reason != projector.RefuseMissingPartition || *res.Partition != 1 || res.Requested != nil {
+		if a.code != 409 || res.Reason != gate.MissingPartition || *res.Partition != 1 || res.Requested != nil {
 			t.Fatalf("%d %s", a.code, a.body)
 		}
 	})
@@ -238,16 +240,16 @@ func TestValidateVerdicts(t *testing.T) {
 	} {
 		t.Run("400 "+name, func(t *testing.T) {
 			a := do(t, "POST", f.validate, body)
-			var e validateError
+			var e gate.Verdict
 			a.decode(t, &e)
-			if a.code != 400 || e.Allowed || e.Reason != validateBadRequest || !strings.Contains(e.Error, "invalid") {
+			if a.code != 400 || e.Allowed || e.Reason != gate.BadRequest || e.Class != gate.Invalid || !strings.Contains(e.Message, "invalid") {
 				t.Fatalf("%d %s", a.code, a.body)
 			}
 		})
 	}
 	t.Run("unknown control topic", func(t *testing.T) {
 		a := do(t, "POST", f.validate+"?controlTopic=nope", marker("action-state", f.id, events.Offsets{0: 150, 1: 120}))
-		if a.code != 404 || !strings.Contains(a.body, validateUnknownTopic) {
+		if a.code != 404 || !strings.Contains(a.body, string(gate.UnknownControlTopic)) {
 			t.Fatalf("%d %s", a.code, a.body)
 		}
 	})
@@ -258,10 +260,10 @@ func TestValidateVerdicts(t *testing.T) {
 	})
 	t.Run("degraded fails closed", func(t *testing.T) {
 		produceRaw(t, f.c, f.ctl, f.plan.PlanID+"/COMMITTED", `{"schemaVersion":2,"event":"COMMITTED","whatever":"new fields"}`)
-		a := do(t, "POST", f.validate, marker("action-state", f.id, events.Offsets{0: 150, 1: 300}))
-		var e validateError
+		a := do(t, "POST", f.validate, marker("action-state", f.id, events.Offsets{0: 150, 1: 200}))
+		var e gate.Verdict
 		a.decode(t, &e)
-		if a.code != 503 || e.Allowed || e.Reason != validateDegraded {
+		if a.code != 503 || e.Allowed || e.Reason != gate.Degraded || e.Class != gate.CannotTell {
 			t.Fatalf("%d %s", a.code, a.body)
 		}
 		body := get(t, f.url+"/metrics")
@@ -288,8 +290,11 @@ func TestValidateFailsClosedWhenTheBrokerIsGone(t *testing.T) {
 	defer srv.Close()
 	kafkatest.Eventually(t, 20*time.Second, "ready", func() bool { return do(t, "GET", srv.URL+"/readyz", "").code == 200 })
 	fk.Close()
+	// Neither topic can be described: the gate cannot tell (503), whichever fact failed first.
 	a := do(t, "POST", srv.URL+"/v1/validate", marker("action-state", id, events.Offsets{0: 1, 1: 1}))
-	if a.code != 503 || !strings.Contains(a.body, validateNotCaughtUp) {
+	var v gate.Verdict
+	a.decode(t, &v)
+	if a.code != 503 || v.Allowed || v.Class != gate.CannotTell || !strings.Contains(v.Message, "context deadline exceeded") {
 		t.Fatalf("validate without a broker: %d %s", a.code, a.body)
 	}
 	kafkatest.Eventually(t, 20*time.Second, "not ready", func() bool { return do(t, "GET", srv.URL+"/readyz", "").code == 503 })
@@ -307,7 +312,7 @@ func TestValidatePicksTheControlTopicByBinding(t *testing.T) {
 	kafkatest.Eventually(t, 20*time.Second, "ready", func() bool { return do(t, "GET", srv.URL+"/readyz", "").code == 200 })
 
 	a := do(t, "POST", srv.URL+"/v1/validate", marker("b", idB, events.Offsets{0: 20, 1: 60}))
-	var res ValidateResult
+	var res gate.Verdict
 	a.decode(t, &res)
 	if a.code != 409 || res.ControlTopic != ctlB || *res.Boundary != 50 {
 		t.Fatalf("validate of b's markers: %d %s", a.code, a.body)

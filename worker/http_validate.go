@@ -1,166 +1,93 @@
 package worker
 
 import (
+	"context"
 	"io"
 	"net/http"
 
 	"github.com/cockroachdb/errors"
 
 	"github.com/kcleanup/kcleanup/events"
-	"github.com/kcleanup/kcleanup/projector"
+	"github.com/kcleanup/kcleanup/worker/gate"
 )
 
 // maxValidateBody bounds a /v1/validate request: markers of thousands of
 // subtasks fit easily.
 const maxValidateBody = 4 << 20
 
-// ValidateResult is the recovery gate's verdict on one recovery point, as
-// /v1/validate answers it. When refused, the first refusal's fields are
-// repeated at the top level (reason, partition, requested, boundary, planId)
-// for clients that read only one; Refusals lists them all.
-type ValidateResult struct {
-	Allowed      bool   `json:"allowed"`
-	ControlTopic string `json:"controlTopic"`
-	// ReadTo is the control-topic offset the verdict was made at.
-	ReadTo int64 `json:"readTo"`
-	*Refusal
-	Hint     string    `json:"hint,omitempty"`
-	Refusals []Refusal `json:"refusals,omitempty"`
-}
-
-// Refusal is one reason a recovery point may not be restored.
-type Refusal struct {
-	Reason projector.RefusalReason `json:"reason"`
-	// Message is the sentence an operator reads, e.g. "Cannot restore Kafka
-	// action state for action-state-0 from offset 100 because the committed
-	// cleanup boundary is 150 (set by plan …)".
-	Message string `json:"message"`
-	// Marker is the index of the offending marker (-1: not about one).
-	Marker    int    `json:"marker"`
-	Topic     string `json:"topic,omitempty"`
-	Partition *int32 `json:"partition,omitempty"`
-	// Requested is what the marker needs (absent when it has no offset).
-	Requested *int64 `json:"requested,omitempty"`
-	Boundary  *int64 `json:"boundary,omitempty"`
-	PlanID    string `json:"planId,omitempty"`
-	// For a topic or topic-ID mismatch: what the marker says and what the
-	// control topic governs.
-	MarkerTopicID string `json:"markerTopicId,omitempty"`
-	BoundTopic    string `json:"boundTopic,omitempty"`
-	BoundTopicID  string `json:"boundTopicId,omitempty"`
-}
-
-// ValidateMarkers is the recovery gate of DESIGN §7 over a projection. The
-// caller must have just caught the projection up (Projection.CatchUp): a
-// verdict from a view that cannot prove it is caught up is worthless. A
-// degraded projection refuses.
-func ValidateMarkers(proj *Projection, markers []events.Marker) ValidateResult {
-	res := ValidateResult{Allowed: true, ControlTopic: proj.Topic, ReadTo: proj.Next}
-	for _, r := range proj.State.Refusals(markers) {
-		res.Refusals = append(res.Refusals, refusalOf(r))
+// notAVerdict is the answer to a request the gate did not judge (bad
+// request, unknown control topic, shutting down): the verdict document with
+// allowed false, so a client that reads only that field fails closed.
+func notAVerdict(topic string, reason gate.Reason, err error) gate.Verdict {
+	r := gate.Refusal{Reason: reason, Class: reason.Class(), Message: err.Error(), Hints: errors.GetAllHints(err)}
+	if r.Hints == nil {
+		r.Hints = []string{}
 	}
-	if len(res.Refusals) == 0 {
-		return res
-	}
-	res.Allowed = false
-	first := res.Refusals[0]
-	res.Refusal = &first
-	if hints := errors.GetAllHints(proj.State.Validate(markers)); len(hints) > 0 {
-		res.Hint = hints[0]
-	}
-	return res
+	return gate.Verdict{SchemaVersion: gate.SchemaVersion, Class: r.Class, ControlTopic: topic,
+		Reason: r.Reason, Message: r.Message, Hints: r.Hints, Refusals: []gate.Refusal{r}, Notes: []string{}, Checked: []gate.Checked{}}
 }
 
-func refusalOf(r *projector.RefusalError) Refusal {
-	out := Refusal{Reason: r.Reason, Message: r.Error(), Marker: r.Marker, Topic: r.Topic,
-		MarkerTopicID: r.MarkerTopicID, BoundTopic: r.BoundTopic, BoundTopicID: r.BoundTopicID}
-	switch r.Reason {
-	case projector.RefuseBelowBoundary, projector.RefuseMissingPartition:
-		p, b := r.Partition, r.Boundary
-		out.Partition, out.Boundary, out.PlanID = &p, &b, r.PlanID
-		if r.Reason == projector.RefuseBelowBoundary {
-			req := r.Requested
-			out.Requested = &req
-		}
+// writeVerdict answers with the status of the verdict's class: 200 allowed,
+// 409 refused, 503 cannot tell, 400 invalid (404 for an unknown control
+// topic).
+func writeVerdict(w http.ResponseWriter, v gate.Verdict) {
+	code := v.Class.HTTPStatus()
+	if v.Reason == gate.UnknownControlTopic {
+		code = http.StatusNotFound
 	}
-	return out
+	writeJSONStatus(w, code, v)
 }
 
-// validateError is the body of a /v1/validate answer that is not a verdict.
-// Allowed is always false, so a client that reads only that field fails
-// closed.
-type validateError struct {
-	Allowed      bool     `json:"allowed"`
-	ControlTopic string   `json:"controlTopic,omitempty"`
-	Reason       string   `json:"reason"`
-	Error        string   `json:"error"`
-	Hints        []string `json:"hints,omitempty"`
-}
-
-// Reasons of a /v1/validate answer that is not a verdict.
-const (
-	validateBadRequest   = "bad-request"
-	validateUnknownTopic = "unknown-control-topic"
-	validateNotCaughtUp  = "not-caught-up"
-	validateDegraded     = "degraded"
-	validateStopping     = "shutting-down"
-)
-
-// serveValidate answers 200 (allowed), 409 (refused), 400 (the markers or
-// the query are wrong), 404 (control topic not served), or 503 (this
-// replica cannot prove it is caught up, the projection is degraded, or it is
-// shutting down): it never says yes without proof.
+// serveValidate is the recovery gate over HTTP: the same checks as
+// `kcleanup validate` (Cluster.Validate), on this replica's live projection,
+// which is read to the end first. It never says yes without proof.
 func (d *Daemon) serveValidate(w http.ResponseWriter, r *http.Request) {
-	fail := func(code int, topic, reason string, err error) {
-		writeJSONStatus(w, code, validateError{ControlTopic: topic, Reason: reason, Error: err.Error(), Hints: errors.GetAllHints(err)})
-	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxValidateBody))
 	if err != nil {
-		fail(http.StatusBadRequest, "", validateBadRequest, errors.Wrap(err, "read request body"))
+		writeVerdict(w, notAVerdict("", gate.BadRequest, errors.Wrap(err, "read request body")))
 		return
 	}
 	markers, err := events.ParseMarkers(body)
 	if err != nil {
-		fail(http.StatusBadRequest, "", validateBadRequest, err)
+		writeVerdict(w, notAVerdict("", gate.BadRequest, err))
 		return
 	}
 	topic, code, err := d.validateTopic(r.URL.Query().Get("controlTopic"), markers)
 	if err != nil {
-		reason := validateBadRequest
+		reason := gate.BadRequest
 		if code == http.StatusNotFound {
-			reason = validateUnknownTopic
+			reason = gate.UnknownControlTopic
 		}
-		fail(code, topic, reason, err)
+		writeVerdict(w, notAVerdict(topic, reason, err))
 		return
 	}
 	d.mu.Lock()
 	stopping := d.stopping
 	d.mu.Unlock()
 	if stopping {
-		fail(http.StatusServiceUnavailable, topic, validateStopping, errors.New("this worker is shutting down; ask another replica"))
+		writeVerdict(w, notAVerdict(topic, gate.ShuttingDown, errors.New("this worker is shutting down; ask another replica")))
 		return
 	}
 	v := d.views[topic]
 	if !v.acquire(r.Context()) {
-		fail(http.StatusServiceUnavailable, topic, validateNotCaughtUp, r.Context().Err())
+		writeVerdict(w, notAVerdict(topic, gate.NotCaughtUp, errors.Wrap(r.Context().Err(), "wait for the projection")))
 		return
 	}
-	err = v.prove(r.Context())
-	var res ValidateResult
-	if err == nil {
-		res = ValidateMarkers(v.proj, markers)
-	}
-	v.release()
-	switch {
-	case errors.Is(err, ErrDegraded):
-		fail(http.StatusServiceUnavailable, topic, validateDegraded, err)
-	case err != nil:
-		fail(http.StatusServiceUnavailable, topic, validateNotCaughtUp, errors.Mark(err, ErrNotCaughtUp))
-	case !res.Allowed:
-		writeJSONStatus(w, http.StatusConflict, res)
-	default:
-		writeJSONStatus(w, http.StatusOK, res)
-	}
+	defer v.release()
+	ctx, cancel := context.WithTimeout(r.Context(), d.cfg.readTimeout)
+	defer cancel()
+	writeVerdict(w, d.cluster.Validate(ctx, markers, ValidateOptions{
+		ControlTopic: topic,
+		// A worker is told its control topics: a missing one proves nothing.
+		Explicit:  true,
+		Bootstrap: d.cfg.bootstrap,
+		Read: func(ctx context.Context) (*Projection, error) {
+			if v.proj == nil {
+				return nil, errors.Mark(errors.Newf("control topic %q is not being read", v.topic), ErrNotCaughtUp)
+			}
+			return v.proj, v.refresh(ctx)
+		},
+	}))
 }
 
 // validateTopic picks the control topic a validate request is about: the

@@ -172,6 +172,12 @@ func (d *Daemon) writeMetrics(w io.Writer) error {
 		}
 		e.sample("kcleanup_blocked_operations", float64(n), "control_topic", t)
 	}
+	e.family("kcleanup_unauthorized", "gauge", "1 when a missing ACL blocks this replica on the control topic: its projection cannot read it, or (owner) an operation is blocked; /readyz names the ACL.")
+	denied := d.unauthorized()
+	for _, t := range topics {
+		_, blocked := denied[t]
+		e.sample("kcleanup_unauthorized", b2f(blocked), "control_topic", t)
+	}
 	e.family("kcleanup_owner", "gauge", "1 when this replica owns the control topic and finishes its operations.")
 	owned := 0
 	for i, t := range topics {

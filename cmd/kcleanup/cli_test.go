@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/worker/kafkatest/repo"
 )
 
@@ -111,5 +112,179 @@ func TestREADMEAgreesWithTheBinary(t *testing.T) {
 	}
 	if !strings.Contains(help, "kcleanup <command> --help") {
 		t.Errorf("kcleanup --help does not say where each command's flags are documented:\n%s", help)
+	}
+}
+
+// TestEveryCommandsBadInput runs every command with input an operator gets wrong (a flag, a
+// file, a cluster that does not answer) through the real command line, and checks the one
+// contract they all share: the exit code of the one map (exitcode.go), nothing on stdout but
+// results, and an "Error:" line followed by at least one "Hint:" line that says what to do. A
+// new command, or a new error path, belongs in this table.
+func TestEveryCommandsBadInput(t *testing.T) {
+	clearWorkerEnv(t)
+	t.Setenv("TMPDIR", t.TempDir()) // demo's folder
+	dir := t.TempDir()
+	good := opTestMarkers(t, dir, "good.json", opMarker(events.Offsets{0: 40, 1: 30}))
+	other := opTestMarkers(t, dir, "other.json", events.Marker{Topic: "other-topic", TopicID: opTestID, Offsets: events.Offsets{0: 1}})
+	plan, planFile := opTestPlan(t, dir, "chk-1", "action-state", opTestID, events.Offsets{0: 40, 1: 30})
+	whole := string(plan.Encode())
+	truncated := writeFile(t, dir, "truncated.plan.json", whole[:len(whole)/2])
+	edited := writeFile(t, dir, "edited.plan.json", strings.Replace(whole, `"chk-1"`, `"chk-2"`, 1))
+	brokenMarkers := writeFile(t, dir, "broken.json", `{"schemaVersion":1,"topic":"action-state",}`)
+	emptyFile := writeFile(t, dir, "empty.json", "")
+	notJSON := writeFile(t, dir, "notjson.json", "topic=action-state")
+	missing := filepath.Join(dir, "missing.json")
+	existing := writeFile(t, dir, "existing.json", "keep")
+	badProps := writeFile(t, dir, "bad.properties", "no.such.key=1\n")
+	// Nothing listens on port 1: a refused connection, at once.
+	down := []string{"-b", "127.0.0.1:1", "--timeout", "2s"}
+
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want string // a fragment of the Error: line
+	}{
+		// The command line itself.
+		{"unknown command", []string{"plna"}, exitUsage, `unknown command "plna"`},
+		{"no command", nil, exitUsage, "missing command"},
+		{"unknown flag", []string{"status", "--topik", "t"}, exitUsage, "unknown flag: --topik"},
+		{"bad --output", []string{"status", "--topic", "t", "-o", "yaml"}, exitUsage, `invalid --output "yaml"`},
+		{"bad --timeout", []string{"status", "--topic", "t", "--timeout", "soon"}, exitUsage, `invalid --timeout "soon"`},
+		{"empty --bootstrap-server", []string{"status", "--topic", "t", "-b", ","}, exitUsage, "is empty"},
+		{"missing --command-config", append(down, "status", "--topic", "t", "--command-config", missing), exitError, missing},
+		{"bad --command-config", append(down, "status", "--topic", "t", "--command-config", badProps), exitError, "no.such.key"},
+		{"unknown completion shell", []string{"completion", "tcsh"}, exitUsage, "tcsh"},
+		{"help of an unknown command", []string{"help", "plna"}, exitUsage, "plna"},
+
+		{"init: no --topic", []string{"init"}, exitUsage, `"topic" not set`},
+		{"init: blank --topic", []string{"init", "--topic", ""}, exitUsage, "--topic is given but blank"},
+		{"init: extra argument", []string{"init", "--topic", "t", "extra"}, exitUsage, "extra"},
+		{"init: unreachable cluster", append(down, "init", "--topic", "t"), exitError, "127.0.0.1:1"},
+
+		{"doctor: nothing to check", []string{"doctor"}, exitUsage, "doctor needs"},
+		{"doctor: blank --topic", []string{"doctor", "--topic", " "}, exitUsage, "--topic is given but blank"},
+		{"doctor: bad --stuck-after", []string{"doctor", "--topic", "t", "--stuck-after", "later"}, exitUsage, "later"},
+		{"doctor: unreachable cluster", append(down, "doctor", "--topic", "t"), exitError, "127.0.0.1:1"},
+
+		{"plan: no --markers", []string{"plan", "--recovery-point", "c"}, exitUsage, `"markers" not set`},
+		{"plan: blank --recovery-point", []string{"plan", "--markers", good, "--recovery-point", ""}, exitUsage, "--recovery-point is given but blank"},
+		{"plan: missing markers file", []string{"plan", "--no-preview", "--markers", missing, "--recovery-point", "c"}, exitError, missing},
+		{"plan: broken markers file", []string{"plan", "--no-preview", "--markers", brokenMarkers, "--recovery-point", "c"}, exitError, brokenMarkers},
+		{"plan: empty markers file", []string{"plan", "--no-preview", "--markers", emptyFile, "--recovery-point", "c"}, exitError, "the file is empty"},
+		{"plan: not JSON", []string{"plan", "--no-preview", "--markers", notJSON, "--recovery-point", "c"}, exitError, notJSON},
+		{"plan: two topics", []string{"plan", "--no-preview", "--markers", good, "--markers", other, "--recovery-point", "c"}, exitError, "other-topic"},
+		{"plan: stdin twice", []string{"plan", "--markers", "-", "--markers", "-", "--recovery-point", "c"}, exitUsage, "standard input can be read only once"},
+		{"plan: --out exists", []string{"plan", "--no-preview", "--markers", good, "--recovery-point", "c", "--out", existing}, exitError, "already exists"},
+		{"plan: --out in no folder", []string{"plan", "--no-preview", "--markers", good, "--recovery-point", "c", "--out", filepath.Join(dir, "nope", "p.json")}, exitError, "no such file"},
+
+		{"submit: no plan", []string{"submit"}, exitUsage, "accepts 1 arg"},
+		{"submit: missing plan file", append(down, "submit", missing), exitError, missing},
+		{"submit: truncated plan", append(down, "submit", truncated), exitError, "the file ends early (truncated?)"},
+		{"submit: edited plan", append(down, "submit", edited), exitError, "planId"},
+		{"submit: unreachable cluster", append(down, "submit", planFile), exitError, "127.0.0.1:1"},
+
+		{"apply: two plans", []string{"apply", planFile, planFile}, exitUsage, "accepts 1 arg"},
+		{"apply: missing plan file", append(down, "apply", missing), exitError, missing},
+		{"apply: truncated plan", append(down, "apply", truncated), exitError, "the file ends early (truncated?)"},
+		{"apply: edited plan", append(down, "apply", edited), exitError, "planId"},
+		{"apply: unreachable cluster", append(down, "apply", planFile), exitError, "127.0.0.1:1"},
+
+		{"status: which control topic", []string{"status"}, exitUsage, "which control topic"},
+		{"status: blank --topic", []string{"status", "--topic", ""}, exitUsage, "--topic is given but blank"},
+		{"status: control topic is the data topic", []string{"status", "--topic", "t", "--control-topic", "t"}, exitUsage, "is the data topic itself"},
+		{"status: unreachable cluster", append(down, "status", "--topic", "t"), exitError, "127.0.0.1:1"},
+
+		{"history: blank --plan", []string{"history", "--topic", "t", "--plan", ""}, exitUsage, "--plan is given but blank"},
+		{"history: --plan not an ID", []string{"history", "--topic", "t", "--plan", "XYZ"}, exitUsage, "is not a plan ID"},
+		{"history: unreachable cluster", append(down, "history", "--topic", "t"), exitError, "127.0.0.1:1"},
+
+		{"validate: no --markers", []string{"validate"}, exitUsage, `"markers" not set`},
+		{"validate: missing markers file", append(down, "validate", "--markers", missing), exitError, missing},
+		{"validate: broken markers file", append(down, "validate", "--markers", brokenMarkers), exitError, brokenMarkers},
+		{"validate: stdin twice", append(down, "validate", "--markers", "-", "--markers", "-"), exitUsage, "standard input can be read only once"},
+		{"validate: two topics", append(down, "validate", "--markers", good, "--markers", other), exitError, "more than one topic"},
+
+		{"worker: no control topic", []string{"worker"}, exitUsage, "no control topic to serve"},
+		{"worker: bad --log-format", []string{"worker", "--control-topic", "c", "--log-format", "xml"}, exitUsage, `"xml"`},
+		{"worker: bad --log-level", []string{"worker", "--control-topic", "c", "--log-level", "loud"}, exitUsage, `"loud"`},
+		{"worker: blank --control-topics", []string{"worker", "--control-topics", ""}, exitUsage, "--control-topics is given but blank"},
+
+		{"demo: extra argument", []string{"demo", "now"}, exitUsage, "now"},
+		{"demo: unreachable cluster", append(down, "demo"), exitError, "127.0.0.1:1"},
+		{"version: extra argument", []string{"version", "1"}, exitUsage, `"1"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := opRunWithStdin(t, "", tc.args...)
+			if code != tc.code {
+				t.Errorf("exit %d, want %d", code, tc.code)
+			}
+			errLine := ""
+			for _, line := range strings.Split(stderr, "\n") {
+				if strings.HasPrefix(line, "Error: ") {
+					errLine = line
+					break
+				}
+			}
+			if errLine == "" || !strings.Contains(stderr, tc.want) {
+				t.Errorf("stderr has no Error: line naming %q", tc.want)
+			}
+			if i := strings.Index(stderr, "Error: "); i < 0 || !strings.Contains(stderr[i:], "\nHint: ") {
+				t.Errorf("no Hint: after the Error: line")
+			}
+			if strings.Contains(stdout, "Error:") {
+				t.Errorf("an error on stdout")
+			}
+			if t.Failed() {
+				t.Logf("kcleanup %s\nstdout:\n%s\nstderr:\n%s", strings.Join(tc.args, " "), stdout, stderr)
+			}
+		})
+	}
+}
+
+// TestEveryCommandsBadInputOnTheRealBroker is the same contract for mistakes only a cluster can
+// reveal: a topic or control topic that does not exist, a plan the cluster refuses, a plan ID
+// that is not in the log.
+func TestEveryCommandsBadInputOnTheRealBroker(t *testing.T) {
+	e := opTestEnv(t)
+	topic, id := e.dataTopic(t, 2, 20, opGoodDataConfigs())
+	missing := "optest-missing-" + strings.ToLower(id[:8])
+	dir := t.TempDir()
+	_, future := opTestPlan(t, dir, "chk-future", topic, id, events.Offsets{0: 500, 1: 10})
+	_, gone := opTestPlan(t, dir, "chk-gone", missing, id, events.Offsets{0: 1})
+	markers := opTestMarkers(t, dir, "future.json", events.Marker{Topic: topic, TopicID: id, Offsets: events.Offsets{0: 500, 1: 10}})
+	if code, _, stderr := e.run(t, "init", "--topic", topic); code != exitOK {
+		t.Fatalf("init: exit %d\n%s", code, stderr)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"status: no control topic", []string{"status", "--topic", missing}, exitError, "does not exist"},
+		{"history: no control topic", []string{"history", "--topic", missing}, exitError, "does not exist"},
+		{"history: no such plan", []string{"history", "--topic", topic, "--plan", "abc"}, exitError, "names a plan abc"},
+		{"doctor: no data topic", []string{"doctor", "--topic", missing}, exitError, "block cleanup"},
+		{"init: no data topic", []string{"init", "--topic", missing}, exitError, "block cleanup"},
+		{"plan: apply would refuse", []string{"plan", "--markers", markers, "--recovery-point", "chk-future", "--out", filepath.Join(dir, "p.json")},
+			exitError, "apply would refuse plan"},
+		{"submit: above the high watermark", []string{"submit", future}, exitError, "outside the available range"},
+		{"apply: above the high watermark", []string{"apply", future}, exitError, "outside the available range"},
+		{"apply: no data topic", []string{"apply", gone}, exitError, missing},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := e.run(t, tc.args...)
+			if code != tc.code {
+				t.Errorf("exit %d, want %d", code, tc.code)
+			}
+			i := strings.Index(stderr, "Error: ")
+			if i < 0 || !strings.Contains(stderr[i:], tc.want) || !strings.Contains(stderr[i:], "\nHint: ") {
+				t.Errorf("want an Error: line naming %q and a Hint:", tc.want)
+			}
+			if t.Failed() {
+				t.Logf("kcleanup %s\nstdout:\n%s\nstderr:\n%s", strings.Join(tc.args, " "), stdout, stderr)
+			}
+		})
 	}
 }

@@ -4,7 +4,8 @@
 // # Layout
 //
 //	main.go          main and run: execute the root command, print errors, map them to exit codes
-//	exitcode.go      exit codes (0 ok, 1 error, 2 usage, 3 refused), usageError, refusedError, printError
+//	exitcode.go      exit codes (0 ok, 1 error, 2 usage, 3 refused, 4 cannot tell), usageError,
+//	                 refusedError, cannotTellError, printError
 //	root.go          the root command, the list of subcommands, the preflight every command gets
 //	globals.go       global flags with KCLEANUP_* fallbacks → globalOptions → franz-go options
 //	commandconfig.go --command-config: Kafka client properties → clientSecurity
@@ -33,7 +34,9 @@
 //     any argument is rejected. Argument, flag and MarkFlagRequired errors become usage errors
 //     (exit 2) by themselves: root.go installs the checks on every command of the tree. Wrap
 //     other errors about the command line in usageError, and a refusal by validation (a
-//     recovery point older than the boundary) in refusedError (exit 3). Everything else exits 1.
+//     recovery point older than the boundary) in refusedError (exit 3). The recovery gate's
+//     "cannot tell" is cannotTellError (exit 4), from the verdict's class (gate.Class).
+//     Everything else exits 1.
 //   - Attach operator advice with errors.WithHint: it is printed as a "Hint:" line.
 //   - Do not define flags named like the global ones (-b/--bootstrap-server, --control-topic,
 //     --command-config, -o/--output, --timeout).

@@ -193,5 +193,6 @@ func blockingError(fs []worker.Finding) error {
 	if n == 0 {
 		return nil
 	}
-	return errors.Newf("%d problem(s) block cleanup: fix each BLOCK finding as its hint says, then run the command again", n)
+	return errors.WithHint(errors.Newf("%d problem(s) block cleanup (the BLOCK findings)", n),
+		"fix each BLOCK finding as its hint says, then run the command again")
 }

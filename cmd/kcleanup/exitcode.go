@@ -14,6 +14,10 @@ const (
 	exitError   = 1 // the command ran and failed (Kafka unreachable, bad file, ...)
 	exitUsage   = 2 // the command line is wrong: unknown command or flag, bad value, missing argument
 	exitRefused = 3 // validation refused: the request is well formed but kcleanup will not do it
+	// exitCannotTell: the recovery gate could not prove that restoring is safe (cluster
+	// unreachable, control topic unreadable or unsafe, projection not caught up, degraded or at
+	// risk). Unlike 3, another recovery point would not help: fix the cause and ask again.
+	exitCannotTell = 4
 )
 
 // exitCodesHelp is appended to the root command's help text, so the codes are documented where
@@ -22,14 +26,18 @@ const exitCodesHelp = `Exit codes:
   0  success
   1  error (the command ran and failed)
   2  usage (unknown command or flag, bad flag value, missing argument)
-  3  refused by validation (e.g. a recovery point older than the committed boundary)`
+  3  refused: restoring is proved unsafe, or the request does not fit (e.g. a recovery point
+     older than the committed boundary, or whose records are deleted)
+  4  cannot tell: validate could not prove the recovery point safe (cluster unreachable,
+     control topic missing, unreadable or unsafe, projection not caught up or degraded)`
 
 // Sentinels that classify an error for the exit code. They are attached with errors.Mark, so the
 // message of the marked error is unchanged and the mark survives any later wrapping.
 // Their messages must stay unique: cockroachdb/errors compares sentinels by message.
 var (
-	errUsage   = errors.New("kcleanup: usage error (exit 2)")
-	errRefused = errors.New("kcleanup: refused by validation (exit 3)")
+	errUsage      = errors.New("kcleanup: usage error (exit 2)")
+	errRefused    = errors.New("kcleanup: refused by validation (exit 3)")
+	errCannotTell = errors.New("kcleanup: the recovery gate cannot tell (exit 4)")
 )
 
 // usageError marks err as a mistake in the command line (exit code 2). nil stays nil.
@@ -49,6 +57,15 @@ func refusedError(err error) error {
 	return errors.Mark(err, errRefused)
 }
 
+// cannotTellError marks err as the recovery gate's "cannot tell" (exit code 4): safety could not
+// be proved either way. nil stays nil.
+func cannotTellError(err error) error {
+	if err == nil {
+		return nil
+	}
+	return errors.Mark(err, errCannotTell)
+}
+
 // exitCode maps an error returned by a command to the process exit code. A usage mark wins over a
 // refusal mark: a command line that could not be understood never got as far as validation.
 func exitCode(err error) int {
@@ -59,6 +76,8 @@ func exitCode(err error) int {
 		return exitUsage
 	case errors.Is(err, errRefused):
 		return exitRefused
+	case errors.Is(err, errCannotTell):
+		return exitCannotTell
 	default:
 		return exitError
 	}

@@ -96,7 +96,8 @@ func resolveGlobals(cmd *cobra.Command) (globalOptions, error) {
 		}
 	}
 	if len(g.bootstrapServers) == 0 {
-		return globalOptions{}, usageError(errors.Newf("%s is empty: give at least one host:port", src))
+		return globalOptions{}, usageError(errors.WithHint(errors.Newf("%s is empty: give at least one host:port", src),
+			"for example -b kafka-1:9092,kafka-2:9092"))
 	}
 
 	g.controlTopic, _ = lookupSetting(cmd, flagControlTopic, envControlTopic, "")

@@ -52,7 +52,9 @@ and the offset read to, so the same log gives the same file, byte for byte.`,
 					"leave out --plan; the report lists every operation, or use -o table with --plan"))
 			}
 			if plan != "" && !isHexPrefix(plan) {
-				return usageError(errors.Newf("--plan %q is not a plan ID: expected lowercase hex digits (a prefix of the 64-digit ID)", plan))
+				return usageError(errors.WithHintf(
+					errors.Newf("--plan %q is not a plan ID: expected lowercase hex digits (a prefix of the 64-digit ID)", plan),
+					"copy the plan ID from `kcleanup status` or from the plan file's \"planId\""))
 			}
 			return runHistory(cmd.Context(), cmd.OutOrStdout(), *g, ctl, plan)
 		},

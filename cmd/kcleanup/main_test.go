@@ -117,7 +117,8 @@ func TestHelpListsExitCodes(t *testing.T) {
 		"0  success",
 		"1  error",
 		"2  usage",
-		"3  refused by validation",
+		"3  refused: restoring is proved unsafe",
+		"4  cannot tell",
 		"--bootstrap-server", "--control-topic", "--command-config", "--output", "--timeout",
 		envBootstrap, envControlTopic, envCommandConfig, envOutput, envTimeout,
 	} {
@@ -133,7 +134,7 @@ func TestMissingCommandPrintsUsageToStderr(t *testing.T) {
 	if code != exitUsage || stdout != "" {
 		t.Fatalf("code %d stdout %q", code, stdout)
 	}
-	if !strings.Contains(stderr, "Available Commands:") || !strings.HasSuffix(stderr, "Error: missing command for \"kcleanup\"\n") {
+	if !strings.Contains(stderr, "Available Commands:") || !strings.Contains(stderr, "Error: missing command for \"kcleanup\"\nHint: ") {
 		t.Fatalf("stderr:\n%s", stderr)
 	}
 }

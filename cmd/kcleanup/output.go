@@ -15,7 +15,8 @@ const jsonSchemaVersion = 1
 
 // writeJSON writes v as one indented JSON document followed by a newline. v must encode as a
 // JSON object; its first field is always "schemaVersion":1, so a program reading any kcleanup
-// output can check the version first. If v has its own schemaVersion field it must be 1.
+// output can check the version first. If v has its own schemaVersion field (a document that
+// changed incompatibly since version 1) it is kept.
 // Lists are wrapped by the caller: {"operations":[...]}, never a bare array.
 func writeJSON(w io.Writer, v any) error {
 	raw, err := json.Marshal(v)
@@ -27,8 +28,11 @@ func writeJSON(w io.Writer, v any) error {
 		return errors.AssertionFailedf("JSON output must be an object, got %T", v)
 	}
 	if sv, ok := fields["schemaVersion"]; ok {
-		if string(sv) != "1" {
-			return errors.AssertionFailedf("JSON output %T has schemaVersion %s, want %d", v, sv, jsonSchemaVersion)
+		// A document that changed incompatibly carries its own, higher version (the verdict of
+		// validate is gate.SchemaVersion).
+		var n int
+		if err := json.Unmarshal(sv, &n); err != nil || n < jsonSchemaVersion {
+			return errors.AssertionFailedf("JSON output %T has schemaVersion %s, want %d or more", v, sv, jsonSchemaVersion)
 		}
 	} else {
 		// Splice the version in as the first field, keeping the order of v's own fields.

@@ -25,6 +25,7 @@ func TestWriteJSON(t *testing.T) {
 			"{\n  \"schemaVersion\": 1,\n  \"topic\": \"t\",\n  \"offsets\": [\n    1,\n    2\n  ]\n}\n"},
 		{"empty object", struct{}{}, "{\n  \"schemaVersion\": 1\n}\n"},
 		{"own schemaVersion kept", versioned{SchemaVersion: 1, Topic: "t"}, "{\n  \"schemaVersion\": 1,\n  \"topic\": \"t\"\n}\n"},
+		{"a newer own schemaVersion kept", versioned{SchemaVersion: 2, Topic: "t"}, "{\n  \"schemaVersion\": 2,\n  \"topic\": \"t\"\n}\n"},
 		{"map", map[string]int{"b": 2, "a": 1}, "{\n  \"schemaVersion\": 1,\n  \"a\": 1,\n  \"b\": 2\n}\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -49,7 +50,7 @@ func TestWriteJSONRejects(t *testing.T) {
 		{nil, "JSON output must be an object"},
 		{struct {
 			SchemaVersion int `json:"schemaVersion"`
-		}{2}, "has schemaVersion 2, want 1"},
+		}{0}, "has schemaVersion 0, want 1 or more"},
 		{map[string]any{"f": func() {}}, "encode JSON output"},
 	} {
 		var b bytes.Buffer

@@ -21,6 +21,7 @@ func newRootCmd() *cobra.Command {
 		newPlanCmd(g),
 		newSubmitCmd(g),
 		newApplyCmd(g),
+		newAdoptCmd(g),
 		newStatusCmd(g),
 		newHistoryCmd(g),
 		newValidateCmd(g),
@@ -57,8 +58,52 @@ flags, with examples: kcleanup <command> --help. The workflow and every error: d
 		return usageError(errors.WithHint(err, helpHint(c)))
 	})
 	root.AddCommand(subcommands...)
+	// Cobra's help and completion commands are made here rather than at Execute time, so that
+	// the walk below gives them the same exit codes and hints as every other command.
+	root.SetHelpCommand(newHelpCmd())
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		if c.Name() == "help" || c.Name() == "completion" {
+			needsNoGlobals(c)
+		}
+	}
 	installPreflight(root, g)
 	return root
+}
+
+// annotationNoGlobals marks a command that uses none of the global options, so that it works
+// even when a KCLEANUP_* variable is invalid (help, completion).
+const annotationNoGlobals = "kcleanup-no-globals"
+
+// needsNoGlobals marks c and its subcommands with annotationNoGlobals.
+func needsNoGlobals(c *cobra.Command) {
+	if c.Annotations == nil {
+		c.Annotations = map[string]string{}
+	}
+	c.Annotations[annotationNoGlobals] = "true"
+	for _, sub := range c.Commands() {
+		needsNoGlobals(sub)
+	}
+}
+
+// newHelpCmd replaces cobra's help command, which prints the usage and exits 0 for a topic that
+// does not exist: a mistyped command name is a usage error here as everywhere.
+func newHelpCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "help [command]",
+		Short: "Help about any command",
+		Long:  "help prints the help of a command, the same as kcleanup <command> --help.",
+		Args:  cobra.ArbitraryArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			cmd, rest, err := c.Root().Find(args)
+			if err != nil || len(rest) > 0 {
+				return usageError(errors.WithHint(errors.Newf("unknown help topic %q", strings.Join(args, " ")),
+					"run 'kcleanup --help' for the list of commands"))
+			}
+			cmd.InitDefaultHelpFlag()
+			return cmd.Help()
+		},
+	}
 }
 
 // installPreflight walks the finished command tree (so it must run after every AddCommand) and
@@ -72,8 +117,9 @@ flags, with examples: kcleanup <command> --help. The workflow and every error: d
 // All of this runs as cobra's Args validator, which cobra calls after parsing flags and before
 // any hook or RunE. A command with subcommands and no RunE of its own (root, or a group) reports
 // a missing or unknown subcommand as a usage error instead of cobra's silent help.
-// Cobra's own help and completion commands are added at Execute time, after this walk, and so
-// are left alone (they work even when a KCLEANUP_* variable is invalid).
+// Cobra's help and completion commands are part of the walk (buildRoot makes them first); they
+// skip the global options (annotationNoGlobals), so they work even when a KCLEANUP_* variable is
+// invalid.
 func installPreflight(cmd *cobra.Command, g *globalOptions) {
 	if cmd.HasSubCommands() && cmd.RunE == nil && cmd.Run == nil {
 		cmd.Args = unknownSubcommand
@@ -98,6 +144,9 @@ func installPreflight(cmd *cobra.Command, g *globalOptions) {
 		}
 		if err := blankFlag(c); err != nil {
 			return err
+		}
+		if c.Annotations[annotationNoGlobals] != "" {
+			return nil
 		}
 		resolved, err := resolveGlobals(c)
 		if err != nil {
@@ -129,7 +178,8 @@ func unknownSubcommand(c *cobra.Command, args []string) error {
 func missingSubcommand(c *cobra.Command, _ []string) error {
 	c.SetOut(c.ErrOrStderr())
 	_ = c.Usage()
-	return usageError(errors.Newf("missing command for %q", c.CommandPath()))
+	return usageError(errors.WithHintf(errors.Newf("missing command for %q", c.CommandPath()),
+		"give one of the commands listed above; '%s <command> --help' shows its flags", c.CommandPath()))
 }
 
 // annotationBlankAllowed marks a flag whose blank value means something (--http-addr "" turns

@@ -14,28 +14,40 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kcleanup/kcleanup/events"
+	"github.com/kcleanup/kcleanup/worker"
+	"github.com/kcleanup/kcleanup/worker/kafkatest"
 )
 
 type validateJSON struct {
-	SchemaVersion int    `json:"schemaVersion"`
-	Allowed       bool   `json:"allowed"`
-	ControlTopic  string `json:"controlTopic"`
-	ReadTo        int64  `json:"readTo"`
-	Reason        string `json:"reason"`
-	Message       string `json:"message"`
-	Partition     *int32 `json:"partition"`
-	Requested     *int64 `json:"requested"`
-	Boundary      *int64 `json:"boundary"`
-	PlanID        string `json:"planId"`
-	Hint          string `json:"hint"`
+	SchemaVersion int      `json:"schemaVersion"`
+	Allowed       bool     `json:"allowed"`
+	Class         string   `json:"class"`
+	ControlTopic  string   `json:"controlTopic"`
+	ReadTo        *int64   `json:"readTo"`
+	Reason        string   `json:"reason"`
+	Message       string   `json:"message"`
+	Partition     *int32   `json:"partition"`
+	Requested     *int64   `json:"requested"`
+	Boundary      *int64   `json:"boundary"`
+	LogStart      *int64   `json:"logStart"`
+	HighWatermark *int64   `json:"highWatermark"`
+	PlanID        string   `json:"planId"`
+	Hints         []string `json:"hints"`
 	Refusals      []struct {
-		Reason    string `json:"reason"`
-		Marker    int    `json:"marker"`
-		Partition *int32 `json:"partition"`
-		Requested *int64 `json:"requested"`
-		Boundary  *int64 `json:"boundary"`
+		Reason    string   `json:"reason"`
+		Class     string   `json:"class"`
+		Message   string   `json:"message"`
+		Hints     []string `json:"hints"`
+		Marker    *int     `json:"marker"`
+		Partition *int32   `json:"partition"`
+		Requested *int64   `json:"requested"`
+		Boundary  *int64   `json:"boundary"`
 	} `json:"refusals"`
-	Warnings []string `json:"warnings"`
+	Notes   []string `json:"notes"`
+	Checked []struct {
+		Partition int32 `json:"partition"`
+		Lowest    int64 `json:"lowest"`
+	} `json:"checked"`
 }
 
 func decodeValidate(t *testing.T, stdout string) validateJSON {
@@ -44,8 +56,8 @@ func decodeValidate(t *testing.T, stdout string) validateJSON {
 	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
 		t.Fatalf("validate JSON: %v\n%s", err, stdout)
 	}
-	if doc.SchemaVersion != 1 {
-		t.Errorf("schemaVersion %d, want 1", doc.SchemaVersion)
+	if doc.SchemaVersion != 2 || doc.Hints == nil || doc.Refusals == nil || doc.Notes == nil || doc.Checked == nil {
+		t.Errorf("schemaVersion %d (want 2), or a list is null:\n%s", doc.SchemaVersion, stdout)
 	}
 	return doc
 }
@@ -77,15 +89,17 @@ func TestValidateTheSeedExample(t *testing.T) {
 		doc := decodeValidate(t, stdout)
 		if doc.Allowed || doc.Reason != "below-boundary" || doc.Message != refusal || doc.PlanID != e.plan.PlanID ||
 			doc.Partition == nil || *doc.Partition != 0 || doc.Requested == nil || *doc.Requested != 100 ||
-			doc.Boundary == nil || *doc.Boundary != 150 || doc.Hint == "" {
+			doc.Boundary == nil || *doc.Boundary != 150 || len(doc.Hints) == 0 || doc.Class != "refused" {
 			t.Errorf("refusal document:\n%s", stdout)
 		}
-		// Both partitions are below the boundary; every refusal is listed.
-		if len(doc.Refusals) != 2 || *doc.Refusals[1].Partition != 1 || *doc.Refusals[1].Requested != 90 || *doc.Refusals[1].Boundary != 120 {
-			t.Errorf("refusals %+v, want partitions 0 and 1", doc.Refusals)
+		// Both partitions are below the boundary, and below the log start the apply moved to
+		// it: the logical refusals first, then the physical ones.
+		if len(doc.Refusals) != 4 || *doc.Refusals[1].Partition != 1 || *doc.Refusals[1].Requested != 90 || *doc.Refusals[1].Boundary != 120 ||
+			doc.Refusals[2].Reason != "out-of-range" || !strings.Contains(doc.Refusals[2].Message, "requested offset 100 is outside the available range [150, 200]") {
+			t.Errorf("refusals %+v, want below-boundary and out-of-range on partitions 0 and 1", doc.Refusals)
 		}
-		if doc.ControlTopic != e.control || doc.ReadTo != 4 {
-			t.Errorf("controlTopic %q readTo %d", doc.ControlTopic, doc.ReadTo)
+		if doc.ControlTopic != e.control || doc.ReadTo == nil || *doc.ReadTo != 4 {
+			t.Errorf("controlTopic %q readTo %v", doc.ControlTopic, doc.ReadTo)
 		}
 	})
 
@@ -97,7 +111,8 @@ func TestValidateTheSeedExample(t *testing.T) {
 		}
 		code, stdout, stderr = e.run(t, "validate", "--markers", c1, "-o", "json")
 		wantExit(t, code, exitOK, stdout, stderr)
-		if doc := decodeValidate(t, stdout); !doc.Allowed || doc.Reason != "" || len(doc.Refusals) != 0 || doc.ReadTo != 4 {
+		if doc := decodeValidate(t, stdout); !doc.Allowed || doc.Class != "allowed" || doc.Reason != "" || len(doc.Refusals) != 0 ||
+			*doc.ReadTo != 4 || len(doc.Checked) != 2 || doc.Checked[0].Lowest != 150 {
 			t.Errorf("allowed document:\n%s", stdout)
 		}
 	})
@@ -122,8 +137,10 @@ func TestValidateTheSeedExample(t *testing.T) {
 			Offsets: events.Offsets{0: 150, 1: 120}}).Encode()))
 		code, stdout, stderr := e.run(t, "validate", "--markers", other)
 		wantExit(t, code, exitRefused, stdout, stderr)
-		if !strings.Contains(stderr, "the recovery point is from topic ID AAAAAAAAAAAAAAAAAAAAAQ but this control topic governs topic ID "+e.topicID) {
-			t.Errorf("stderr:\n%s", stderr)
+		// The live topic has another ID: proved gone (exit 3), whatever the control topic governs.
+		if !strings.Contains(stderr, "the recovery point is from topic ID AAAAAAAAAAAAAAAAAAAAAQ but the topic now has ID "+e.topicID+" (it was deleted and recreated)") ||
+			!strings.Contains(stdout, "topic-id-mismatch: Cannot validate the recovery point: the recovery point is from topic ID AAAAAAAAAAAAAAAAAAAAAQ but this control topic") {
+			t.Errorf("stdout:\n%s\nstderr:\n%s", stdout, stderr)
 		}
 	})
 }
@@ -135,13 +152,14 @@ func TestValidateFailsClosedWhenDegraded(t *testing.T) {
 	c1 := e.markers(t, "c1.json", events.Offsets{0: 150, 1: 120}) // allowed before the record
 
 	code, stdout, stderr := e.run(t, "validate", "--markers", c1)
-	wantExit(t, code, exitRefused, stdout, stderr)
-	if !strings.Contains(stderr, "the control-topic projection is degraded") || !strings.Contains(stderr, "Hint: upgrade kcleanup") {
-		t.Errorf("stderr:\n%s", stderr)
+	wantExit(t, code, exitCannotTell, stdout, stderr)
+	if !strings.Contains(stderr, "the control-topic projection is degraded") || !strings.Contains(stderr, "Hint: upgrade kcleanup") ||
+		!strings.HasPrefix(stdout, "CANNOT TELL") {
+		t.Errorf("stdout:\n%s\nstderr:\n%s", stdout, stderr)
 	}
 	code, stdout, stderr = e.run(t, "validate", "--markers", c1, "-o", "json")
-	wantExit(t, code, exitRefused, stdout, stderr)
-	if doc := decodeValidate(t, stdout); doc.Allowed || doc.Reason != "degraded" {
+	wantExit(t, code, exitCannotTell, stdout, stderr)
+	if doc := decodeValidate(t, stdout); doc.Allowed || doc.Reason != "degraded" || doc.Class != "cannot-tell" {
 		t.Errorf("document:\n%s", stdout)
 	}
 }
@@ -156,20 +174,21 @@ func TestValidateWithoutAControlTopic(t *testing.T) {
 		if !strings.Contains(stderr, "Warning: control topic "+e.control+" does not exist: no cleanup boundary was ever committed for topic "+e.topic) {
 			t.Errorf("no warning naming the control topic:\n%s", stderr)
 		}
-		if !strings.HasPrefix(stdout, "ALLOWED") || !strings.Contains(stdout, "has the markers' topic ID "+e.topicID) {
+		if !strings.HasPrefix(stdout, "ALLOWED") || !strings.Contains(stdout, "allowed on the data topic's evidence alone") ||
+			!strings.Contains(stdout, "[0, 200]") {
 			t.Errorf("stdout:\n%s", stdout)
 		}
 		code, stdout, stderr = e.run(t, "validate", "--markers", c0, "-o", "json")
 		wantExit(t, code, exitOK, stdout, stderr)
-		if doc := decodeValidate(t, stdout); !doc.Allowed || len(doc.Warnings) != 1 || !strings.Contains(doc.Warnings[0], e.control) {
+		if doc := decodeValidate(t, stdout); !doc.Allowed || len(doc.Notes) != 1 || !strings.Contains(doc.Notes[0], e.control) || doc.ReadTo != nil {
 			t.Errorf("document:\n%s", stdout)
 		}
 	})
 
-	t.Run("explicit control topic missing: refused", func(t *testing.T) {
+	t.Run("explicit control topic missing: cannot tell", func(t *testing.T) {
 		typo := e.topic + ".kcleanpu"
 		code, stdout, stderr := e.run(t, "--control-topic", typo, "validate", "--markers", c0)
-		wantExit(t, code, exitRefused, stdout, stderr)
+		wantExit(t, code, exitCannotTell, stdout, stderr)
 		if !strings.Contains(stderr, "control topic "+typo+" does not exist; it was named explicitly") ||
 			!strings.Contains(stderr, "kcleanup init --topic "+e.topic+" --control-topic "+typo) {
 			t.Errorf("stderr:\n%s", stderr)
@@ -177,8 +196,8 @@ func TestValidateWithoutAControlTopic(t *testing.T) {
 		// The environment names it explicitly too.
 		t.Setenv(envControlTopic, typo)
 		code, stdout, stderr = e.run(t, "validate", "--markers", c0, "-o", "json")
-		wantExit(t, code, exitRefused, stdout, stderr)
-		if doc := decodeValidate(t, stdout); doc.Allowed || doc.Reason != "control-topic-missing" {
+		wantExit(t, code, exitCannotTell, stdout, stderr)
+		if doc := decodeValidate(t, stdout); doc.Allowed || doc.Reason != "control-topic-missing" || doc.Class != "cannot-tell" {
 			t.Errorf("document:\n%s", stdout)
 		}
 	})
@@ -209,7 +228,7 @@ func TestValidateWithoutAControlTopic(t *testing.T) {
 		}
 		code, stdout, stderr := e.run(t, "validate", "--markers", c0)
 		wantExit(t, code, exitRefused, stdout, stderr)
-		want := fmt.Sprintf("Cannot restore Kafka action state for %s-0 from offset 100 because records below offset 120 are already deleted", e.topic)
+		want := fmt.Sprintf("Cannot restore Kafka action state for %s-0 from offset 100: requested offset 100 is outside the available range [120, 200]; records below offset 120 are already deleted", e.topic)
 		if !strings.Contains(stderr, want) {
 			t.Errorf("stderr does not say %q:\n%s", want, stderr)
 		}
@@ -219,28 +238,30 @@ func TestValidateWithoutAControlTopic(t *testing.T) {
 	})
 }
 
-// TestValidateFailsClosedWhenUnreachable: no broker answers, so nothing proves the projection is
-// caught up; the answer is "refused", never "allowed" nor a plain error a pipeline might ignore.
+// TestValidateFailsClosedWhenUnreachable: no broker answers, so nothing proves the recovery point
+// safe; the answer is "cannot tell" (exit 4), never "allowed" nor a plain error a pipeline might
+// ignore.
 func TestValidateFailsClosedWhenUnreachable(t *testing.T) {
 	clearEnv(t)
 	dir := t.TempDir()
 	m := writeFile(t, dir, "m.json", `{"schemaVersion":1,"topic":"action-state","topicId":"AAAAAAAAAAAAAAAAAAAAAQ","offsets":{"0":100}}`)
 	code, stdout, stderr := runCLI(t, "-b", "127.0.0.1:1", "--timeout", "3s", "validate", "--markers", m)
-	wantExit(t, code, exitRefused, stdout, stderr)
-	if !strings.Contains(stderr, "refused: cannot prove that the view of control topic action-state.kcleanup is caught up") ||
-		!strings.Contains(stderr, "Hint: validate refuses whenever it cannot read the control topic to its end within --timeout (3s)") {
-		t.Errorf("stderr:\n%s", stderr)
+	wantExit(t, code, exitCannotTell, stdout, stderr)
+	if !strings.Contains(stderr, "Error: Cannot validate the recovery point: control topic action-state.kcleanup could not be described") ||
+		!strings.Contains(stderr, "Hint: could not connect to 127.0.0.1:1") || !strings.HasPrefix(stdout, "CANNOT TELL") {
+		t.Errorf("stdout:\n%s\nstderr:\n%s", stdout, stderr)
 	}
 	code, stdout, stderr = runCLI(t, "-b", "127.0.0.1:1", "--timeout", "3s", "-o", "json", "validate", "--markers", m)
-	wantExit(t, code, exitRefused, stdout, stderr)
-	if doc := decodeValidate(t, stdout); doc.Allowed || doc.Reason != "not-caught-up" {
+	wantExit(t, code, exitCannotTell, stdout, stderr)
+	if doc := decodeValidate(t, stdout); doc.Allowed || doc.Class != "cannot-tell" || doc.Reason != "control-topic-unreadable" ||
+		len(doc.Refusals) != 2 || doc.Refusals[1].Reason != "data-topic-unreadable" {
 		t.Errorf("document:\n%s", stdout)
 	}
 }
 
 // TestValidateFailsClosedWhenNotCaughtUp: the broker answers, but the control topic's records
 // never arrive (kfake holds every Fetch), so the read cannot reach the end it captured within
-// --timeout. That is a refusal, not an "allowed" on a partial view.
+// --timeout. That is "cannot tell", not an "allowed" on a partial view.
 func TestValidateFailsClosedWhenNotCaughtUp(t *testing.T) {
 	clearEnv(t)
 	fk, err := kfake.NewCluster(kfake.NumBrokers(1))
@@ -259,10 +280,18 @@ func TestValidateFailsClosedWhenNotCaughtUp(t *testing.T) {
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), readTestTimeout)
 	defer cancel()
-	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, map[string]*string{"cleanup.policy": kadm.StringPtr("compact")}, "action-state.kcleanup"); err != nil {
+	adm := kadm.NewClient(cl)
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "action-state"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := adm.CreateTopic(ctx, 1, 1, worker.ControlTopicConfigs(1), "action-state.kcleanup"); err != nil {
 		t.Fatal(err)
 	}
 	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "action-state.kcleanup", Key: []byte("k"), Value: []byte("v")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	id, err := kafkatest.TopicIDUncached(ctx, cl, "action-state")
+	if err != nil {
 		t.Fatal(err)
 	}
 	fk.ControlKey(int16(kmsg.Fetch), func(kmsg.Request) (kmsg.Response, error, bool) {
@@ -271,12 +300,14 @@ func TestValidateFailsClosedWhenNotCaughtUp(t *testing.T) {
 		return nil, nil, false
 	})
 
-	m := writeFile(t, t.TempDir(), "m.json", `{"schemaVersion":1,"topic":"action-state","topicId":"AAAAAAAAAAAAAAAAAAAAAQ","offsets":{"0":100}}`)
-	code, stdout, stderr := runCLI(t, "-b", addr, "--timeout", "2s", "validate", "--markers", m)
-	wantExit(t, code, exitRefused, stdout, stderr)
-	if !strings.Contains(stderr, "cannot prove that the view of control topic action-state.kcleanup is caught up") ||
-		!strings.Contains(stderr, "read to offset 0 of 1") {
-		t.Errorf("stderr:\n%s", stderr)
+	m := writeFile(t, t.TempDir(), "m.json", `{"schemaVersion":1,"topic":"action-state","topicId":"`+id+`","offsets":{"0":0}}`)
+	code, stdout, stderr := runCLI(t, "-b", addr, "--timeout", "2s", "-o", "json", "validate", "--markers", m)
+	wantExit(t, code, exitCannotTell, stdout, stderr)
+	doc := decodeValidate(t, stdout)
+	if doc.Reason != "not-caught-up" || len(doc.Refusals) != 1 ||
+		!strings.Contains(doc.Message, "cannot prove that the view of control topic action-state.kcleanup is caught up") ||
+		!strings.Contains(doc.Message, "read to offset 0 of 1") {
+		t.Errorf("document:\n%s", stdout)
 	}
 }
 

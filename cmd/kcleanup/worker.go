@@ -136,11 +136,13 @@ func parseWorkerFlags(cmd *cobra.Command, g globalOptions) (workerOptions, error
 	switch o.logFormat = strings.ToLower(strings.TrimSpace(raw)); o.logFormat {
 	case "text", "json":
 	default:
-		return o, usageError(errors.Newf("invalid %s %q: allowed values are text and json", src, raw))
+		return o, usageError(errors.WithHint(errors.Newf("invalid %s %q: allowed values are text and json", src, raw),
+			"text for people, json for a log collector"))
 	}
 	raw, src = lookupSetting(cmd, flagWorkerLogLevel, envWorkerLogLevel, "info")
 	if err := o.logLevel.UnmarshalText([]byte(strings.TrimSpace(raw))); err != nil {
-		return o, usageError(errors.Newf("invalid %s %q: allowed values are debug, info, warn and error", src, raw))
+		return o, usageError(errors.WithHint(errors.Newf("invalid %s %q: allowed values are debug, info, warn and error", src, raw),
+			"for example --log-level info (the default)"))
 	}
 	o.session, _ = cmd.Flags().GetDuration(flagWorkerSession)
 	o.heartbeat, _ = cmd.Flags().GetDuration(flagWorkerHeartbeat)

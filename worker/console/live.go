@@ -56,6 +56,13 @@ func liveTopic(ts worker.TopicStatus, now time.Time) Topic {
 		t.BarsNote = "log start and high watermark not listed yet"
 	}
 	t.Partitions = bars(st, logStart, hwm)
+	if d := ts.DataTopic; d != nil && d.Error != "" {
+		for i := range t.Partitions { // stale offsets prove nothing
+			if t.Partitions[i].NoteLevel == "warn" {
+				t.Partitions[i].Note, t.Partitions[i].NoteLevel = "", ""
+			}
+		}
+	}
 
 	blocked := map[string]worker.BlockedOperation{}
 	for _, b := range st.Blocked {

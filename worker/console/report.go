@@ -78,6 +78,9 @@ func FromLog(st worker.Status, audit []projector.Verdict) View {
 			Hint: "a running worker finishes them, or re-run `kcleanup apply PLAN.json`"})
 	}
 	t.Partitions = bars(st, verified, nil)
+	for i := range t.Partitions {
+		t.Partitions[i].HighWatermark = "not in the log"
+	}
 	t.BarsNote = "log starts are those the APPLIED records verified; a report reads no live offsets"
 
 	repairing := map[string]bool{}

@@ -10,6 +10,8 @@ type Reason string
 type Class string
 
 const (
+	// Allowed: every check passed. Exit code 0, HTTP 200.
+	Allowed Class = "allowed"
 	// Refused: restoring is proved unsafe (records the recovery point needs
 	// are deleted, or may be deleted at any moment). Pick another recovery
 	// point. Exit code 3, HTTP 409.
@@ -162,10 +164,11 @@ func Reasons() []Reason {
 }
 
 // ExitCode is the process exit code of `kcleanup validate` for a class:
-// 0 allowed (""), 3 refused, 4 cannot tell. Contract C1: never renumber.
+// 0 allowed, 3 refused, 4 cannot tell (and any unknown class). Contract C1:
+// never renumber.
 func (c Class) ExitCode() int {
 	switch c {
-	case "":
+	case Allowed:
 		return 0
 	case Refused:
 		return 3
@@ -179,7 +182,7 @@ func (c Class) ExitCode() int {
 // 200 allowed, 409 refused, 503 cannot tell, 400 invalid.
 func (c Class) HTTPStatus() int {
 	switch c {
-	case "":
+	case Allowed:
 		return 200
 	case Refused:
 		return 409

@@ -106,7 +106,7 @@ func TestEveryReasonHasAClass(t *testing.T) {
 	if Reason("from-a-newer-build").Class() != CannotTell {
 		t.Fatal("an unknown reason must fail closed")
 	}
-	for c, want := range map[Class][2]int{"": {0, 200}, Refused: {3, 409}, CannotTell: {4, 503}, Invalid: {2, 400}} {
+	for c, want := range map[Class][2]int{Allowed: {0, 200}, "": {4, 503}, Refused: {3, 409}, CannotTell: {4, 503}, Invalid: {2, 400}} {
 		if c.ExitCode() != want[0] || c.HTTPStatus() != want[1] {
 			t.Fatalf("class %q: exit %d http %d", c, c.ExitCode(), c.HTTPStatus())
 		}

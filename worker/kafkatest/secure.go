@@ -158,22 +158,21 @@ func (s SecureBroker) NewUser(t testing.TB, admin *kgo.Client, prefix string) (u
 	adm := kadm.NewClient(admin)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	up := []kadm.UpsertSCRAM{
-		{User: user, Mechanism: kadm.ScramSha512, Password: password},
-		{User: user, Mechanism: kadm.ScramSha256, Password: password},
+	// One request may name a user once: one request per mechanism.
+	for _, m := range []kadm.ScramMechanism{kadm.ScramSha512, kadm.ScramSha256} {
+		res, err := adm.AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{{User: user, Mechanism: m, Password: password}})
+		if err == nil {
+			err = res.Error()
+		}
+		if err != nil {
+			t.Fatalf("kafkatest: create SCRAM user %s: %v", user, err)
+		}
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
+			defer cancel()
+			_, _ = adm.AlterUserSCRAMs(ctx, []kadm.DeleteSCRAM{{User: user, Mechanism: m}}, nil)
+		})
 	}
-	res, err := adm.AlterUserSCRAMs(ctx, nil, up)
-	if err == nil {
-		err = res.Error()
-	}
-	if err != nil {
-		t.Fatalf("kafkatest: create SCRAM user %s: %v", user, err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), timeout)
-		defer cancel()
-		_, _ = adm.AlterUserSCRAMs(ctx, []kadm.DeleteSCRAM{{User: user, Mechanism: kadm.ScramSha512}, {User: user, Mechanism: kadm.ScramSha256}}, nil)
-	})
 	// The credential reaches the broker through the metadata log: poll until a login works.
 	cl := ConfigClient(t, s.SASLSSL, s.SCRAMConfig(t, clientconfig.MechSCRAMSHA512, user, password), kgo.RequestRetries(0))
 	var last error

@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/cockroachdb/errors"
+	"github.com/spf13/cobra"
+
+	"github.com/kcleanup/kcleanup/worker"
+)
+
+func newAdoptCmd(g *globalOptions) *cobra.Command {
+	var from string
+	cmd := &cobra.Command{
+		Use:   "adopt --from FLINK_CONTROL_TOPIC",
+		Short: "Start a kcleanup control topic from the boundary Flink Agents' own cleanup tool committed",
+		Long: `adopt reads a control topic written by Flink Agents' own cleanup tool (the topic a job's
+kafkaActionStateCleanupControlTopic names) exactly as the job reads it when it recovers, and
+records every plan on it in kcleanup's control topic of the same data topic: each as a
+COMMITTED plan with its own plan ID, in ascending order, and as APPLIED too when Flink Agents
+applied it and the live log starts prove the deletion. Afterwards kcleanup's boundary equals the
+job's effective boundary, and kcleanup status, history and validate see the same plans.
+
+Nothing is written when the job itself could not recover from the Flink Agents topic (a
+tombstone, a regressed or changed plan, incomparable plans, a plan for another topic ID or
+partition set), when a plan is one kcleanup cannot hold with its ID (a topic ID that is not a
+Kafka topic ID, control characters or a lone surrogate in the recovery point), or when the
+kcleanup control topic already holds plans of its own. Re-running adopt adds only what is
+missing. The Flink Agents topic is only read.
+
+The kcleanup control topic is <data topic>.kcleanup, or --control-topic; it is created as
+kcleanup init would when it does not exist. See docs/flink-agents.md.`,
+		Example: `  kcleanup adopt --from action-state-cleanup
+  kcleanup adopt --from action-state-cleanup --control-topic action-state.kcleanup -o json`,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runAdopt(cmd.Context(), *g, from, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	cmd.Flags().StringVar(&from, "from", "", "the Flink Agents control `topic` to adopt (read only)")
+	_ = cmd.MarkFlagRequired("from")
+	return cmd
+}
+
+func runAdopt(ctx context.Context, g globalOptions, from string, stdout, stderr io.Writer) error {
+	c, err := g.connect()
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(ctx, g.timeout)
+	defer cancel()
+	opts := worker.Options{
+		Bootstrap: g.bootstrap(),
+		Observe:   func(p worker.Progress) { fmt.Fprintf(stderr, "[%s] %s\n", p.Step, p.Message) },
+	}
+	// The data topic, hence the default control topic, is the plans'.
+	src, err := c.PrepareAdoption(ctx, from)
+	if errors.Is(err, worker.ErrTopicNotFound) {
+		return errors.WithHint(err, "name the topic the job's kafkaActionStateCleanupControlTopic names")
+	}
+	if err != nil {
+		return planError(g, err)
+	}
+	data := src.DataTopic
+	control, err := g.controlTopicOf(data)
+	if err != nil {
+		return err
+	}
+	if err := c.EnsureControlTopic(ctx, control, data, opts); err != nil {
+		return planError(g, err)
+	}
+	proj, err := g.project(ctx, c, control)
+	if err != nil {
+		return err
+	}
+	defer proj.Close()
+	ad, err := c.Adopt(ctx, src, proj, opts)
+	if err != nil {
+		return planError(g, err)
+	}
+	if g.output == outputJSON {
+		return writeJSON(stdout, ad)
+	}
+	tw := newTable(stdout)
+	fmt.Fprintf(tw, "adopted from\t%s (read to offset %d)\n", ad.FlinkTopic, ad.FlinkEnd)
+	fmt.Fprintf(tw, "control topic\t%s\n", ad.ControlTopic)
+	fmt.Fprintf(tw, "boundary\t%s (Flink Agents' effective boundary)\n", ad.Boundary)
+	fmt.Fprintln(tw, "PLAN\tFLINK AGENTS\tKCLEANUP\t")
+	for _, p := range ad.Plans {
+		note := ""
+		if p.Already {
+			note = "(already adopted)"
+		}
+		fmt.Fprintf(tw, "%s\t%s at offset %d\t%s\t%s\n", p.PlanID, p.FlinkStatus, p.FlinkOffset, p.State, note)
+	}
+	return tw.Flush()
+}

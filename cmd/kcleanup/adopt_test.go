@@ -1,0 +1,87 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kcleanup/kcleanup/events"
+	"github.com/kcleanup/kcleanup/worker"
+	"github.com/kcleanup/kcleanup/worker/kafkatest"
+)
+
+// flinkControl creates a control topic in Flink Agents' format holding recs
+// (values from kafkatest.FlinkRecord), as Flink Agents' tool leaves it.
+func (e *opEnv) flinkControl(t *testing.T, recs ...*kgo.Record) string {
+	t.Helper()
+	ctl := kafkatest.NewTopic(t, e.cl, "flink-cleanup", 1, map[string]string{"cleanup.policy": "compact"})
+	for _, r := range recs {
+		r.Topic = ctl
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), opTestTimeout)
+	defer cancel()
+	if err := e.cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	return ctl
+}
+
+func flinkRecord(status string, p events.Plan) *kgo.Record {
+	return &kgo.Record{Key: []byte(p.PlanID), Value: kafkatest.FlinkRecord(status, p)}
+}
+
+// adopt from a Flink Agents control topic: kcleanup's boundary becomes the
+// job's effective boundary, validate refuses what the job refuses with the
+// job's words, history shows the adopted plans; a topic the job cannot
+// fold is refused and nothing is written. Real broker.
+func TestAdoptFromFlinkAgents(t *testing.T) {
+	e := opTestEnv(t)
+	dir := t.TempDir()
+	topic, id := e.dataTopic(t, 2, 100, opGoodDataConfigs())
+	p1, _ := opTestPlan(t, dir, "chk-1", topic, id, events.Offsets{0: 30, 1: 20})
+	p2, _ := opTestPlan(t, dir, "chk-2", topic, id, events.Offsets{0: 60, 1: 20})
+	e.deleteRecordsTo(t, topic, p1.Offsets)
+	ctl := e.flinkControl(t, flinkRecord("COMMITTED", p1), flinkRecord("APPLIED", p1), flinkRecord("COMMITTED", p2))
+
+	code, out, stderr := e.run(t, "adopt", "--from", ctl, "-o", "json")
+	if code != 0 {
+		t.Fatalf("adopt: exit %d\n%s", code, stderr)
+	}
+	var ad worker.Adoption
+	if err := json.Unmarshal([]byte(out), &ad); err != nil {
+		t.Fatal(err)
+	}
+	if !ad.Boundary.Equal(events.Offsets{0: 60, 1: 20}) || ad.ControlTopic != worker.ControlTopicFor(topic) || len(ad.Plans) != 2 {
+		t.Fatalf("adoption %+v", ad)
+	}
+	st := e.status(t, worker.ControlTopicFor(topic))
+	if !st.Boundary.Equal(events.Offsets{0: 60, 1: 20}) {
+		t.Fatalf("status boundary %v", st.Boundary)
+	}
+
+	below := opTestMarkers(t, dir, "below.json", events.Marker{Topic: topic, TopicID: id, Offsets: events.Offsets{0: 59, 1: 90}})
+	code, _, stderr = e.run(t, "validate", "--markers", below)
+	opWantFailure(t, code, stderr, 3, "from offset 59 because the committed cleanup boundary is 60")
+	at := opTestMarkers(t, dir, "at.json", events.Marker{Topic: topic, TopicID: id, Offsets: events.Offsets{0: 60, 1: 20}})
+	if code, _, stderr = e.run(t, "validate", "--markers", at); code != 0 {
+		t.Fatalf("validate at the boundary: exit %d\n%s", code, stderr)
+	}
+	code, out, _ = e.run(t, "history", "--topic", topic)
+	if code != 0 || !strings.Contains(out, p1.PlanID[:12]) || !strings.Contains(out, p2.PlanID[:12]) {
+		t.Fatalf("history does not show the adopted plans:\n%s", out)
+	}
+
+	// The job cannot fold a regressed applied plan: neither does adopt.
+	topic2, id2 := e.dataTopic(t, 1, 10, opGoodDataConfigs())
+	q, _ := opTestPlan(t, filepath.Join(dir), "chk-q", topic2, id2, events.Offsets{0: 5})
+	bad := e.flinkControl(t, flinkRecord("APPLIED", q), flinkRecord("COMMITTED", q))
+	code, _, stderr = e.run(t, "adopt", "--from", bad)
+	opWantFailure(t, code, stderr, 1, "regressed applied plan", "nothing written")
+	if _, exists := e.controlRecords(t, worker.ControlTopicFor(topic2)); exists {
+		t.Error("a refused adoption created the control topic")
+	}
+}

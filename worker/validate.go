@@ -1,0 +1,129 @@
+package worker
+
+import (
+	"context"
+	"sync"
+
+	"github.com/cockroachdb/errors"
+
+	"github.com/kcleanup/kcleanup/events"
+	"github.com/kcleanup/kcleanup/worker/gate"
+)
+
+// ValidateOptions says where the recovery gate looks.
+type ValidateOptions struct {
+	// ControlTopic is the control topic of the markers' data topic.
+	ControlTopic string
+	// Explicit: the operator named the control topic (it is not the
+	// default derived from the data topic); a missing one then proves
+	// nothing (gate.ControlTopicMissing).
+	Explicit bool
+	// Bootstrap goes into the fixes the hints give.
+	Bootstrap string
+	// Read, when set, catches up a projection the caller keeps (a worker's
+	// live view, held exclusively until Validate returns) instead of
+	// reading the control topic afresh.
+	Read func(context.Context) (*Projection, error)
+	// Explain, when set, adds the caller's hints to an error reading
+	// either topic (the CLI's "check -b and --timeout").
+	Explain func(error) error
+}
+
+// Validate is the recovery gate against the live cluster (DESIGN §7), for
+// `kcleanup validate` and POST /v1/validate alike: it gathers the facts
+// gate.Decide needs — the control topic's partitions and configs, its
+// projection read to the end, and the data topic's live topic ID (uncached
+// Metadata), partitions, log starts and high watermarks — and returns the
+// verdict. The physical round trips are made on every call, in parallel with
+// the control topic's. Every failure to read becomes a fact the gate fails
+// closed on; Validate itself never fails.
+func (c *Cluster) Validate(ctx context.Context, markers []events.Marker, o ValidateOptions) gate.Verdict {
+	explain := o.Explain
+	if explain == nil {
+		explain = func(err error) error { return err }
+	}
+	f := gate.Facts{Markers: markers, Bootstrap: o.Bootstrap}
+	if len(markers) > 0 {
+		f.Data.Topic = markers[0].Topic
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { f.Data = c.dataFacts(ctx, f.Data.Topic, explain) })
+	f.Control = c.controlFacts(ctx, o.ControlTopic, o.Explicit, explain)
+	if f.Control.Exists && f.Control.Partitions == 1 {
+		f.Projection = c.projectionFacts(ctx, o, explain)
+	}
+	wg.Wait()
+	return gate.Decide(f)
+}
+
+func (c *Cluster) controlFacts(ctx context.Context, topic string, explicit bool, explain func(error) error) gate.Control {
+	out := gate.Control{Topic: topic, Explicit: explicit}
+	info, err := c.TopicMetadata(ctx, topic)
+	if errors.Is(err, ErrTopicNotFound) {
+		return out
+	}
+	if err == nil {
+		info.Configs, err = c.TopicConfigs(ctx, topic)
+	}
+	if err != nil {
+		out.Err = explain(err)
+		return out
+	}
+	out.Exists, out.Partitions, out.Configs = true, len(info.Partitions), info.Configs
+	return out
+}
+
+func (c *Cluster) projectionFacts(ctx context.Context, o ValidateOptions, explain func(error) error) *gate.Projection {
+	var proj *Projection
+	var err error
+	if o.Read != nil {
+		proj, err = o.Read(ctx)
+	} else {
+		if proj, err = c.OpenProjection(o.ControlTopic); err == nil {
+			defer proj.Close()
+			err = proj.CatchUp(ctx)
+		}
+	}
+	if proj == nil {
+		if err == nil {
+			err = errors.Newf("control topic %q is not being read", o.ControlTopic)
+		}
+		return &gate.Projection{Err: explain(err)}
+	}
+	out := &gate.Projection{State: proj.State, ReadTo: proj.Next, Foreign: proj.Foreign()}
+	if err != nil {
+		out.Err = explain(err)
+	}
+	return out
+}
+
+func (c *Cluster) dataFacts(ctx context.Context, topic string, explain func(error) error) gate.Data {
+	out := gate.Data{Topic: topic}
+	info, err := c.TopicMetadata(ctx, topic)
+	if errors.Is(err, ErrTopicNotFound) {
+		return out
+	}
+	if err == nil {
+		info.Start, err = c.StartOffsets(ctx, topic)
+	}
+	if err == nil {
+		info.End, err = c.EndOffsets(ctx, topic)
+	}
+	if err == nil {
+		// ListOffsets addresses the topic by name: ask for its ID again, so
+		// that offsets of another incarnation are never judged as this one's.
+		var again TopicInfo
+		if again, err = c.TopicMetadata(ctx, topic); err == nil && again.ID != info.ID {
+			err = errors.Newf("topic %q was deleted and recreated while it was checked (topic ID %s, then %s)", topic, info.ID, again.ID)
+		}
+	}
+	if errors.Is(err, ErrTopicNotFound) {
+		return out // deleted while it was checked
+	}
+	if err != nil {
+		out.Err = explain(err)
+		return out
+	}
+	out.Exists, out.ID, out.Partitions, out.Start, out.End = true, info.ID, info.Partitions, info.Start, info.End
+	return out
+}
