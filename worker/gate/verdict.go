@@ -302,7 +302,11 @@ func (d *decision) logical(st *projector.State) {
 			"pass the recovery point's markers for the action-state topic")
 		return
 	}
+	bt, bid, _ := st.Binding()
 	for i, m := range d.f.Markers {
+		if m.Topic != bt || m.TopicID != bid {
+			continue // another topic's boundary says nothing about it (the binding check said so)
+		}
 		for _, p := range boundary.Partitions() {
 			b, plan := boundary[p], st.BoundarySetBy(p)
 			hint := fmt.Sprintf("restore from a newer checkpoint or savepoint, taken after plan %s was committed: records of %s-%d below offset %d may already be deleted",

@@ -236,7 +236,8 @@ func TestDecideControlTopic(t *testing.T) {
 func TestDecideBinding(t *testing.T) {
 	l := newLog()
 	l.commit(t, "C1", events.Offsets{0: 150, 1: 120})
-	f := facts(l, events.Offsets{0: 170, 1: 150})
+	// Below the old incarnation's boundary: that boundary says nothing about the new one.
+	f := facts(l, events.Offsets{0: 10, 1: 10})
 	// The live topic is a new incarnation, and so are the markers: this control topic governs the old one.
 	f.Markers[0].TopicID, f.Data.ID = "AAAAAAAAAAAAAAAAAAAAAQ", "AAAAAAAAAAAAAAAAAAAAAQ"
 	v := Decide(f)
