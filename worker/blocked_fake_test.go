@@ -41,7 +41,7 @@ func TestFinishBlocksAPlanAboveTheHighWatermark(t *testing.T) {
 		if !errors.Is(err, ErrBlocked) || !permanent(err) {
 			t.Fatalf("attempt %d: %v; want a blocked error", attempt, err)
 		}
-		if !strings.Contains(err.Error(), "action-state-1: plan offset 500 is above the high watermark 100") {
+		if !strings.Contains(err.Error(), "action-state-1: the plan deletes up to offset 500, above the high watermark 100") {
 			t.Fatalf("attempt %d: the error does not name the partition and both offsets: %v", attempt, err)
 		}
 		if len(errors.GetAllHints(err)) == 0 {
@@ -86,7 +86,7 @@ func TestDaemonBlocksAPlanAboveTheHighWatermark(t *testing.T) {
 		getJSON(t, srv.URL+"/v1/status?controlTopic="+ctl, &st)
 		return len(st.Blocked) == 1
 	})
-	if !strings.Contains(st.Blocked[0].Reason, "action-state-1: plan offset 900 is above the high watermark 200") {
+	if !strings.Contains(st.Blocked[0].Reason, "action-state-1: the plan deletes up to offset 900, above the high watermark 200") {
 		t.Fatalf("blocked %+v: the reason does not name the partition and both offsets", st.Blocked[0])
 	}
 	time.Sleep(300 * time.Millisecond) // several poll intervals; asserting that nothing happens needs time
