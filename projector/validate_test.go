@@ -15,7 +15,7 @@ import (
 func TestValidateSeedMessage(t *testing.T) {
 	tid := testTopicID(1)
 	c1 := newPlan("C1", testTopic, tid, events.Offsets{0: 150})
-	s := New()
+	s := New(KeepAudit())
 	planned := envelope(c1, events.Planned, 0, "w")
 	committed := envelope(c1, events.Committed, 1, "w")
 	committed.Boundary = events.Offsets{0: 150}
