@@ -197,6 +197,15 @@ func (p *Projection) readTo(ctx context.Context, end int64) error {
 				return b.err
 			}
 		}
+		if p.Next < end {
+			// fetchDecode stopped without saying why (its error send can lose
+			// the race with ctx.Done): never report a partial read as caught up.
+			err := errors.Newf("control topic %q: read to offset %d of %d", p.Topic, p.Next, end)
+			if ctx.Err() != nil {
+				err = errors.Wrapf(ctx.Err(), "control topic %q: read to offset %d of %d", p.Topic, p.Next, end)
+			}
+			return errors.Mark(err, ErrNotCaughtUp)
+		}
 	}
 	p.End = end
 	return nil
@@ -225,8 +234,10 @@ func (p *Projection) fetchDecode(ctx context.Context, next, end int64, out chan<
 	for next < end {
 		fs := p.reader.PollFetches(ctx)
 		if ctx.Err() != nil {
-			send(fetched{next: next, err: errors.Mark(errors.Wrapf(ctx.Err(),
-				"control topic %q: read to offset %d of %d", p.Topic, next, end), ErrNotCaughtUp)})
+			// A plain send: readTo drains the channel to its close, and a
+			// select on ctx.Done() here would drop the error half the time.
+			out <- fetched{next: next, err: errors.Mark(errors.Wrapf(ctx.Err(),
+				"control topic %q: read to offset %d of %d", p.Topic, next, end), ErrNotCaughtUp)}
 			return
 		}
 		var ferr error
