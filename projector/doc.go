@@ -235,11 +235,15 @@
 //
 // # Memory
 //
-// The fold keeps no record values. Overwrites are detected by comparing a
-// record with the accepted content the operation already holds (plan,
-// boundary, log start), and Repairs re-encodes the accepted record from it.
-// The audit costs 16 bytes per record plus the operation's history step;
-// only records that were not accepted keep a full Verdict. Each operation
-// keeps the offset of the latest copy of each of its keys (32 bytes), and
-// each key holding only rejected records its latest offset and time.
+// Memory grows with operations, not records. The fold keeps no record values.
+// Overwrites are detected by comparing a record with the accepted content the
+// operation already holds (plan, boundary, log start; a boundary or log start
+// equal to the plan shares its map), and Repairs re-encodes the accepted
+// record from it. Each operation keeps its history (40 bytes a step), the
+// offset of the latest copy of each of its keys (32 bytes), and each key
+// holding only rejected records its latest offset and time; each rejected
+// record keeps its Verdict. The verdict of every record (Audit) is kept only
+// by a State made with KeepAudit, for kcleanup history: 16 bytes a record and
+// a full Verdict per duplicate. Workers and the gate replay without it
+// (docs/benchmarks.md, B5, gives both figures).
 package projector

@@ -59,7 +59,7 @@ type transcript struct {
 }
 
 func newTranscript() *transcript {
-	tr := &transcript{s: New(), plans: map[string]events.Plan{}, tids: map[string]string{}}
+	tr := &transcript{s: New(KeepAudit()), plans: map[string]events.Plan{}, tids: map[string]string{}}
 	for i := byte(1); i <= 3; i++ {
 		name := fmt.Sprintf("T%d", i)
 		tr.tids[name] = testTopicID(i)
@@ -142,7 +142,7 @@ func (tr *transcript) run(t *testing.T, d *datadriven.TestData) string {
 		}
 		return "same\n"
 	case "reset":
-		tr.s, tr.log = New(), nil
+		tr.s, tr.log = New(KeepAudit()), nil
 		return "ok\n"
 	}
 	d.Fatalf(t, "unknown command %q", d.Cmd)

@@ -176,7 +176,14 @@ func TestStatusServesTheStatusDocument(t *testing.T) {
 	}
 
 	var all WorkerStatus
-	do(t, "GET", f.url+"/v1/status", "").decode(t, &all)
+	kafkatest.Eventually(t, 20*time.Second, "status describes the fleet", func() bool {
+		all = WorkerStatus{}
+		do(t, "GET", f.url+"/v1/status", "").decode(t, &all)
+		return all.Fleet != nil && len(all.Fleet.Members) == 1 && slices.Equal(all.Fleet.Members[0].ControlTopics, []string{f.ctl})
+	})
+	if m := all.Fleet.Members[0]; !m.Self || m.MemberID == "" || all.Fleet.Error != "" {
+		t.Fatalf("fleet %+v", all.Fleet)
+	}
 	if all.Group != GroupFor(f.ctl) || len(all.ControlTopics) != 1 || all.ControlTopics[0].ControlTopic != f.ctl {
 		t.Fatalf("worker status %+v", all)
 	}

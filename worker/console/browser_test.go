@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kcleanup/kcleanup/events"
+	"github.com/kcleanup/kcleanup/projector"
 	"github.com/kcleanup/kcleanup/worker"
 	"github.com/kcleanup/kcleanup/worker/gate"
 	"github.com/kcleanup/kcleanup/worker/kafkatest"
@@ -148,7 +149,7 @@ func TestBrowserShowsAPlanAppliedWhileThePageIsOpen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	proj, err := c.Project(tctx, ctl)
+	proj, err := c.Project(tctx, ctl, projector.KeepAudit())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,6 +175,14 @@ func TestBrowserShowsAPlanAppliedWhileThePageIsOpen(t *testing.T) {
 	}
 	if got := eval[string](t, ctx, `document.querySelector('`+lane+` .lane-facts').innerText`); !bytes.Contains([]byte(got), []byte("offsets 0=150 1=120")) {
 		t.Errorf("the lane says %q, want the offsets as the CLI writes them", got)
+	}
+	// The fleet, as the group coordinator describes it: this replica owns the topic.
+	if err := chromedp.Do(wctx, chromedp.Poll[chromedp.Void](`(document.getElementById("fleet")||{innerText:""}).innerText.includes("(this replica)")`,
+		chromedp.WithPollingTimeout(20*time.Second))); err != nil {
+		t.Errorf("the fleet does not show this replica: %v", err)
+	}
+	if got := eval[string](t, ctx, `document.getElementById("fleet").innerText`); !bytes.Contains([]byte(got), []byte(ctl)) {
+		t.Errorf("the fleet does not say this replica owns %s: %q", ctl, got)
 	}
 	screenshot(t, ctx, "console-live.png")
 
