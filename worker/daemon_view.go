@@ -27,8 +27,8 @@ type view struct {
 
 // snapshot is what a view knew after its last read.
 type snapshot struct {
-	status     Status // complete
-	summary    Status // the default view
+	status     Status    // complete
+	summary    Status    // the default view
 	caughtUpAt time.Time // end of the last read that reached the end
 	err        error     // the last read's error; nil when it reached the end
 	lag        int64     // records between the projection and the end seen
