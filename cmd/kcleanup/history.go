@@ -124,7 +124,8 @@ type verdictEntry struct {
 }
 
 func runHistory(ctx context.Context, w io.Writer, g globalOptions, controlTopic, plan string, full bool) error {
-	_, proj, done, err := g.openProjection(ctx, controlTopic)
+	// history is the one reader that shows every record: it replays with the audit.
+	_, proj, done, err := g.openProjection(ctx, controlTopic, projector.KeepAudit())
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kcleanup/kcleanup/fsm"
+	"github.com/kcleanup/kcleanup/projector"
 	"github.com/kcleanup/kcleanup/worker"
 )
 
@@ -65,12 +66,12 @@ func (g globalOptions) readControlTopic(dataTopic string) (string, error) {
 
 // openProjection connects to the cluster and reads a control topic to its end within --timeout.
 // The caller calls done when finished with both.
-func (g globalOptions) openProjection(ctx context.Context, controlTopic string) (_ *worker.Cluster, _ *worker.Projection, done func(), _ error) {
+func (g globalOptions) openProjection(ctx context.Context, controlTopic string, opts ...projector.Option) (_ *worker.Cluster, _ *worker.Projection, done func(), _ error) {
 	c, err := g.connect()
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	proj, err := g.project(ctx, c, controlTopic)
+	proj, err := g.project(ctx, c, controlTopic, opts...)
 	if err != nil {
 		c.Close()
 		return nil, nil, nil, err
