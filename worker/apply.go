@@ -40,6 +40,9 @@ type Options struct {
 	Actor string
 	// NoWait makes Apply return once COMMITTED is accepted.
 	NoWait bool
+	// FinishAfter, with NoWait, says the caller runs Finish itself right after: the
+	// permission check before COMMITTED then covers the whole protocol.
+	FinishAfter bool
 	// Observe, when set, sees each step as it happens.
 	Observe func(Progress)
 	// Bootstrap is quoted in hints (the exact commands to run).
@@ -229,7 +232,7 @@ func (c *Cluster) Apply(ctx context.Context, proj *Projection, plan events.Plan,
 		}
 		o.say("check", "plan %s fits the live topic and the boundary", plan.PlanID)
 		// Before the point of no return: every ACL the rest of the protocol needs.
-		if err := c.CheckPermissions(ctx, ApplyPermissions(proj.Topic, plan.Topic, o.NoWait), o.Bootstrap); err != nil {
+		if err := c.CheckPermissions(ctx, ApplyPermissions(proj.Topic, plan.Topic, o.NoWait && !o.FinishAfter), o.Bootstrap); err != nil {
 			return out, err
 		}
 		if err := c.commit(ctx, proj, plan, op.State, o); err != nil {
