@@ -7,6 +7,12 @@
 // errors) because a plan decides which records are deleted forever, and every
 // error names the field or partition at fault and what was expected.
 //
+// Decoding is go-json-experiment/json (the upstream of encoding/json/v2) into
+// structs whose field types check their own values (json.go says which of its
+// options are changed and why). testdata/parity.golden pins what every input of
+// the fuzz corpora decodes to, as the hand-written parser before it decoded
+// them; TestParity fails on any change of outcome.
+//
 // # Plan
 //
 // A plan file (DESIGN §3, JSON Schema in docs/schema/plan.schema.json):
@@ -35,7 +41,9 @@
 //
 // A marker is what one subtask recorded in a recovery point:
 // {"schemaVersion":1,"topic":T,"topicId":ID,"offsets":{...}}. ParseMarkers reads
-// one, or a non-empty array of them, as strictly as a plan. BuildPlan requires all
+// one, or a non-empty array of them, as strictly as a plan. ReadMarkers reads the
+// same from a reader one marker at a time, so a large file is never held whole;
+// both skip a UTF-8 byte order mark at the start. BuildPlan requires all
 // markers to name the same topic, topic ID and partition set (errors name the
 // marker index and the partitions that differ) and takes the minimum offset per
 // partition: the oldest record any subtask still needs.
@@ -68,6 +76,10 @@
 //     plan ID and event the body repeats, but an event this build does not know.
 //   - ErrMalformed: everything else. ErrKeyMismatch and ErrPlanEdited further
 //     mark a key that disagrees with the body and an edited plan.
+//
+// A Decoder decodes like Decode and remembers the plans it verified: every
+// record of an operation carries the same plan, and a plan whose bytes equal a
+// verified plan's under the same plan ID is not decoded or hashed again.
 //
 // ErrNewerSchema and ErrUnknownEvent come from a newer kcleanup. A reader must
 // not skip such a record, since it may carry a commit the reader cannot see:

@@ -1,12 +1,15 @@
 package events
 
 import (
-	"regexp"
+	"bytes"
 	"strconv"
 	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // Known reports whether e is one of the four events this build understands.
@@ -118,50 +121,145 @@ func (e Envelope) Validate() error {
 //     body, a plan that fails ParsePlan's rules, and a body planId that is
 //     not the plan's.
 func Decode(key, value []byte) (Envelope, error) {
+	return decode(nil, key, value)
+}
+
+// Decoder decodes control records as Decode does, and remembers the plans
+// it has verified: every record of an operation carries its full plan, and a
+// plan whose bytes equal those of a plan already verified under the same
+// plan ID is neither decoded nor hashed again. The Plan of such envelopes is
+// shared: its Offsets must not be modified. A Decoder is used by one
+// goroutine at a time.
+type Decoder struct {
+	plans map[string]verifiedPlan // by plan ID
+}
+
+type verifiedPlan struct {
+	raw  []byte // the plan object's bytes, as the record had them
+	plan Plan
+}
+
+// maxVerifiedPlans bounds a Decoder's memory. The records of one operation
+// are usually close together in the log, so a small window catches them.
+const maxVerifiedPlans = 1024
+
+// NewDecoder returns a Decoder that remembers no plan yet.
+func NewDecoder() *Decoder {
+	return &Decoder{plans: make(map[string]verifiedPlan)}
+}
+
+// Decode is the package's Decode, with the Decoder's memory of plans.
+func (d *Decoder) Decode(key, value []byte) (Envelope, error) {
+	return decode(d, key, value)
+}
+
+func (d *Decoder) remember(raw []byte, p Plan) {
+	if d == nil {
+		return
+	}
+	if len(d.plans) >= maxVerifiedPlans {
+		clear(d.plans)
+	}
+	d.plans[p.PlanID] = verifiedPlan{raw: bytes.Clone(raw), plan: p}
+}
+
+// envelopeJSON is the envelope as decoded; each field checks itself.
+type envelopeJSON struct {
+	SchemaVersion version      `json:"schemaVersion"`
+	Event         str[anyText] `json:"event"`
+	PlanID        str[anyText] `json:"planId"`
+	Plan          planField    `json:"plan"`
+	At            timeField    `json:"at"`
+	Actor         str[actor]   `json:"actor"`
+	Boundary      offsetsField `json:"boundary"`
+	LogStart      offsetsField `json:"logStart"`
+}
+
+// decode reads a record in two steps only when it is not a valid schema-1
+// envelope: the strict decode first (one pass over valid input), and on any
+// failure a scan that classifies the record as DESIGN §5 needs it, newer
+// schema and unknown event before any strict rule.
+func decode(d *Decoder, key, value []byte) (Envelope, error) {
 	if value == nil {
 		return Envelope{}, &DecodeError{Field: "value", Reason: "is null (a tombstone): expected an envelope", class: ErrTombstone}
 	}
-	n, ferr := parseJSON(value)
-	if ferr != nil {
-		return Envelope{}, malformed(ferr)
-	}
-	if n.kind != kindObject {
-		return Envelope{}, malformed(wrongKind("value", n, "a JSON object"))
-	}
-	if err := checkVersion("schemaVersion", n); err != nil {
-		return Envelope{}, err
+	if !utf8.Valid(value) {
+		return Envelope{}, malformed(&fieldError{Reason: "is not valid UTF-8"})
 	}
 	keyID, keyEvent, keyErr := ParseKey(key)
-	if keyErr != nil && keyEvent == "" {
-		return Envelope{}, keyErr
-	}
-	ev, ferr := requiredString(n, "event")
-	if ferr != nil {
-		return Envelope{}, malformed(ferr)
-	}
-	if ev != string(keyEvent) {
-		return Envelope{}, malformed(keyMismatch("event", ev, string(keyEvent)))
-	}
-	id, ferr := requiredString(n, "planId")
-	if ferr != nil {
-		return Envelope{}, malformed(ferr)
-	}
-	if id != keyID {
-		return Envelope{}, malformed(keyMismatch("planId", id, keyID))
-	}
-	if keyErr != nil { // well-formed, consistent, and from a newer kcleanup
-		return Envelope{}, unknownEvent("event", ev)
-	}
-	if planNode, ok := lookup(n, "plan"); ok && planNode.kind == kindObject {
-		if err := checkVersion("plan.schemaVersion", planNode); err != nil {
-			return Envelope{}, err
+	w := envelopeJSON{Plan: planField{d: d, keyID: keyID}}
+	err := json.Unmarshal(value, &w, strict)
+	var ferr *fieldError
+	var env Envelope
+	if err == nil {
+		if k := firstKind(value); k != kindObject {
+			ferr = wrongKind("value", k, "a JSON object")
+		} else {
+			env, ferr = w.envelope()
 		}
 	}
-	env, ferr := envelopeFromNode(n)
-	if ferr != nil {
-		return Envelope{}, malformed(ferr)
+	if err == nil && ferr == nil {
+		if keyErr != nil && keyEvent == "" {
+			return Envelope{}, keyErr
+		}
+		if env.Event != keyEvent {
+			return Envelope{}, malformed(keyMismatch("event", string(env.Event), string(keyEvent)))
+		}
+		if env.PlanID != keyID {
+			return Envelope{}, malformed(keyMismatch("planId", env.PlanID, keyID))
+		}
+		if keyErr != nil {
+			return Envelope{}, unknownEvent("event", string(env.Event))
+		}
+		return env, nil
 	}
-	return env, nil
+	sh, sferr := scan(value)
+	if sferr != nil {
+		return Envelope{}, malformed(sferr)
+	}
+	if sh.kind != kindObject {
+		return Envelope{}, malformed(wrongKind("value", sh.kind, "a JSON object"))
+	}
+	if err := classify(sh, keyID, keyEvent, keyErr); err != nil {
+		return Envelope{}, err
+	}
+	if ferr == nil {
+		ferr = fromLibrary(err, envelopeFields)
+	}
+	return Envelope{}, malformed(ferr)
+}
+
+// classify applies, in order, the rules that come before the strict ones:
+// the envelope's schema version, the key, the body's event and planId
+// against the key, an unknown event, the plan's schema version.
+func classify(sh shape, keyID string, keyEvent Event, keyErr error) error {
+	if err := checkVersion("schemaVersion", sh.schemaVersion); err != nil {
+		return err
+	}
+	if keyErr != nil && keyEvent == "" {
+		return keyErr
+	}
+	ev, ferr := requiredString("event", sh.event)
+	if ferr != nil {
+		return malformed(ferr)
+	}
+	if ev != string(keyEvent) {
+		return malformed(keyMismatch("event", ev, string(keyEvent)))
+	}
+	id, ferr := requiredString("planId", sh.planID)
+	if ferr != nil {
+		return malformed(ferr)
+	}
+	if id != keyID {
+		return malformed(keyMismatch("planId", id, keyID))
+	}
+	if keyErr != nil { // well-formed, consistent, and from a newer kcleanup
+		return unknownEvent("event", ev)
+	}
+	if sh.plan == kindObject {
+		return checkVersion("plan.schemaVersion", sh.planSchemaVersion)
+	}
+	return nil
 }
 
 func keyMismatch(field, body, key string) *fieldError {
@@ -177,16 +275,14 @@ func malformed(ferr *fieldError) *DecodeError {
 	return newDecodeError(ErrMalformed, ferr)
 }
 
-// checkVersion classifies the schemaVersion of object n: nil for
-// SchemaVersion, ErrNewerSchema for any larger integer, else ErrMalformed.
-func checkVersion(field string, n node) error {
-	name := field[strings.LastIndexByte(field, '.')+1:]
-	v, ok := lookup(n, name)
-	if !ok {
+// checkVersion classifies a schemaVersion: nil for SchemaVersion,
+// ErrNewerSchema for any larger integer, else ErrMalformed.
+func checkVersion(field string, v scalar) error {
+	if !v.present {
 		return malformed(missingField(field))
 	}
 	if v.kind != kindNumber {
-		return malformed(wrongKind(field, v, "1"))
+		return malformed(wrongKind(field, v.kind, "1"))
 	}
 	if v.text == "1" {
 		return nil
@@ -207,67 +303,30 @@ func isDigits(s string) bool {
 	return s != ""
 }
 
-func lookup(n node, name string) (node, bool) {
-	for _, m := range n.members {
-		if m.name == name {
-			return m.value, true
-		}
-	}
-	return node{}, false
-}
-
-func requiredString(n node, name string) (string, *fieldError) {
-	v, ok := lookup(n, name)
-	if !ok {
+func requiredString(name string, v scalar) (string, *fieldError) {
+	if !v.present {
 		return "", missingField(name)
 	}
-	return stringFromNode(name, v)
+	if v.kind != kindString {
+		return "", wrongKind(name, v.kind, "a string")
+	}
+	return v.text, nil
 }
 
-// envelopeFromNode checks a schema-1 envelope of a known event strictly.
-func envelopeFromNode(n node) (Envelope, *fieldError) {
-	var e Envelope
-	var seen [8]bool
-	for _, m := range n.members {
-		i := indexOf(envelopeFields, m.name)
-		if i < 0 {
-			return Envelope{}, unknownField(m.name, envelopeFields)
-		}
-		seen[i] = true
-		var ferr *fieldError
-		switch m.name {
-		case "schemaVersion":
-			ferr = schemaVersionFromNode(m.name, m.value)
-			e.SchemaVersion = SchemaVersion
-		case "event":
-			var s string
-			s, ferr = stringFromNode(m.name, m.value)
-			e.Event = Event(s)
-		case "planId":
-			e.PlanID, ferr = stringFromNode(m.name, m.value)
-		case "plan":
-			var p Plan
-			p, ferr = planFromNode(m.value)
-			if ferr != nil {
-				ferr = ferr.within("plan")
-			}
-			e.Plan = p
-		case "at":
-			e.At, ferr = timeFromNode(m.name, m.value)
-		case "actor":
-			e.Actor, ferr = stringFromNode(m.name, m.value)
-			if ferr == nil {
-				ferr = checkActor(m.name, e.Actor)
-			}
-		case "boundary":
-			e.Boundary, ferr = offsetsFromNode(m.name, m.value)
-		case "logStart":
-			e.LogStart, ferr = offsetsFromNode(m.name, m.value)
-		}
-		if ferr != nil {
-			return Envelope{}, ferr
-		}
+// envelope checks what no single field can: which fields are present for
+// the event, and that the body's planId is the plan's.
+func (w *envelopeJSON) envelope() (Envelope, *fieldError) {
+	e := Envelope{
+		SchemaVersion: SchemaVersion,
+		Event:         Event(w.Event.v),
+		PlanID:        w.PlanID.v,
+		Plan:          w.Plan.v,
+		At:            w.At.v,
+		Actor:         w.Actor.v,
+		Boundary:      w.Boundary.v,
+		LogStart:      w.LogStart.v,
 	}
+	seen := [...]bool{w.SchemaVersion.set, w.Event.set, w.PlanID.set, w.Plan.set, w.At.set, w.Actor.set, w.Boundary.set, w.LogStart.set}
 	for i, name := range envelopeFields {
 		if seen[i] == fieldRequired(name, e.Event) {
 			continue
@@ -295,29 +354,123 @@ func fieldRequired(name string, e Event) bool {
 	return true
 }
 
-// rfc3339 is the time syntax the envelope schema allows: RFC 3339 with an
-// upper-case T and Z and at most nine fraction digits. time.Parse alone also
-// accepts a comma before the fraction, an offset hour of 24, and more digits
-// than it keeps.
-var rfc3339 = regexp.MustCompile(`^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,9})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$`)
+// planField is the envelope's plan. With a Decoder, a plan whose bytes it
+// has verified before under the key's plan ID is taken from its memory.
+type planField struct {
+	d     *Decoder
+	keyID string
+	v     Plan
+	set   bool
+}
 
-func timeFromNode(field string, n node) (time.Time, *fieldError) {
-	s, ferr := stringFromNode(field, n)
+func (f *planField) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	if f.set {
+		return twice
+	}
+	f.set = true
+	k := dec.PeekKind()
+	raw, err := dec.ReadValue()
+	if err != nil {
+		return err
+	}
+	if k != '{' {
+		return atValue(dec, wrongKind("", kindOf(k), "a JSON object"))
+	}
+	if f.d != nil {
+		if c, ok := f.d.plans[f.keyID]; ok && bytes.Equal(c.raw, raw) {
+			f.v = c.plan
+			return nil
+		}
+	}
+	p, ferr := decodePlan(raw)
 	if ferr != nil {
-		return time.Time{}, ferr
+		return atValue(dec, ferr)
+	}
+	if p.PlanID == f.keyID {
+		f.d.remember(raw, p)
+	}
+	f.v = p
+	return nil
+}
+
+// timeField is "at": RFC 3339 with an upper-case T and Z and at most nine
+// fraction digits, read in UTC. time.Parse alone also accepts a comma before
+// the fraction, an offset hour of 24, and more digits than it keeps.
+type timeField struct {
+	v   time.Time
+	set bool
+}
+
+func (f *timeField) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	if f.set {
+		return twice
+	}
+	f.set = true
+	s, ferr := readString(dec, "a string")
+	if ferr != nil {
+		return atValue(dec, ferr)
+	}
+	// The shape first: it is cheaper than time.Parse and rejects most.
+	if !rfc3339Shape(s) {
+		return atValue(dec, fieldErrorf("", "is %q: expected an RFC 3339 time such as 2006-01-02T15:04:05.999Z", s))
 	}
 	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil || !rfc3339.MatchString(s) {
-		return time.Time{}, fieldErrorf(field, "is %q: expected an RFC 3339 time such as 2006-01-02T15:04:05.999Z", s)
+	if err != nil {
+		return atValue(dec, fieldErrorf("", "is %q: expected an RFC 3339 time such as 2006-01-02T15:04:05.999Z", s))
 	}
 	// UTC: the location time.Parse picks depends on the host's time zone,
 	// and every replica must decode the same record to the same value.
 	t = t.UTC()
 	if y := t.Year(); y < 0 || y > 9999 {
-		return time.Time{}, fieldErrorf(field, "is %q: expected a time between years 0000 and 9999 in UTC", s)
+		return atValue(dec, fieldErrorf("", "is %q: expected a time between years 0000 and 9999 in UTC", s))
 	}
-	return t, nil
+	f.v = t
+	return nil
 }
+
+// rfc3339Shape matches
+// ^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,9})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$
+// without a regular expression (it runs for every record).
+func rfc3339Shape(s string) bool {
+	digits := func(from, n int) bool {
+		for i := from; i < from+n; i++ {
+			if s[i] < '0' || s[i] > '9' {
+				return false
+			}
+		}
+		return true
+	}
+	if len(s) < 20 || !digits(0, 4) || s[4] != '-' || !digits(5, 2) || s[7] != '-' || !digits(8, 2) || s[10] != 'T' ||
+		!digits(11, 2) || s[13] != ':' || !digits(14, 2) || s[16] != ':' || !digits(17, 2) {
+		return false
+	}
+	i := 19
+	if s[i] == '.' {
+		j := i + 1
+		for j < len(s) && s[j] >= '0' && s[j] <= '9' {
+			j++
+		}
+		if n := j - i - 1; n < 1 || n > 9 {
+			return false
+		}
+		i = j
+	}
+	zone := s[i:]
+	if zone == "Z" {
+		return true
+	}
+	if len(zone) != 6 || zone[0] != '+' && zone[0] != '-' || zone[3] != ':' {
+		return false
+	}
+	h1, h2, m1, m2 := zone[1], zone[2], zone[4], zone[5]
+	hourOK := (h1 == '0' || h1 == '1') && h2 >= '0' && h2 <= '9' || h1 == '2' && h2 >= '0' && h2 <= '3'
+	return hourOK && m1 >= '0' && m1 <= '5' && m2 >= '0' && m2 <= '9'
+}
+
+// actor is the rule of the actor field.
+type actor struct{}
+
+func (actor) check(s string) *fieldError { return checkActor("", s) }
 
 func checkActor(field, s string) *fieldError {
 	if strings.TrimSpace(s) == "" {

@@ -13,15 +13,53 @@ import (
 // parse gives an equal value and the same bytes again, and the ID verifies;
 // on failure, a clear error. Crashers found are kept in testdata/fuzz/.
 
-func FuzzParsePlan(f *testing.F) {
-	f.Add([]byte(planC1JSON))
+// planSeeds, markerSeeds and decodeSeeds are the fuzz targets' seeds; the
+// parity test (parity_test.go) reads them too.
+func planSeeds() [][]byte {
+	seeds := [][]byte{[]byte(planC1JSON)}
 	for _, v := range planIDVectors {
 		p := Plan{PlanID: v.want, SourceRecoveryPoint: v.recoveryPoint, Topic: v.topic, TopicID: v.topicID, Offsets: v.offsets}
-		f.Add(p.Encode())
+		seeds = append(seeds, p.Encode())
 	}
-	f.Add([]byte(strings.Replace(planC1JSON, `"0":100`, `"00":100`, 1)))
-	f.Add([]byte(strings.Replace(planC1JSON, `"0":100`, `"0":1e2`, 1)))
-	f.Add([]byte(planC1JSON + "{}"))
+	return append(seeds,
+		[]byte(strings.Replace(planC1JSON, `"0":100`, `"00":100`, 1)),
+		[]byte(strings.Replace(planC1JSON, `"0":100`, `"0":1e2`, 1)),
+		[]byte(planC1JSON+"{}"))
+}
+
+func markerSeeds() [][]byte {
+	return [][]byte{
+		[]byte(markerC1),
+		[]byte("[" + markerC1 + "," + strings.Replace(markerC1, `"0":100`, `"0":50`, 1) + "]"),
+		[]byte("[" + markerC1 + "," + strings.Replace(markerC1, `,"1":230`, ``, 1) + "]"),
+		[]byte(`[]`),
+		[]byte(`[{"schemaVersion":1,"topic":"t","topicId":"_____________________w","offsets":{"2":1,"10":0}},{"schemaVersion":1,"topic":"t","topicId":"_____________________w","offsets":{"10":5,"2":0}}]`),
+	}
+}
+
+type decodeSeed struct {
+	key, value []byte
+	tombstone  bool
+}
+
+func decodeSeeds() []decodeSeed {
+	var seeds []decodeSeed
+	for _, e := range []Event{Planned, Committed, Deleting, Applied} {
+		k, v := envelopeOf(e, planC1()).Encode()
+		seeds = append(seeds, decodeSeed{k, v, false})
+	}
+	k, v := envelopeOf(Planned, planC1()).Encode()
+	return append(seeds,
+		decodeSeed{k, v, true},
+		decodeSeed{[]byte(planC1ID + "/PAUSED"), []byte(`{"schemaVersion":1,"event":"PAUSED","planId":"` + planC1ID + `"}`), false},
+		decodeSeed{[]byte("x"), []byte(`{"schemaVersion":2}`), false},
+		decodeSeed{k, []byte(strings.Replace(string(v), `"plan":{"schemaVersion":1`, `"plan":{"schemaVersion":7`, 1)), false})
+}
+
+func FuzzParsePlan(f *testing.F) {
+	for _, s := range planSeeds() {
+		f.Add(s)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, err := ParsePlan(data)
 		if err != nil {
@@ -51,11 +89,9 @@ func FuzzParsePlan(f *testing.F) {
 }
 
 func FuzzParseMarkers(f *testing.F) {
-	f.Add([]byte(markerC1))
-	f.Add([]byte("[" + markerC1 + "," + strings.Replace(markerC1, `"0":100`, `"0":50`, 1) + "]"))
-	f.Add([]byte("[" + markerC1 + "," + strings.Replace(markerC1, `,"1":230`, ``, 1) + "]"))
-	f.Add([]byte(`[]`))
-	f.Add([]byte(`[{"schemaVersion":1,"topic":"t","topicId":"_____________________w","offsets":{"2":1,"10":0}},{"schemaVersion":1,"topic":"t","topicId":"_____________________w","offsets":{"10":5,"2":0}}]`))
+	for _, s := range markerSeeds() {
+		f.Add(s)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		ms, err := ParseMarkers(data)
 		if err != nil {
@@ -130,15 +166,9 @@ func checkBuildPlan(t *testing.T, ms []Marker) {
 }
 
 func FuzzDecode(f *testing.F) {
-	for _, e := range []Event{Planned, Committed, Deleting, Applied} {
-		k, v := envelopeOf(e, planC1()).Encode()
-		f.Add(k, v, false)
+	for _, s := range decodeSeeds() {
+		f.Add(s.key, s.value, s.tombstone)
 	}
-	k, v := envelopeOf(Planned, planC1()).Encode()
-	f.Add(k, v, true)
-	f.Add([]byte(planC1ID+"/PAUSED"), []byte(`{"schemaVersion":1,"event":"PAUSED","planId":"`+planC1ID+`"}`), false)
-	f.Add([]byte("x"), []byte(`{"schemaVersion":2}`), false)
-	f.Add(k, []byte(strings.Replace(string(v), `"plan":{"schemaVersion":1`, `"plan":{"schemaVersion":7`, 1)), false)
 	f.Fuzz(func(t *testing.T, key, value []byte, tombstone bool) {
 		if tombstone {
 			value = nil

@@ -1,11 +1,15 @@
 package events
 
 import (
+	"bufio"
+	"bytes"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 
 	"github.com/cockroachdb/errors"
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // markerFields are the fields of a marker, in the order Encode writes them.
@@ -14,74 +18,127 @@ var markerFields = []string{"schemaVersion", "topic", "topicId", "offsets"}
 // ParseMarkers reads one marker object, or a non-empty JSON array of them,
 // as strictly as ParsePlan reads a plan.
 func ParseMarkers(data []byte) ([]Marker, error) {
-	n, ferr := parseJSON(data)
-	if ferr != nil {
-		return nil, errors.Newf("invalid markers: %s", ferr.Error())
+	var ms []Marker
+	err := ReadMarkers(bytes.NewReader(data), func(_ int, m Marker) error {
+		ms = append(ms, m)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	switch n.kind {
-	case kindObject:
-		m, ferr := markerFromNode(n)
-		if ferr != nil {
-			return nil, errors.Newf("invalid marker: %s", ferr.Error())
-		}
-		return []Marker{m}, nil
-	case kindArray:
-		if len(n.items) == 0 {
-			return nil, errors.New("invalid markers: the array is empty: expected at least one marker")
-		}
-		ms := make([]Marker, len(n.items))
-		for i, item := range n.items {
-			m, ferr := markerFromNode(item)
-			if ferr != nil {
-				return nil, errors.Newf("invalid marker %d: %s", i, ferr.Error())
-			}
-			ms[i] = m
-		}
-		return ms, nil
-	default:
-		return nil, errors.Newf("invalid markers: %s", wrongKind("", n, "a marker object or an array of them").Error())
-	}
+	return ms, nil
 }
 
-func markerFromNode(n node) (Marker, *fieldError) {
-	if n.kind != kindObject {
-		return Marker{}, wrongKind("", n, "a marker object")
+// ReadMarkers reads what ParseMarkers reads from r, one marker at a time:
+// each is decoded, checked and handed to each (with its index in the array)
+// before the next one is read, so a large markers file is never held whole.
+// A UTF-8 byte order mark at the start is skipped (editors on Windows write
+// one). An error of each stops the reading and is returned as it is.
+func ReadMarkers(r io.Reader, each func(i int, m Marker) error) error {
+	br := bufio.NewReaderSize(r, 64<<10)
+	if bom, err := br.Peek(3); err == nil && bytes.Equal(bom, utf8BOM) {
+		br.Discard(3)
 	}
-	var m Marker
-	var seen [4]bool
-	for _, f := range n.members {
-		i := indexOf(markerFields, f.name)
-		if i < 0 {
-			return Marker{}, unknownField(f.name, markerFields)
+	// This reader only finds where each marker ends; decodeMarker checks
+	// it (duplicates and UTF-8 too), with paths inside the marker.
+	dec := jsontext.NewDecoder(br, jsontext.AllowInvalidUTF8(true), jsontext.AllowDuplicateNames(true))
+	k := dec.PeekKind()
+	switch k {
+	case '{':
+		raw, err := dec.ReadValue()
+		if err != nil {
+			return errors.Newf("invalid markers: %s", streamError(dec, err).Error())
 		}
-		seen[i] = true
-		var ferr *fieldError
-		switch f.name {
-		case "schemaVersion":
-			ferr = schemaVersionFromNode(f.name, f.value)
-		case "topic":
-			m.Topic, ferr = stringFromNode(f.name, f.value)
-			if ferr == nil {
-				ferr = checkTopic(f.name, m.Topic)
-			}
-		case "topicId":
-			m.TopicID, ferr = stringFromNode(f.name, f.value)
-			if ferr == nil {
-				ferr = checkTopicID(f.name, m.TopicID)
-			}
-		case "offsets":
-			m.Offsets, ferr = offsetsFromNode(f.name, f.value)
-		}
+		m, ferr := decodeMarker(raw)
 		if ferr != nil {
-			return Marker{}, ferr
+			return errors.Newf("invalid marker: %s", ferr.Error())
+		}
+		if err := endOfStream(dec); err != nil {
+			return err
+		}
+		return each(0, m)
+	case '[':
+	case 0:
+		_, err := dec.ReadValue()
+		return errors.Newf("invalid markers: %s", streamError(dec, err).Error())
+	default:
+		if _, err := dec.ReadValue(); err != nil {
+			return errors.Newf("invalid markers: %s", streamError(dec, err).Error())
+		}
+		return errors.Newf("invalid markers: %s", wrongKind("", kindOf(k), "a marker object or an array of them").Error())
+	}
+	if _, err := dec.ReadToken(); err != nil {
+		return errors.Newf("invalid markers: %s", streamError(dec, err).Error())
+	}
+	i := 0
+	for ; ; i++ {
+		k := dec.PeekKind()
+		if k == ']' {
+			break
+		}
+		raw, err := dec.ReadValue()
+		if err != nil {
+			return errors.Newf("invalid marker %d: %s", i, streamError(dec, err).Error())
+		}
+		if k != '{' {
+			return errors.Newf("invalid marker %d: %s", i, wrongKind("", kindOf(k), "a marker object").Error())
+		}
+		m, ferr := decodeMarker(raw)
+		if ferr != nil {
+			return errors.Newf("invalid marker %d: %s", i, ferr.Error())
+		}
+		if err := each(i, m); err != nil {
+			return err
 		}
 	}
-	for i, ok := range seen {
-		if !ok {
+	if _, err := dec.ReadToken(); err != nil {
+		return errors.Newf("invalid markers: %s", streamError(dec, err).Error())
+	}
+	if err := endOfStream(dec); err != nil {
+		return err
+	}
+	if i == 0 {
+		return errors.New("invalid markers: the array is empty: expected at least one marker")
+	}
+	return nil
+}
+
+// streamError words an error of the markers stream's reader.
+func streamError(dec *jsontext.Decoder, err error) *fieldError {
+	if err == io.EOF && dec.InputOffset() == 0 {
+		return &fieldError{Reason: "is empty: expected a marker object or an array of them"}
+	}
+	return syntaxError("", err, dec.InputOffset()+int64(len(dec.UnreadBuffer())))
+}
+
+// endOfStream checks that nothing but whitespace follows the markers.
+func endOfStream(dec *jsontext.Decoder) error {
+	if _, err := dec.ReadToken(); err != io.EOF {
+		return errors.New("invalid markers: the document has trailing content after the JSON value")
+	}
+	return nil
+}
+
+// markerJSON is one marker object as decoded; each field checks itself.
+type markerJSON struct {
+	SchemaVersion version          `json:"schemaVersion"`
+	Topic         str[topicRule]   `json:"topic"`
+	TopicID       str[topicIDRule] `json:"topicId"`
+	Offsets       offsetsField     `json:"offsets"`
+}
+
+// decodeMarker reads one marker object strictly.
+func decodeMarker(raw []byte) (Marker, *fieldError) {
+	var w markerJSON
+	if ferr := decodeStrict(raw, &w, markerFields); ferr != nil {
+		return Marker{}, ferr
+	}
+	for i, set := range [...]bool{w.SchemaVersion.set, w.Topic.set, w.TopicID.set, w.Offsets.set} {
+		if !set {
 			return Marker{}, missingField(markerFields[i])
 		}
 	}
-	return m, nil
+	return Marker{Topic: w.Topic.v, TopicID: w.TopicID.v, Offsets: w.Offsets.v}, nil
 }
 
 // Validate checks a marker built in code as strictly as ParseMarkers does.

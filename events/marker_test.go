@@ -1,6 +1,7 @@
 package events
 
 import (
+	"errors"
 	"strconv"
 	"strings"
 	"testing"
@@ -216,6 +217,57 @@ func BenchmarkParseMarkers(b *testing.B) {
 	for b.Loop() {
 		if _, err := ParseMarkers(data); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+func TestReadMarkersStreamsAndSkipsABOM(t *testing.T) {
+	second := mutate(t, markerC1, `"0":100`, `"0":50`)
+	for name, in := range map[string]string{
+		"array":          "[" + markerC1 + ",\n" + second + "]",
+		"array with BOM": "\xef\xbb\xbf[" + markerC1 + "," + second + "]\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			var got []int64
+			err := ReadMarkers(strings.NewReader(in), func(i int, m Marker) error {
+				if i != len(got) {
+					t.Fatalf("marker index %d, want %d", i, len(got))
+				}
+				got = append(got, m.Offsets[0])
+				return nil
+			})
+			if err != nil || len(got) != 2 || got[0] != 100 || got[1] != 50 {
+				t.Fatalf("ReadMarkers = %v, %v", got, err)
+			}
+		})
+	}
+	ms, err := ParseMarkers([]byte("\xef\xbb\xbf" + markerC1))
+	if err != nil || len(ms) != 1 {
+		t.Fatalf("ParseMarkers with a BOM = %v, %v", ms, err)
+	}
+	// A marker after a bad one is never read: each sees only good markers.
+	calls := 0
+	err = ReadMarkers(strings.NewReader("["+markerC1+","+mutate(t, markerC1, `"0":100`, `"0":-1`)+","+markerC1+"]"), func(int, Marker) error {
+		calls++
+		return nil
+	})
+	if err == nil || !strings.Contains(err.Error(), `invalid marker 1: field offsets["0"]`) || calls != 1 {
+		t.Fatalf("ReadMarkers = %v after %d markers", err, calls)
+	}
+	// A file cut short says so, with the byte.
+	err = ReadMarkers(strings.NewReader("["+markerC1+","+markerC1[:20]), func(int, Marker) error { return nil })
+	if err == nil || !strings.Contains(err.Error(), "invalid marker 1") || !strings.Contains(err.Error(), "truncated?") {
+		t.Fatalf("truncated: %v", err)
+	}
+	// The callback's error ends the read and comes back as it is.
+	stop := errors.New("enough")
+	if err := ReadMarkers(strings.NewReader("["+markerC1+","+markerC1+"]"), func(int, Marker) error { return stop }); err != stop {
+		t.Fatalf("callback error: got %v", err)
+	}
+	// Empty input, and only a BOM.
+	for _, in := range []string{"", "  ", "\xef\xbb\xbf"} {
+		if err := ReadMarkers(strings.NewReader(in), func(int, Marker) error { return nil }); err == nil || !strings.Contains(err.Error(), "is empty") {
+			t.Errorf("ReadMarkers(%q) = %v", in, err)
 		}
 	}
 }

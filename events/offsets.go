@@ -1,10 +1,13 @@
 package events
 
 import (
+	"bytes"
 	"maps"
 	"math"
 	"slices"
 	"strconv"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // Partitions returns the partitions of o in ascending numeric order.
@@ -54,35 +57,69 @@ func validateOffsets(field string, o Offsets) *fieldError {
 	return nil
 }
 
-// offsetsFromNode reads {"0":100,"1":150}: canonical partition keys, integer
-// offsets of 0 or more, at least one partition. Duplicates were rejected by
-// parseJSON.
-func offsetsFromNode(field string, n node) (Offsets, *fieldError) {
-	if n.kind != kindObject {
-		return nil, wrongKind(field, n, `an object of partition to offset, like {"0":100}`)
+// offsetsField reads {"0":100,"1":150}: canonical partition keys, integer
+// offsets of 0 or more, at least one partition, none twice (also not spelled
+// with escapes: "\u0030" is "0").
+type offsetsField struct {
+	v   Offsets
+	set bool
+}
+
+const offsetsExpected = `an object of partition to offset, like {"0":100}`
+
+func (f *offsetsField) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	if f.set {
+		return twice
 	}
-	if len(n.members) == 0 {
-		return nil, fieldErrorf(field, "is empty: expected at least one partition")
+	f.set = true
+	if k := dec.PeekKind(); k != '{' {
+		v, err := dec.ReadValue()
+		if err != nil {
+			return err
+		}
+		return atValue(dec, wrongKind("", kindOf(v.Kind()), offsetsExpected))
 	}
-	o := make(Offsets, len(n.members))
-	for _, m := range n.members {
-		p, ok := parsePartition(m.name)
+	if _, err := dec.ReadToken(); err != nil {
+		return err
+	}
+	o := make(Offsets, 4)
+	for dec.PeekKind() != '}' {
+		name, err := dec.ReadValue()
+		if err != nil {
+			return err
+		}
+		key := name[1 : len(name)-1]
+		if bytes.IndexByte(key, '\\') >= 0 {
+			key = []byte(unquote(name))
+		}
+		p, ok := parsePartition(key)
 		if !ok {
-			return nil, fieldErrorf(keyPath(field, m.name), "is not a canonical partition number: expected a decimal number from 0 to %d, without sign, spaces or leading zeros", math.MaxInt32)
+			return atValue(dec, fieldErrorf("", "is not a canonical partition number: expected a decimal number from 0 to %d, without sign, spaces or leading zeros", math.MaxInt32))
 		}
-		if _, dup := o[p]; dup { // unreachable after parseJSON; kept for safety
-			return nil, fieldErrorf(keyPath(field, m.name), "appears more than once: expected each partition exactly once")
+		value, err := dec.ReadValue()
+		if err != nil {
+			return err
 		}
-		if m.value.kind != kindNumber {
-			return nil, wrongKind(keyPath(field, m.name), m.value, "an integer offset of 0 or more")
+		if value.Kind() != '0' {
+			return atValue(dec, wrongKind("", kindOf(value.Kind()), "an integer offset of 0 or more"))
 		}
-		off, ok := parseCount(m.value.text)
+		off, ok := parseCount(value)
 		if !ok {
-			return nil, fieldErrorf(keyPath(field, m.name), "is %s: expected an integer offset from 0 to %d, without fraction or exponent", m.value.text, int64(math.MaxInt64))
+			return atValue(dec, fieldErrorf("", "is %s: expected an integer offset from 0 to %d, without fraction or exponent", value, int64(math.MaxInt64)))
+		}
+		if _, dup := o[p]; dup {
+			return twice
 		}
 		o[p] = off
 	}
-	return o, nil
+	if _, err := dec.ReadToken(); err != nil {
+		return err
+	}
+	if len(o) == 0 {
+		return atValue(dec, fieldErrorf("", "is empty: expected at least one partition"))
+	}
+	f.v = o
+	return nil
 }
 
 // keyPath names a partition key inside field: offsets["00"].
@@ -92,8 +129,8 @@ func keyPath(field, key string) string {
 
 // parsePartition accepts exactly the keys Offsets are written with:
 // ^(0|[1-9][0-9]{0,9})$ and at most MaxInt32.
-func parsePartition(s string) (int32, bool) {
-	if s == "" || len(s) > 10 || (s[0] == '0' && len(s) > 1) {
+func parsePartition[T ~string | ~[]byte](s T) (int32, bool) {
+	if len(s) == 0 || len(s) > 10 || (s[0] == '0' && len(s) > 1) {
 		return 0, false
 	}
 	var v int64
@@ -110,18 +147,24 @@ func parsePartition(s string) (int32, bool) {
 	return int32(v), true
 }
 
-// parseCount parses a non-negative decimal integer literal into an int64.
-func parseCount(s string) (int64, bool) {
-	if s == "" || (s[0] == '0' && len(s) > 1) {
+// parseCount parses a non-negative decimal integer literal (no sign, no
+// leading zero, no fraction or exponent) into an int64.
+func parseCount[T ~string | ~[]byte](s T) (int64, bool) {
+	if len(s) == 0 || len(s) > 19 || (s[0] == '0' && len(s) > 1) {
 		return 0, false
 	}
+	var v uint64
 	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
+		c := s[i]
+		if c < '0' || c > '9' {
 			return 0, false
 		}
+		v = v*10 + uint64(c-'0') // 19 digits cannot overflow a uint64
 	}
-	v, err := strconv.ParseInt(s, 10, 64)
-	return v, err == nil
+	if v > math.MaxInt64 {
+		return 0, false
+	}
+	return int64(v), true
 }
 
 // appendOffsets writes o as a JSON object with keys in ascending numeric
@@ -150,11 +193,4 @@ func appendOffsets(b []byte, o Offsets, indent string) []byte {
 		b = append(b, indent...)
 	}
 	return append(b, '}')
-}
-
-func wrongKind(field string, n node, expected string) *fieldError {
-	if n.kind == kindNull {
-		return fieldErrorf(field, "is null: expected %s", expected)
-	}
-	return fieldErrorf(field, "is %s: expected %s", n.kind, expected)
 }

@@ -1,6 +1,7 @@
 package events
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"strconv"
@@ -44,16 +45,14 @@ var planFields = []string{"schemaVersion", "planId", "sourceRecoveryPoint", "top
 
 // ParsePlan reads a plan file strictly (DESIGN §3) and verifies its ID. Every
 // error names the field at fault and what was expected.
+// A UTF-8 byte order mark at the start is skipped (editors on Windows write
+// one); the plan ID covers the content, not the bytes.
 func ParsePlan(data []byte) (Plan, error) {
-	n, ferr := parseJSON(data)
-	if ferr == nil {
-		var p Plan
-		p, ferr = planFromNode(n)
-		if ferr == nil {
-			return p, nil
-		}
+	p, ferr := decodePlan(bytes.TrimPrefix(data, utf8BOM))
+	if ferr != nil {
+		return Plan{}, planError(ferr)
 	}
-	return Plan{}, planError(ferr)
+	return p, nil
 }
 
 func planError(ferr *fieldError) error {
@@ -65,61 +64,52 @@ func planError(ferr *fieldError) error {
 	return err
 }
 
-// planFromNode checks a parsed plan object: exactly the six fields, each
+// planJSON is the plan object as decoded; each field checks itself.
+type planJSON struct {
+	SchemaVersion       version            `json:"schemaVersion"`
+	PlanID              str[planIDRule]    `json:"planId"`
+	SourceRecoveryPoint str[recoveryPoint] `json:"sourceRecoveryPoint"`
+	Topic               str[topicRule]     `json:"topic"`
+	TopicID             str[topicIDRule]   `json:"topicId"`
+	Offsets             offsetsField       `json:"offsets"`
+}
+
+// decodePlan reads a plan object strictly: exactly the six fields, each
 // valid, and a planId that matches the content.
-func planFromNode(n node) (Plan, *fieldError) {
-	if n.kind != kindObject {
-		return Plan{}, wrongKind("", n, "a JSON object")
+func decodePlan(data []byte) (Plan, *fieldError) {
+	var w planJSON
+	if ferr := decodeStrict(data, &w, planFields); ferr != nil {
+		return Plan{}, ferr
 	}
-	var p Plan
-	var seen [6]bool
-	for _, m := range n.members {
-		i := indexOf(planFields, m.name)
-		if i < 0 {
-			return Plan{}, unknownField(m.name, planFields)
-		}
-		seen[i] = true
-		var ferr *fieldError
-		switch m.name {
-		case "schemaVersion":
-			ferr = schemaVersionFromNode(m.name, m.value)
-		case "planId":
-			p.PlanID, ferr = stringFromNode(m.name, m.value)
-			if ferr == nil && !isPlanID(p.PlanID) {
-				ferr = fieldErrorf(m.name, "is %q: expected 64 lowercase hex digits (a SHA-256)", p.PlanID)
-			}
-		case "sourceRecoveryPoint":
-			p.SourceRecoveryPoint, ferr = stringFromNode(m.name, m.value)
-			if ferr == nil {
-				ferr = checkRecoveryPoint(m.name, p.SourceRecoveryPoint)
-			}
-		case "topic":
-			p.Topic, ferr = stringFromNode(m.name, m.value)
-			if ferr == nil {
-				ferr = checkTopic(m.name, p.Topic)
-			}
-		case "topicId":
-			p.TopicID, ferr = stringFromNode(m.name, m.value)
-			if ferr == nil {
-				ferr = checkTopicID(m.name, p.TopicID)
-			}
-		case "offsets":
-			p.Offsets, ferr = offsetsFromNode(m.name, m.value)
-		}
-		if ferr != nil {
-			return Plan{}, ferr
-		}
-	}
-	for i, ok := range seen {
-		if !ok {
+	for i, set := range [...]bool{w.SchemaVersion.set, w.PlanID.set, w.SourceRecoveryPoint.set, w.Topic.set, w.TopicID.set, w.Offsets.set} {
+		if !set {
 			return Plan{}, missingField(planFields[i])
 		}
 	}
+	p := Plan{PlanID: w.PlanID.v, SourceRecoveryPoint: w.SourceRecoveryPoint.v, Topic: w.Topic.v, TopicID: w.TopicID.v, Offsets: w.Offsets.v}
 	if id := ComputePlanID(p.SourceRecoveryPoint, p.Topic, p.TopicID, p.Offsets); id != p.PlanID {
 		return Plan{}, idMismatch(p.PlanID, id)
 	}
 	return p, nil
 }
+
+// The rules of the plan's string fields (see str).
+type (
+	planIDRule    struct{}
+	recoveryPoint struct{}
+	topicRule     struct{}
+	topicIDRule   struct{}
+)
+
+func (planIDRule) check(s string) *fieldError {
+	if !isPlanID(s) {
+		return fieldErrorf("", "is %q: expected 64 lowercase hex digits (a SHA-256)", s)
+	}
+	return nil
+}
+func (recoveryPoint) check(s string) *fieldError { return checkRecoveryPoint("", s) }
+func (topicRule) check(s string) *fieldError     { return checkTopic("", s) }
+func (topicIDRule) check(s string) *fieldError   { return checkTopicID("", s) }
 
 const editedReason = "does not match the plan's content"
 
@@ -202,23 +192,6 @@ func (p Plan) appendJSON(b []byte, pretty bool) []byte {
 		b = appendOffsets(b, p.Offsets, "")
 	}
 	return append(b, '}')
-}
-
-func schemaVersionFromNode(field string, n node) *fieldError {
-	if n.kind != kindNumber {
-		return wrongKind(field, n, "1")
-	}
-	if n.text != "1" {
-		return fieldErrorf(field, "is %s: this kcleanup understands only schema version %d", n.text, SchemaVersion)
-	}
-	return nil
-}
-
-func stringFromNode(field string, n node) (string, *fieldError) {
-	if n.kind != kindString {
-		return "", wrongKind(field, n, "a string")
-	}
-	return n.text, nil
 }
 
 func isPlanID(s string) bool {

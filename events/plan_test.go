@@ -177,7 +177,7 @@ func TestParsePlanStrict(t *testing.T) {
 		{"null document", `null`, "", "expected a JSON object"},
 		{"empty input", ``, "", "empty"},
 		{"whitespace input", " \n", "", "empty"},
-		{"truncated", planC1JSON[:len(planC1JSON)-1], "", "unexpected end"},
+		{"truncated", planC1JSON[:len(planC1JSON)-1], "", "ends early (truncated?) at byte"},
 		{"invalid UTF-8", mutate(t, planC1JSON, `"cp-7"`, "\"cp-\xff\""), "", "UTF-8"},
 		{"single quotes", `{'schemaVersion':1}`, "", "not valid JSON"},
 		{"comment", `// plan` + "\n" + planC1JSON, "", "not valid JSON"},
@@ -264,5 +264,18 @@ func TestValidTopicID(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "topic ID") {
 			t.Errorf("ValidTopicID(%q) = %v, want an error", id, err)
 		}
+	}
+}
+
+func TestParsePlanSkipsABOM(t *testing.T) {
+	p, err := ParsePlan([]byte("\xef\xbb\xbf" + planC1JSON))
+	if err != nil || p.PlanID != planC1ID {
+		t.Fatalf("ParsePlan with a BOM = %+v, %v", p, err)
+	}
+	// A control record is not a file: a BOM there is named, not skipped.
+	k, v := envelopeOf(Planned, planC1()).Encode()
+	_, err = Decode(k, append([]byte("\xef\xbb\xbf"), v...))
+	if err == nil || !strings.Contains(err.Error(), "byte order mark") {
+		t.Fatalf("Decode with a BOM = %v", err)
 	}
 }

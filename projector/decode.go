@@ -56,22 +56,44 @@ func formatOffsets(o events.Offsets) string {
 // DecodeAll decodes records on up to workers goroutines and returns them in
 // their order, for StepDecoded. Decoding is pure and most of a replay's cost;
 // the fold that follows stays on one goroutine, in offset order. The caller
-// picks workers (below 2: decode on the calling goroutine).
+// picks workers (below 2: decode on the calling goroutine). A reader that
+// decodes batch after batch keeps Decoders instead.
 func DecodeAll(recs []Record, workers int) []Decoded {
+	return NewDecoders(max(workers, 1)).DecodeAll(recs)
+}
+
+// Decoders decodes batches on one goroutine per events.Decoder, each kept
+// from batch to batch so that it checks each distinct plan once.
+type Decoders []*events.Decoder
+
+// NewDecoders returns n decoders (at least one).
+func NewDecoders(n int) Decoders {
+	ds := make(Decoders, max(n, 1))
+	for i := range ds {
+		ds[i] = events.NewDecoder()
+	}
+	return ds
+}
+
+// DecodeAll decodes recs, keeping their order. Each goroutine decodes a
+// contiguous chunk: the records of one operation are usually close together,
+// so the goroutine that decodes them meets its plan again.
+func (ds Decoders) DecodeAll(recs []Record) []Decoded {
 	out := make([]Decoded, len(recs))
-	if workers < 2 || len(recs) < 2 {
+	if len(ds) < 2 || len(recs) < 2 {
 		for i, r := range recs {
-			out[i] = Decode(r)
+			out[i] = DecodeWith(ds[0], r)
 		}
 		return out
 	}
-	chunk := (len(recs) + workers - 1) / workers
+	chunk := (len(recs) + len(ds) - 1) / len(ds)
 	var wg sync.WaitGroup
-	for lo := 0; lo < len(recs); lo += chunk {
+	for w, lo := 0, 0; lo < len(recs); w, lo = w+1, lo+chunk {
 		hi := min(lo+chunk, len(recs))
+		d := ds[w]
 		wg.Go(func() {
 			for i := lo; i < hi; i++ {
-				out[i] = Decode(recs[i])
+				out[i] = DecodeWith(d, recs[i])
 			}
 		})
 	}

@@ -55,6 +55,8 @@ type State struct {
 	unconfirmed map[int32]bool
 
 	actors map[string]string // interned actor names: few writers, many records
+
+	decoder *events.Decoder // Step's: it checks each distinct plan once
 }
 
 // op is the internal form of an Operation.

@@ -21,7 +21,10 @@ func (s *State) Step(r Record) Verdict {
 	if r.Offset < s.next {
 		return s.outOfOrder(r)
 	}
-	env, err := events.Decode(r.Key, r.Value)
+	if s.decoder == nil {
+		s.decoder = events.NewDecoder()
+	}
+	env, err := s.decoder.Decode(r.Key, r.Value)
 	return s.fold(r, env, err)
 }
 
@@ -37,6 +40,14 @@ type Decoded struct {
 // Decode decodes a record for StepDecoded. It is safe for concurrent use.
 func Decode(r Record) Decoded {
 	env, err := events.Decode(r.Key, r.Value)
+	return Decoded{Record: r, Envelope: env, Err: err}
+}
+
+// DecodeWith is Decode with an events.Decoder, which checks each distinct
+// plan once (every record of an operation carries the same plan). A
+// Decoder serves one goroutine: give each decoding goroutine its own.
+func DecodeWith(d *events.Decoder, r Record) Decoded {
+	env, err := d.Decode(r.Key, r.Value)
 	return Decoded{Record: r, Envelope: env, Err: err}
 }
 

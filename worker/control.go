@@ -6,6 +6,7 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/cockroachdb/errors"
@@ -90,6 +91,8 @@ type Projection struct {
 	foreign []gate.ForeignRecord
 	// onVerdict, when set, sees every verdict the fold returns.
 	onVerdict func(projector.Verdict)
+	// decoders are decodeAll's, one per goroutine, kept across reads.
+	decoders projector.Decoders
 }
 
 // Project opens a projection of a control topic and reads it to its end.
@@ -163,12 +166,68 @@ func (p *Projection) CatchUp(ctx context.Context) error {
 	return p.readTo(ctx, end.Offset)
 }
 
+// readTo reads and folds records until the projection has read below end.
+// Fetching and decoding run one fetch ahead of the fold: while the fold
+// consumes one batch (on this goroutine, in offset order), the next is
+// polled and decoded on every core.
 func (p *Projection) readTo(ctx context.Context, end int64) error {
-	for p.Next < end {
+	if p.Next < end {
+		ctx, cancel := context.WithCancel(ctx)
+		batches := make(chan fetched, 1)
+		var wg sync.WaitGroup
+		wg.Go(func() { p.fetchDecode(ctx, p.Next, end, batches) })
+		defer func() {
+			cancel()
+			for range batches { // let fetchDecode finish before the next read
+			}
+			wg.Wait()
+		}()
+		for b := range batches {
+			for _, d := range b.decoded {
+				v := p.State.StepDecoded(d)
+				if v.Outcome == projector.Rejected {
+					p.noteForeign(d.Record, v)
+				}
+				if p.onVerdict != nil {
+					p.onVerdict(v)
+				}
+			}
+			p.Next = b.next
+			if b.err != nil {
+				return b.err
+			}
+		}
+	}
+	p.End = end
+	return nil
+}
+
+// fetched is one fetch, decoded; next is the offset after it.
+type fetched struct {
+	decoded []projector.Decoded
+	next    int64
+	err     error
+}
+
+// fetchDecode polls from offset next until it has read below end, and sends
+// every fetch decoded, then closes out. An error ends it, sent with the
+// offset read so far.
+func (p *Projection) fetchDecode(ctx context.Context, next, end int64, out chan<- fetched) {
+	defer close(out)
+	send := func(f fetched) bool {
+		select {
+		case out <- f:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	for next < end {
 		fs := p.reader.PollFetches(ctx)
 		if ctx.Err() != nil {
-			return errors.Mark(errors.Wrapf(ctx.Err(),
-				"control topic %q: read to offset %d of %d", p.Topic, p.Next, end), ErrNotCaughtUp)
+			send(fetched{next: next, err: errors.Mark(errors.Wrapf(ctx.Err(),
+				"control topic %q: read to offset %d of %d", p.Topic, next, end), ErrNotCaughtUp)})
+			return
 		}
 		var ferr error
 		fs.EachError(func(_ string, _ int32, err error) {
@@ -177,41 +236,38 @@ func (p *Projection) readTo(ctx context.Context, end int64) error {
 			}
 		})
 		if ferr != nil && !kerr.IsRetriable(ferr) {
-			return p.cluster.denied(errors.Wrapf(ferr, "read control topic %q", p.Topic), permControlRead(p.Topic))
+			send(fetched{next: next, err: p.cluster.denied(errors.Wrapf(ferr, "read control topic %q", p.Topic), permControlRead(p.Topic))})
+			return
 		}
 		var batch []projector.Record
 		fs.EachRecord(func(r *kgo.Record) {
-			if r.Offset < p.Next {
+			if r.Offset < next {
 				return
 			}
-			p.Next = r.Offset + 1
+			next = r.Offset + 1
 			if r.Attrs.IsControl() {
 				return
 			}
 			batch = append(batch, projector.Record{Offset: r.Offset, Key: r.Key, Value: r.Value, Timestamp: r.Timestamp})
 		})
-		for i, d := range decodeAll(batch) {
-			v := p.State.StepDecoded(d)
-			if v.Outcome == projector.Rejected {
-				p.noteForeign(batch[i], v)
-			}
-			if p.onVerdict != nil {
-				p.onVerdict(v)
-			}
+		if !send(fetched{decoded: p.decodeAll(batch), next: next}) {
+			return
 		}
 	}
-	p.End = end
-	return nil
 }
 
 // decodeAll decodes a batch of records on every core when it is large enough
-// to pay for the goroutines.
-func decodeAll(recs []projector.Record) []projector.Decoded {
+// to pay for the goroutines, each with its own events.Decoder kept across
+// fetches (projector.Decoders).
+func (p *Projection) decodeAll(recs []projector.Record) []projector.Decoded {
 	workers := runtime.GOMAXPROCS(0)
-	if len(recs) < 256 {
-		workers = 1
+	if len(p.decoders) < workers {
+		p.decoders = projector.NewDecoders(workers)
 	}
-	return projector.DecodeAll(recs, workers)
+	if len(recs) < 256 {
+		return p.decoders[:1].DecodeAll(recs)
+	}
+	return p.decoders.DecodeAll(recs)
 }
 
 // Actor names the writer of a control record: host/pid unless set.

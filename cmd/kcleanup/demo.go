@@ -121,7 +121,7 @@ func (d *demo) leaveFiles() {
 		_ = os.Remove(d.dir)
 		return
 	}
-	d.say("\nThe demo's files (markers and plan) stay in %s; remove them with: rm -r %s", d.dir, d.dir)
+	d.say("\nThe demo's files (markers, plan and report) stay in %s; remove them with: rm -r %s", d.dir, d.dir)
 }
 
 // verdict is the demo's result: an error listing every step that did not behave as the
@@ -285,6 +285,41 @@ func (d *demo) walk(ctx context.Context, c *worker.Cluster) {
 	d.say("  Every offset C1 needs is at or above the boundary: validate allows it (exit 0).")
 	code, _ = d.kcleanup(ctx, append([]string{"validate"}, d.markerArgs("C1")...)...)
 	d.expect(code == exitOK, "validate C1 exited %d, want 0 (allowed)", code)
+
+	d.picture(ctx)
+}
+
+// picture shows the story as a picture: partition 0 in the terminal, and the audit report (the
+// console's views, worker/console) written to a file to open in a browser.
+func (d *demo) picture(ctx context.Context) {
+	d.stepf("the same story as a picture.")
+	d.say("  Partition 0 of %s (each character is 10 offsets):\n", d.topic)
+	d.say("    offset 0 %s%s 200", strings.Repeat("░", 15), strings.Repeat("█", 5))
+	d.say("             %s^ 150: log start and committed boundary (set by plan C1)", strings.Repeat(" ", 15))
+	d.say("             %s^ C0 needs 100: below the boundary, refused", strings.Repeat(" ", 10))
+	d.say("             %s^ C1 needs 150: allowed", strings.Repeat(" ", 15))
+	d.say("    ░ deleted by the cleanup   █ kept\n")
+	report := filepath.Join(d.dir, "report.html")
+	d.say("  $ kcleanup history --topic %s -o html > %s", d.topic, filepath.Base(report))
+	var html, errs strings.Builder
+	code := execute(ctx, newRootCmd(), []string{
+		"-b", d.g.bootstrap(), "--command-config", d.cmdConfig, "--control-topic", d.control,
+		"--timeout", d.g.timeout.String(), "history", "--topic", d.topic, "-o", "html",
+	}, &html, &errs)
+	if code != exitOK {
+		_, _ = io.WriteString(&prefixWriter{w: d.w, prefix: "    "}, errs.String())
+		d.expect(false, "history -o html exited %d, want 0", code)
+		return
+	}
+	if err := os.WriteFile(report, []byte(html.String()), 0o644); err != nil {
+		d.expect(false, "write the report: %v", err)
+		return
+	}
+	d.say("  Open this file in a browser:\n\n    file://%s\n\n"+
+		"  It is the audit report, one self-contained file with the boundary of each partition, the C1\n"+
+		"  operation's timeline (who moved it from PLANNED to APPLIED, when, how long each step\n"+
+		"  took) and every record with its verdict. Every `kcleanup worker --http-addr :9308` serves the\n"+
+		"  same views live at http://<worker>:9308/ (the operator console).", report)
 }
 
 // kcleanup runs one kcleanup command line through the real command tree, against the demo's

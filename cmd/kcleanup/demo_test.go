@@ -71,6 +71,15 @@ func TestDemoEmbedded(t *testing.T) {
 		!strings.Contains(stdout, "remove them with: rm -r "+dirs[0]) || !strings.Contains(string(plan), `"planId"`) {
 		t.Errorf("plan file: %v; the output names the folder and says how to remove it:\n%s", err, stdout)
 	}
+	// The story as a picture: the audit report, in the folder, named in the output.
+	report := filepath.Join(dirs[0], "report.html")
+	if html, err := os.ReadFile(report); err != nil || !strings.Contains(stdout, "file://"+report) ||
+		!strings.Contains(string(html), "kcleanup audit report: action-state.kcleanup") || !strings.Contains(string(html), `data-state="APPLIED"`) {
+		t.Errorf("report %s: %v; the output must name it:\n%s", report, err, stdout)
+	}
+	if !strings.Contains(stdout, "C0 needs 100: below the boundary, refused") {
+		t.Errorf("the demo does not draw the C0/C1 story:\n%s", stdout)
+	}
 	if !strings.Contains(stdout, "This demo runs on an EMBEDDED broker: franz-go's in-process fake (kfake)") ||
 		!strings.Contains(stdout, "It is not Apache Kafka") ||
 		!strings.Contains(stdout, "Reminder: that broker was embedded (kfake), not Apache Kafka. `make test`") {
