@@ -197,6 +197,15 @@ func (p *Projection) readTo(ctx context.Context, end int64) error {
 				return b.err
 			}
 		}
+		if p.Next < end {
+			// fetchDecode stopped without a word (its last send lost the race with ctx.Done):
+			// the view is not caught up, and saying otherwise would let the gate allow.
+			err := errors.Newf("control topic %q: read to offset %d of %d", p.Topic, p.Next, end)
+			if ctx.Err() != nil {
+				err = errors.Wrapf(ctx.Err(), "control topic %q: read to offset %d of %d", p.Topic, p.Next, end)
+			}
+			return errors.Mark(err, ErrNotCaughtUp)
+		}
 	}
 	p.End = end
 	return nil
