@@ -41,7 +41,8 @@ type Daemon struct {
 	wg       sync.WaitGroup    // runners
 	runCtx   context.Context   // parent of runners and views; ends after they stopped
 
-	groupDenied atomic.Pointer[string] // why the group refused us (missing ACL); nil once assigned
+	groupDenied atomic.Pointer[string]      // why the group refused us (missing ACL); nil once assigned
+	fleet       atomic.Pointer[FleetStatus] // the group as last described, for /v1/status
 }
 
 // daemonConfig holds the settings of a Daemon; DaemonOption functions set it.
@@ -325,6 +326,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 	memberDone := make(chan struct{})
 	go func() { defer close(memberDone); d.pollMember(runCtx, member) }()
+	viewsDone.Add(1)
+	go func() { defer viewsDone.Done(); d.describeFleet(runCtx, member) }()
 
 	<-ctx.Done()
 	d.log.Info("shutting down: no new work; steps in flight may finish", "grace", d.cfg.grace.String())

@@ -129,6 +129,9 @@ type WorkerStatus struct {
 	Group         string        `json:"group"`
 	Actor         string        `json:"actor"`
 	ControlTopics []TopicStatus `json:"controlTopics"`
+	// Fleet is the consumer group as this replica last described it
+	// (absent until described once).
+	Fleet *FleetStatus `json:"fleet,omitempty"`
 }
 
 // topicStatus assembles a TopicStatus from the view's last snapshot.
@@ -178,5 +181,6 @@ func (d *Daemon) WorkerStatus() WorkerStatus {
 	for _, t := range d.cfg.topics {
 		ws.ControlTopics = append(ws.ControlTopics, d.topicStatus(t))
 	}
+	ws.Fleet = d.fleet.Load()
 	return ws
 }

@@ -15,6 +15,10 @@
 //	B4 plan      events.BuildPlan and events.ParseMarkers, 1,000 × 10,000
 //	B5 growth    fold rate and retained heap at 10k, 100k and 1M records,
 //	             with a heap profile of the largest
+//	B6 validate  the recovery gate with the physical check on: POST
+//	             /v1/validate on an in-process worker (1 and 8 clients) and
+//	             worker.Cluster.Validate, vs the control-topic read alone
+//	             (validate.go; in process, not in a child)
 //
 // How it measures, and why:
 //

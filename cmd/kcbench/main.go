@@ -76,7 +76,7 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	bootstrap := fs.String("bootstrap", os.Getenv("KCLEANUP_TEST_BOOTSTRAP"), "Kafka broker host:port (env KCLEANUP_TEST_BOOTSTRAP)")
 	kcleanup := fs.String("kcleanup", "bin/kcleanup", "the kcleanup binary to measure")
 	out := fs.String("out", "bench-results", "folder for the JSON results")
-	only := fs.String("only", "", "comma-separated subset of B1,B2,B3,B4,B5")
+	only := fs.String("only", "", "comma-separated subset of B1,B2,B3,B4,B5,B6")
 	runs := fs.Int("runs", 0, "runs per subject (default 5, quick 3)")
 	keep := fs.Bool("keep", false, "do not delete the topics the run created (to profile against them)")
 	fs.Usage = func() {
@@ -108,8 +108,8 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if cfg.kcleanup, err = filepath.Abs(*kcleanup); err != nil {
 		return err
 	}
-	if cfg.bootstrap == "" && (cfg.wants("B1") || cfg.wants("B2") || cfg.wants("B3")) {
-		return errors.WithHint(errors.New("no broker: B1, B2 and B3 need a real Kafka broker"),
+	if cfg.bootstrap == "" && (cfg.wants("B1") || cfg.wants("B2") || cfg.wants("B3") || cfg.wants("B6")) {
+		return errors.WithHint(errors.New("no broker: B1, B2, B3 and B6 need a real Kafka broker"),
 			"run `make bench` (starts one if needed), or pass -bootstrap host:port, or -only B4,B5")
 	}
 	return bench(ctx, cfg, stdout, stderr)
@@ -150,7 +150,7 @@ func bench(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 		name string
 		run  func(context.Context) error
 	}{
-		{"B4", b.plan}, {"B5", b.growth}, {"B1", b.replay}, {"B2", b.apply}, {"B3", b.failover},
+		{"B4", b.plan}, {"B5", b.growth}, {"B1", b.replay}, {"B2", b.apply}, {"B3", b.failover}, {"B6", b.validate},
 	}
 	for _, s := range suites {
 		if !cfg.wants(s.name) {

@@ -5,9 +5,11 @@ package main
 // agrees with the binary.
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -139,7 +141,7 @@ func TestEveryCommandsBadInput(t *testing.T) {
 	// Nothing listens on port 1: a refused connection, at once.
 	down := []string{"-b", "127.0.0.1:1", "--timeout", "2s"}
 
-	for _, tc := range []struct {
+	cases := []struct {
 		name string
 		args []string
 		code int
@@ -213,7 +215,24 @@ func TestEveryCommandsBadInput(t *testing.T) {
 		{"demo: extra argument", []string{"demo", "now"}, exitUsage, "now"},
 		{"demo: unreachable cluster", append(down, "demo"), exitError, "127.0.0.1:1"},
 		{"version: extra argument", []string{"version", "1"}, exitUsage, `"1"`},
-	} {
+
+		{"adopt: no --from", []string{"adopt"}, exitUsage, `"from" not set`},
+		{"adopt: blank --from", []string{"adopt", "--from", ""}, exitUsage, "--from is given but blank"},
+		{"adopt: unreachable cluster", append(down, "adopt", "--from", "x"), exitError, "127.0.0.1:1"},
+	}
+	// Every command has a row.
+	tested := map[string]bool{}
+	for _, tc := range cases {
+		for _, a := range tc.args {
+			tested[a] = true
+		}
+	}
+	for _, c := range newRootCmd().Commands() {
+		if !tested[c.Name()] {
+			t.Errorf("command %s has no row in this table: add its bad input", c.Name())
+		}
+	}
+	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			code, stdout, stderr := opRunWithStdin(t, "", tc.args...)
 			if code != tc.code {
@@ -286,5 +305,66 @@ func TestEveryCommandsBadInputOnTheRealBroker(t *testing.T) {
 				t.Logf("kcleanup %s\nstdout:\n%s\nstderr:\n%s", strings.Join(tc.args, " "), stdout, stderr)
 			}
 		})
+	}
+}
+
+// TestLongKeysAreCutInViews: a control record's key is whatever its writer chose. A 600 kB
+// key (rejected: it is no <planId>/<EVENT>) is cut in the status and history views, which say
+// its length, and shown whole with --full (issue 14 row 13).
+func TestLongKeysAreCutInViews(t *testing.T) {
+	e := newReadEnv(t, true)
+	const n = 600_000
+	key := strings.Repeat("k", n)
+	e.produceControl(t, []byte(key), []byte(`{"schemaVersion":1}`))
+	clipped := "… (" + strconv.Itoa(n) + " bytes)"
+
+	for _, tc := range []struct {
+		args []string
+		says string // "" for a view that does not show keys
+	}{{[]string{"status"}, clipped}, {[]string{"history"}, ""}, {[]string{"history", "-o", "json"}, `"keyBytes": 600000`}} {
+		code, stdout, stderr := e.run(t, append(tc.args, "--topic", e.topic)...)
+		wantExit(t, code, exitOK, stdout, stderr)
+		if len(stdout) > 20_000 || !strings.Contains(stdout, tc.says) {
+			t.Errorf("%s: %d bytes of output; want the key cut and %q", strings.Join(tc.args, " "), len(stdout), tc.says)
+		}
+	}
+	code, stdout, stderr := e.run(t, "history", "--topic", e.topic, "-o", "json")
+	wantExit(t, code, exitOK, stdout, stderr)
+	var doc struct {
+		Verdicts []struct {
+			Key      string `json:"key"`
+			KeyBytes int    `json:"keyBytes"`
+		} `json:"verdicts"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
+		t.Fatal(err)
+	}
+	last := doc.Verdicts[len(doc.Verdicts)-1]
+	if last.KeyBytes != n || !strings.HasPrefix(last.Key, strings.Repeat("k", jsonTextLimit)) || !strings.HasSuffix(last.Key, clipped) {
+		t.Errorf("history JSON: keyBytes %d, key of %d bytes", last.KeyBytes, len(last.Key))
+	}
+	for _, args := range [][]string{{"status"}, {"history", "-o", "json"}} {
+		code, stdout, stderr := e.run(t, append(args, "--topic", e.topic, "--full")...)
+		wantExit(t, code, exitOK, stdout, stderr)
+		if !strings.Contains(stdout, key) || strings.Contains(stdout, clipped) {
+			t.Errorf("%s --full: the key is not whole (%d bytes of output)", strings.Join(args, " "), len(stdout))
+		}
+	}
+}
+
+func TestClip(t *testing.T) {
+	for _, tc := range []struct {
+		s     string
+		limit int
+		want  string
+	}{
+		{"abc", 3, "abc"},
+		{"abcd", 3, "abc… (4 bytes)"},
+		{"ééé", 3, "é… (6 bytes)"}, // never half a character
+		{"", 0, ""},
+	} {
+		if got := clip(tc.s, tc.limit); got != tc.want {
+			t.Errorf("clip(%q, %d) = %q, want %q", tc.s, tc.limit, got, tc.want)
+		}
 	}
 }

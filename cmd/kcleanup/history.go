@@ -24,6 +24,7 @@ const shortPlanID = 12
 
 func newHistoryCmd(g *globalOptions) *cobra.Command {
 	var dataTopic, plan string
+	var full bool
 	cmd := &cobra.Command{
 		Use:   "history",
 		Short: "List every control record in log order with the verdict the log gave it",
@@ -33,6 +34,10 @@ A rejected record changed nothing; it is listed so that nobody has to wonder why
 
 --plan keeps the records of one plan (a unique prefix of its ID is enough). Name the control
 topic with --control-topic, or the data topic with --topic.
+
+A key or a detail longer than a view shows (80 and 300 bytes in the table, 1024 in JSON, where
+keyBytes and detailBytes then give the full length) is cut and ends with "… (N bytes)"; --full
+shows every one whole.
 
 -o html writes the audit report instead: one self-contained HTML file (no external asset) with
 the boundary per partition, every operation's timeline, the rejected records, the fleet's repairs
@@ -56,18 +61,24 @@ and the offset read to, so the same log gives the same file, byte for byte.`,
 					errors.Newf("--plan %q is not a plan ID: expected lowercase hex digits (a prefix of the 64-digit ID)", plan),
 					"copy the plan ID from `kcleanup status` or from the plan file's \"planId\""))
 			}
-			return runHistory(cmd.Context(), cmd.OutOrStdout(), *g, ctl, plan)
+			return runHistory(cmd.Context(), cmd.OutOrStdout(), *g, ctl, plan, full)
 		},
 	}
+	cmd.Flags().BoolVar(&full, flagFull, false, "show keys and details whole (views cut long ones, saying their length)")
 	cmd.Flags().StringVar(&dataTopic, flagTopic, "", "data `topic` whose control topic (<topic>.kcleanup) to read")
 	cmd.Flags().StringVar(&plan, "plan", "", "show only the records of this plan (`ID` or a unique prefix of it)")
 	return cmd
 }
 
+// historySchemaVersion is the version of historyDoc (docs/schema/history.schema.json). Version
+// 2: key and detail are cut at 1024 bytes unless --full, keyBytes and detailBytes say so.
+const historySchemaVersion = 2
+
 // historyDoc is `kcleanup history -o json`: the verdicts, wrapped in an object like every
 // kcleanup document (output.go).
 type historyDoc struct {
-	ControlTopic string `json:"controlTopic"`
+	SchemaVersion int    `json:"schemaVersion"`
+	ControlTopic  string `json:"controlTopic"`
 	// ReadTo is the offset after the last control record folded.
 	ReadTo int64 `json:"readTo"`
 	// PlanID is the full ID of the plan --plan selected.
@@ -77,20 +88,24 @@ type historyDoc struct {
 
 // verdictEntry is one projector.Verdict in JSON.
 type verdictEntry struct {
-	Offset  int64             `json:"offset"`
-	Key     string            `json:"key"`
-	Event   events.Event      `json:"event,omitempty"`
-	PlanID  string            `json:"planId,omitempty"`
-	Verdict projector.Outcome `json:"verdict"`
-	Reason  projector.Reason  `json:"reason,omitempty"`
-	Detail  string            `json:"detail"`
+	Offset int64  `json:"offset"`
+	Key    string `json:"key"`
+	// KeyBytes is the length of a key cut to 1024 bytes (absent when whole).
+	KeyBytes int               `json:"keyBytes,omitempty"`
+	Event    events.Event      `json:"event,omitempty"`
+	PlanID   string            `json:"planId,omitempty"`
+	Verdict  projector.Outcome `json:"verdict"`
+	Reason   projector.Reason  `json:"reason,omitempty"`
+	Detail   string            `json:"detail"`
+	// DetailBytes is the length of a detail cut to 1024 bytes (absent when whole).
+	DetailBytes int `json:"detailBytes,omitempty"`
 	// At is the record's "at" (or, for a value that could not be decoded, its Kafka
 	// timestamp), RFC 3339; absent when neither is known.
 	At    *time.Time `json:"at,omitempty"`
 	Actor string     `json:"actor,omitempty"`
 }
 
-func runHistory(ctx context.Context, w io.Writer, g globalOptions, controlTopic, plan string) error {
+func runHistory(ctx context.Context, w io.Writer, g globalOptions, controlTopic, plan string, full bool) error {
 	_, proj, done, err := g.openProjection(ctx, controlTopic)
 	if err != nil {
 		return err
@@ -101,7 +116,7 @@ func runHistory(ctx context.Context, w io.Writer, g globalOptions, controlTopic,
 	if g.output == outputHTML {
 		return writeReport(w, proj, audit)
 	}
-	doc := historyDoc{ControlTopic: controlTopic, ReadTo: proj.Next, Verdicts: []verdictEntry{}}
+	doc := historyDoc{SchemaVersion: historySchemaVersion, ControlTopic: controlTopic, ReadTo: proj.Next, Verdicts: []verdictEntry{}}
 	if plan != "" {
 		if doc.PlanID, err = resolvePlanID(plan, audit, controlTopic); err != nil {
 			return err
@@ -111,8 +126,14 @@ func runHistory(ctx context.Context, w io.Writer, g globalOptions, controlTopic,
 		if doc.PlanID != "" && v.PlanID != doc.PlanID {
 			continue
 		}
-		e := verdictEntry{Offset: v.Offset, Key: v.Key, Event: v.Event, PlanID: v.PlanID,
-			Verdict: v.Outcome, Reason: v.Reason, Detail: v.Detail, Actor: v.Actor}
+		e := verdictEntry{Offset: v.Offset, Event: v.Event, PlanID: v.PlanID,
+			Verdict: v.Outcome, Reason: v.Reason, Actor: v.Actor}
+		if g.output == outputJSON {
+			e.Key, e.KeyBytes = clipJSON(v.Key, full)
+			e.Detail, e.DetailBytes = clipJSON(v.Detail, full)
+		} else {
+			e.Key, e.Detail = v.Key, v.Detail // printHistory clips for the table
+		}
 		if !v.At.IsZero() {
 			at := v.At.UTC()
 			e.At = &at
@@ -122,7 +143,7 @@ func runHistory(ctx context.Context, w io.Writer, g globalOptions, controlTopic,
 	if g.output == outputJSON {
 		return writeJSON(w, doc)
 	}
-	return printHistory(w, doc)
+	return printHistory(w, doc, full)
 }
 
 // writeReport writes the audit report (worker/console) of what the read gave.
@@ -162,7 +183,12 @@ func isHexPrefix(s string) bool {
 	return true
 }
 
-func printHistory(w io.Writer, doc historyDoc) error {
+func printHistory(w io.Writer, doc historyDoc, full bool) error {
+	detail, actor := singleLine, singleLine
+	if !full {
+		detail = func(s string) string { return singleLine(clip(s, tableDetailLimit)) }
+		actor = func(s string) string { return singleLine(clip(s, tableKeyLimit)) }
+	}
 	what := "records"
 	if doc.PlanID != "" {
 		what = "records of plan " + doc.PlanID
@@ -180,7 +206,7 @@ func printHistory(w io.Writer, doc historyDoc) error {
 			verdict += " (" + string(v.Reason) + ")"
 		}
 		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\t%s\n", v.Offset, formatTimePtr(v.At), orDash(string(v.Event)),
-			orDash(shorten(v.PlanID, shortPlanID)), verdict, orDash(v.Actor), singleLine(v.Detail))
+			orDash(shorten(v.PlanID, shortPlanID)), verdict, orDash(actor(v.Actor)), detail(v.Detail))
 	}
 	return tw.Flush()
 }

@@ -63,7 +63,7 @@ func TestHistoryListsEveryRecordWithItsVerdict(t *testing.T) {
 		t.Fatalf("no verdicts field:\n%s", stdout)
 	}
 	doc := decodeHistory(t, stdout)
-	if doc.SchemaVersion != 1 || doc.ControlTopic != e.control || doc.ReadTo != 6 {
+	if doc.SchemaVersion != historySchemaVersion || doc.ControlTopic != e.control || doc.ReadTo != 6 {
 		t.Errorf("schemaVersion %d, controlTopic %q, readTo %d", doc.SchemaVersion, doc.ControlTopic, doc.ReadTo)
 	}
 	type row struct{ event, plan, verdict, reason, actor string }

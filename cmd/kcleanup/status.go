@@ -20,6 +20,7 @@ const flagTopic = "topic"
 
 func newStatusCmd(g *globalOptions) *cobra.Command {
 	var dataTopic string
+	var full bool
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Show the committed boundary, the operations and the rejected records of a control topic",
@@ -29,7 +30,10 @@ that set it, every operation and its state, every rejected record and why, wheth
 is degraded (a record from a newer kcleanup), and the offset it read to.
 
 Name the control topic with --control-topic, or the data topic with --topic (the control topic is
-then <topic>.kcleanup). With -o json it prints the document a worker serves at /v1/status.`,
+then <topic>.kcleanup). With -o json it prints the document a worker serves at /v1/status.
+
+In the table, a key longer than 80 bytes or a detail longer than 300 is cut and ends with
+"… (N bytes)"; --full shows them whole.`,
 		Example: `  kcleanup status --topic action-state
   kcleanup status --control-topic action-state.kcleanup -o json`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -37,9 +41,10 @@ then <topic>.kcleanup). With -o json it prints the document a worker serves at /
 			if err != nil {
 				return err
 			}
-			return runStatus(cmd.Context(), cmd.OutOrStdout(), *g, ctl)
+			return runStatus(cmd.Context(), cmd.OutOrStdout(), *g, ctl, full)
 		},
 	}
+	cmd.Flags().BoolVar(&full, flagFull, false, "show keys and details whole in the table (it cuts long ones, saying their length)")
 	cmd.Flags().StringVar(&dataTopic, flagTopic, "", "data `topic` whose control topic (<topic>.kcleanup) to read")
 	return cmd
 }
@@ -73,7 +78,7 @@ func (g globalOptions) openProjection(ctx context.Context, controlTopic string) 
 	return c, proj, func() { proj.Close(); c.Close() }, nil
 }
 
-func runStatus(ctx context.Context, w io.Writer, g globalOptions, controlTopic string) error {
+func runStatus(ctx context.Context, w io.Writer, g globalOptions, controlTopic string, full bool) error {
 	_, proj, done, err := g.openProjection(ctx, controlTopic)
 	if err != nil {
 		return err
@@ -83,11 +88,11 @@ func runStatus(ctx context.Context, w io.Writer, g globalOptions, controlTopic s
 	if g.output == outputJSON {
 		return writeJSON(w, st)
 	}
-	return printStatus(w, st)
+	return printStatus(w, st, full)
 }
 
 // printStatus renders the status document for people: a summary, then one table per section.
-func printStatus(w io.Writer, st worker.Status) error {
+func printStatus(w io.Writer, st worker.Status, full bool) error {
 	tw := newTable(w)
 	fmt.Fprintf(tw, "Control topic:\t%s (read to offset %d, its end when the read began)\n", st.ControlTopic, st.ReadTo)
 	if st.Topic != "" {
@@ -131,8 +136,12 @@ func printStatus(w io.Writer, st worker.Status) error {
 		tw = newTable(w)
 		fmt.Fprintln(tw, "  PLAN\tSTATE\tRECOVERY POINT\tOFFSETS\tUPDATED\tBY")
 		for _, op := range st.Operations {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", op.PlanID, op.State, op.SourceRecoveryPoint,
-				op.Offsets.String(), formatTime(op.UpdatedAt), op.UpdatedBy)
+			rp, by := op.SourceRecoveryPoint, op.UpdatedBy
+			if !full {
+				rp, by = clip(rp, tableKeyLimit), clip(by, tableKeyLimit)
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", op.PlanID, op.State, singleLine(rp),
+				op.Offsets.String(), formatTime(op.UpdatedAt), singleLine(by))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -151,7 +160,11 @@ func printStatus(w io.Writer, st worker.Status) error {
 	tw = newTable(w)
 	fmt.Fprintln(tw, "  OFFSET\tREASON\tKEY\tDETAIL")
 	for _, r := range st.Rejected {
-		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\n", r.Offset, r.Reason, r.Key, singleLine(r.Detail))
+		key, detail := r.Key, r.Detail
+		if !full {
+			key, detail = clip(key, tableKeyLimit), clip(detail, tableDetailLimit)
+		}
+		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\n", r.Offset, r.Reason, singleLine(key), singleLine(detail))
 	}
 	return tw.Flush()
 }

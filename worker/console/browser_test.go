@@ -175,6 +175,14 @@ func TestBrowserShowsAPlanAppliedWhileThePageIsOpen(t *testing.T) {
 	if got := eval[string](t, ctx, `document.querySelector('`+lane+` .lane-facts').innerText`); !bytes.Contains([]byte(got), []byte("offsets 0=150 1=120")) {
 		t.Errorf("the lane says %q, want the offsets as the CLI writes them", got)
 	}
+	// The fleet, as the group coordinator describes it: this replica owns the topic.
+	if err := chromedp.Do(wctx, chromedp.Poll[chromedp.Void](`(document.getElementById("fleet")||{innerText:""}).innerText.includes("(this replica)")`,
+		chromedp.WithPollingTimeout(20*time.Second))); err != nil {
+		t.Errorf("the fleet does not show this replica: %v", err)
+	}
+	if got := eval[string](t, ctx, `document.getElementById("fleet").innerText`); !bytes.Contains([]byte(got), []byte(ctl)) {
+		t.Errorf("the fleet does not say this replica owns %s: %q", ctl, got)
+	}
 	screenshot(t, ctx, "console-live.png")
 
 	// Keyboard: the first Tab reaches the skip link, and every operation

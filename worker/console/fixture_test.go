@@ -125,6 +125,13 @@ func fleetStatus(t *testing.T) (worker.WorkerStatus, time.Time) {
 		Since:  t0.Add(10*time.Minute + 3*time.Second), RetryAt: t0.Add(22 * time.Minute)}}
 	other := worker.StatusOf(&worker.Projection{Topic: "payments.kcleanup", State: projector.New()})
 	unread := worker.TopicStatus{Status: other, ReadError: "unable to dial: dial tcp 10.0.0.7:9092: connect: connection refused", LagRecords: 0}
+	fleet := &worker.FleetStatus{DescribedAt: caught, Members: []worker.FleetMember{
+		{MemberID: "kcleanup-3f1c2a9e-5b7d-4c1e-9a2b-1d0e8f7a6b5c", ClientID: "kcleanup", Host: "/10.0.0.11",
+			ControlTopics: []string{"action-state.kcleanup"}, Self: true},
+		{MemberID: "kcleanup-8a4b6c2d-1e3f-4a5b-8c7d-9e0f1a2b3c4d", ClientID: "kcleanup", Host: "/10.0.0.12",
+			ControlTopics: []string{"payments.kcleanup"}},
+		{MemberID: "kcleanup-c5d6e7f8-9a0b-4c1d-8e2f-3a4b5c6d7e8f", ClientID: "kcleanup", Host: "/10.0.0.13", ControlTopics: []string{}},
+	}}
 	return worker.WorkerStatus{SchemaVersion: worker.StatusSchemaVersion, Group: "kcleanup-worker.action-state.kcleanup",
-		Actor: "worker/kc-1/17", ControlTopics: []worker.TopicStatus{owned, unread}}, caught
+		Actor: "worker/kc-1/17", ControlTopics: []worker.TopicStatus{owned, unread}, Fleet: fleet}, caught
 }

@@ -63,3 +63,18 @@ func TestPagesReferToNothingOutside(t *testing.T) {
 		}
 	}
 }
+
+// A mirror's state shows as the status document words it, whatever its
+// shape (the Flink Agents mirror adds the field).
+func TestMirrorShowsWhatTheStatusSays(t *testing.T) {
+	if got := mirrorOf(worker.TopicStatus{}); got != "" {
+		t.Errorf("no mirror: %q, want nothing", got)
+	}
+	withMirror := struct {
+		worker.TopicStatus
+		Mirror map[string]any `json:"mirror"`
+	}{Mirror: map[string]any{"topic": "action-state.flink", "lagging": true, "boundary": map[string]int{"0": 150}}}
+	if got, want := mirrorOf(withMirror), `boundary: {"0":150} · lagging: true · topic: action-state.flink`; got != want {
+		t.Errorf("mirror %q, want %q", got, want)
+	}
+}

@@ -2,8 +2,10 @@ package console
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/kcleanup/kcleanup/events"
@@ -16,19 +18,87 @@ import (
 // the only clock, used to tell a stuck operation from a pending one.
 func FromWorker(ws worker.WorkerStatus, now time.Time) View {
 	v := View{Title: "kcleanup console", Live: true, Worker: &Replica{Group: ws.Group, Actor: ws.Actor, Ready: true}}
+	owner := map[string]string{}
+	if f := ws.Fleet; f != nil {
+		v.Worker.FleetNote = "as the group coordinator described it at " + formatTime(f.DescribedAt)
+		if f.Error != "" {
+			v.Worker.FleetNote = "the group could not be described at " + formatTime(f.DescribedAt) + ": " + singleLine(f.Error)
+		}
+		for _, m := range f.Members {
+			row := Member{ID: m.MemberID, Host: orDash(m.Host), ClientID: orDash(m.ClientID), Self: m.Self, Owns: "-"}
+			if len(m.ControlTopics) > 0 {
+				row.Owns = strings.Join(m.ControlTopics, ", ")
+			}
+			for _, t := range m.ControlTopics {
+				owner[t] = "replica " + m.MemberID + " at " + orDash(m.Host)
+			}
+			v.Worker.Members = append(v.Worker.Members, row)
+		}
+	} else {
+		v.Worker.FleetNote = "the group was not described yet"
+	}
 	for _, ts := range ws.ControlTopics {
 		if !ts.CaughtUp {
 			v.Worker.Ready = false
 		}
-		v.Topics = append(v.Topics, liveTopic(ts, now))
+		t := liveTopic(ts, now)
+		switch o, ok := owner[ts.ControlTopic]; {
+		case ts.Owned:
+			t.Fleet.Owner = "this replica"
+		case ok:
+			t.Fleet.Owner = o
+		case ws.Fleet != nil && ws.Fleet.Error == "":
+			t.Fleet.Owner = "no replica: the group assigned it to none"
+			t.Alerts = append(t.Alerts, Alert{Level: "bad", Title: "No owner",
+				Text: "no replica of the group owns this control topic: nothing finishes its COMMITTED or DELETING operations",
+				Hint: "check the workers' logs (authorization, unknown topic); every replica of a group must serve the same control topics"})
+		default:
+			t.Fleet.Owner = "unknown"
+		}
+		v.Topics = append(v.Topics, t)
 	}
 	return v
+}
+
+// mirrorOf renders the "mirror" member of a control topic's status, when
+// the document has one (the Flink Agents mirror adds it), as "key value"
+// pairs: the console shows what the document says without knowing its
+// shape.
+func mirrorOf(ts any) string {
+	b, err := json.Marshal(ts)
+	if err != nil {
+		return ""
+	}
+	var doc map[string]json.RawMessage
+	if json.Unmarshal(b, &doc) != nil || doc["mirror"] == nil || string(doc["mirror"]) == "null" {
+		return ""
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(doc["mirror"], &m) != nil {
+		return singleLine(string(doc["mirror"]))
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		v := string(m[k])
+		var str string
+		if json.Unmarshal(m[k], &str) == nil {
+			v = str
+		}
+		parts = append(parts, k+": "+singleLine(v))
+	}
+	return strings.Join(parts, " · ")
 }
 
 func liveTopic(ts worker.TopicStatus, now time.Time) Topic {
 	st := ts.Status
 	t := header(st)
-	t.Fleet = &Fleet{Owned: ts.Owned, CaughtUp: ts.CaughtUp, LagRecords: ts.LagRecords, ReadError: singleLine(ts.ReadError)}
+	t.Fleet = &Fleet{Owned: ts.Owned, CaughtUp: ts.CaughtUp, LagRecords: ts.LagRecords, ReadError: singleLine(ts.ReadError),
+		Mirror: mirrorOf(ts)}
 	if ts.CaughtUpAt != nil {
 		t.Fleet.CaughtUpAt = formatTime(*ts.CaughtUpAt)
 	}

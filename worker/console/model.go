@@ -26,10 +26,21 @@ type View struct {
 	Topics []Topic
 }
 
-// Replica is the worker that serves the console.
+// Replica is the worker that serves the console, and its fleet.
 type Replica struct {
 	Group, Actor string
 	Ready        bool
+	// Members is the consumer group as the replica last described it;
+	// FleetNote says when, or why it could not.
+	Members   []Member
+	FleetNote string
+}
+
+// Member is one replica of the fleet.
+type Member struct {
+	ID, Host, ClientID string
+	Owns               string
+	Self               bool
 }
 
 // ReportInfo is the provenance of a report: nothing but the log.
@@ -70,6 +81,8 @@ type Alert struct {
 
 // Fleet is this replica's part in the fleet for one control topic.
 type Fleet struct {
+	// Owner names the replica that owns the control topic.
+	Owner      string
 	Owned      bool
 	CaughtUp   bool
 	CaughtUpAt string

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/projector"
+	"github.com/kcleanup/kcleanup/projector/flinkagents"
 )
 
 // SchemaVersion is the version of the verdict document. 2: hints became a
@@ -60,6 +61,10 @@ type Projection struct {
 	// Foreign lists the rejected records that looked like another tool's
 	// control format when they were read (Foreign).
 	Foreign []ForeignRecord
+	// Flink is set when every record is in Flink Agents' format: the
+	// records folded by the job's own rules (projector/flinkagents). The
+	// gate then decides by that fold (flink.go), never by State's.
+	Flink *flinkagents.Fold
 }
 
 // Data is what the cluster said about the markers' data topic, from an
@@ -186,6 +191,9 @@ func Decide(f Facts) Verdict {
 		readTo := p.ReadTo
 		d.v.ReadTo = &readTo
 	}
+	if p := f.Projection; st != nil && p.Flink != nil {
+		return d.decideFlink(p.Flink)
+	}
 	d.control(st)
 	if st != nil {
 		d.logical(st)
@@ -302,7 +310,11 @@ func (d *decision) logical(st *projector.State) {
 			"pass the recovery point's markers for the action-state topic")
 		return
 	}
+	bt, bid, _ := st.Binding()
 	for i, m := range d.f.Markers {
+		if m.Topic != bt || m.TopicID != bid {
+			continue // another topic's boundary says nothing about it (the binding check said so)
+		}
 		for _, p := range boundary.Partitions() {
 			b, plan := boundary[p], st.BoundarySetBy(p)
 			hint := fmt.Sprintf("restore from a newer checkpoint or savepoint, taken after plan %s was committed: records of %s-%d below offset %d may already be deleted",

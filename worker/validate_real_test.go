@@ -1,0 +1,209 @@
+package worker
+
+// The recovery gate's cases of issue #9 through POST /v1/validate on a running worker, on the
+// real broker: the same verdicts as `kcleanup validate` (cmd/kcleanup/validate_gate_test.go),
+// 409 where restoring is proved unsafe and 503 where the gate cannot tell.
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kcleanup/kcleanup/events"
+	"github.com/kcleanup/kcleanup/worker/gate"
+	"github.com/kcleanup/kcleanup/worker/kafkatest"
+)
+
+const realTimeout = 60 * time.Second
+
+// realCase is one data topic and its control topic on the real broker.
+type realCase struct {
+	topic, id, ctl string
+	plan           events.Plan // applied C1, when applied
+}
+
+func realDataTopic(t *testing.T, cl *kgo.Client, name string) (string, string) {
+	t.Helper()
+	topic := kafkatest.NewTopic(t, cl, name, 2, map[string]string{"cleanup.policy": "compact,delete", "retention.ms": "-1", "retention.bytes": "-1"})
+	kafkatest.Produce(t, cl, topic, 0, 200)
+	kafkatest.Produce(t, cl, topic, 1, 200)
+	ctx, cancel := context.WithTimeout(context.Background(), realTimeout)
+	defer cancel()
+	id, err := kafkatest.TopicIDUncached(ctx, cl, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return topic, id
+}
+
+// applied is a data topic whose control topic (as init makes it) has C1 (0=150 1=120) applied.
+func applied(t *testing.T, c *Cluster, cl *kgo.Client, name string) realCase {
+	t.Helper()
+	rc := realCase{}
+	rc.topic, rc.id = realDataTopic(t, cl, name)
+	rc.ctl = ControlTopicFor(rc.topic)
+	ctx, cancel := context.WithTimeout(context.Background(), realTimeout)
+	defer cancel()
+	proj := controlProjection(t, ctx, c, rc.ctl, rc.topic)
+	t.Cleanup(func() { _, _ = c.adm.DeleteTopic(context.Background(), rc.ctl) })
+	rc.plan = mustPlan(t, "C1", rc.topic, rc.id, events.Offsets{0: 150, 1: 120})
+	if out, err := c.Apply(ctx, proj, rc.plan, Options{Actor: "test/apply"}); err != nil || out.State != "APPLIED" {
+		t.Fatalf("apply C1: %v %+v", err, out)
+	}
+	return rc
+}
+
+// post asks the worker and decodes the verdict.
+func post(t *testing.T, url string, rc realCase, id string, offs events.Offsets) (int, gate.Verdict) {
+	t.Helper()
+	a := do(t, "POST", url+"/v1/validate?controlTopic="+rc.ctl, marker(rc.topic, id, offs))
+	var v gate.Verdict
+	a.decode(t, &v)
+	if v.SchemaVersion != gate.SchemaVersion || v.Hints == nil || v.Refusals == nil || v.Notes == nil {
+		t.Fatalf("answer %d is not a verdict document:\n%s", a.code, a.body)
+	}
+	return a.code, v
+}
+
+func wantVerdict(t *testing.T, code int, v gate.Verdict, wantCode int, reason gate.Reason, fragments ...string) {
+	t.Helper()
+	if code != wantCode || v.Reason != reason || v.Allowed != (wantCode == 200) || v.Class.HTTPStatus() != wantCode {
+		t.Fatalf("answer %d %s (%s), want %d %s: %s", code, v.Reason, v.Class, wantCode, reason, v.Message)
+	}
+	for _, f := range fragments {
+		if !strings.Contains(v.Message+strings.Join(v.Notes, "\n"), f) {
+			t.Errorf("answer does not say %q: %s %q", f, v.Message, v.Notes)
+		}
+	}
+}
+
+func TestValidateOnAWorkerOfTheRealBroker(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs a Kafka broker")
+	}
+	bootstrap := kafkatest.Bootstrap(t)
+	cl := kafkatest.Client(t, bootstrap)
+	c, err := Connect(kgo.SeedBrokers(bootstrap))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	adm := kadm.NewClient(cl)
+
+	live := applied(t, c, cl, "gate-live")
+	deleted := applied(t, c, cl, "gate-deleted")
+	recreated := applied(t, c, cl, "gate-recreated")
+
+	empty := realCase{}
+	empty.topic, empty.id = realDataTopic(t, cl, "gate-empty")
+	empty.ctl = ControlTopicFor(empty.topic)
+	kafkatest.CreateTopic(t, cl, empty.ctl, 1, gate.CreateSettings())
+
+	compactOnly := realCase{}
+	compactOnly.topic, compactOnly.id = realDataTopic(t, cl, "gate-compact-only")
+	compactOnly.ctl = ControlTopicFor(compactOnly.topic)
+	kafkatest.CreateTopic(t, cl, compactOnly.ctl, 1, map[string]string{"cleanup.policy": "compact"})
+
+	twoPartitions := realCase{}
+	twoPartitions.topic, twoPartitions.id = realDataTopic(t, cl, "gate-two")
+	twoPartitions.ctl = ControlTopicFor(twoPartitions.topic)
+	kafkatest.CreateTopic(t, cl, twoPartitions.ctl, 2, map[string]string{"cleanup.policy": "delete"})
+
+	flink := realCase{}
+	flink.topic, flink.id = realDataTopic(t, cl, "gate-flink")
+	flink.ctl = ControlTopicFor(flink.topic)
+	kafkatest.CreateTopic(t, cl, flink.ctl, 1, gate.CreateSettings())
+	fplan := mustPlan(t, "chk-7", flink.topic, flink.id, events.Offsets{0: 150, 1: 120})
+	ctx, cancel := context.WithTimeout(context.Background(), realTimeout)
+	defer cancel()
+	value := `{"schemaVersion":1,"status":"COMMITTED","plan":` + strings.TrimSpace(string(fplan.Encode())) + `}`
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: flink.ctl, Partition: 0, Key: []byte(fplan.PlanID), Value: []byte(value)}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+
+	cases := []realCase{live, deleted, recreated, empty, compactOnly, twoPartitions, flink}
+	var ctls []string
+	for _, rc := range cases {
+		ctls = append(ctls, rc.ctl)
+	}
+	r := startDaemon(t, c, WithControlTopics(ctls...), WithBootstrap(bootstrap), WithLogger(testLogger(t)), WithShutdownGrace(time.Second))
+	srv := httptest.NewServer(r.d.Handler())
+	t.Cleanup(srv.Close)
+	kafkatest.Eventually(t, realTimeout, "ready", func() bool { return do(t, "GET", srv.URL+"/readyz", "").code == 200 })
+
+	t.Run("allowed, then refused below the boundary and above the high watermark", func(t *testing.T) {
+		code, v := post(t, srv.URL, live, live.id, events.Offsets{0: 150, 1: 120})
+		wantVerdict(t, code, v, 200, "")
+		code, v = post(t, srv.URL, live, live.id, events.Offsets{0: 100, 1: 120})
+		wantVerdict(t, code, v, 409, gate.BelowBoundary,
+			fmt.Sprintf("Cannot restore Kafka action state for %s-0 from offset 100 because the committed cleanup boundary is 150 (set by plan %s)", live.topic, live.plan.PlanID))
+		code, v = post(t, srv.URL, live, live.id, events.Offsets{0: 250, 1: 120})
+		wantVerdict(t, code, v, 409, gate.OutOfRange, "requested offset 250 is outside the available range [150, 200]")
+	})
+	t.Run("records deleted outside kcleanup", func(t *testing.T) {
+		offs := events.Offsets{0: 160, 1: 130}
+		code, v := post(t, srv.URL, live, live.id, offs)
+		wantVerdict(t, code, v, 200, "")
+		to := kadm.Offsets{}
+		to.AddOffset(live.topic, 0, 170, -1)
+		if resp, err := adm.DeleteRecords(ctx, to); err != nil || resp.Error() != nil {
+			t.Fatalf("delete records: %v %v", err, resp.Error())
+		}
+		code, v = post(t, srv.URL, live, live.id, offs)
+		wantVerdict(t, code, v, 409, gate.OutOfRange, "requested offset 160 is outside the available range [170, 200]")
+	})
+	t.Run("data topic deleted after apply", func(t *testing.T) {
+		if _, err := adm.DeleteTopic(ctx, deleted.topic); err != nil {
+			t.Fatal(err)
+		}
+		kafkatest.Eventually(t, realTimeout, "refused", func() bool {
+			code, v := post(t, srv.URL, deleted, deleted.id, events.Offsets{0: 150, 1: 120})
+			return code == 409 && v.Reason == gate.DataTopicMissing
+		})
+	})
+	t.Run("data topic deleted and recreated", func(t *testing.T) {
+		if _, err := adm.DeleteTopic(ctx, recreated.topic); err != nil {
+			t.Fatal(err)
+		}
+		kafkatest.Eventually(t, realTimeout, "recreated", func() bool {
+			resp, err := adm.CreateTopic(ctx, 2, -1, map[string]*string{"cleanup.policy": kadm.StringPtr("compact,delete")}, recreated.topic)
+			return err == nil && resp.Err == nil
+		})
+		var code int
+		var v gate.Verdict
+		// Until the broker's metadata shows the new incarnation, the topic is missing (409 too).
+		kafkatest.Eventually(t, realTimeout, "the new incarnation seen", func() bool {
+			code, v = post(t, srv.URL, recreated, recreated.id, events.Offsets{0: 150, 1: 120})
+			return code == 409 && v.Reason != gate.DataTopicMissing
+		})
+		wantVerdict(t, code, v, 409, gate.TopicRecreated, "the recovery point is from topic ID "+recreated.id+" but the topic now has ID ")
+	})
+	t.Run("an empty control topic as init makes it", func(t *testing.T) {
+		code, v := post(t, srv.URL, empty, empty.id, events.Offsets{0: 0, 1: 0})
+		wantVerdict(t, code, v, 200, "", "control topic "+empty.ctl+" is empty: no cleanup boundary is committed")
+		code, v = post(t, srv.URL, empty, empty.id, events.Offsets{0: 201, 1: 0})
+		wantVerdict(t, code, v, 409, gate.OutOfRange, "[0, 200]")
+	})
+	t.Run("a control topic with cleanup.policy=compact only", func(t *testing.T) {
+		code, v := post(t, srv.URL, compactOnly, compactOnly.id, events.Offsets{0: 0, 1: 0})
+		wantVerdict(t, code, v, 503, gate.ControlTopicSettings, "min.compaction.lag.ms is 0")
+		if !strings.HasSuffix(v.Hints[0], "--entity-name "+compactOnly.ctl+" --add-config min.compaction.lag.ms=604800000") ||
+			!strings.Contains(v.Hints[0], "--bootstrap-server "+bootstrap) {
+			t.Errorf("hints %q", v.Hints)
+		}
+	})
+	t.Run("not a control topic", func(t *testing.T) {
+		code, v := post(t, srv.URL, twoPartitions, twoPartitions.id, events.Offsets{0: 0, 1: 0})
+		wantVerdict(t, code, v, 503, gate.ControlTopicPartitions, "has 2 partitions")
+	})
+	t.Run("a control topic of Flink Agents' format", func(t *testing.T) {
+		code, v := post(t, srv.URL, flink, flink.id, events.Offsets{0: 0, 1: 0})
+		wantVerdict(t, code, v, 503, gate.ForeignFormat, "Flink Agents' control format", fplan.PlanID)
+	})
+}
