@@ -463,6 +463,8 @@ func TestJSONDocumentsMatchTheirSchemas(t *testing.T) {
 		{"history.schema.json", []string{"history", "--topic", e.topic}, exitOK},
 		{"history.schema.json", []string{"history", "--topic", e.topic, "--plan", c1[:12]}, exitOK},
 		{"history.schema.json", []string{"history", "--topic", e.topic, "--full"}, exitOK},
+		{"status.schema.json", []string{"status", "--topic", e.topic}, exitOK},
+		{"status.schema.json", []string{"status", "--topic", e.topic, "--all"}, exitOK},
 		{"findings.schema.json", []string{"doctor", "--topic", e.topic}, exitOK},
 		{"findings.schema.json", []string{"doctor", "--topic", e.topic + "-missing"}, exitError},
 		{"findings.schema.json", []string{"init", "--topic", e.topic}, exitOK},
