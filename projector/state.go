@@ -179,7 +179,7 @@ func (s *State) Next() int64 {
 // Degraded reports whether a record from a newer kcleanup was seen, and which
 // (offset and why). It is sticky: only an upgraded build replaying the log
 // clears it. A degraded projection must not approve recovery points
-// (Validate refuses) and workers must not delete.
+// (the recovery gate cannot tell) and workers must not delete.
 func (s *State) Degraded() (bool, string) {
 	return s.degraded, s.degradedReason
 }
