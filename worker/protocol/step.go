@@ -450,12 +450,6 @@ func (r *Run) caughtUp(st *projector.State) Step {
 	default:
 		return Step{Kind: Refused, Err: errors.Mark(errors.Newf("plan %s is %s; only a COMMITTED plan may be deleted", r.planID, op.State), ErrRejected)}
 	}
-	if err := atRisk(st); err != nil {
-		return Step{Kind: Blocked, Err: err}
-	}
-	if err := misplaced(op); err != nil {
-		return Step{Kind: Blocked, Err: err}
-	}
 	// Checked before DELETING too, so that a blocked operation retried by a
 	// worker does not append a DELETING on every attempt.
 	r.phase = phaseRechecked
@@ -483,12 +477,6 @@ func (r *Run) rechecked(st *projector.State, rep Report) Step {
 	if op.State != fsm.Deleting {
 		return Step{Kind: Wait, Err: errors.AssertionFailedf("plan %s is %s in the projection, not DELETING: no deletion", r.planID, op.State)}
 	}
-	if err := atRisk(st); err != nil {
-		return Step{Kind: Blocked, Err: err}
-	}
-	if err := misplaced(op); err != nil {
-		return Step{Kind: Blocked, Err: err}
-	}
 	to := events.Offsets{}
 	for p, off := range r.plan.Offsets {
 		if rep.Topic.Start[p] < off {
@@ -498,6 +486,15 @@ func (r *Run) rechecked(st *projector.State, rep Report) Step {
 	if len(to) == 0 {
 		// Nothing below the plan is left: the starts just listed verify it.
 		return r.verified(Report{Starts: rep.Topic.Start})
+	}
+	// Finishing with nothing left to delete is safe whatever the history
+	// says (a recommitted operation carries the boundary it restores);
+	// deleting is not.
+	if err := atRisk(st); err != nil {
+		return Step{Kind: Blocked, Err: err}
+	}
+	if err := misplaced(op); err != nil {
+		return Step{Kind: Blocked, Err: err}
 	}
 	r.phase = phaseDeleted
 	return Step{Kind: Delete, Topic: r.plan.Topic, Delete: to, Of: len(r.plan.Offsets)}
