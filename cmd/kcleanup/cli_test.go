@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -109,6 +110,30 @@ func TestREADMEAgreesWithTheBinary(t *testing.T) {
 	for name := range listed {
 		if !inREADME[name] {
 			t.Errorf("kcleanup --help lists %q, which README's table of commands does not", name)
+		}
+	}
+	// The operator guide's table at a glance: every command it shows exists, with its flags.
+	guide, err := os.ReadFile(filepath.Join(root, "docs", "operator-guide.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(guide), "\n") {
+		if !strings.HasPrefix(line, "| `kcleanup ") {
+			continue
+		}
+		cell := strings.Split(line, " | ")[0]
+		for _, m := range span.FindAllStringSubmatch(cell, -1) {
+			fields := strings.Fields(strings.TrimPrefix(m[1], "kcleanup "))
+			if len(fields) == 0 || !listed[fields[0]] {
+				t.Errorf("docs/operator-guide.md shows `%s`, not a command of kcleanup --help", m[1])
+				continue
+			}
+			_, cmdHelp, _ := runCLI(t, fields[0], "--help")
+			for _, f := range flag.FindAllString(m[1], -1) {
+				if !strings.Contains(cmdHelp, "  "+f+" ") && !strings.Contains(cmdHelp, ", "+f+" ") {
+					t.Errorf("docs/operator-guide.md shows `%s`, but %s has no flag %s", m[1], fields[0], f)
+				}
+			}
 		}
 	}
 	if !strings.Contains(section, "`doctor --topic T`") || !strings.Contains(section, "kcleanup <command> --help") {
@@ -438,6 +463,8 @@ func TestJSONDocumentsMatchTheirSchemas(t *testing.T) {
 		{"history.schema.json", []string{"history", "--topic", e.topic}, exitOK},
 		{"history.schema.json", []string{"history", "--topic", e.topic, "--plan", c1[:12]}, exitOK},
 		{"history.schema.json", []string{"history", "--topic", e.topic, "--full"}, exitOK},
+		{"status.schema.json", []string{"status", "--topic", e.topic}, exitOK},
+		{"status.schema.json", []string{"status", "--topic", e.topic, "--all"}, exitOK},
 		{"findings.schema.json", []string{"doctor", "--topic", e.topic}, exitOK},
 		{"findings.schema.json", []string{"doctor", "--topic", e.topic + "-missing"}, exitError},
 		{"findings.schema.json", []string{"init", "--topic", e.topic}, exitOK},
@@ -454,6 +481,54 @@ func TestJSONDocumentsMatchTheirSchemas(t *testing.T) {
 		}
 		if err := s[tc.schema].Validate(inst); err != nil {
 			t.Errorf("%s does not match %s: %v\n%s", strings.Join(tc.args, " "), tc.schema, err, clip(stdout, 4000))
+		}
+	}
+}
+
+// TestExitCodesAgreeEverywhere: the one map of exit codes (exitcode.go) is the one --help, README
+// and the operator guide document: each lists exactly the codes the binary can return.
+func TestExitCodesAgreeEverywhere(t *testing.T) {
+	clearEnv(t)
+	codes := []int{exitOK, exitError, exitUsage, exitRefused, exitCannotTell}
+	root, err := repo.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	guide, err := os.ReadFile(filepath.Join(root, "docs", "operator-guide.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, help, _ := runCLI(t, "--help")
+	found := func(re *regexp.Regexp, text string) []int {
+		var out []int
+		for _, m := range re.FindAllStringSubmatch(text, -1) {
+			n, _ := strconv.Atoi(m[1])
+			if !slices.Contains(out, n) {
+				out = append(out, n)
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	readmeLine := regexp.MustCompile(`(?m)^Exit codes:.*(?:\n.+)*`).FindString(string(readme))
+	guideSection := string(guide)
+	if i := strings.Index(guideSection, "## Exit codes"); i >= 0 {
+		guideSection = guideSection[i:]
+		if j := strings.Index(guideSection[3:], "\n## "); j >= 0 {
+			guideSection = guideSection[:j+3]
+		}
+	}
+	for name, got := range map[string][]int{
+		"--help":                 found(regexp.MustCompile(`(?m)^  (\d)  `), help),
+		"README.md":              found(regexp.MustCompile(`\*\*(\d)\*\*`), readmeLine),
+		"docs/operator-guide.md": found(regexp.MustCompile(`(?m)^\| (\d) \|`), guideSection),
+	} {
+		if !slices.Equal(got, codes) {
+			t.Errorf("%s documents exit codes %v; the binary has %v", name, got, codes)
 		}
 	}
 }
