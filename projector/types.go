@@ -52,7 +52,9 @@ const (
 // Maintenance is what a record's maintenance headers say: the fleet's own
 // upkeep of the log, not another writer's record.
 type Maintenance struct {
-	Kind, Actor, Reason string
+	Kind   string `json:"kind"`
+	Actor  string `json:"actor"`
+	Reason string `json:"reason"`
 }
 
 // Outcome is what the fold made of one record. Its values are stable words,
