@@ -75,7 +75,7 @@ func (s *State) Unconfirmed() []Operation {
 // was accepted and erased (the log cleaner ran over an overwrite before a
 // repair). It is rejected, so it moves no operation (a forged DELETING must
 // never cause a deletion), but while it is unconfirmed the boundary readers
-// see (Boundary, Validate) stays at or above its plan, as the erased
+// see (Boundary, and so the recovery gate) stays at or above its plan, as the erased
 // COMMITTED made it. The commit rules do not see it (see Boundary).
 func (s *State) evidenceOf(v Verdict, env events.Envelope, oi int32, o *op) (Verdict, change) {
 	if o == nil {

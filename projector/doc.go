@@ -15,7 +15,7 @@
 //	for _, r := range records { // in offset order, as read
 //		v := s.Step(r)          // v.Outcome: Accepted, Duplicate or Rejected
 //	}
-//	err := s.Validate(markers)  // nil, or a *RefusalError with a hint
+//	b := s.Boundary()           // what the recovery gate (package worker/gate) compares markers with
 //
 // # The rules, in the order Step applies them
 //
@@ -92,23 +92,22 @@
 // # Degraded
 //
 // A record from a newer kcleanup makes the projection degraded for good
-// (until an upgraded build replays the log). Folding goes on, but Validate
-// refuses every recovery point, and a worker must not delete while
-// Degraded() is true.
+// (until an upgraded build replays the log). Folding goes on, but the
+// recovery gate allows no recovery point, and a worker must not delete
+// while Degraded() is true.
 //
 // # Recovery validation
 //
-// Validate(markers) is the recovery gate of DESIGN §7: it refuses when the
-// projection is degraded, when a marker names another topic or topic ID
-// than the binding, when no marker is given although a boundary exists, and
-// when a marker lacks a partition of the boundary or is below it:
+// The recovery gate of DESIGN §7 is package worker/gate: it reads Boundary,
+// BoundarySetBy, Binding, Degraded, AtRisk, Rejected and Retractions, and
+// it alone defines the reasons of a refusal. The transcripts' validate
+// directive shows its logical half on the fold:
 //
 //	Cannot restore Kafka action state for action-state-0 from offset 100 because the committed cleanup boundary is 150 (set by plan <planId>)
 //
-// Refusals lists every reason, per marker and partition. Whether the
-// projection has caught up with the control topic is NOT known here: the
-// reader in package worker must fold up to the end offset it captured
-// before asking, and must not ask otherwise.
+// Whether the projection has caught up with the control topic is NOT known
+// here: the reader in package worker must fold up to the end offset it
+// captured before asking, and must not ask otherwise.
 //
 // # History at risk
 //
