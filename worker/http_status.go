@@ -80,6 +80,9 @@ type Status struct {
 // compaction keeps it (DESIGN §5).
 type PendingRepair struct {
 	Key string `json:"key"`
+	// KeyBytes is the length of a key the default view cut at TextLimit
+	// bytes (absent when whole).
+	KeyBytes int `json:"keyBytes,omitempty"`
 	// Offset is that of the accepted record being repaired.
 	Offset int64 `json:"offset"`
 }
@@ -87,7 +90,8 @@ type PendingRepair struct {
 // PendingRetraction is a key holding only rejected records, which a worker
 // will tombstone.
 type PendingRetraction struct {
-	Key string `json:"key"`
+	Key      string `json:"key"`
+	KeyBytes int    `json:"keyBytes,omitempty"` // as PendingRepair's
 	// Offset and At are those of the latest record under the key (At is its
 	// Kafka timestamp: the grace is counted from it).
 	Offset int64     `json:"offset"`
@@ -127,12 +131,17 @@ type StepStatus struct {
 
 // RejectedRecord is one control record the fold rejected.
 type RejectedRecord struct {
-	Offset int64            `json:"offset"`
-	Key    string           `json:"key"`
-	Reason projector.Reason `json:"reason"`
-	Detail string           `json:"detail"`
-	At     time.Time        `json:"at"`
-	Actor  string           `json:"actor,omitempty"`
+	Offset int64  `json:"offset"`
+	Key    string `json:"key"`
+	// KeyBytes and DetailBytes are the lengths of a key and a detail the
+	// default view cut at TextLimit bytes (absent when whole): a record's
+	// writer chose them, up to a megabyte.
+	KeyBytes    int              `json:"keyBytes,omitempty"`
+	Reason      projector.Reason `json:"reason"`
+	Detail      string           `json:"detail"`
+	DetailBytes int              `json:"detailBytes,omitempty"`
+	At          time.Time        `json:"at"`
+	Actor       string           `json:"actor,omitempty"`
 }
 
 // BlockedOperation is an operation a worker will not retry until RetryAt,
@@ -207,9 +216,10 @@ func statusOf(proj *Projection, complete bool) Status {
 		st.Operations = append(st.Operations, os)
 	}
 	for _, v := range rejected {
-		st.Rejected = append(st.Rejected, RejectedRecord{
-			Offset: v.Offset, Key: v.Key, Reason: v.Reason, Detail: v.Detail, At: v.At, Actor: v.Actor,
-		})
+		r := RejectedRecord{Offset: v.Offset, Reason: v.Reason, At: v.At, Actor: v.Actor}
+		r.Key, r.KeyBytes = clipField(v.Key, complete)
+		r.Detail, r.DetailBytes = clipField(v.Detail, complete)
+		st.Rejected = append(st.Rejected, r)
 	}
 	for _, n := range st.OperationCounts {
 		st.OperationsOmitted += n
@@ -220,11 +230,15 @@ func statusOf(proj *Projection, complete bool) Status {
 	}
 	st.RejectedOmitted -= len(st.Rejected)
 	for _, r := range s.Repairs() {
-		st.Repairs = append(st.Repairs, PendingRepair{Key: string(r.Key), Offset: r.Offset})
+		rep := PendingRepair{Offset: r.Offset}
+		rep.Key, rep.KeyBytes = clipField(string(r.Key), complete)
+		st.Repairs = append(st.Repairs, rep)
 	}
 	st.UnrepairedKeys = len(st.Repairs)
 	for _, r := range s.Retractions() {
-		st.Retractions = append(st.Retractions, PendingRetraction{Key: string(r.Key), Offset: r.Offset, At: r.Timestamp})
+		ret := PendingRetraction{Offset: r.Offset, At: r.Timestamp}
+		ret.Key, ret.KeyBytes = clipField(string(r.Key), complete)
+		st.Retractions = append(st.Retractions, ret)
 	}
 	return st
 }
