@@ -160,13 +160,14 @@ type RejectedRecord struct {
 // MaintenanceRecord is one record a worker wrote to keep the log safe to
 // compact, as its headers describe it.
 type MaintenanceRecord struct {
-	Offset  int64             `json:"offset"`
-	Key     string            `json:"key"`
-	Kind    string            `json:"kind"`
-	Actor   string            `json:"actor"`
-	Reason  string            `json:"reason"`
-	Verdict projector.Outcome `json:"verdict"`
-	At      time.Time         `json:"at"`
+	Offset   int64             `json:"offset"`
+	Key      string            `json:"key"`
+	KeyBytes int               `json:"keyBytes,omitempty"` // as PendingRepair's
+	Kind     string            `json:"kind"`
+	Actor    string            `json:"actor"`
+	Reason   string            `json:"reason"`
+	Verdict  projector.Outcome `json:"verdict"`
+	At       time.Time         `json:"at"`
 }
 
 // BlockedOperation is an operation a worker will not retry until RetryAt,
@@ -243,8 +244,9 @@ func statusOf(proj *Projection, complete bool) Status {
 	st.Maintenance, st.MaintenanceCounts = []MaintenanceRecord{}, map[string]int{}
 	for _, v := range s.MaintenanceRecords() {
 		m := v.Maintenance
-		st.Maintenance = append(st.Maintenance, MaintenanceRecord{Offset: v.Offset, Key: v.Key, Kind: m.Kind,
-			Actor: m.Actor, Reason: m.Reason, Verdict: v.Outcome, At: v.At})
+		rec := MaintenanceRecord{Offset: v.Offset, Kind: m.Kind, Actor: m.Actor, Reason: m.Reason, Verdict: v.Outcome, At: v.At}
+		rec.Key, rec.KeyBytes = clipField(v.Key, complete) // a retraction carries the junk key it tombstones
+		st.Maintenance = append(st.Maintenance, rec)
 	}
 	for k, n := range s.MaintenanceCounts() {
 		st.MaintenanceCounts[k] = n
