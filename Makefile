@@ -6,12 +6,13 @@ KAFKA := cmd/kafkadev/kafka.sh
 # Integration tests read the broker address from here; `make test` fills it in.
 export KCLEANUP_TEST_BOOTSTRAP ?=
 # The pure packages (no Kafka client, no clock, no os): `make test` runs them
-# under the race detector; they need no broker. Every other package runs
+# in full, then -short under the race detector (which makes the property tests
+# 5-10x slower); they need no broker. Every other package runs
 # against the broker.
 PURE  := $(shell $(GO) list $(patsubst %,./%/...,$(wildcard events fsm projector worker/protocol worker/gate)))
 OTHER := $(filter-out $(PURE),$(shell $(GO) list $(PKGS)))
 
-.PHONY: help build demo test test-unit lint fuzz bench bench-quick bench-go \
+.PHONY: help build demo test test-unit sim lint fuzz bench bench-quick bench-go \
         kafka-up kafka-down kafka-cli docs screenshots chromium clean
 
 help: ## list the targets
@@ -30,8 +31,9 @@ build: ## build bin/kcleanup (BIN=path for elsewhere), naming the commit in its 
 demo: build ## walk the C0/C1 example end to end on an embedded broker
 	$(BIN) demo
 
-test: chromium ## all tests: the pure packages under -race, then the rest against a real Kafka broker (started if needed)
-	$(GO) test -race -count=1 $(PURE)
+test: chromium ## all tests: the pure packages (in full, then -short under -race), then the rest against a real Kafka broker (started if needed)
+	$(GO) test -count=1 $(PURE)
+	$(GO) test -race -short -count=1 $(PURE)
 	$(KAFKA) test $(GO) test -count=1 $(OTHER)
 
 # The console's browser test drives Debian's headless Chromium; CI runs as root on a fresh clone.
@@ -40,6 +42,9 @@ chromium: ## install Chromium (Debian package `chromium`) for the console's brow
 	sudo=; [ "$$(id -u)" = 0 ] || sudo=sudo; \
 	echo "chromium: not installed; installing Debian's package (apt-get install -y chromium)"; \
 	$$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq chromium >/dev/null
+
+sim: ## the deterministic fleet simulation on 10,000 seeds, with fault and step counts (worker/sim)
+	$(GO) test -count=1 -run '^TestSimulation$$' -v ./worker/sim -args -seeds=$${SEEDS:-10000}
 
 test-unit: ## tests that need no broker
 	$(GO) test -count=1 -short $(PKGS)
