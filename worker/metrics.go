@@ -133,8 +133,12 @@ func (e emitter) emit(typ prometheus.ValueType, name, help string, value float64
 func (c snapshotCollector) Collect(ch chan<- prometheus.Metric) {
 	d := c.d
 	e := emitter{ch: ch, descs: map[string]*prometheus.Desc{}}
-	gauge := func(name, help string, v float64, labels ...string) { e.emit(prometheus.GaugeValue, name, help, v, labels...) }
-	counter := func(name, help string, v float64, labels ...string) { e.emit(prometheus.CounterValue, name, help, v, labels...) }
+	gauge := func(name, help string, v float64, labels ...string) {
+		e.emit(prometheus.GaugeValue, name, help, v, labels...)
+	}
+	counter := func(name, help string, v float64, labels ...string) {
+		e.emit(prometheus.CounterValue, name, help, v, labels...)
+	}
 	topics := d.cfg.topics
 	snaps := make([]*snapshot, len(topics))
 	owners := make([]*owner, len(topics))
