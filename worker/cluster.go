@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kcleanup/kcleanup/events"
+	"github.com/kcleanup/kcleanup/worker/protocol"
 )
 
 // ErrTopicNotFound is returned when a topic does not exist on the cluster.
@@ -57,19 +58,9 @@ func (c *Cluster) Client() *kgo.Client { return c.cl }
 // the worker's consumer-group member, a test's raw reader.
 func (c *Cluster) ConnOpts() []kgo.Opt { return slices.Clone(c.opts) }
 
-// TopicInfo is what the protocol needs to know about a topic at one moment.
-type TopicInfo struct {
-	Name string
-	// ID is the topic ID in Kafka's text form (URL-safe base64, no padding).
-	ID         string
-	Partitions []int32
-	// Replicas is the replication factor of the first partition.
-	Replicas int
-	// Configs holds the effective value of every topic config.
-	Configs map[string]string
-	// Start and End are the log-start offset and high watermark per partition.
-	Start, End events.Offsets
-}
+// TopicInfo is what the protocol needs to know about a topic at one moment
+// (protocol.Topic).
+type TopicInfo = protocol.Topic
 
 // TopicIDString renders a topic ID the way Kafka's tools print it. kadm's
 // TopicID.String uses padded standard base64, which is not Kafka's text form.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/projector"
+	"github.com/kcleanup/kcleanup/projector/flinkagents"
 	"github.com/kcleanup/kcleanup/worker/gate"
 )
 
@@ -85,6 +86,12 @@ type Projection struct {
 
 	reader  *kgo.Client
 	cluster *Cluster
+	// formats counts the records read by the format their key is in
+	// (formats.go): a control topic in Flink Agents' format is read only.
+	formats formatCount
+	// flink folds the records by Flink Agents' rules while none of them is
+	// kcleanup's (formats.go); nil once one is.
+	flink *flinkagents.Fold
 	// foreign lists the rejected records that looked like another tool's
 	// control format (gate.Foreign) as they were read: the fold keeps no
 	// raw values, and the gate must name what it found.
@@ -131,7 +138,7 @@ func (c *Cluster) OpenProjection(controlTopic string) (*Projection, error) {
 const maxForeign = 10000
 
 func (p *Projection) noteForeign(r projector.Record, v projector.Verdict) {
-	if v.Reason != projector.ReasonBadKey && v.Reason != projector.ReasonMalformed || len(p.foreign) >= maxForeign {
+	if v.Reason != projector.ReasonBadKey && v.Reason != projector.ReasonMalformed && v.Reason != projector.ReasonTombstone || len(p.foreign) >= maxForeign {
 		return
 	}
 	if f, ok := gate.Foreign(r.Offset, r.Key, r.Value); ok {
@@ -185,6 +192,8 @@ func (p *Projection) readTo(ctx context.Context, end int64) error {
 		for b := range batches {
 			for _, d := range b.decoded {
 				v := p.State.StepDecoded(d)
+				p.formats.count(d, v)
+				p.foldFlink(d)
 				if v.Outcome == projector.Rejected {
 					p.noteForeign(d.Record, v)
 				}
@@ -196,6 +205,10 @@ func (p *Projection) readTo(ctx context.Context, end int64) error {
 			if b.err != nil {
 				return b.err
 			}
+		}
+		if p.Next < end {
+			// Never claim a read that stopped short: fail closed.
+			return errors.Mark(errors.Newf("control topic %q: read to offset %d of %d", p.Topic, p.Next, end), ErrNotCaughtUp)
 		}
 	}
 	p.End = end
@@ -225,8 +238,10 @@ func (p *Projection) fetchDecode(ctx context.Context, next, end int64, out chan<
 	for next < end {
 		fs := p.reader.PollFetches(ctx)
 		if ctx.Err() != nil {
-			send(fetched{next: next, err: errors.Mark(errors.Wrapf(ctx.Err(),
-				"control topic %q: read to offset %d of %d", p.Topic, next, end), ErrNotCaughtUp)})
+			// Not send: with ctx done it may drop the error. The reader
+			// drains out until it is closed, so this cannot block for good.
+			out <- fetched{next: next, err: errors.Mark(errors.Wrapf(ctx.Err(),
+				"control topic %q: read to offset %d of %d", p.Topic, next, end), ErrNotCaughtUp)}
 			return
 		}
 		var ferr error
@@ -292,6 +307,9 @@ func (c *Cluster) Append(ctx context.Context, controlTopic string, env events.En
 // it, then returns the log's verdict on it: a writer learns whether its
 // transition was accepted only by reading it back (DESIGN §5).
 func (p *Projection) Decide(ctx context.Context, env events.Envelope) (projector.Verdict, error) {
+	if err := p.writable(); err != nil {
+		return projector.Verdict{}, err
+	}
 	off, err := p.cluster.Append(ctx, p.Topic, env)
 	if err != nil {
 		return projector.Verdict{}, err
@@ -332,6 +350,9 @@ const RetractionGrace = time.Minute
 // another order than the full log did. Then it reads its own writes back,
 // so that a second call does not write them again.
 func (p *Projection) Repair(ctx context.Context) error {
+	if err := p.writable(); err != nil {
+		return err
+	}
 	var recs []*kgo.Record
 	for _, r := range p.State.Repairs() {
 		recs = append(recs, &kgo.Record{Topic: p.Topic, Partition: 0, Key: r.Key, Value: r.Value})

@@ -1,19 +1,12 @@
 // Package worker is everything of kcleanup that talks to Kafka: reading a
-// control topic into a projection, the apply protocol of DESIGN §6, and the
+// control topic into a projection, the executor of the apply protocol (package protocol), and the
 // replicated worker daemon that finishes interrupted operations.
 //
-// The protocol, as Apply and Finish run it:
-//
-//  1. Preflight: the plan against the live topic (uncached topic ID, partition
-//     set, configs, offsets within [log start, high watermark]) and the
-//     boundary. Nothing is written; a failure leaves Kafka unchanged.
-//  2. PLANNED (if absent), then COMMITTED carrying the new cumulative
-//     boundary. A writer learns the verdict only by reading its record back
-//     (Projection.Decide). COMMITTED accepted is the point of no return:
-//     recovery enforces the new boundary from then on.
-//  3. DELETING; re-check topic ID and configs; DeleteRecords for partitions
-//     whose log start is below the plan.
-//  4. List log-start offsets; when each is at or above the plan, APPLIED.
+// The protocol is decided by package protocol (protocol.Run: a pure state
+// machine, transcript-tested); Apply, Finish, Submit and Preflight
+// (apply.go) only execute its steps against Kafka and feed each result
+// back: describe the data topic, append a control record and read it back,
+// catch up, recheck, DeleteRecords, verify the log starts.
 //
 // Every step is idempotent, so any process may resume an operation left in
 // COMMITTED or DELETING, and safety never depends on only one doing so. A

@@ -203,3 +203,39 @@ func TestFlinkAdoptRefusesWhatTheJobCannotRead(t *testing.T) {
 		t.Fatalf("adopt over a tombstone: %v", err)
 	}
 }
+
+// kcleanup never writes to a control topic in Flink Agents' format: one
+// kcleanup event, repair or retraction tombstone there would make the
+// job's recovery fail. Decide and Repair (which a worker owning the topic
+// runs every pass) refuse with ErrBlocked, and the topic's end stays put.
+func TestFlinkTopicIsNeverWritten(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs a Kafka broker")
+	}
+	f := newFlinkFixture(t)
+	ctx := ctxT(t, 60*time.Second)
+	p1 := f.plan(t, "chk-1", events.Offsets{0: 30, 1: 20})
+	f.write(t, flinkRec("COMMITTED", p1), &kgo.Record{Key: []byte("stray"), Value: []byte("x")})
+	proj, err := f.c.Project(ctx, f.ctl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proj.Close()
+	if got := proj.Format(); got != FormatFlinkAgents {
+		t.Fatalf("format %q, want %q", got, FormatFlinkAgents)
+	}
+	if len(proj.State.Retractions()) == 0 {
+		t.Fatal("the test needs keys the fold would retract")
+	}
+	end := proj.Next
+	if _, err := proj.Decide(ctx, envelope(events.Planned, p1, Options{})); !errors.Is(err, ErrBlocked) || !strings.Contains(err.Error(), "never writes") {
+		t.Fatalf("Decide on a Flink Agents topic: %v", err)
+	}
+	if err := proj.Repair(ctx); !errors.Is(err, ErrBlocked) {
+		t.Fatalf("Repair on a Flink Agents topic: %v", err)
+	}
+	ends, err := f.c.EndOffsets(ctx, f.ctl)
+	if err != nil || ends[0] != end {
+		t.Fatalf("the Flink Agents topic grew from %d to %v (%v)", end, ends, err)
+	}
+}

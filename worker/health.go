@@ -33,27 +33,27 @@ func (c *Cluster) CheckBrokers(ctx context.Context) ([]Finding, error) {
 	for _, v := range vs.Sorted() {
 		subject := fmt.Sprintf("broker %d", v.NodeID)
 		if v.Err != nil {
-			out = append(out, Finding{Warn, subject, fmt.Sprintf("did not answer ApiVersions: %v", v.Err),
-				"check that the broker is up; kcleanup needs every broker that leads a partition of the data topic"})
+			out = append(out, finding(Warn, subject, fmt.Sprintf("did not answer ApiVersions: %v", v.Err),
+				"check that the broker is up; kcleanup needs every broker that leads a partition of the data topic"))
 			continue
 		}
 		var problems []Finding
 		_, delMax, hasDelete := v.KeyVersions(deleteKey)
 		if !hasDelete {
-			problems = append(problems, Finding{Block, subject,
+			problems = append(problems, finding(Block, subject,
 				fmt.Sprintf("does not support DeleteRecords (API key %d): kcleanup cannot delete anything", deleteKey),
-				"upgrade the broker to Apache Kafka 2.8 or newer"})
+				"upgrade the broker to Apache Kafka 2.8 or newer"))
 		}
 		metaMax, _ := v.KeyMaxVersion(metadataKey)
 		if metaMax < minMetadataWithTopicIDs {
-			problems = append(problems, Finding{Block, subject,
+			problems = append(problems, finding(Block, subject,
 				fmt.Sprintf("answers Metadata only up to v%d, without topic IDs (v%d+): a recreated topic could not be told apart",
 					metaMax, minMetadataWithTopicIDs),
-				"upgrade the broker to Apache Kafka 2.8 or newer"})
+				"upgrade the broker to Apache Kafka 2.8 or newer"))
 		}
 		if len(problems) == 0 {
-			problems = append(problems, Finding{OK, subject,
-				fmt.Sprintf("supports DeleteRecords (up to v%d) and topic IDs (Metadata up to v%d)", delMax, metaMax), ""})
+			problems = append(problems, finding(OK, subject,
+				fmt.Sprintf("supports DeleteRecords (up to v%d) and topic IDs (Metadata up to v%d)", delMax, metaMax), ""))
 		}
 		out = append(out, problems...)
 	}
@@ -70,10 +70,10 @@ func CheckControlTopicDurability(info TopicInfo, bootstrap string) []Finding {
 	if info.Replicas < 3 || info.Configs["min.insync.replicas"] != "1" {
 		return nil
 	}
-	return []Finding{{Warn, "control topic " + info.Name,
+	return []Finding{finding(Warn, "control topic "+info.Name,
 		fmt.Sprintf("has %d replicas but min.insync.replicas=1: one broker's loss could lose a committed decision", info.Replicas),
 		fmt.Sprintf("kafka-configs --bootstrap-server %s --alter --entity-type topics --entity-name %s --add-config min.insync.replicas=2",
-			bootstrap, info.Name)}}
+			bootstrap, info.Name))}
 }
 
 // CheckBinding compares the data topic a control topic governs (st.Topic,
@@ -85,18 +85,18 @@ func CheckBinding(st Status, live TopicInfo) []Finding {
 	subject := "data topic " + live.Name
 	switch {
 	case st.Topic == "":
-		return []Finding{{OK, subject, fmt.Sprintf("control topic %s governs no topic yet: the first accepted plan binds it", st.ControlTopic), ""}}
+		return []Finding{finding(OK, subject, fmt.Sprintf("control topic %s governs no topic yet: the first accepted plan binds it", st.ControlTopic), "")}
 	case st.Topic != live.Name:
-		return []Finding{{Block, subject,
+		return []Finding{finding(Block, subject,
 			fmt.Sprintf("control topic %s governs topic %s, not %s", st.ControlTopic, st.Topic, live.Name),
-			fmt.Sprintf("use the control topic of %s (the default is %s)", live.Name, ControlTopicFor(live.Name))}}
+			fmt.Sprintf("use the control topic of %s (the default is %s)", live.Name, ControlTopicFor(live.Name)))}
 	case st.TopicID != live.ID:
-		return []Finding{{Block, subject,
+		return []Finding{finding(Block, subject,
 			fmt.Sprintf("has topic ID %s, but control topic %s governs ID %s: the topic was deleted and recreated",
 				live.ID, st.ControlTopic, st.TopicID),
-			fmt.Sprintf("give the new incarnation a new control topic: kcleanup init --topic %s --control-topic <new name>, then plan from its markers", live.Name)}}
+			fmt.Sprintf("give the new incarnation a new control topic: kcleanup init --topic %s --control-topic <new name>, then plan from its markers", live.Name))}
 	}
-	return []Finding{{OK, subject, fmt.Sprintf("topic ID %s is the one control topic %s governs", live.ID, st.ControlTopic), ""}}
+	return []Finding{finding(OK, subject, fmt.Sprintf("topic ID %s is the one control topic %s governs", live.ID, st.ControlTopic), "")}
 }
 
 // CheckProjection reports the health of a control topic's projection:
@@ -108,14 +108,14 @@ func CheckProjection(st Status, now time.Time, stuckAfter time.Duration) []Findi
 	subject := "control topic " + st.ControlTopic
 	var out []Finding
 	if st.Degraded {
-		out = append(out, Finding{Block, subject, "degraded: " + st.DegradedReason,
-			"upgrade kcleanup to a version that understands every record of the control topic; until then nothing is approved or deleted"})
+		out = append(out, finding(Block, subject, "degraded: "+st.DegradedReason,
+			"upgrade kcleanup to a version that understands every record of the control topic; until then nothing is approved or deleted"))
 	}
 	if n := len(st.Rejected); n > 0 {
 		last := st.Rejected[n-1]
-		out = append(out, Finding{Warn, subject,
+		out = append(out, finding(Warn, subject,
 			fmt.Sprintf("%d record(s) rejected; the last at offset %d: %s: %s", n, last.Offset, last.Reason, last.Detail),
-			fmt.Sprintf("rejected records change nothing; `kcleanup history --control-topic %s` shows each with its reason and writer", st.ControlTopic)})
+			fmt.Sprintf("rejected records change nothing; `kcleanup history --control-topic %s` shows each with its reason and writer", st.ControlTopic)))
 	}
 	for _, op := range st.Operations {
 		if op.State != fsm.Committed && op.State != fsm.Deleting {
@@ -123,24 +123,24 @@ func CheckProjection(st Status, now time.Time, stuckAfter time.Duration) []Findi
 		}
 		age := now.Sub(op.UpdatedAt)
 		if age < stuckAfter {
-			out = append(out, Finding{OK, subject,
-				fmt.Sprintf("plan %s is %s since %s: deletion in progress", op.PlanID, op.State, op.UpdatedAt.Format(time.RFC3339)), ""})
+			out = append(out, finding(OK, subject,
+				fmt.Sprintf("plan %s is %s since %s: deletion in progress", op.PlanID, op.State, op.UpdatedAt.Format(time.RFC3339)), ""))
 			continue
 		}
-		out = append(out, Finding{Warn, subject,
+		out = append(out, finding(Warn, subject,
 			fmt.Sprintf("plan %s has been %s since %s (%s): no worker finished it (%d delete attempt(s))",
 				op.PlanID, op.State, op.UpdatedAt.Format(time.RFC3339), age.Round(time.Second), op.DeleteAttempts),
-			fmt.Sprintf("the boundary is committed and recovery enforces it; to delete, run a worker (kcleanup worker --control-topic %s) or re-run `kcleanup apply <plan file>`", st.ControlTopic)})
+			fmt.Sprintf("the boundary is committed and recovery enforces it; to delete, run a worker (kcleanup worker --control-topic %s) or re-run `kcleanup apply <plan file>`", st.ControlTopic)))
 	}
 	if st.UnrepairedKeys > 0 {
-		out = append(out, Finding{Warn, subject,
+		out = append(out, finding(Warn, subject,
 			fmt.Sprintf("%d accepted record(s) are listed for repair (key overwritten, or out of compaction-safe order); a worker re-appends them", st.UnrepairedKeys),
-			"every kcleanup write re-appends them: a running worker does at once, or submit or apply any plan"})
+			"every kcleanup write re-appends them: a running worker does at once, or submit or apply any plan"))
 	}
 	if len(out) == 0 {
-		out = append(out, Finding{OK, subject,
+		out = append(out, finding(OK, subject,
 			fmt.Sprintf("read to offset %d: %d operation(s), boundary on %d partition(s), nothing rejected",
-				st.ReadTo, len(st.Operations), len(st.Boundary)), ""})
+				st.ReadTo, len(st.Operations), len(st.Boundary)), ""))
 	}
 	return out
 }

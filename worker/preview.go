@@ -2,12 +2,12 @@ package worker
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/cockroachdb/errors"
 
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/projector"
+	"github.com/kcleanup/kcleanup/worker/protocol"
 )
 
 // PartitionPreview is what applying a plan would do to one partition, as
@@ -79,7 +79,7 @@ func (c *Cluster) Preview(ctx context.Context, controlTopic string, plan events.
 			LogStart: info.Start[p], HighWatermark: end,
 			NewLogStart: max(info.Start[p], plan.Offsets[p]),
 		}
-		row.Refused, _ = partitionRefusal(p, plan.Offsets[p], info, boundary, proj.State.BoundarySetBy)
+		row.Refused, _ = protocol.PartitionRefusal(p, plan.Offsets[p], info, boundary, proj.State.BoundarySetBy)
 		if row.Refused != "" {
 			row.NewLogStart = row.LogStart // a refused partition keeps every record
 		}
@@ -139,24 +139,4 @@ func (c *Cluster) projectIfExists(ctx context.Context, controlTopic string) (*Pr
 // closed.
 func (c *Cluster) emptyProjection(controlTopic string) *Projection {
 	return &Projection{Topic: controlTopic, State: projector.New(), cluster: c}
-}
-
-// partitionRefusal is why apply refuses partition p of a plan with offset
-// off, and the operator's next step; "" when nothing does. It gives one
-// reason per partition, the decisive one: a boundary never moves back, so an
-// offset below the committed boundary can never be applied, whatever the log
-// start and the high watermark; otherwise an offset outside [log start, high
-// watermark] cannot be (above it, it was never written; below, the records
-// are gone). A partition the topic does not have is Preflight's to report.
-func partitionRefusal(p int32, off int64, info TopicInfo, boundary events.Offsets, setBy func(int32) string) (msg, hint string) {
-	if b, ok := boundary[p]; ok && off < b {
-		return fmt.Sprintf("partition %d: plan offset %d is below the committed boundary %d (set by plan %s); boundaries never move back",
-			p, off, b, setBy(p)), "plan from a newer recovery point"
-	}
-	start := info.Start[p]
-	if end, ok := info.End[p]; ok && (off < start || off > end) {
-		return fmt.Sprintf("partition %d: plan offset %d is outside the available range [%d, %d] (log start, high watermark)",
-			p, off, start, end), "plan from a recovery point whose offsets are still in the topic"
-	}
-	return "", ""
 }

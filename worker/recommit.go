@@ -8,6 +8,7 @@ import (
 
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/fsm"
+	"github.com/kcleanup/kcleanup/worker/protocol"
 )
 
 // Recommit is the one repair a worker makes for an operation whose
@@ -38,12 +39,7 @@ func (c *Cluster) Recommit(ctx context.Context, proj *Projection, o Options) ([]
 			continue
 		}
 		env := envelope(events.Committed, op.Plan, o)
-		env.Boundary = proj.State.Boundary()
-		for p, off := range op.Plan.Offsets {
-			if b, ok := env.Boundary[p]; !ok || off > b {
-				env.Boundary[p] = off
-			}
-		}
+		env.Boundary = protocol.CommitBoundary(proj.State, op.Plan)
 		v, err := proj.Decide(ctx, env)
 		if err != nil {
 			return out, err

@@ -90,7 +90,7 @@ func (c *Cluster) projectionFacts(ctx context.Context, o ValidateOptions, explai
 		}
 		return &gate.Projection{Err: explain(err)}
 	}
-	out := &gate.Projection{State: proj.State, ReadTo: proj.Next, Foreign: proj.Foreign()}
+	out := &gate.Projection{State: proj.State, ReadTo: proj.Next, Foreign: proj.Foreign(), Flink: proj.FlinkFold()}
 	if err != nil {
 		out.Err = explain(err)
 	}

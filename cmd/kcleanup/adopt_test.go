@@ -85,3 +85,28 @@ func TestAdoptFromFlinkAgents(t *testing.T) {
 		t.Error("a refused adoption created the control topic")
 	}
 }
+
+// validate reads a control topic in Flink Agents' format by the job's own
+// rules: it refuses what the job refuses (exit 3, the job's words), allows
+// what it allows, and cannot tell (exit 4) when the job's fold fails.
+// Real broker.
+func TestValidateFlinkAgentsControlTopic(t *testing.T) {
+	e := opTestEnv(t)
+	dir := t.TempDir()
+	topic, id := e.dataTopic(t, 2, 100, opGoodDataConfigs())
+	p1, _ := opTestPlan(t, dir, "chk-1", topic, id, events.Offsets{0: 30, 1: 20})
+	p2, _ := opTestPlan(t, dir, "chk-2", topic, id, events.Offsets{0: 60, 1: 20})
+	ctl := e.flinkControl(t, flinkRecord("COMMITTED", p1), flinkRecord("APPLIED", p1), flinkRecord("COMMITTED", p2))
+
+	below := opTestMarkers(t, dir, "below.json", events.Marker{Topic: topic, TopicID: id, Offsets: events.Offsets{0: 59, 1: 90}})
+	code, _, stderr := e.run(t, "validate", "--control-topic", ctl, "--markers", below)
+	opWantFailure(t, code, stderr, 3, "from offset 59 because the committed cleanup boundary is 60")
+	at := opTestMarkers(t, dir, "at.json", events.Marker{Topic: topic, TopicID: id, Offsets: events.Offsets{0: 60, 1: 20}})
+	if code, _, stderr := e.run(t, "validate", "--control-topic", ctl, "--markers", at); code != 0 {
+		t.Fatalf("validate at the job's boundary: exit %d\n%s", code, stderr)
+	}
+
+	broken := e.flinkControl(t, flinkRecord("APPLIED", p2), flinkRecord("COMMITTED", p2))
+	code, _, stderr = e.run(t, "validate", "--control-topic", broken, "--markers", at)
+	opWantFailure(t, code, stderr, 4, "regressed applied plan")
+}

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/worker/kafkatest/repo"
 )
@@ -365,6 +367,90 @@ func TestClip(t *testing.T) {
 	} {
 		if got := clip(tc.s, tc.limit); got != tc.want {
 			t.Errorf("clip(%q, %d) = %q, want %q", tc.s, tc.limit, got, tc.want)
+		}
+	}
+}
+
+// schemas compiles every JSON Schema in docs/schema (by $id, so that one may $ref another).
+func schemas(t *testing.T) map[string]*jsonschema.Schema {
+	t.Helper()
+	root, err := repo.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := filepath.Glob(filepath.Join(root, "docs", "schema", "*.schema.json"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no schemas: %v", err)
+	}
+	c := jsonschema.NewCompiler()
+	ids := map[string]string{}
+	for _, f := range files {
+		r, err := os.Open(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc, err := jsonschema.UnmarshalJSON(r)
+		r.Close()
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		id, _ := doc.(map[string]any)["$id"].(string)
+		if id == "" {
+			t.Fatalf("%s has no $id", f)
+		}
+		if err := c.AddResource(id, doc); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		ids[filepath.Base(f)] = id
+	}
+	out := map[string]*jsonschema.Schema{}
+	for name, id := range ids {
+		s, err := c.Compile(id)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		out[name] = s
+	}
+	return out
+}
+
+// TestJSONDocumentsMatchTheirSchemas runs the commands whose JSON documents have a schema in
+// docs/schema, on the real broker, through each shape a document takes, and validates what they
+// print: the schema is what a program can rely on.
+func TestJSONDocumentsMatchTheirSchemas(t *testing.T) {
+	s := schemas(t)
+	e := newReadEnv(t, true)
+	e.produceControl(t, []byte(strings.Repeat("k", 5000)), []byte(`{"schemaVersion":1}`)) // cut in JSON
+	dir := t.TempDir()
+	ok := e.markers(t, "ok.json", events.Offsets{0: 160, 1: 130})
+	future := e.markers(t, "future.json", events.Offsets{0: 100_000, 1: 130})
+	c1 := e.apply(t, "C1-again", events.Offsets{0: 150, 1: 120}).PlanID
+
+	for _, tc := range []struct {
+		schema string
+		args   []string
+		code   int
+	}{
+		{"plan-report.schema.json", []string{"plan", "--markers", ok, "--recovery-point", "a", "--out", filepath.Join(dir, "a.json")}, exitOK},
+		{"plan-report.schema.json", []string{"plan", "--markers", future, "--recovery-point", "b", "--out", filepath.Join(dir, "b.json")}, exitError},
+		{"plan-report.schema.json", []string{"plan", "--markers", ok, "--recovery-point", "c", "--no-preview", "--out", filepath.Join(dir, "c.json")}, exitOK},
+		{"plan.schema.json", []string{"plan", "--markers", ok, "--recovery-point", "d", "--no-preview"}, exitOK},
+		{"history.schema.json", []string{"history", "--topic", e.topic}, exitOK},
+		{"history.schema.json", []string{"history", "--topic", e.topic, "--plan", c1[:12]}, exitOK},
+		{"history.schema.json", []string{"history", "--topic", e.topic, "--full"}, exitOK},
+	} {
+		code, stdout, stderr := e.run(t, append([]string{"-o", "json"}, tc.args...)...)
+		if code != tc.code {
+			t.Errorf("%s: exit %d, want %d\n%s", strings.Join(tc.args, " "), code, tc.code, stderr)
+			continue
+		}
+		inst, err := jsonschema.UnmarshalJSON(strings.NewReader(stdout))
+		if err != nil {
+			t.Errorf("%s: %v\n%s", strings.Join(tc.args, " "), err, stdout)
+			continue
+		}
+		if err := s[tc.schema].Validate(inst); err != nil {
+			t.Errorf("%s does not match %s: %v\n%s", strings.Join(tc.args, " "), tc.schema, err, clip(stdout, 4000))
 		}
 	}
 }

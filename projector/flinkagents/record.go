@@ -234,3 +234,19 @@ func render(n *node) string {
 	}
 	return n.kind.String()
 }
+
+// IsPlanIDKey reports whether a record key is a bare plan ID (64 lowercase
+// hex digits): the key of every record Flink Agents' tool writes, and of no
+// record kcleanup writes (its keys are "<planId>/<EVENT>"). A control topic
+// holding such a key is in Flink Agents' format.
+func IsPlanIDKey(key []byte) bool {
+	if len(key) != 64 {
+		return false
+	}
+	for _, c := range key {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}

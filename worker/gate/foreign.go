@@ -1,9 +1,6 @@
 package gate
 
-import (
-	"encoding/json"
-	"regexp"
-)
+import "github.com/kcleanup/kcleanup/projector/flinkagents"
 
 // FlinkAgents names the control format of Flink Agents' own cleanup tool
 // (KafkaActionStateCleanupTool): key = the bare 64-hex plan ID, value a JSON
@@ -23,25 +20,19 @@ type ForeignRecord struct {
 	Status string `json:"status,omitempty"`
 }
 
-var planIDKey = regexp.MustCompile(`^[0-9a-f]{64}$`)
-
-// Foreign reports whether a record the fold rejected looks like another
-// tool's control record. This is the one place such formats are recognised:
-// teach the gate to fold one by replacing its branch here.
+// Foreign reports whether a record the fold rejected is another tool's
+// control record. This is the one place such formats are recognised: a key
+// that is a bare plan ID (flinkagents.IsPlanIDKey) is Flink Agents', whatever
+// the value (a tombstone under it is one too: it fails the job's fold).
 func Foreign(offset int64, key, value []byte) (ForeignRecord, bool) {
-	if !planIDKey.Match(key) || value == nil {
+	if !flinkagents.IsPlanIDKey(key) {
 		return ForeignRecord{}, false
-	}
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(value, &fields); err != nil || len(fields) != 3 {
-		return ForeignRecord{}, false
-	}
-	for _, f := range []string{"schemaVersion", "status", "plan"} {
-		if _, ok := fields[f]; !ok {
-			return ForeignRecord{}, false
-		}
 	}
 	r := ForeignRecord{Offset: offset, Key: string(key), Format: FlinkAgents}
-	_ = json.Unmarshal(fields["status"], &r.Status) // best effort: for the message only
+	if value == nil {
+		r.Status = "tombstone"
+	} else if st, _, err := flinkagents.ParseValue(value); err == nil {
+		r.Status = string(st)
+	}
 	return r, true
 }

@@ -95,8 +95,10 @@ const (
 	// nothing, so "no boundary" cannot be concluded.
 	UnreadableRecords Reason = "unreadable-records"
 	// ForeignFormat: the control topic holds records in another tool's
-	// control format (today: Flink Agents' own cleanup tool), which this
-	// gate does not fold.
+	// control format (today: Flink Agents' own cleanup tool) that cannot be
+	// trusted: mixed with kcleanup's records (neither fold holds), or, in a
+	// topic wholly in that format, a failure of the job's own fold (the job
+	// cannot recover from it either; flink.go).
 	ForeignFormat Reason = "foreign-format"
 	// ShuttingDown: the worker asked is shutting down (HTTP only).
 	ShuttingDown Reason = "shutting-down"

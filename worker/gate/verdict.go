@@ -10,6 +10,7 @@ import (
 
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/projector"
+	"github.com/kcleanup/kcleanup/projector/flinkagents"
 )
 
 // SchemaVersion is the version of the verdict document. 2: hints became a
@@ -60,6 +61,10 @@ type Projection struct {
 	// Foreign lists the rejected records that looked like another tool's
 	// control format when they were read (Foreign).
 	Foreign []ForeignRecord
+	// Flink is set when every record is in Flink Agents' format: the
+	// records folded by the job's own rules (projector/flinkagents). The
+	// gate then decides by that fold (flink.go), never by State's.
+	Flink *flinkagents.Fold
 }
 
 // Data is what the cluster said about the markers' data topic, from an
@@ -185,6 +190,9 @@ func Decide(f Facts) Verdict {
 		st = p.State
 		readTo := p.ReadTo
 		d.v.ReadTo = &readTo
+	}
+	if p := f.Projection; st != nil && p.Flink != nil {
+		return d.decideFlink(p.Flink)
 	}
 	d.control(st)
 	if st != nil {

@@ -1,0 +1,98 @@
+package worker
+
+import (
+	"github.com/cockroachdb/errors"
+
+	"github.com/kcleanup/kcleanup/projector"
+	"github.com/kcleanup/kcleanup/projector/flinkagents"
+)
+
+// Format is the control format a control topic's records are in.
+type Format string
+
+const (
+	// FormatNone: no record read yet.
+	FormatNone Format = ""
+	// FormatKcleanup: kcleanup's own records ("<planId>/<EVENT>" keys),
+	// possibly with rejected ones.
+	FormatKcleanup Format = "kcleanup"
+	// FormatFlinkAgents: records keyed by a bare plan ID, as Flink Agents'
+	// own cleanup tool writes them (projector/flinkagents folds them), and
+	// none of kcleanup's.
+	FormatFlinkAgents Format = "flink-agents"
+	// FormatMixed: both. Neither fold can be trusted: a Flink Agents job
+	// fails on kcleanup's records, and kcleanup's fold rejects Flink
+	// Agents' plans as unreadable.
+	FormatMixed Format = "mixed"
+)
+
+// formatCount counts records by the format of their key.
+type formatCount struct {
+	kcleanup, flink, other int64
+	firstFlink             int64
+}
+
+func (f *formatCount) count(d projector.Decoded, v projector.Verdict) {
+	switch {
+	case flinkagents.IsPlanIDKey(d.Key):
+		if f.flink == 0 {
+			f.firstFlink = d.Offset
+		}
+		f.flink++
+	case v.Event != "":
+		f.kcleanup++
+	default:
+		f.other++
+	}
+}
+
+// Format says which control format the records read so far are in.
+func (p *Projection) Format() Format {
+	switch f := p.formats; {
+	case f.flink > 0 && f.kcleanup > 0:
+		return FormatMixed
+	case f.flink > 0:
+		return FormatFlinkAgents
+	case f.kcleanup > 0 || f.other > 0:
+		return FormatKcleanup
+	}
+	return FormatNone
+}
+
+// writable refuses every write to a control topic that holds a record in
+// Flink Agents' format: the job reads that topic, and one kcleanup record
+// (an event, a repair, a retraction's tombstone) would make its recovery
+// fail. Such a topic is audited, gated and adopted, never written.
+func (p *Projection) writable() error {
+	if p.formats.flink == 0 {
+		return nil
+	}
+	return errors.Mark(errors.WithHint(
+		errors.Newf("control topic %q holds %d record(s) in Flink Agents' control format (the first at offset %d): kcleanup never writes to a control topic a Flink Agents job reads",
+			p.Topic, p.formats.flink, p.formats.firstFlink),
+		"give kcleanup a control topic of its own, started from this one: kcleanup adopt --from "+p.Topic+" (docs/flink-agents.md)"), ErrBlocked)
+}
+
+// foldFlink folds a record by Flink Agents' rules while the control topic
+// may be in that format (no kcleanup record read yet): the job folds every
+// record of its control topic, so this fold sees every one too.
+func (p *Projection) foldFlink(d projector.Decoded) {
+	if p.formats.kcleanup > 0 {
+		p.flink = nil
+		return
+	}
+	if p.flink == nil {
+		p.flink = flinkagents.New()
+	}
+	p.flink.Step(flinkagents.Record{Offset: d.Offset, Key: d.Key, Value: d.Value})
+}
+
+// FlinkFold is the fold of the control topic by Flink Agents' own rules
+// when its records are in that format (Format() == FormatFlinkAgents), else
+// nil. It is the projection's: read it under the same exclusion.
+func (p *Projection) FlinkFold() *flinkagents.Fold {
+	if p.Format() != FormatFlinkAgents {
+		return nil
+	}
+	return p.flink
+}

@@ -1,0 +1,99 @@
+package protocol
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/kcleanup/kcleanup/events"
+)
+
+// Topic is what the cluster reported about a topic at one moment.
+type Topic struct {
+	Name string
+	// ID is the topic ID in Kafka's text form (URL-safe base64, no padding).
+	ID         string
+	Partitions []int32
+	// Replicas is the replication factor of the first partition.
+	Replicas int
+	// Configs holds the effective value of every topic config.
+	Configs map[string]string
+	// Start and End are the log-start offset and high watermark per partition.
+	Start, End events.Offsets
+}
+
+// Severity says whether a finding blocks cleanup.
+type Severity string
+
+// Severities, from harmless to blocking.
+const (
+	OK    Severity = "ok"
+	Warn  Severity = "warn"
+	Block Severity = "block"
+)
+
+// Finding is one result of a health check: what was checked, what was seen,
+// and the exact command that fixes it.
+type Finding struct {
+	Severity Severity `json:"severity"`
+	Subject  string   `json:"subject"`
+	Message  string   `json:"message"`
+	Hint     string   `json:"hint,omitempty"`
+}
+
+// Blocking returns the findings that block cleanup.
+func Blocking(fs []Finding) []Finding {
+	var out []Finding
+	for _, f := range fs {
+		if f.Severity == Block {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// policies splits a cleanup.policy value into its sorted parts.
+func policies(v string) []string {
+	var out []string
+	for _, p := range strings.Split(v, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// CheckDataTopic checks the configs a data topic needs (docs/design.md,
+// "Words"): Kafka itself must never retire a record, and DeleteRecords must
+// be allowed.
+func CheckDataTopic(info Topic, bootstrap string) []Finding {
+	subject := "data topic " + info.Name
+	alter := func(setting string) string {
+		return fmt.Sprintf("kafka-configs --bootstrap-server %s --alter --entity-type topics --entity-name %s --add-config %s",
+			bootstrap, info.Name, setting)
+	}
+	var out []Finding
+	pol := info.Configs["cleanup.policy"]
+	if !slices.Equal(policies(pol), []string{"compact", "delete"}) {
+		msg := fmt.Sprintf("cleanup.policy is %q; kcleanup needs compact,delete so that DeleteRecords is allowed", pol)
+		if slices.Equal(policies(pol), []string{"delete"}) {
+			msg = fmt.Sprintf("cleanup.policy is %q; action state needs compact,delete (compaction keeps the latest state, delete allows DeleteRecords)", pol)
+		}
+		// The hint sets retention together with the policy, in one atomic config change:
+		// adding delete to a topic whose retention.ms is still the broker's default (7 days)
+		// would let Kafka retire every older record at once.
+		out = append(out, Finding{Block, subject, msg, alter("'retention.ms=-1,retention.bytes=-1,cleanup.policy=[compact,delete]'")})
+	}
+	for _, key := range []string{"retention.ms", "retention.bytes"} {
+		if v := info.Configs[key]; v != "-1" {
+			out = append(out, Finding{Block, subject,
+				fmt.Sprintf("%s is %q; it must be -1, or Kafka retires records a recovery point may still need", key, v),
+				alter(key + "=-1")})
+		}
+	}
+	if len(out) == 0 {
+		out = append(out, Finding{OK, subject, fmt.Sprintf("cleanup.policy=%s, retention.ms=-1, retention.bytes=-1", pol), ""})
+	}
+	return out
+}
