@@ -33,7 +33,7 @@ func (s *State) AtRisk() (bool, string) {
 		if w.evidence {
 			risks = append(risks, fmt.Sprintf(
 				"key %s holds the evidence (offset %d) that plan %s's COMMITTED was accepted and erased, and was overwritten at offset %d: if the log cleaner runs before a worker re-appends it, the boundary read from this control topic falls below the plan %s",
-				k, o.proof[eventIndex(w.event)].Offset, o.plan.PlanID, w.at, o.plan.Offsets))
+				k, o.proofStep(eventIndex(w.event)).Offset, o.plan.PlanID, w.at, o.plan.Offsets))
 			continue
 		}
 		risks = append(risks, fmt.Sprintf(
@@ -75,7 +75,7 @@ func (s *State) Unconfirmed() []Operation {
 // was accepted and erased (the log cleaner ran over an overwrite before a
 // repair). It is rejected, so it moves no operation (a forged DELETING must
 // never cause a deletion), but while it is unconfirmed the boundary readers
-// see (Boundary, Validate) stays at or above its plan, as the erased
+// see (Boundary, and so the recovery gate) stays at or above its plan, as the erased
 // COMMITTED made it. The commit rules do not see it (see Boundary).
 func (s *State) evidenceOf(v Verdict, env events.Envelope, oi int32, o *op) (Verdict, change) {
 	if o == nil {
@@ -113,6 +113,9 @@ func (s *State) applyEvidence(offset int64, c change) {
 	bit, i := eventBit(env.Event), eventIndex(env.Event)
 	if o.evidence&bit == 0 {
 		o.evidence |= bit
+		if o.proof == nil {
+			o.proof = new([4]Step)
+		}
 		o.proof[i] = Step{Offset: offset, Event: env.Event, At: env.At, Actor: s.intern(env.Actor)}
 		if env.Event == events.Applied {
 			o.proofLogStart = env.LogStart
@@ -139,7 +142,7 @@ func (s *State) confirm(oi int32) {
 			delete(s.overwritten, key)
 		}
 	}
-	o.evidence, o.proof, o.proofLogStart = 0, [4]Step{}, nil
+	o.evidence, o.proof, o.proofLogStart = 0, nil, nil
 	delete(s.unconfirmed, oi)
 }
 
@@ -157,7 +160,7 @@ func (o *op) firstEvidence() (events.Event, int64) {
 	var e events.Event
 	off := int64(-1)
 	for _, ev := range []events.Event{events.Deleting, events.Applied} {
-		if st := o.proof[eventIndex(ev)]; o.evidence&eventBit(ev) != 0 && (off < 0 || st.Offset < off) {
+		if st := o.proofStep(eventIndex(ev)); o.evidence&eventBit(ev) != 0 && (off < 0 || st.Offset < off) {
 			e, off = ev, st.Offset
 		}
 	}
@@ -171,7 +174,7 @@ func (s *State) reencodeEvidence(oi int32, e events.Event) (Record, bool) {
 	if o.evidence&eventBit(e) == 0 {
 		return Record{}, false
 	}
-	st := o.proof[eventIndex(e)]
+	st := o.proofStep(eventIndex(e))
 	env := events.Envelope{
 		SchemaVersion: events.SchemaVersion,
 		Event:         e,
@@ -246,4 +249,20 @@ func (s *State) holdsEvidence(key string) bool {
 	planID, e := keyParts([]byte(key))
 	oi, ok := s.byPlan[planID]
 	return ok && s.unconfirmed[oi] && s.ops[oi].evidence&eventBit(e) != 0
+}
+
+// proofStep is the proof of event index i (zero without evidence).
+func (o *op) proofStep(i int) Step {
+	if o.proof == nil || i < 0 {
+		return Step{}
+	}
+	return o.proof[i]
+}
+
+// proofSteps is every proof step (zero without evidence).
+func (o *op) proofSteps() [4]Step {
+	if o.proof == nil {
+		return [4]Step{}
+	}
+	return *o.proof
 }

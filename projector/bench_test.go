@@ -70,7 +70,7 @@ func benchFold(b *testing.B, log []Record, retained bool, step func(s *State, i 
 	var s *State
 	b.ResetTimer()
 	for range b.N {
-		s = New()
+		s = New(KeepAudit())
 		for i := range log {
 			step(s, i)
 			if i%50_000 == 0 {

@@ -36,8 +36,11 @@ func (s *State) Digest() string {
 	for _, r := range s.Retractions() {
 		d.line("retraction", strconv.Quote(string(r.Key)), strconv.FormatInt(r.Offset, 10), formatTime(r.Timestamp))
 	}
-	d.line("rejections", strconv.Itoa(len(s.others)))
-	for _, v := range s.others {
+	// Rejections only: duplicates are in others only with KeepAudit, and a
+	// projection with an audit has the same digest as one without.
+	rejected := s.Rejected()
+	d.line("rejections", strconv.Itoa(len(rejected)))
+	for _, v := range rejected {
 		d.line("verdict", strconv.FormatInt(v.Offset, 10), strconv.Quote(v.Key), string(v.Outcome),
 			string(v.Reason), string(v.Event), v.PlanID, formatTime(v.At), strconv.Quote(v.Actor), strconv.Quote(v.Detail))
 	}
@@ -57,12 +60,13 @@ func (s *State) writeCore(h hash.Hash) {
 		d.line("op", pl.PlanID, string(o.state), strconv.Quote(pl.SourceRecoveryPoint), strconv.Quote(pl.Topic),
 			strconv.Quote(pl.TopicID), formatOffsets(pl.Offsets), formatOffsets(o.boundary), formatOffsets(o.logStart),
 			strconv.Itoa(o.deletes), strconv.Itoa(int(o.accepted)), strconv.Itoa(int(o.implied)), strconv.FormatBool(o.covered))
-		for _, st := range o.history {
+		for _, h := range o.history {
+			st := h.Step()
 			d.line("step", strconv.FormatInt(st.Offset, 10), string(st.Event), formatTime(st.At), strconv.Quote(st.Actor))
 		}
 		if o.evidence != 0 {
 			d.line("evidence", strconv.Itoa(int(o.evidence)), formatOffsets(o.proofLogStart))
-			for _, st := range o.proof {
+			for _, st := range o.proofSteps() {
 				d.line("proof", strconv.FormatInt(st.Offset, 10), string(st.Event), formatTime(st.At), strconv.Quote(st.Actor))
 			}
 		}

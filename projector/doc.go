@@ -15,7 +15,7 @@
 //	for _, r := range records { // in offset order, as read
 //		v := s.Step(r)          // v.Outcome: Accepted, Duplicate or Rejected
 //	}
-//	err := s.Validate(markers)  // nil, or a *RefusalError with a hint
+//	b := s.Boundary()           // what the recovery gate (package worker/gate) compares markers with
 //
 // # The rules, in the order Step applies them
 //
@@ -92,23 +92,22 @@
 // # Degraded
 //
 // A record from a newer kcleanup makes the projection degraded for good
-// (until an upgraded build replays the log). Folding goes on, but Validate
-// refuses every recovery point, and a worker must not delete while
-// Degraded() is true.
+// (until an upgraded build replays the log). Folding goes on, but the
+// recovery gate allows no recovery point, and a worker must not delete
+// while Degraded() is true.
 //
 // # Recovery validation
 //
-// Validate(markers) is the recovery gate of DESIGN §7: it refuses when the
-// projection is degraded, when a marker names another topic or topic ID
-// than the binding, when no marker is given although a boundary exists, and
-// when a marker lacks a partition of the boundary or is below it:
+// The recovery gate of DESIGN §7 is package worker/gate: it reads Boundary,
+// BoundarySetBy, Binding, Degraded, AtRisk, Rejected and Retractions, and
+// it alone defines the reasons of a refusal. The transcripts' validate
+// directive shows its logical half on the fold:
 //
 //	Cannot restore Kafka action state for action-state-0 from offset 100 because the committed cleanup boundary is 150 (set by plan <planId>)
 //
-// Refusals lists every reason, per marker and partition. Whether the
-// projection has caught up with the control topic is NOT known here: the
-// reader in package worker must fold up to the end offset it captured
-// before asking, and must not ask otherwise.
+// Whether the projection has caught up with the control topic is NOT known
+// here: the reader in package worker must fold up to the end offset it
+// captured before asking, and must not ask otherwise.
 //
 // # History at risk
 //
@@ -236,11 +235,15 @@
 //
 // # Memory
 //
-// The fold keeps no record values. Overwrites are detected by comparing a
-// record with the accepted content the operation already holds (plan,
-// boundary, log start), and Repairs re-encodes the accepted record from it.
-// The audit costs 16 bytes per record plus the operation's history step;
-// only records that were not accepted keep a full Verdict. Each operation
-// keeps the offset of the latest copy of each of its keys (32 bytes), and
-// each key holding only rejected records its latest offset and time.
+// Memory grows with operations, not records. The fold keeps no record values.
+// Overwrites are detected by comparing a record with the accepted content the
+// operation already holds (plan, boundary, log start; a boundary or log start
+// equal to the plan shares its map), and Repairs re-encodes the accepted
+// record from it. Each operation keeps its history (40 bytes a step), the
+// offset of the latest copy of each of its keys (32 bytes), and each key
+// holding only rejected records its latest offset and time; each rejected
+// record keeps its Verdict. The verdict of every record (Audit) is kept only
+// by a State made with KeepAudit, for kcleanup history: 16 bytes a record and
+// a full Verdict per duplicate. Workers and the gate replay without it
+// (docs/benchmarks.md, B5, gives both figures).
 package projector

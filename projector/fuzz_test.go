@@ -124,6 +124,8 @@ func FuzzStep(f *testing.F) {
 				t.Fatalf("repair record for %s does not decode: %v", r.Key, err)
 			}
 		}
-		_ = s.Validate([]events.Marker{{Topic: testTopic, TopicID: testTopicID(1), Offsets: events.Offsets{0: 0}}})
+		_, _ = s.AtRisk()
+		_ = s.Retractions()
+		_ = transcriptGate(s, []events.Marker{{Topic: testTopic, TopicID: testTopicID(1), Offsets: events.Offsets{0: 0}}})
 	})
 }

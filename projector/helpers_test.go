@@ -101,7 +101,7 @@ func compact(log []Record, dropTombstones bool) []Record {
 
 // fold folds records into a new State.
 func fold(records []Record) *State {
-	s := New()
+	s := New(KeepAudit())
 	for _, r := range records {
 		s.Step(r)
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -38,7 +39,7 @@ func newGenerator(seed uint64) *generator {
 	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	return &generator{
 		r:           r,
-		view:        New(),
+		view:        New(KeepAudit()),
 		off:         int64(r.IntN(3)),
 		actors:      []string{"worker-1", "worker-2", "host-a/4711"},
 		newerSchema: r.IntN(4) == 0,
@@ -360,8 +361,8 @@ func TestPropertyFold(t *testing.T) {
 	for seed := uint64(1); seed <= uint64(iterations); seed++ {
 		g := newGenerator(seed)
 		log := g.run(40 + int(seed%80))
-		s := New()
-		twin := New()
+		s := New(KeepAudit())
+		twin := New(KeepAudit())
 		for i, r := range log {
 			before := s.Boundary()
 			core := s.coreDigest()
@@ -614,7 +615,7 @@ func TestPropertyCompaction(t *testing.T) {
 		for _, drop := range []bool{false, true} {
 			compacted := compact(log, drop)
 			dropped += n - len(compacted)
-			c := New()
+			c := New(KeepAudit())
 			for _, r := range compacted {
 				before := c.Boundary()
 				c.Step(r)
@@ -677,7 +678,7 @@ func TestPropertyStepDecodedIsStep(t *testing.T) {
 		if len(decoded) != len(log) {
 			t.Fatalf("seed %d: DecodeAll on %d goroutines returned %d of %d records", seed, workers, len(decoded), len(log))
 		}
-		a, b := New(), New()
+		a, b := New(KeepAudit()), New(KeepAudit())
 		for i, r := range log {
 			if decoded[i].Offset != r.Offset {
 				t.Fatalf("seed %d: DecodeAll put offset %d at position %d, want %d", seed, decoded[i].Offset, i, r.Offset)
@@ -729,7 +730,7 @@ func TestPropertyCleanerBeforeRepairs(t *testing.T) {
 		risky, _ := prefix.AtRisk()
 		for _, drop := range []bool{false, true} {
 			cleaned := append(compact(log[:cut], drop), log[cut:]...)
-			c := New()
+			c := New(KeepAudit())
 			for _, r := range cleaned {
 				before := c.Boundary()
 				c.Step(r)
@@ -796,4 +797,27 @@ func (o Operation) firstCommitted() (Step, bool) {
 		}
 	}
 	return Step{}, false
+}
+
+// A projection without the audit (a worker's, the gate's) decides every
+// record as one with it (history's), and holds the same state.
+func TestPropertyAuditChangesNothingElse(t *testing.T) {
+	for seed := uint64(1); seed <= 200; seed++ {
+		log := newGenerator(seed).run(40 + int(seed%120))
+		lean, full := New(), New(KeepAudit())
+		for _, r := range log {
+			if vl, vf := lean.Step(r), full.Step(r); vl != vf {
+				t.Fatalf("seed %d offset %d: without audit %+v, with %+v", seed, r.Offset, vl, vf)
+			}
+		}
+		if lean.Digest() != full.Digest() {
+			t.Fatalf("seed %d: digests differ", seed)
+		}
+		if lean.Audit() != nil || len(full.Audit()) != len(log) {
+			t.Fatalf("seed %d: audit %d without KeepAudit, %d with it, of %d records", seed, len(lean.Audit()), len(full.Audit()), len(log))
+		}
+		if !slices.Equal(lean.Rejected(), full.Rejected()) {
+			t.Fatalf("seed %d: rejected records differ", seed)
+		}
+	}
 }

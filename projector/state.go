@@ -25,8 +25,10 @@ type State struct {
 	// audit has one compact entry per folded record. Accepted records point
 	// at their step in an operation's history; the others at a full
 	// Verdict in others. This keeps a million-record audit small.
-	audit  []auditEntry
-	others []Verdict
+	// Without KeepAudit there is no audit, and others holds only rejections.
+	audited bool
+	audit   []auditEntry
+	others  []Verdict
 
 	degraded       bool
 	degradedReason string
@@ -63,7 +65,7 @@ type State struct {
 type op struct {
 	plan     events.Plan
 	state    fsm.State
-	history  []Step
+	history  []step
 	boundary events.Offsets
 	logStart events.Offsets
 	deletes  int
@@ -79,8 +81,10 @@ type op struct {
 	// evidence is a bit per event (DELETING, APPLIED) whose key holds a
 	// record of this plan although no COMMITTED was accepted: proof is the
 	// first such record, re-encoded by Repairs when overwritten.
-	evidence      uint8
-	proof         [4]Step
+	evidence uint8
+	// proof is allocated with the first evidence: few operations have any,
+	// and four steps inline would more than double every op.
+	proof         *[4]Step
 	proofLogStart events.Offsets
 }
 
@@ -108,8 +112,12 @@ type overwrite struct {
 }
 
 // New returns the empty projection: nothing folded, no binding, no boundary.
-func New() *State {
-	return &State{
+//
+// It keeps what workers, the recovery gate and status need: the binding, the
+// boundary, every operation, every rejected record and what repairs need.
+// The verdict of every record, Audit, is kept only with KeepAudit.
+func New(opts ...Option) *State {
+	s := &State{
 		boundary:     events.Offsets{},
 		setBy:        map[int32]string{},
 		byPlan:       map[string]int32{},
@@ -119,7 +127,20 @@ func New() *State {
 		unconfirmed:  map[int32]bool{},
 		actors:       map[string]string{},
 	}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
 }
+
+// Option configures New.
+type Option func(*State)
+
+// KeepAudit makes the State keep a verdict for every record folded (Audit),
+// for those who show the log record by record (kcleanup history). It costs
+// 16 bytes a record, and a full Verdict for every duplicate; a worker or a
+// recovery gate does not need it.
+func KeepAudit() Option { return func(s *State) { s.audited = true } }
 
 // lifecycle is the four known events in lifecycle order.
 var lifecycle = [4]events.Event{events.Planned, events.Committed, events.Deleting, events.Applied}
@@ -158,7 +179,7 @@ func (s *State) Next() int64 {
 // Degraded reports whether a record from a newer kcleanup was seen, and which
 // (offset and why). It is sticky: only an upgraded build replaying the log
 // clears it. A degraded projection must not approve recovery points
-// (Validate refuses) and workers must not delete.
+// (the recovery gate cannot tell) and workers must not delete.
 func (s *State) Degraded() (bool, string) {
 	return s.degraded, s.degradedReason
 }
@@ -198,8 +219,12 @@ func (s *State) Pending() []Operation {
 	return out
 }
 
-// Audit returns a verdict for every record folded, in log order.
+// Audit returns a verdict for every record folded, in log order, if the State
+// was made with KeepAudit; otherwise nil.
 func (s *State) Audit() []Verdict {
+	if !s.audited {
+		return nil
+	}
 	out := make([]Verdict, len(s.audit))
 	for i, e := range s.audit {
 		out[i] = s.verdictOf(e)
@@ -224,7 +249,7 @@ func (s *State) verdictOf(e auditEntry) Verdict {
 		return s.others[e.idx]
 	}
 	o := s.ops[e.op]
-	st := o.history[e.idx]
+	st := o.history[e.idx].Step()
 	return Verdict{
 		Offset:  e.offset,
 		Key:     events.Key(o.plan.PlanID, st.Event),
@@ -243,7 +268,7 @@ func (o *op) export() Operation {
 		PlanID:         o.plan.PlanID,
 		Plan:           clonePlan(o.plan),
 		State:          o.state,
-		History:        slices.Clone(o.history),
+		History:        o.steps(),
 		Boundary:       o.boundary.Clone(),
 		LogStart:       o.logStart.Clone(),
 		DeleteAttempts: o.deletes,
@@ -281,11 +306,42 @@ func clonePlan(p events.Plan) events.Plan {
 // firstStep returns the first accepted step of event e.
 func (o *op) firstStep(e events.Event) (Step, bool) {
 	for _, st := range o.history {
-		if st.Event == e {
-			return st, true
+		if st.event() == e {
+			return st.Step(), true
 		}
 	}
 	return Step{}, false
+}
+
+// step is how an operation keeps a Step: 40 bytes instead of 64 (a
+// time.Time takes 24, an Event 16, and there are four events).
+type step struct {
+	offset int64
+	sec    int64 // at, in Unix seconds and nanoseconds (in UTC, as decoded)
+	nsec   int32
+	ev     uint8 // eventIndex
+	actor  string
+}
+
+func newStep(offset int64, e events.Event, at time.Time, actor string) step {
+	return step{offset: offset, sec: at.Unix(), nsec: int32(at.Nanosecond()), ev: uint8(eventIndex(e)), actor: actor}
+}
+
+func (st step) event() events.Event { return lifecycle[st.ev] }
+func (st step) at() time.Time       { return time.Unix(st.sec, int64(st.nsec)).UTC() }
+
+// Step is the exported form.
+func (st step) Step() Step {
+	return Step{Offset: st.offset, Event: st.event(), At: st.at(), Actor: st.actor}
+}
+
+// steps is the history in its exported form.
+func (o *op) steps() []Step {
+	out := make([]Step, len(o.history))
+	for i, st := range o.history {
+		out[i] = st.Step()
+	}
+	return out
 }
 
 func compareInt64(a, b int64) int {

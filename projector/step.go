@@ -75,17 +75,25 @@ func (s *State) outOfOrder(r Record) Verdict {
 func (s *State) fold(r Record, env events.Envelope, decodeErr error) Verdict {
 	s.next = r.Offset + 1
 	v, step := s.decide(r, env, decodeErr)
+	oi := int32(-1)
 	if v.Outcome == Accepted {
-		s.apply(r.Offset, step)
-		v = s.verdictOf(s.audit[len(s.audit)-1])
+		e := s.apply(r.Offset, step)
+		if s.audited {
+			s.audit = append(s.audit, e)
+		}
+		v, oi = s.verdictOf(e), e.op
 	} else {
-		s.audit = append(s.audit, auditEntry{offset: r.Offset, op: -1, idx: int32(len(s.others))})
-		s.others = append(s.others, v)
+		if s.audited || v.Outcome == Rejected {
+			if s.audited {
+				s.audit = append(s.audit, auditEntry{offset: r.Offset, op: -1, idx: int32(len(s.others))})
+			}
+			s.others = append(s.others, v)
+		}
 		if step.evidence {
 			s.applyEvidence(r.Offset, step)
 		}
 	}
-	s.track(r, v)
+	s.track(r, v, oi)
 	return v
 }
 
@@ -372,8 +380,8 @@ func (s *State) decideApplied(v Verdict, env events.Envelope, oi int32, o *op) (
 	return Verdict{Outcome: Accepted}, change{env: env, op: oi, to: to, implied: implied}
 }
 
-// apply performs an accepted change and appends its audit entry.
-func (s *State) apply(offset int64, c change) {
+// apply performs an accepted change and returns its audit entry.
+func (s *State) apply(offset int64, c change) auditEntry {
 	env := c.env
 	oi := c.op
 	if oi < 0 {
@@ -385,7 +393,17 @@ func (s *State) apply(offset int64, c change) {
 	o.implied |= c.implied
 	switch env.Event {
 	case events.Committed:
-		o.boundary = env.Boundary
+		// Maps are never mutated, so share: a commit's boundary field is
+		// usually its own plan (a plan over every partition, above the
+		// boundary) or the boundary it leaves.
+		switch {
+		case env.Boundary.Equal(o.plan.Offsets):
+			o.boundary = o.plan.Offsets
+		case env.Boundary.Equal(c.boundary):
+			o.boundary = c.boundary
+		default:
+			o.boundary = env.Boundary
+		}
 		o.commitAt = offset
 		o.covered = c.covered
 		s.raise(o, c)
@@ -402,8 +420,8 @@ func (s *State) apply(offset int64, c change) {
 			o.logStart = o.plan.Offsets
 		}
 	}
-	o.history = append(o.history, Step{Offset: offset, Event: env.Event, At: env.At, Actor: s.intern(env.Actor)})
-	s.audit = append(s.audit, auditEntry{offset: offset, op: oi, idx: int32(len(o.history) - 1)})
+	o.history = append(o.history, newStep(offset, env.Event, env.At, s.intern(env.Actor)))
+	return auditEntry{offset: offset, op: oi, idx: int32(len(o.history) - 1)}
 }
 
 // newOp adds the operation of a plan (binding the control topic to the
@@ -450,11 +468,12 @@ func (s *State) planOffset(planID string, p int32) int64 {
 // track keeps what compaction safety needs after every folded record: where
 // the latest copy of each accepted record is (Repairs keeps them in order),
 // and which keys hold nothing but rejected records (Retractions).
-func (s *State) track(r Record, v Verdict) {
+// accepted is the operation of an accepted record (-1 otherwise).
+func (s *State) track(r Record, v Verdict, accepted int32) {
 	var oi int32
 	known := false
 	if v.Outcome == Accepted {
-		oi, known = s.audit[len(s.audit)-1].op, true // no second map lookup
+		oi, known = accepted, true // no second map lookup
 	} else {
 		oi, known = s.byPlan[v.PlanID]
 	}
@@ -566,7 +585,7 @@ func (s *State) overwrite(v Verdict, oi int32, what string) Verdict {
 		s.markOverwritten(v.Key, oi, v.Event, v.Offset, true)
 		return reject(v, ReasonOverwritesAccepted, fmt.Sprintf(
 			"OVERWRITE: key %s holds, at offset %d, the evidence that plan %s's COMMITTED was accepted and erased, and this record is %s; compaction would erase the evidence, so it must be re-appended (Repairs)",
-			v.Key, o.proof[eventIndex(v.Event)].Offset, o.plan.PlanID, what))
+			v.Key, o.proofStep(eventIndex(v.Event)).Offset, o.plan.PlanID, what))
 	}
 	s.markOverwritten(v.Key, oi, v.Event, v.Offset, false)
 	return reject(v, ReasonOverwritesAccepted, fmt.Sprintf(
@@ -593,7 +612,7 @@ func (s *State) degrade(offset int64, key string, err error) {
 // at the same time by the same actor.
 func (o *op) hasStep(env *events.Envelope) bool {
 	for _, st := range o.history {
-		if st.Event == env.Event && st.Actor == env.Actor && st.At.Equal(env.At) {
+		if st.event() == env.Event && st.actor == env.Actor && st.at().Equal(env.At) {
 			return true
 		}
 	}
@@ -611,7 +630,7 @@ func (o *op) acceptedOffset(e events.Event) int64 {
 // describe is the detail of the accepted verdict of history step i. It is
 // derived from the state, so Step and Audit report the same words.
 func (o *op) describe(i int) string {
-	st := o.history[i]
+	st := o.history[i].Step()
 	switch st.Event {
 	case events.Planned:
 		return fmt.Sprintf("planned %s from %s: offsets %s", o.plan.Topic, o.plan.SourceRecoveryPoint, o.plan.Offsets.String())
@@ -627,7 +646,7 @@ func (o *op) describe(i int) string {
 	case events.Deleting:
 		n := 0
 		for _, h := range o.history[:i+1] {
-			if h.Event == events.Deleting {
+			if h.event() == events.Deleting {
 				n++
 			}
 		}

@@ -217,7 +217,7 @@ func reached(proj *Projection, env events.Envelope) string {
 // permanentDelete: a DeleteRecords answer for a partition that retrying
 // cannot change.
 func permanentDelete(err error) bool {
-	return errors.Is(err, kerr.PolicyViolation) || errors.Is(err, kerr.TopicAuthorizationFailed) ||
+	return errors.Is(err, kerr.PolicyViolation) || errors.Is(err, kerr.OffsetOutOfRange) || errors.Is(err, kerr.TopicAuthorizationFailed) ||
 		errors.Is(err, kerr.ClusterAuthorizationFailed)
 }
 

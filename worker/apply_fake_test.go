@@ -184,7 +184,7 @@ func TestApplyResumesAfterNoWait(t *testing.T) {
 	if _, err := c.Finish(ctx, proj, plan.PlanID, Options{Actor: "w1"}); err != nil {
 		t.Fatal(err)
 	}
-	final, err := c.Project(ctx, ctl)
+	final, err := c.Project(ctx, ctl, projector.KeepAudit())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +222,7 @@ func TestRepairRetractsRejectedKeysAfterTheGrace(t *testing.T) {
 	if err := c.cl.ProduceSync(ctx, old, young).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
-	proj, err := c.Project(ctx, ctl)
+	proj, err := c.Project(ctx, ctl, projector.KeepAudit())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -103,8 +103,9 @@ type Projection struct {
 }
 
 // Project opens a projection of a control topic and reads it to its end.
-func (c *Cluster) Project(ctx context.Context, controlTopic string) (*Projection, error) {
-	p, err := c.OpenProjection(controlTopic)
+// opts configure its projector.State (projector.KeepAudit for history).
+func (c *Cluster) Project(ctx context.Context, controlTopic string, opts ...projector.Option) (*Projection, error) {
+	p, err := c.OpenProjection(controlTopic, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -116,7 +117,7 @@ func (c *Cluster) Project(ctx context.Context, controlTopic string) (*Projection
 }
 
 // OpenProjection prepares a projection without reading anything yet.
-func (c *Cluster) OpenProjection(controlTopic string) (*Projection, error) {
+func (c *Cluster) OpenProjection(controlTopic string, stateOpts ...projector.Option) (*Projection, error) {
 	opts := append([]kgo.Opt{}, c.opts...)
 	opts = append(opts,
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{controlTopic: {0: kgo.NewOffset().AtStart()}}),
@@ -131,7 +132,7 @@ func (c *Cluster) OpenProjection(controlTopic string) (*Projection, error) {
 	if err != nil {
 		return nil, errors.Wrap(err, "create control-topic reader")
 	}
-	return &Projection{Topic: controlTopic, State: projector.New(), reader: reader, cluster: c}, nil
+	return &Projection{Topic: controlTopic, State: projector.New(stateOpts...), reader: reader, cluster: c}, nil
 }
 
 // maxForeign bounds the foreign records a projection remembers.

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -36,6 +37,7 @@ type Daemon struct {
 	views map[string]*view // one per served control topic, fixed at NewDaemon
 
 	mu       sync.Mutex
+	group    groupState        // whether the consumer group admitted this member
 	owners   map[string]*owner // control topics this replica owns now
 	stopping bool              // shutdown began: take no new work, not ready
 	wg       sync.WaitGroup    // runners
@@ -186,6 +188,13 @@ func orDefault(v, def time.Duration) time.Duration {
 	return def
 }
 
+// HeartbeatHint is the fix for a heartbeat interval at or above the
+// session timeout: Kafka's advice is at most a third of it.
+func HeartbeatHint(session time.Duration) string {
+	return fmt.Sprintf("give --heartbeat-interval at most a third of --session-timeout (%s for --session-timeout=%s), or raise --session-timeout",
+		max(session/3, time.Millisecond).Round(time.Millisecond), session)
+}
+
 // GroupFor is the default consumer group of a fleet whose first control
 // topic is controlTopic.
 func GroupFor(controlTopic string) string { return "kcleanup-worker." + controlTopic }
@@ -255,7 +264,8 @@ func (cfg daemonConfig) check() error {
 		seen[t] = true
 	}
 	if cfg.heartbeatInterval >= cfg.sessionTimeout {
-		return bad("heartbeat interval %s must be below the session timeout %s", cfg.heartbeatInterval, cfg.sessionTimeout)
+		return errors.WithHint(bad("heartbeat interval %s must be below the session timeout %s: the group coordinator would evict the member between two heartbeats",
+			cfg.heartbeatInterval, cfg.sessionTimeout), HeartbeatHint(cfg.sessionTimeout))
 	}
 	if cfg.grace >= cfg.rebalanceTimeout {
 		// A revocation waits up to the grace inside the rebalance.
@@ -410,7 +420,10 @@ func (d *Daemon) pollMember(ctx context.Context, member *kgo.Client) {
 			if errors.Is(err, kerr.GroupAuthorizationFailed) {
 				named := d.cluster.denied(err, permGroupRead(d.cfg.group)).Error()
 				d.groupDenied.Store(&named)
+				d.groupRefused(err, named)
 				err = errors.New(named)
+			} else if gs := (*kgo.ErrGroupSession)(nil); errors.As(err, &gs) {
+				d.groupRefused(err, "")
 			}
 			if msg := err.Error(); msg != last {
 				last = msg
@@ -425,6 +438,7 @@ func (d *Daemon) pollMember(ctx context.Context, member *kgo.Client) {
 // assigned, revoked and lost run on franz-go's group goroutine; they must
 // not call LeaveGroup or Close.
 func (d *Daemon) assigned(_ context.Context, _ *kgo.Client, m map[string][]int32) {
+	d.groupAdmitted()        // franz-go calls this after every join, even with nothing new
 	d.groupDenied.Store(nil) // the group let us in
 	for topic, ps := range m {
 		if slices.Contains(ps, 0) {

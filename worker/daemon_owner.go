@@ -28,7 +28,16 @@ type owner struct {
 
 	mu       sync.Mutex
 	attempts map[string]*attempt // by plan ID, only for pending operations
+
+	// settingsAt and settingsErr are the last check of the control topic's
+	// settings (controlTopicSafe), owner goroutine only.
+	settingsAt  time.Time
+	settingsErr error
 }
+
+// settingsEvery is how often an owner re-checks its control topic's
+// settings: an operator's fix is seen within it.
+const settingsEvery = 10 * time.Second
 
 // attempt is the retry state of one pending operation.
 type attempt struct {
@@ -172,11 +181,32 @@ func (d *Daemon) pass(o *owner, proj *Projection, opts Options) error {
 	}
 	pending := proj.State.Pending()
 	o.keepOnly(pending)
+	if len(pending) > 0 && time.Since(o.settingsAt) >= settingsEvery {
+		o.settingsAt, o.settingsErr = time.Now(), d.cluster.controlTopicSafe(ctx, o.topic, d.cfg.bootstrap)
+	}
 	for _, op := range pending {
 		if o.soft.Err() != nil {
 			return nil
 		}
 		if !o.due(op.PlanID, time.Now()) {
+			continue
+		}
+		if err := o.settingsErr; err != nil {
+			// A control topic whose cleaner may outrun repairs blocks every
+			// deletion (its repairs above still run); one whose settings
+			// cannot be read now is retried as transient.
+			if !errors.Is(err, ErrBlocked) {
+				a := o.failed(op.PlanID, false, err, d.cfg)
+				d.metrics.attempt(o.topic, "retry")
+				d.log.Warn("cannot check the control topic's settings; will retry", "control_topic", o.topic, "plan", op.PlanID,
+					errAttr(err), "retry_in", time.Until(a.next).Round(time.Millisecond).String())
+				o.settingsAt = time.Time{}
+				continue
+			}
+			a := o.failed(op.PlanID, true, err, d.cfg)
+			d.metrics.attempt(o.topic, "blocked")
+			d.log.Error("operation blocked: it stays in its state until the cause is removed", "control_topic", o.topic,
+				"plan", op.PlanID, "state", op.State, errAttr(err), "hints", errors.GetAllHints(err), "retry_at", a.next.Format(time.RFC3339))
 			continue
 		}
 		d.finish(o, proj, op, opts)

@@ -166,7 +166,8 @@ func TestFlinkTopicReadAndAdopt(t *testing.T) {
 		t.Fatalf("adopted %+v, want p1 then p2", ad.Plans)
 	}
 	// kcleanup's own gate now refuses what the job refuses.
-	if err := proj.State.Validate([]events.Marker{{Topic: f.data, TopicID: f.id, Offsets: events.Offsets{0: 59, 1: 90}}}); err == nil {
+	if v := f.c.Validate(ctx, []events.Marker{{Topic: f.data, TopicID: f.id, Offsets: events.Offsets{0: 59, 1: 90}}},
+		ValidateOptions{ControlTopic: proj.Topic, Explicit: true}); v.Allowed {
 		t.Fatal("kcleanup allowed a recovery point the job refuses")
 	}
 

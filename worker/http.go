@@ -50,7 +50,9 @@ type readiness struct {
 	Ready bool `json:"ready"`
 	// NotReady says, per control topic, why it is not caught up.
 	NotReady map[string]string `json:"notReady,omitempty"`
-	Reason   string            `json:"reason,omitempty"`
+	// Group says why the consumer group has not admitted this replica.
+	Group  string `json:"group,omitempty"`
+	Reason string `json:"reason,omitempty"`
 	// Unauthorized says, per control topic, which missing ACL blocks this replica. It fails
 	// readiness only through NotReady (a projection that cannot read its control topic);
 	// an operation blocked by a missing Write or Delete leaves the replica ready, because
@@ -67,6 +69,9 @@ func (d *Daemon) serveReady(w http.ResponseWriter, _ *http.Request) {
 		return
 	}
 	r := readiness{Ready: true}
+	// A member the group does not admit owns nothing, and never will if the
+	// broker refuses its settings.
+	admitted, why := d.groupReady()
 	if u := d.unauthorized(); len(u) > 0 {
 		r.Unauthorized = u
 	}
@@ -81,6 +86,11 @@ func (d *Daemon) serveReady(w http.ResponseWriter, _ *http.Request) {
 	}
 	if !r.Ready {
 		r.Reason = "not caught up with every control topic"
+	}
+	if !admitted {
+		r.Ready, r.Reason, r.Group = false, why, why
+	}
+	if !r.Ready {
 		writeJSONStatus(w, http.StatusServiceUnavailable, r)
 		return
 	}

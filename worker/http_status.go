@@ -45,6 +45,13 @@ type Status struct {
 	// Retractions lists the keys whose every record was rejected: a worker
 	// tombstones each once RetractionGrace has passed since its record.
 	Retractions []PendingRetraction `json:"retractions"`
+	// Format is the control format of the records read: "kcleanup",
+	// "flink-agents" or "mixed" (absent while the topic is empty).
+	Format Format `json:"format,omitempty"`
+	// FlinkAgents is the topic folded by Flink Agents' own rules, when it is
+	// in that format (docs/flink-agents.md): the rest of the document is
+	// kcleanup's fold, which rejects every such record.
+	FlinkAgents *FlinkStatus `json:"flinkAgents,omitempty"`
 }
 
 // PendingRepair is an accepted record a worker will append again, so that
@@ -133,6 +140,10 @@ func StatusOf(proj *Projection) Status {
 		Retractions:   []PendingRetraction{},
 	}
 	st.Topic, st.TopicID, _ = s.Binding()
+	st.Format = proj.Format()
+	if fold := proj.FlinkFold(); fold != nil {
+		st.FlinkAgents = FlinkStatusOf(fold)
+	}
 	st.Degraded, st.DegradedReason = s.Degraded()
 	for p := range st.Boundary {
 		st.BoundarySetBy[p] = s.BoundarySetBy(p)

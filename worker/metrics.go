@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -187,6 +188,15 @@ func (d *Daemon) writeMetrics(w io.Writer) error {
 	}
 	e.family("kcleanup_owned_partitions", "gauge", "Control partitions this replica owns.")
 	e.sample("kcleanup_owned_partitions", float64(owned))
+	d.mu.Lock()
+	admitted, refusals := d.group.admitted, maps.Clone(d.group.refusals)
+	d.mu.Unlock()
+	e.family("kcleanup_group_admitted", "gauge", "1 when the consumer group admitted this replica; 0 while joining or refused (see /readyz for why).")
+	e.sample("kcleanup_group_admitted", b2f(admitted))
+	e.family("kcleanup_group_errors_total", "counter", "Errors of the consumer-group session (the group refused or dropped this replica), by Kafka error code.")
+	for _, code := range slices.Sorted(maps.Keys(refusals)) {
+		e.sample("kcleanup_group_errors_total", float64(refusals[code]), "error", code)
+	}
 
 	m := d.metrics
 	m.mu.Lock()

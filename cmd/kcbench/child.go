@@ -34,7 +34,7 @@ import (
 //	project -bootstrap B -topic T          B1 as a library: worker.Cluster.Project
 //	delete  -bootstrap B -plan F           floor of B2: DeleteRecords + list start offsets
 //	apply   -bootstrap B -control-topic C -plan F   B2 as a library: Cluster.Apply
-//	growth  -records N -runs R [-profile F] B5: fold of pre-encoded records in process
+//	growth  -records N -runs R [-profile F] [-audit] B5: fold of pre-encoded records in process
 //	plan    -markers M -partitions P -runs R        B4: events.BuildPlan
 func runChildMode(args []string) error {
 	if len(args) == 0 {
@@ -51,6 +51,7 @@ func runChildMode(args []string) error {
 	markers := fs.Int("markers", 0, "markers")
 	partitions := fs.Int("partitions", 0, "partitions")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the child here")
+	audit := fs.Bool("audit", false, "growth: keep the per-record audit, as history's projection does")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -78,7 +79,7 @@ func runChildMode(args []string) error {
 	case "apply":
 		res, err = childApply(ctx, *bootstrap, *control, *planFile)
 	case "growth":
-		res, err = childGrowth(*records, *runs, *profile)
+		res, err = childGrowth(*records, *runs, *profile, *audit)
 	case "plan":
 		res, err = childPlan(*markers, *partitions, *runs)
 	default:
@@ -242,7 +243,11 @@ func childApply(ctx context.Context, bootstrap, control, planFile string) (child
 // childGrowth is B5: it folds n pre-encoded records into a fresh projection
 // runs times, and reports the fold's rate, what the projection retains once
 // folded (live heap after GC, input excluded) and what allocates it.
-func childGrowth(n, runs int, profilePath string) (childResult, error) {
+func childGrowth(n, runs int, profilePath string, audit bool) (childResult, error) {
+	var opts []projector.Option
+	if audit {
+		opts = append(opts, projector.KeepAudit())
+	}
 	if n <= 0 || runs <= 0 {
 		return nil, errors.New("growth: -records and -runs must be positive")
 	}
@@ -256,7 +261,7 @@ func childGrowth(n, runs int, profilePath string) (childResult, error) {
 		runtime.GC()
 		runtime.ReadMemStats(&ms0)
 		began := time.Now()
-		s = projector.New()
+		s = projector.New(opts...)
 		for _, r := range recs {
 			s.Step(r)
 		}

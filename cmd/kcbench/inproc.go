@@ -43,25 +43,37 @@ func (b *bencher) plan(ctx context.Context) error {
 
 // growth is B5: the projection's memory and fold rate as the control topic
 // grows, folding pre-encoded records in process. The largest size also
-// writes a heap profile and names what holds the memory.
+// writes a heap profile and names what holds the memory, and is folded a
+// second time into a projection with the per-record audit (history's).
 func (b *bencher) growth(ctx context.Context) error {
 	var xs, secs, bytes []float64
-	for i, n := range b.cfg.growthSizes {
+	sizes := slices.Clone(b.cfg.growthSizes)
+	if len(sizes) > 0 {
+		sizes = append(sizes, -sizes[len(sizes)-1]) // negative: with the audit
+	}
+	for i, n := range sizes {
+		audit := n < 0
+		n = max(n, -n)
 		args := []string{"growth", "-records", strconv.Itoa(n), "-runs", strconv.Itoa(b.cfg.runs)}
+		subject := "projector fold (in process)"
+		if audit {
+			args = append(args, "-audit")
+			subject = "projector fold with the audit, as history (in process)"
+		}
 		var profile string
-		if i == len(b.cfg.growthSizes)-1 {
-			profile = filepath.Join(b.cfg.out, b.rep.Started.Format("20060102T150405Z")+"-b5-heap.pprof")
+		if i >= len(b.cfg.growthSizes)-1 {
+			profile = filepath.Join(b.cfg.out, b.rep.Started.Format("20060102T150405Z")+"-b5-heap"+map[bool]string{true: "-audit"}[audit]+".pprof")
 			if abs, err := filepath.Abs(profile); err == nil {
 				profile = abs
 			}
 			args = append(args, "-profile", profile)
 		}
-		b.logf("B5 growth: fold %d records, %d runs", n, b.cfg.runs)
+		b.logf("B5 growth: fold %d records, %d runs (audit %v)", n, b.cfg.runs, audit)
 		meas, res, err := runChild(ctx, args...)
 		if err != nil {
 			return err
 		}
-		row := Row{Bench: "B5 growth", Case: fmt.Sprintf("%d records", n), Subject: "projector fold (in process)",
+		row := Row{Bench: "B5 growth", Case: fmt.Sprintf("%d records", n), Subject: subject,
 			PeakRSSMB: meas.MaxRSSMB, RateUnit: "records/s",
 			Extra: pick(res, "retainedMB", "retainedBytesPerRecord", "allocsPerRecord", "allocBytesPerRecord", "inputMB")}
 		row.setRuns(runsOf(res, "seconds"))
@@ -78,6 +90,9 @@ func (b *bencher) growth(ctx context.Context) error {
 			row.Note += "; heap: " + formatShares(sites) + " (profile " + filepath.Base(profile) + ")"
 		}
 		b.add(row)
+		if audit {
+			continue
+		}
 		xs = append(xs, float64(n))
 		secs = append(secs, row.Median)
 		bytes = append(bytes, res["retainedMB"]*(1<<20))

@@ -256,7 +256,7 @@ func TestInProcessChildren(t *testing.T) {
 	// Sample every allocation, so that a tiny fold still shows in the profile.
 	defer func(rate int) { runtime.MemProfileRate = rate }(runtime.MemProfileRate)
 	runtime.MemProfileRate = 1
-	res, err := childGrowth(400, 2, filepath.Join(t.TempDir(), "heap.pprof"))
+	res, err := childGrowth(400, 2, filepath.Join(t.TempDir(), "heap.pprof"), false)
 	if err != nil {
 		t.Fatal(err)
 	}

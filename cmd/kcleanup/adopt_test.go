@@ -106,7 +106,35 @@ func TestValidateFlinkAgentsControlTopic(t *testing.T) {
 		t.Fatalf("validate at the job's boundary: exit %d\n%s", code, stderr)
 	}
 
+	// status and history read it by the job's rules too.
+	code, out, stderr := e.run(t, "status", "--control-topic", ctl, "-o", "json")
+	var st worker.Status
+	if code != 0 || json.Unmarshal([]byte(out), &st) != nil {
+		t.Fatalf("status: exit %d\n%s%s", code, out, stderr)
+	}
+	if st.Format != worker.FormatFlinkAgents || st.FlinkAgents == nil || !st.FlinkAgents.EffectiveBoundary.Equal(events.Offsets{0: 60, 1: 20}) ||
+		len(st.FlinkAgents.Plans) != 2 || st.FlinkAgents.BoundarySetBy[0] != p2.PlanID {
+		t.Fatalf("status of a Flink Agents topic: %+v", st.FlinkAgents)
+	}
+	code, out, _ = e.run(t, "status", "--control-topic", ctl)
+	if code != 0 || !strings.Contains(out, "Flink Agents' own cleanup tool") || !strings.Contains(out, "Effective boundary") {
+		t.Fatalf("status table:\n%s", out)
+	}
+	code, out, _ = e.run(t, "history", "--control-topic", ctl, "-o", "json")
+	var h historyDoc
+	if code != 0 || json.Unmarshal([]byte(out), &h) != nil || len(h.FlinkAgents) != 3 || h.FlinkAgents[2].Verdict != "folded" || h.FlinkAgents[2].Status != "COMMITTED" {
+		t.Fatalf("history of a Flink Agents topic: %s", out)
+	}
+
 	broken := e.flinkControl(t, flinkRecord("APPLIED", p2), flinkRecord("COMMITTED", p2))
+	code, out, _ = e.run(t, "history", "--control-topic", broken)
+	if code != 0 || !strings.Contains(out, "fails") || !strings.Contains(out, "regressed applied plan") {
+		t.Fatalf("history of a broken Flink Agents topic:\n%s", out)
+	}
+	code, out, _ = e.run(t, "status", "--control-topic", broken)
+	if code != 0 || !strings.Contains(out, "UNKNOWN: the job's recovery fails") {
+		t.Fatalf("status of a broken Flink Agents topic:\n%s", out)
+	}
 	code, _, stderr = e.run(t, "validate", "--control-topic", broken, "--markers", at)
 	opWantFailure(t, code, stderr, 4, "regressed applied plan")
 }

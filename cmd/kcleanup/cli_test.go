@@ -438,6 +438,9 @@ func TestJSONDocumentsMatchTheirSchemas(t *testing.T) {
 		{"history.schema.json", []string{"history", "--topic", e.topic}, exitOK},
 		{"history.schema.json", []string{"history", "--topic", e.topic, "--plan", c1[:12]}, exitOK},
 		{"history.schema.json", []string{"history", "--topic", e.topic, "--full"}, exitOK},
+		{"findings.schema.json", []string{"doctor", "--topic", e.topic}, exitOK},
+		{"findings.schema.json", []string{"doctor", "--topic", e.topic + "-missing"}, exitError},
+		{"findings.schema.json", []string{"init", "--topic", e.topic}, exitOK},
 	} {
 		code, stdout, stderr := e.run(t, append([]string{"-o", "json"}, tc.args...)...)
 		if code != tc.code {

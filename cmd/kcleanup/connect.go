@@ -7,6 +7,7 @@ import (
 
 	"github.com/cockroachdb/errors"
 
+	"github.com/kcleanup/kcleanup/projector"
 	"github.com/kcleanup/kcleanup/worker"
 	"github.com/kcleanup/kcleanup/worker/clientconfig"
 )
@@ -43,10 +44,10 @@ func (g globalOptions) bootstrap() string { return strings.Join(g.bootstrapServe
 
 // project opens a caught-up projection of a control topic, within the
 // --timeout. A projection that cannot prove it is caught up is an error.
-func (g globalOptions) project(ctx context.Context, c *worker.Cluster, controlTopic string) (*worker.Projection, error) {
+func (g globalOptions) project(ctx context.Context, c *worker.Cluster, controlTopic string, opts ...projector.Option) (*worker.Projection, error) {
 	ctx, cancel := context.WithTimeout(ctx, g.timeout)
 	defer cancel()
-	p, err := c.Project(ctx, controlTopic)
+	p, err := c.Project(ctx, controlTopic, opts...)
 	if err != nil {
 		return nil, g.unreachable(err)
 	}

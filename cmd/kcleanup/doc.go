@@ -13,6 +13,10 @@
 //	jaas.go          sasl.jaas.config
 //	security.go      clientSecurity → TLS config, SASL mechanism, kgo options
 //	output.go        writeJSON (versioned) and newTable
+//	input.go         files named on the command line: "-" once, empty and truncated files worded
+//	markers.go       reading markers files (plan, validate)
+//	findings.go      init's and doctor's findings in JSON (hints as a list)
+//	clip.go          cutting writer-chosen text (keys, details) in views, saying its length
 //	connect.go       globalOptions → worker.Cluster, caught-up projections, unreachable hints
 //	version.go       the version command: the smallest complete example of a command
 //
@@ -37,9 +41,18 @@
 //     recovery point older than the boundary) in refusedError (exit 3). The recovery gate's
 //     "cannot tell" is cannotTellError (exit 4), from the verdict's class (gate.Class).
 //     Everything else exits 1.
-//   - Attach operator advice with errors.WithHint: it is printed as a "Hint:" line.
+//   - Attach operator advice with errors.WithHint: it is printed as a "Hint:" line. Every error
+//     an operator can fix has one: TestEveryCommandsBadInput (cli_test.go) runs every command
+//     with bad input and fails for a command without a row or an error without a hint.
+//   - A string flag given blank is a usage error before RunE (root.go, blankFlag), unless the
+//     flag is marked with allowBlank because blank means something.
+//   - Offsets are printed with events.Offsets.String ("0=40 1=30") in tables and messages, and
+//     as {"0":40} in JSON; text a record's writer chose goes through clip in views.
+//   - A JSON document that changes incompatibly gets a new schemaVersion and its schema in
+//     docs/schema/ (TestJSONDocumentsMatchTheirSchemas validates the real output).
 //   - Do not define flags named like the global ones (-b/--bootstrap-server, --control-topic,
-//     --command-config, -o/--output, --timeout).
+//     --command-config, -o/--output, --timeout), except to reword one with the same meaning
+//     (worker's --control-topic).
 //
 // # --command-config
 //
@@ -55,6 +68,7 @@
 // # Output contract
 //
 // Results go to stdout; errors ("Error: ..." then one "Hint: ..." line per hint) to stderr.
-// A JSON document is one object whose first field is "schemaVersion":1; exit codes are listed in
+// A JSON document is one object whose first field is "schemaVersion" (1 unless the document
+// changed incompatibly: history, init, doctor and validate are at 2); exit codes are listed in
 // `kcleanup --help` and never renumbered.
 package main

@@ -56,10 +56,11 @@ finding, each problem with a hint. Exits 1 when anything blocks cleanup.`,
 
 // doctorReport is what doctor prints.
 type doctorReport struct {
-	Topic        string           `json:"topic,omitempty"`
-	ControlTopic string           `json:"controlTopic"`
-	Blocking     int              `json:"blocking"`
-	Findings     []worker.Finding `json:"findings"`
+	SchemaVersion int         `json:"schemaVersion"`
+	Topic         string      `json:"topic,omitempty"`
+	ControlTopic  string      `json:"controlTopic"`
+	Blocking      int         `json:"blocking"`
+	Findings      findingList `json:"findings"`
 }
 
 func runDoctor(ctx context.Context, g globalOptions, o doctorOptions, stdout io.Writer) error {
@@ -76,7 +77,7 @@ func runDoctor(ctx context.Context, g globalOptions, o doctorOptions, stdout io.
 	}
 	defer c.Close()
 
-	rep := doctorReport{Topic: o.topic, ControlTopic: control}
+	rep := doctorReport{SchemaVersion: findingsSchemaVersion, Topic: o.topic, ControlTopic: control}
 	if err := diagnose(ctx, c, g, o, &rep); err != nil {
 		return g.unreachable(err)
 	}

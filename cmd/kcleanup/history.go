@@ -13,6 +13,7 @@ import (
 
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/projector"
+	"github.com/kcleanup/kcleanup/projector/flinkagents"
 	"github.com/kcleanup/kcleanup/worker"
 	"github.com/kcleanup/kcleanup/worker/console"
 )
@@ -84,6 +85,23 @@ type historyDoc struct {
 	// PlanID is the full ID of the plan --plan selected.
 	PlanID   string         `json:"planId,omitempty"`
 	Verdicts []verdictEntry `json:"verdicts"`
+	// FlinkAgents, for a control topic in Flink Agents' format, lists its
+	// records as the job folds them (verdicts is then empty: kcleanup's fold
+	// rejects every such record). docs/flink-agents.md.
+	FlinkAgents []flinkHistoryEntry `json:"flinkAgents,omitempty"`
+}
+
+// flinkHistoryEntry is one record of a Flink Agents control topic and what
+// the job's fold made of it.
+type flinkHistoryEntry struct {
+	Offset int64  `json:"offset"`
+	Key    string `json:"key"`
+	Status string `json:"status,omitempty"`
+	PlanID string `json:"planId,omitempty"`
+	// Verdict is "folded", "fails" (the job's fold stops here: Error says
+	// why) or "unread" (after a failure the job reads no further).
+	Verdict string             `json:"verdict"`
+	Error   *worker.FlinkError `json:"error,omitempty"`
 }
 
 // verdictEntry is one projector.Verdict in JSON.
@@ -106,12 +124,16 @@ type verdictEntry struct {
 }
 
 func runHistory(ctx context.Context, w io.Writer, g globalOptions, controlTopic, plan string, full bool) error {
-	_, proj, done, err := g.openProjection(ctx, controlTopic)
+	// history is the one reader that shows every record: it replays with the audit.
+	_, proj, done, err := g.openProjection(ctx, controlTopic, projector.KeepAudit())
 	if err != nil {
 		return err
 	}
 	defer done()
 
+	if fold := proj.FlinkFold(); fold != nil && g.output != outputHTML {
+		return flinkHistory(w, g, proj, fold, plan)
+	}
 	audit := proj.State.Audit()
 	if g.output == outputHTML {
 		return writeReport(w, proj, audit)
@@ -230,4 +252,37 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// flinkHistory is history for a control topic in Flink Agents' format: each
+// record and what the job's own fold made of it.
+func flinkHistory(w io.Writer, g globalOptions, proj *worker.Projection, fold *flinkagents.Fold, plan string) error {
+	doc := historyDoc{SchemaVersion: historySchemaVersion, ControlTopic: proj.Topic, ReadTo: proj.Next, Verdicts: []verdictEntry{}, FlinkAgents: []flinkHistoryEntry{}}
+	for _, e := range fold.Entries() {
+		h := flinkHistoryEntry{Offset: e.Offset, Key: string(e.Key), Status: string(e.Status), PlanID: e.PlanID, Verdict: "folded"}
+		switch {
+		case e.Unread:
+			h.Verdict = "unread"
+		case e.Err != nil:
+			h.Verdict, h.Error = "fails", worker.FlinkErrorOf(e.Err)
+		}
+		if plan != "" && !strings.HasPrefix(h.PlanID, plan) && !strings.HasPrefix(h.Key, plan) {
+			continue
+		}
+		doc.FlinkAgents = append(doc.FlinkAgents, h)
+	}
+	if g.output == outputJSON {
+		return writeJSON(w, doc)
+	}
+	fmt.Fprintf(w, "Control topic %s, in Flink Agents' format, records in log order as the job folds them (read to offset %d):\n", doc.ControlTopic, doc.ReadTo)
+	tw := newTable(w)
+	fmt.Fprintln(tw, "  OFFSET\tSTATUS\tPLAN\tVERDICT\tDETAIL")
+	for _, h := range doc.FlinkAgents {
+		detail := "-"
+		if h.Error != nil {
+			detail = singleLine(clip(h.Error.Message, tableDetailLimit))
+		}
+		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\n", h.Offset, orDash(h.Status), orDash(shorten(h.PlanID, shortPlanID)), h.Verdict, detail)
+	}
+	return tw.Flush()
 }

@@ -48,10 +48,11 @@ existing, correct control topic is left as it is. Exits 1 when anything blocks c
 
 // initReport is what init prints: the topics it looked at and one finding per check.
 type initReport struct {
-	Topic               string           `json:"topic"`
-	ControlTopic        string           `json:"controlTopic"`
-	ControlTopicCreated bool             `json:"controlTopicCreated"`
-	Findings            []worker.Finding `json:"findings"`
+	SchemaVersion       int         `json:"schemaVersion"`
+	Topic               string      `json:"topic"`
+	ControlTopic        string      `json:"controlTopic"`
+	ControlTopicCreated bool        `json:"controlTopicCreated"`
+	Findings            findingList `json:"findings"`
 }
 
 func runInit(ctx context.Context, g globalOptions, o initOptions, stdout io.Writer) error {
@@ -81,7 +82,7 @@ func runInit(ctx context.Context, g globalOptions, o initOptions, stdout io.Writ
 // it and what it governs. A missing data topic stops it before anything is created: a mistyped
 // name must not leave a stray control topic behind.
 func initTopics(ctx context.Context, c *worker.Cluster, g globalOptions, topic, control string, rf int16) (initReport, error) {
-	rep := initReport{Topic: topic, ControlTopic: control}
+	rep := initReport{SchemaVersion: findingsSchemaVersion, Topic: topic, ControlTopic: control}
 	data, err := c.TopicMetadata(ctx, topic)
 	if errors.Is(err, worker.ErrTopicNotFound) {
 		rep.Findings = append(rep.Findings, worker.Finding{

@@ -14,18 +14,18 @@ import (
 
 // opFindingsDoc is the part of `init -o json` and `doctor -o json` the tests read.
 type opFindingsDoc struct {
-	SchemaVersion       int              `json:"schemaVersion"`
-	Topic               string           `json:"topic"`
-	ControlTopic        string           `json:"controlTopic"`
-	ControlTopicCreated bool             `json:"controlTopicCreated"`
-	Blocking            int              `json:"blocking"`
-	Findings            []worker.Finding `json:"findings"`
+	SchemaVersion       int         `json:"schemaVersion"`
+	Topic               string      `json:"topic"`
+	ControlTopic        string      `json:"controlTopic"`
+	ControlTopicCreated bool        `json:"controlTopicCreated"`
+	Blocking            int         `json:"blocking"`
+	Findings            findingList `json:"findings"`
 }
 
 func opDecodeFindings(t *testing.T, stdout string) opFindingsDoc {
 	t.Helper()
 	var d opFindingsDoc
-	if err := json.Unmarshal([]byte(stdout), &d); err != nil || d.SchemaVersion != 1 {
+	if err := json.Unmarshal([]byte(stdout), &d); err != nil || d.SchemaVersion != findingsSchemaVersion {
 		t.Fatalf("findings document: %v\n%s", err, stdout)
 	}
 	return d

@@ -53,8 +53,14 @@ func decodeError(err error, what, name string, data []byte) error {
 	case problemEmpty:
 		err = errors.WithHint(errors.Wrap(err, "the file is empty"), "give the file that was written, not an empty one")
 	case problemTruncated:
-		err = errors.WithHint(errors.Wrapf(err, "the file ends early (truncated?) at byte %d", n),
-			"the file was cut short: copy it again in full, or make it again")
+		// Whatever field the decoder was in when the input ran out, the file is the problem:
+		// say that alone (the decoder's error stays attached, and its hints are kept).
+		short := errors.WithSecondaryError(errors.Newf("the file ends early (truncated?) at byte %d", n), err)
+		short = errors.WithHint(short, "the file was cut short: copy it again in full, or make it again")
+		for _, h := range errors.GetAllHints(err) {
+			short = errors.WithHint(short, h)
+		}
+		err = short
 	}
 	return errors.Wrapf(err, "%s %s", what, name)
 }

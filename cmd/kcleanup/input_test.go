@@ -50,7 +50,7 @@ func TestTruncatedFilesSayWhereTheyEnd(t *testing.T) {
 		for _, cmd := range [][]string{{"apply", short}, {"submit", short}} {
 			code, _, stderr := runCLI(t, append([]string{"-b", "127.0.0.1:1", "--timeout", "2s"}, cmd...)...)
 			opWantFailure(t, code, stderr, exitError,
-				"Error: plan file "+short+": the file ends early (truncated?) at byte "+itoa(cut)+":",
+				"Error: plan file "+short+": the file ends early (truncated?) at byte "+itoa(cut)+"\n",
 				"Hint: the file was cut short")
 		}
 	}
@@ -61,7 +61,7 @@ func TestTruncatedFilesSayWhereTheyEnd(t *testing.T) {
 	} {
 		code, _, stderr := runCLI(t, append([]string{"-b", "127.0.0.1:1", "--timeout", "2s"}, cmd...)...)
 		opWantFailure(t, code, stderr, exitError,
-			"Error: markers file "+shortMarkers+": the file ends early (truncated?) at byte "+itoa(len(marker)-3)+":",
+			"Error: markers file "+shortMarkers+": the file ends early (truncated?) at byte "+itoa(len(marker)-3)+"\n",
 			"Hint: the file was cut short")
 	}
 	empty := writeFile(t, dir, "empty.plan.json", "\n")
@@ -99,3 +99,28 @@ func TestStandardInputIsReadOnce(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// TestByteOrderMarkIsAccepted: a markers file saved by an editor that writes a UTF-8 byte order
+// mark is read as the same markers (issue 14 row 9), by plan and by validate's reader.
+func TestByteOrderMarkIsAccepted(t *testing.T) {
+	clearEnv(t)
+	dir := t.TempDir()
+	marker := string(opMarker(events.Offsets{0: 40}).Encode())
+	bom := writeFile(t, dir, "bom.json", "\uFEFF"+marker)
+	plain := writeFile(t, dir, "plain.json", marker)
+	plans := map[string]string{}
+	for name, f := range map[string]string{"bom": bom, "plain": plain} {
+		code, stdout, stderr := opRunWithStdin(t, "", "plan", "--no-preview", "--recovery-point", "chk-1", "--markers", f)
+		if code != exitOK {
+			t.Fatalf("%s: exit %d\n%s", name, code, stderr)
+		}
+		plans[name] = stdout
+	}
+	if plans["bom"] != plans["plain"] {
+		t.Errorf("a byte order mark changed the plan:\n%s\n%s", plans["bom"], plans["plain"])
+	}
+	ms, _, err := readMarkerFiles([]string{bom}, strings.NewReader(""))
+	if err != nil || len(ms) != 1 || ms[0].Offsets[0] != 40 {
+		t.Errorf("readMarkerFiles: %v, %+v", err, ms)
+	}
+}

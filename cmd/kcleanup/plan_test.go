@@ -158,7 +158,7 @@ func TestPlanErrorsNameTheFile(t *testing.T) {
 		fragments []string
 	}{
 		{"broken JSON", []string{"--markers", good, "--markers", broken}, exitError,
-			[]string{"markers file " + broken + ": the file ends early (truncated?) at byte 41: invalid marker",
+			[]string{"markers file " + broken + ": the file ends early (truncated?) at byte 41\n",
 				"Hint: the file was cut short", "Hint: a markers file holds one marker object or a JSON array"}},
 		{"negative offset", []string{"--markers", negative}, exitError, []string{"markers file " + negative, "offsets"}},
 		{"empty array", []string{"--markers", empty}, exitError, []string{"markers file " + empty, "the array is empty"}},

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kcleanup/kcleanup/fsm"
+	"github.com/kcleanup/kcleanup/projector"
 	"github.com/kcleanup/kcleanup/worker"
 )
 
@@ -65,12 +66,12 @@ func (g globalOptions) readControlTopic(dataTopic string) (string, error) {
 
 // openProjection connects to the cluster and reads a control topic to its end within --timeout.
 // The caller calls done when finished with both.
-func (g globalOptions) openProjection(ctx context.Context, controlTopic string) (_ *worker.Cluster, _ *worker.Projection, done func(), _ error) {
+func (g globalOptions) openProjection(ctx context.Context, controlTopic string, opts ...projector.Option) (_ *worker.Cluster, _ *worker.Projection, done func(), _ error) {
 	c, err := g.connect()
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	proj, err := g.project(ctx, c, controlTopic)
+	proj, err := g.project(ctx, c, controlTopic, opts...)
 	if err != nil {
 		c.Close()
 		return nil, nil, nil, err
@@ -93,6 +94,9 @@ func runStatus(ctx context.Context, w io.Writer, g globalOptions, controlTopic s
 
 // printStatus renders the status document for people: a summary, then one table per section.
 func printStatus(w io.Writer, st worker.Status, full bool) error {
+	if st.FlinkAgents != nil {
+		return printFlinkStatus(w, st)
+	}
 	tw := newTable(w)
 	fmt.Fprintf(tw, "Control topic:\t%s (read to offset %d, its end when the read began)\n", st.ControlTopic, st.ReadTo)
 	if st.Topic != "" {
@@ -105,6 +109,9 @@ func printStatus(w io.Writer, st worker.Status, full bool) error {
 		fmt.Fprintf(tw, "\tno recovery point is validated and no worker deletes until kcleanup is upgraded\n")
 	} else {
 		fmt.Fprintf(tw, "Degraded:\tno\n")
+	}
+	if st.Format == worker.FormatMixed {
+		fmt.Fprintf(tw, "Format:\tMIXED: kcleanup's records and Flink Agents' (bare plan-ID keys); neither fold holds, validate cannot tell, kcleanup writes nothing here\n")
 	}
 	if st.UnrepairedKeys > 0 {
 		fmt.Fprintf(tw, "Unrepaired keys:\t%d accepted record(s) listed for repair (key overwritten, or out of order); a worker or the next apply re-appends them\n", st.UnrepairedKeys)

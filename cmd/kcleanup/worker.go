@@ -152,6 +152,12 @@ func parseWorkerFlags(cmd *cobra.Command, g globalOptions) (workerOptions, error
 			return o, usageError(errors.Newf("invalid --%s %s: want a positive duration", name, d))
 		}
 	}
+	if o.heartbeat >= o.session {
+		// Checked before connecting: the group would evict the member
+		// between two heartbeats, and it would own nothing.
+		return o, usageError(errors.WithHint(errors.Newf("--%s %s must be below --%s %s",
+			flagWorkerHeartbeat, o.heartbeat, flagWorkerSession, o.session), worker.HeartbeatHint(o.session)))
+	}
 	return o, nil
 }
 

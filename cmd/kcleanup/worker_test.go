@@ -81,7 +81,8 @@ func TestWorkerUsageErrors(t *testing.T) {
 		{[]string{"worker", "--control-topic", "a", "--log-level", "loud"}, `invalid --log-level "loud"`},
 		{[]string{"worker", "--control-topic", "a", "--session-timeout", "0s"}, "--session-timeout"},
 		{[]string{"worker", "--control-topics", "a,a"}, `control topic "a" is given twice`},
-		{[]string{"worker", "--control-topic", "a", "--heartbeat-interval", "10s"}, "heartbeat interval 10s must be below the session timeout"},
+		{[]string{"worker", "--control-topic", "a", "--heartbeat-interval", "10s"}, "--heartbeat-interval 10s must be below --session-timeout 6s"},
+		{[]string{"worker", "--control-topic", "a", "--heartbeat-interval", "6s"}, "Hint: give --heartbeat-interval at most a third of --session-timeout (2s for --session-timeout=6s)"},
 		{[]string{"worker", "--control-topic", "a", "extra"}, "unknown command"},
 	} {
 		code, _, stderr := runCLI(t, tc.args...)

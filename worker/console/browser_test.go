@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kcleanup/kcleanup/events"
+	"github.com/kcleanup/kcleanup/projector"
 	"github.com/kcleanup/kcleanup/worker"
 	"github.com/kcleanup/kcleanup/worker/gate"
 	"github.com/kcleanup/kcleanup/worker/kafkatest"
@@ -148,7 +149,7 @@ func TestBrowserShowsAPlanAppliedWhileThePageIsOpen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	proj, err := c.Project(tctx, ctl)
+	proj, err := c.Project(tctx, ctl, projector.KeepAudit())
 	if err != nil {
 		t.Fatal(err)
 	}

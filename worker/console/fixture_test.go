@@ -64,7 +64,7 @@ func (b *logBuilder) repair(s *projector.State) {
 }
 
 func fold(recs []projector.Record) *projector.State {
-	s := projector.New()
+	s := projector.New(projector.KeepAudit())
 	for _, r := range recs {
 		s.Step(r)
 	}
