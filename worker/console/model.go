@@ -302,6 +302,11 @@ func stateAlerts(st worker.Status) []Alert {
 			Text: "no plan was accepted yet: the first accepted PLANNED binds this control topic to its data topic",
 			Hint: "`kcleanup plan` then `kcleanup apply PLAN.json`"})
 	}
+	if st.Format == worker.FormatFlinkAgents || st.Format == worker.FormatMixed {
+		out = append(out, Alert{Level: "warn", Title: "Flink Agents records",
+			Text: fmt.Sprintf("this control topic holds records in Flink Agents' format (%s): kcleanup's fold shown here rejects them", st.Format),
+			Hint: "`kcleanup status` shows the topic as the Flink Agents job folds it"})
+	}
 	if st.UnrepairedKeys > 0 {
 		out = append(out, Alert{Level: "warn", Title: "Repairs pending",
 			Text: fmt.Sprintf("%d accepted record(s) listed for repair (key overwritten, or out of order)", st.UnrepairedKeys),
