@@ -370,3 +370,54 @@ func verdictAt(env *events.Envelope, r Record) time.Time {
 	}
 	return r.Timestamp
 }
+
+// OperationCounts counts the operations in each state.
+func (s *State) OperationCounts() map[fsm.State]int {
+	n := map[fsm.State]int{}
+	for _, o := range s.ops {
+		n[o.state]++
+	}
+	return n
+}
+
+// Unfinished returns every operation that is not APPLIED and, of the APPLIED
+// ones, the most recent (the last PLANNED), at most recent of them, in the
+// order their PLANNED was accepted: what a status view that stays readable
+// after years of history shows. Operations returns them all.
+func (s *State) Unfinished(recent int) []Operation {
+	var keep []*op
+	for i, o := range s.ops {
+		if o.state != fsm.Applied || i >= len(s.ops)-recent {
+			keep = append(keep, o)
+		}
+	}
+	out := make([]Operation, len(keep))
+	for i, o := range keep {
+		out[i] = o.export()
+	}
+	return out
+}
+
+// RejectedCounts counts the rejected records by reason.
+func (s *State) RejectedCounts() map[Reason]int {
+	n := map[Reason]int{}
+	for _, v := range s.others {
+		if v.Outcome == Rejected {
+			n[v.Reason]++
+		}
+	}
+	return n
+}
+
+// RecentRejected returns the verdicts of the last n rejected records, in log
+// order.
+func (s *State) RecentRejected(n int) []Verdict {
+	var out []Verdict
+	for i := len(s.others) - 1; i >= 0 && len(out) < n; i-- {
+		if v := s.others[i]; v.Outcome == Rejected {
+			out = append(out, v)
+		}
+	}
+	slices.Reverse(out)
+	return out
+}

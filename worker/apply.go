@@ -37,6 +37,9 @@ type Options struct {
 	Actor string
 	// NoWait makes Apply return once COMMITTED is accepted.
 	NoWait bool
+	// FinishAfter, with NoWait, says the caller runs Finish itself right after (the CLI's
+	// apply): the permission check before COMMITTED then covers the whole protocol.
+	FinishAfter bool
 	// Observe, when set, sees each step as it happens.
 	Observe func(Progress)
 	// Bootstrap is quoted in hints (the exact commands to run).
@@ -154,7 +157,7 @@ func (c *Cluster) execute(ctx context.Context, proj *Projection, run *protocol.R
 		case protocol.CatchUp:
 			rep.Err = proj.CatchUp(ctx)
 		case protocol.Permissions:
-			rep.Err = c.CheckPermissions(ctx, permissions(step, proj.Topic), o.Bootstrap)
+			rep.Err = c.CheckPermissions(ctx, permissions(step, proj.Topic, o.FinishAfter), o.Bootstrap)
 		case protocol.Describe, protocol.Recheck:
 			rep.Topic, rep.Err = c.DescribeTopic(ctx, step.Topic)
 			rep.Missing = errors.Is(rep.Err, ErrTopicNotFound)
@@ -192,10 +195,10 @@ func (c *Cluster) execute(ctx context.Context, proj *Projection, run *protocol.R
 }
 
 // permissions are the ACLs a Permissions step checks.
-func permissions(step protocol.Step, controlTopic string) []Permission {
+func permissions(step protocol.Step, controlTopic string, finishAfter bool) []Permission {
 	switch step.Scope {
 	case protocol.ScopeApplyNoWait:
-		return ApplyPermissions(controlTopic, step.Topic, true)
+		return ApplyPermissions(controlTopic, step.Topic, !finishAfter)
 	case protocol.ScopeApply:
 		return ApplyPermissions(controlTopic, step.Topic, false)
 	}

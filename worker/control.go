@@ -350,9 +350,14 @@ const RetractionGrace = time.Minute
 // RetractionGrace), so that compaction cannot fold a rejected record in
 // another order than the full log did. Then it reads its own writes back,
 // so that a second call does not write them again.
+//
+// A control topic wholly in Flink Agents' format is never written (see
+// writable). In a mixed one, kcleanup's own accepted records are still
+// repaired, so that compaction cannot erase its history, but no record
+// under a bare plan-ID key is ever tombstoned.
 func (p *Projection) Repair(ctx context.Context) error {
-	if err := p.writable(); err != nil {
-		return err
+	if p.Format() == FormatFlinkAgents {
+		return p.writable()
 	}
 	var recs []*kgo.Record
 	for _, r := range p.State.Repairs() {
@@ -360,7 +365,7 @@ func (p *Projection) Repair(ctx context.Context) error {
 	}
 	now := time.Now()
 	for _, r := range p.State.Retractions() {
-		if now.Sub(r.Timestamp) >= RetractionGrace {
+		if now.Sub(r.Timestamp) >= RetractionGrace && !flinkagents.IsPlanIDKey(r.Key) {
 			recs = append(recs, &kgo.Record{Topic: p.Topic, Partition: 0, Key: r.Key}) // nil value: tombstone
 		}
 	}

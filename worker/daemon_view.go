@@ -27,7 +27,8 @@ type view struct {
 
 // snapshot is what a view knew after its last read.
 type snapshot struct {
-	status     Status
+	status     Status    // complete
+	summary    Status    // the default view
 	caughtUpAt time.Time // end of the last read that reached the end
 	err        error     // the last read's error; nil when it reached the end
 	lag        int64     // records between the projection and the end seen
@@ -42,7 +43,8 @@ const dataOffsetsEvery = 2 * time.Second
 
 func newView(d *Daemon, topic string) *view {
 	v := &view{d: d, topic: topic, lock: make(chan struct{}, 1)}
-	v.snap.Store(&snapshot{status: StatusOf(&Projection{Topic: topic, State: projector.New()})})
+	empty := &Projection{Topic: topic, State: projector.New()}
+	v.snap.Store(&snapshot{status: StatusOf(empty), summary: SummaryOf(empty)})
 	return v
 }
 
@@ -156,6 +158,7 @@ func (v *view) publish(ctx context.Context, readErr error) {
 	}
 	if s.byState == nil || old.status.ReadTo != v.proj.Next {
 		s.status = StatusOf(v.proj)
+		s.summary = SummaryOf(v.proj)
 		s.byState = map[fsm.State]int{}
 		for _, op := range s.status.Operations {
 			s.byState[op.State]++

@@ -240,3 +240,41 @@ func TestFlinkTopicIsNeverWritten(t *testing.T) {
 		t.Fatalf("the Flink Agents topic grew from %d to %v (%v)", end, ends, err)
 	}
 }
+
+// In a mixed control topic kcleanup's accepted records are still repaired,
+// but no new event is decided, and Flink Agents' records are never
+// tombstoned as retractions.
+func TestMixedTopicRepairsButNeverRetractsFlinkKeys(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs a Kafka broker")
+	}
+	f := newFlinkFixture(t)
+	ctx := ctxT(t, 60*time.Second)
+	p1 := f.plan(t, "chk-1", events.Offsets{0: 30, 1: 20})
+	key, value := envelope(events.Planned, p1, Options{}).Encode()
+	old := flinkRec("COMMITTED", p1)
+	old.Timestamp = time.Now().Add(-2 * RetractionGrace) // past the grace: a retraction candidate
+	f.write(t, &kgo.Record{Key: key, Value: value}, old)
+	proj, err := f.c.Project(ctx, f.ctl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proj.Close()
+	if got := proj.Format(); got != FormatMixed {
+		t.Fatalf("format %q, want %q", got, FormatMixed)
+	}
+	if _, err := proj.Decide(ctx, envelope(events.Planned, p1, Options{})); !errors.Is(err, ErrBlocked) {
+		t.Fatalf("Decide on a mixed topic: %v", err)
+	}
+	if rs := proj.State.Retractions(); len(rs) != 1 || string(rs[0].Key) != p1.PlanID {
+		t.Fatalf("retractions %+v: the test needs the Flink Agents key listed", rs)
+	}
+	end := proj.Next
+	if err := proj.Repair(ctx); err != nil {
+		t.Fatalf("Repair on a mixed topic: %v", err)
+	}
+	ends, err := f.c.EndOffsets(ctx, f.ctl)
+	if err != nil || ends[0] != end {
+		t.Fatalf("Repair wrote to the mixed topic: end %d -> %v (%v)", end, ends, err)
+	}
+}

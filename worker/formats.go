@@ -59,10 +59,11 @@ func (p *Projection) Format() Format {
 	return FormatNone
 }
 
-// writable refuses every write to a control topic that holds a record in
-// Flink Agents' format: the job reads that topic, and one kcleanup record
-// (an event, a repair, a retraction's tombstone) would make its recovery
-// fail. Such a topic is audited, gated and adopted, never written.
+// writable refuses every new event on a control topic that holds a record
+// in Flink Agents' format: the job reads that topic, and one kcleanup record
+// would make its recovery fail (in a mixed one the gate cannot tell, so
+// nothing may be decided there either). A topic wholly in Flink Agents'
+// format is audited, gated and adopted, never written (Repair too).
 func (p *Projection) writable() error {
 	if p.formats.flink == 0 {
 		return nil

@@ -14,7 +14,8 @@ import (
 //	GET  /readyz       200 when every served control topic was read to its end
 //	                   within the ready window; 503 with the reasons otherwise
 //	GET  /metrics      Prometheus text format
-//	GET  /v1/status    every served control topic (?controlTopic= for one)
+//	GET  /v1/status    every served control topic (?controlTopic= for one;
+//	                   ?all=true for every operation and rejected record)
 //	POST /v1/validate  the recovery gate: markers in, a verdict out
 //
 // and whatever was added with WithPage (the console, at /).
@@ -144,10 +145,14 @@ type WorkerStatus struct {
 	Fleet *FleetStatus `json:"fleet,omitempty"`
 }
 
-// topicStatus assembles a TopicStatus from the view's last snapshot.
-func (d *Daemon) topicStatus(topic string) TopicStatus {
+// topicStatus assembles a TopicStatus from the view's last snapshot: the
+// complete document when all, else the default view.
+func (d *Daemon) topicStatus(topic string, all bool) TopicStatus {
 	s := d.views[topic].snap.Load()
-	ts := TopicStatus{Status: s.status, LagRecords: s.lag}
+	ts := TopicStatus{Status: s.summary, LagRecords: s.lag}
+	if all {
+		ts.Status = s.status
+	}
 	ts.Blocked = []BlockedOperation{}
 	if o := d.owned(topic); o != nil {
 		ts.Owned = true
@@ -172,24 +177,39 @@ type apiError struct {
 }
 
 func (d *Daemon) serveStatus(w http.ResponseWriter, r *http.Request) {
+	all := false
+	switch v := r.URL.Query().Get("all"); v {
+	case "", "false":
+	case "true":
+		all = true
+	default:
+		writeJSONStatus(w, http.StatusBadRequest, apiError{Error: "all=" + v + " is not true or false",
+			Hints: []string{"ask /v1/status for the default view, /v1/status?all=true for every operation and rejected record"}})
+		return
+	}
 	if t := r.URL.Query().Get("controlTopic"); t != "" {
 		if d.views[t] == nil {
 			writeJSONStatus(w, http.StatusNotFound, apiError{Error: "this worker does not serve control topic " + t})
 			return
 		}
-		writeJSONStatus(w, http.StatusOK, d.topicStatus(t))
+		writeJSONStatus(w, http.StatusOK, d.topicStatus(t, all))
 		return
 	}
-	writeJSONStatus(w, http.StatusOK, d.WorkerStatus())
+	writeJSONStatus(w, http.StatusOK, d.WorkerStatusView(all))
 }
 
-// WorkerStatus is the document /v1/status serves: every control topic this
-// replica serves, from the snapshots of its last reads (it never waits for
-// Kafka). Pages served next to the API (the console) render only this.
-func (d *Daemon) WorkerStatus() WorkerStatus {
+// WorkerStatus is the document /v1/status?all=true serves: every control
+// topic this replica serves, complete, from the snapshots of its last reads
+// (it never waits for Kafka). Pages served next to the API (the console)
+// render only this.
+func (d *Daemon) WorkerStatus() WorkerStatus { return d.WorkerStatusView(true) }
+
+// WorkerStatusView is /v1/status: the default view of every control topic
+// (see Status.Complete), or the complete document when all.
+func (d *Daemon) WorkerStatusView(all bool) WorkerStatus {
 	ws := WorkerStatus{SchemaVersion: StatusSchemaVersion, Group: d.cfg.group, Actor: d.cfg.actor}
 	for _, t := range d.cfg.topics {
-		ws.ControlTopics = append(ws.ControlTopics, d.topicStatus(t))
+		ws.ControlTopics = append(ws.ControlTopics, d.topicStatus(t, all))
 	}
 	ws.Fleet = d.fleet.Load()
 	return ws

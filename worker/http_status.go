@@ -8,9 +8,20 @@ import (
 	"github.com/kcleanup/kcleanup/projector"
 )
 
-// StatusSchemaVersion versions the status document. A field may be added
-// without a new version; renaming or removing one needs a new version.
-const StatusSchemaVersion = 1
+// StatusSchemaVersion versions the status document (docs/schema/status.schema.json).
+// A field may be added without a new version; renaming or removing one, or
+// changing what it holds, needs a new version. Version 2: by default
+// operations and rejected list a view, not everything (Complete says which),
+// with counts of everything.
+const StatusSchemaVersion = 2
+
+// The default view of the status document lists every operation that is not
+// APPLIED and, of the others, the RecentOperations most recent; and the
+// RecentRejected most recent rejected records. Counts cover everything.
+const (
+	RecentOperations = 20
+	RecentRejected   = 20
+)
 
 // Status is the state of one control topic as `kcleanup status -o json`
 // prints it and a worker serves it at /v1/status: one document, one shape,
@@ -28,10 +39,21 @@ type Status struct {
 	DegradedReason string `json:"degradedReason,omitempty"`
 	// Boundary is the committed boundary per partition, and BoundarySetBy
 	// the plan whose commit last raised each partition.
-	Boundary      events.Offsets    `json:"boundary"`
-	BoundarySetBy map[int32]string  `json:"boundarySetBy"`
-	Operations    []OperationStatus `json:"operations"`
-	Rejected      []RejectedRecord  `json:"rejected"`
+	Boundary      events.Offsets   `json:"boundary"`
+	BoundarySetBy map[int32]string `json:"boundarySetBy"`
+	// Complete is true when Operations and Rejected list everything
+	// (status --all, /v1/status?all=true). In the default view it is false:
+	// Operations lists every operation not APPLIED and the RecentOperations
+	// most recent others, Rejected the RecentRejected most recent rejected
+	// records, and the Omitted counts say how many are left out.
+	Complete          bool              `json:"complete"`
+	Operations        []OperationStatus `json:"operations"`
+	OperationCounts   map[fsm.State]int `json:"operationCounts"`
+	OperationsOmitted int               `json:"operationsOmitted"`
+	Rejected          []RejectedRecord  `json:"rejected"`
+	// RejectedCounts counts every rejected record by reason.
+	RejectedCounts  map[projector.Reason]int `json:"rejectedCounts"`
+	RejectedOmitted int                      `json:"rejectedOmitted"`
 	// Blocked lists the operations a worker stopped retrying for a cause an
 	// operator must remove. Only the worker that owns the control topic
 	// knows them; `kcleanup status` always shows none.
@@ -122,22 +144,33 @@ type BlockedOperation struct {
 	RetryAt time.Time `json:"retryAt"`
 }
 
-// StatusOf builds the status document of a projection. It reads the
-// projection and must run on the goroutine that folds into it. Lists are
+// StatusOf builds the complete status document of a projection (status
+// --all, /v1/status?all=true): every operation and rejected record. It reads
+// the projection and must run on the goroutine that folds into it. Lists are
 // never null, so a consumer can iterate them without a check.
-func StatusOf(proj *Projection) Status {
+func StatusOf(proj *Projection) Status { return statusOf(proj, true) }
+
+// SummaryOf builds the default view of the status document, which stays
+// small however long the history: the boundary, every operation not APPLIED,
+// the most recent others and rejected records, and counts of everything.
+func SummaryOf(proj *Projection) Status { return statusOf(proj, false) }
+
+func statusOf(proj *Projection, complete bool) Status {
 	s := proj.State
 	st := Status{
-		SchemaVersion: StatusSchemaVersion,
-		ControlTopic:  proj.Topic,
-		ReadTo:        proj.Next,
-		Boundary:      s.Boundary(),
-		BoundarySetBy: map[int32]string{},
-		Operations:    []OperationStatus{},
-		Rejected:      []RejectedRecord{},
-		Blocked:       []BlockedOperation{},
-		Repairs:       []PendingRepair{},
-		Retractions:   []PendingRetraction{},
+		SchemaVersion:   StatusSchemaVersion,
+		ControlTopic:    proj.Topic,
+		ReadTo:          proj.Next,
+		Boundary:        s.Boundary(),
+		BoundarySetBy:   map[int32]string{},
+		Complete:        complete,
+		Operations:      []OperationStatus{},
+		OperationCounts: s.OperationCounts(),
+		Rejected:        []RejectedRecord{},
+		RejectedCounts:  s.RejectedCounts(),
+		Blocked:         []BlockedOperation{},
+		Repairs:         []PendingRepair{},
+		Retractions:     []PendingRetraction{},
 	}
 	st.Topic, st.TopicID, _ = s.Binding()
 	st.Format = proj.Format()
@@ -148,7 +181,11 @@ func StatusOf(proj *Projection) Status {
 	for p := range st.Boundary {
 		st.BoundarySetBy[p] = s.BoundarySetBy(p)
 	}
-	for _, op := range s.Operations() {
+	ops, rejected := s.Operations(), s.Rejected()
+	if !complete {
+		ops, rejected = s.Unfinished(RecentOperations), s.RecentRejected(RecentRejected)
+	}
+	for _, op := range ops {
 		os := OperationStatus{
 			PlanID:              op.PlanID,
 			State:               op.State,
@@ -169,11 +206,19 @@ func StatusOf(proj *Projection) Status {
 		}
 		st.Operations = append(st.Operations, os)
 	}
-	for _, v := range s.Rejected() {
+	for _, v := range rejected {
 		st.Rejected = append(st.Rejected, RejectedRecord{
 			Offset: v.Offset, Key: v.Key, Reason: v.Reason, Detail: v.Detail, At: v.At, Actor: v.Actor,
 		})
 	}
+	for _, n := range st.OperationCounts {
+		st.OperationsOmitted += n
+	}
+	st.OperationsOmitted -= len(st.Operations)
+	for _, n := range st.RejectedCounts {
+		st.RejectedOmitted += n
+	}
+	st.RejectedOmitted -= len(st.Rejected)
 	for _, r := range s.Repairs() {
 		st.Repairs = append(st.Repairs, PendingRepair{Key: string(r.Key), Offset: r.Offset})
 	}

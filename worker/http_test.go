@@ -184,11 +184,25 @@ func TestStatusServesTheStatusDocument(t *testing.T) {
 	if m := all.Fleet.Members[0]; !m.Self || m.MemberID == "" || all.Fleet.Error != "" {
 		t.Fatalf("fleet %+v", all.Fleet)
 	}
+	validateWorkerStatus(t, []byte(do(t, "GET", f.url+"/v1/status", "").body))
+	validateWorkerStatus(t, []byte(do(t, "GET", f.url+"/v1/status?all=true", "").body))
 	if all.Group != GroupFor(f.ctl) || len(all.ControlTopics) != 1 || all.ControlTopics[0].ControlTopic != f.ctl {
 		t.Fatalf("worker status %+v", all)
 	}
 	if a := do(t, "GET", f.url+"/v1/status?controlTopic=nope", ""); a.code != 404 {
 		t.Fatalf("status of an unserved control topic: %d %s", a.code, a.body)
+	}
+	// The default view is not complete; ?all=true is; anything else is a 400.
+	if st.Complete || st.OperationCounts[fsm.Applied] != 1 {
+		t.Fatalf("default view: complete %v, counts %v", st.Complete, st.OperationCounts)
+	}
+	var complete TopicStatus
+	do(t, "GET", f.url+"/v1/status?all=true&controlTopic="+f.ctl, "").decode(t, &complete)
+	if !complete.Complete || len(complete.Operations) != 1 || complete.SchemaVersion != StatusSchemaVersion {
+		t.Fatalf("?all=true: %+v", complete.Status)
+	}
+	if a := do(t, "GET", f.url+"/v1/status?all=yes", ""); a.code != 400 || !strings.Contains(a.body, "all=true") {
+		t.Fatalf("?all=yes: %d %s", a.code, a.body)
 	}
 }
 

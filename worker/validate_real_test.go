@@ -203,7 +203,10 @@ func TestValidateOnAWorkerOfTheRealBroker(t *testing.T) {
 		wantVerdict(t, code, v, 503, gate.ControlTopicPartitions, "has 2 partitions")
 	})
 	t.Run("a control topic of Flink Agents' format", func(t *testing.T) {
+		// Folded by the job's own rules: its COMMITTED boundary holds.
 		code, v := post(t, srv.URL, flink, flink.id, events.Offsets{0: 0, 1: 0})
-		wantVerdict(t, code, v, 503, gate.ForeignFormat, "Flink Agents' control format", fplan.PlanID)
+		wantVerdict(t, code, v, 409, gate.BelowBoundary, fplan.PlanID)
+		code, v = post(t, srv.URL, flink, flink.id, events.Offsets{0: 150, 1: 120})
+		wantVerdict(t, code, v, 200, "", "is in Flink Agents' format")
 	})
 }

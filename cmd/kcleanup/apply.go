@@ -89,6 +89,7 @@ func runApply(ctx context.Context, g globalOptions, path string, o applyOptions,
 	// Check and commit (or find the plan already committed or applied).
 	commitOpts := opts
 	commitOpts.NoWait = true
+	commitOpts.FinishAfter = !o.noWait // so that the ACL check before COMMITTED covers Finish too
 	out, err := withTimeout(ctx, g, func(ctx context.Context) (worker.Outcome, error) {
 		return s.cluster.Apply(ctx, s.proj, plan, commitOpts)
 	})

@@ -111,6 +111,30 @@ func TestREADMEAgreesWithTheBinary(t *testing.T) {
 			t.Errorf("kcleanup --help lists %q, which README's table of commands does not", name)
 		}
 	}
+	// The operator guide's table at a glance: every command it shows exists, with its flags.
+	guide, err := os.ReadFile(filepath.Join(root, "docs", "operator-guide.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(guide), "\n") {
+		if !strings.HasPrefix(line, "| `kcleanup ") {
+			continue
+		}
+		cell := strings.Split(line, " | ")[0]
+		for _, m := range span.FindAllStringSubmatch(cell, -1) {
+			fields := strings.Fields(strings.TrimPrefix(m[1], "kcleanup "))
+			if len(fields) == 0 || !listed[fields[0]] {
+				t.Errorf("docs/operator-guide.md shows `%s`, not a command of kcleanup --help", m[1])
+				continue
+			}
+			_, cmdHelp, _ := runCLI(t, fields[0], "--help")
+			for _, f := range flag.FindAllString(m[1], -1) {
+				if !strings.Contains(cmdHelp, "  "+f+" ") && !strings.Contains(cmdHelp, ", "+f+" ") {
+					t.Errorf("docs/operator-guide.md shows `%s`, but %s has no flag %s", m[1], fields[0], f)
+				}
+			}
+		}
+	}
 	if !strings.Contains(section, "`doctor --topic T`") || !strings.Contains(section, "kcleanup <command> --help") {
 		t.Errorf("README does not show doctor --topic T or where command flags are documented")
 	}
@@ -438,6 +462,8 @@ func TestJSONDocumentsMatchTheirSchemas(t *testing.T) {
 		{"history.schema.json", []string{"history", "--topic", e.topic}, exitOK},
 		{"history.schema.json", []string{"history", "--topic", e.topic, "--plan", c1[:12]}, exitOK},
 		{"history.schema.json", []string{"history", "--topic", e.topic, "--full"}, exitOK},
+		{"status.schema.json", []string{"status", "--topic", e.topic}, exitOK},
+		{"status.schema.json", []string{"status", "--topic", e.topic, "--all"}, exitOK},
 		{"findings.schema.json", []string{"doctor", "--topic", e.topic}, exitOK},
 		{"findings.schema.json", []string{"doctor", "--topic", e.topic + "-missing"}, exitError},
 		{"findings.schema.json", []string{"init", "--topic", e.topic}, exitOK},

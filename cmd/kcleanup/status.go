@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -21,30 +23,38 @@ const flagTopic = "topic"
 
 func newStatusCmd(g *globalOptions) *cobra.Command {
 	var dataTopic string
-	var full bool
+	var full, all bool
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Show the committed boundary, the operations and the rejected records of a control topic",
 		Long: `status reads the control topic from its beginning to its end (as the end was when the read
 began) and shows what the log decided: the committed boundary of every partition and the plan
-that set it, every operation and its state, every rejected record and why, whether the projection
+that set it, the operations and their state, the rejected records and why, whether the projection
 is degraded (a record from a newer kcleanup), and the offset it read to.
 
+By default it stays short however long the history: every operation that is not APPLIED, the 20
+most recent others, the 20 most recent rejected records, and counts of all of them by state and
+by reason. --all lists every operation and every rejected record (the document a worker serves at
+/v1/status?all=true).
+
 Name the control topic with --control-topic, or the data topic with --topic (the control topic is
-then <topic>.kcleanup). With -o json it prints the document a worker serves at /v1/status.
+then <topic>.kcleanup). With -o json it prints the document a worker serves at /v1/status
+(docs/schema/status.schema.json; "complete" says whether it lists everything).
 
 In the table, a key longer than 80 bytes or a detail longer than 300 is cut and ends with
 "… (N bytes)"; --full shows them whole.`,
 		Example: `  kcleanup status --topic action-state
-  kcleanup status --control-topic action-state.kcleanup -o json`,
+  kcleanup status --control-topic action-state.kcleanup -o json
+  kcleanup status --topic action-state --all`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctl, err := g.readControlTopic(dataTopic)
 			if err != nil {
 				return err
 			}
-			return runStatus(cmd.Context(), cmd.OutOrStdout(), *g, ctl, full)
+			return runStatus(cmd.Context(), cmd.OutOrStdout(), *g, ctl, full, all)
 		},
 	}
+	cmd.Flags().BoolVar(&all, "all", false, "list every operation and rejected record (by default: those not APPLIED, the most recent, and counts)")
 	cmd.Flags().BoolVar(&full, flagFull, false, "show keys and details whole in the table (it cuts long ones, saying their length)")
 	cmd.Flags().StringVar(&dataTopic, flagTopic, "", "data `topic` whose control topic (<topic>.kcleanup) to read")
 	return cmd
@@ -79,13 +89,16 @@ func (g globalOptions) openProjection(ctx context.Context, controlTopic string, 
 	return c, proj, func() { proj.Close(); c.Close() }, nil
 }
 
-func runStatus(ctx context.Context, w io.Writer, g globalOptions, controlTopic string, full bool) error {
+func runStatus(ctx context.Context, w io.Writer, g globalOptions, controlTopic string, full, all bool) error {
 	_, proj, done, err := g.openProjection(ctx, controlTopic)
 	if err != nil {
 		return err
 	}
 	defer done()
-	st := worker.StatusOf(proj)
+	st := worker.SummaryOf(proj)
+	if all {
+		st = worker.StatusOf(proj)
+	}
 	if g.output == outputJSON {
 		return writeJSON(w, st)
 	}
@@ -136,10 +149,14 @@ func printStatus(w io.Writer, st worker.Status, full bool) error {
 	}
 
 	fmt.Fprintln(w)
-	if len(st.Operations) == 0 {
+	if len(st.Operations) == 0 && st.OperationsOmitted == 0 {
 		fmt.Fprintln(w, "Operations: none")
 	} else {
-		fmt.Fprintf(w, "Operations: %s\n", countByState(st.Operations))
+		fmt.Fprintf(w, "Operations: %s\n", countByState(st.OperationCounts))
+		if st.OperationsOmitted > 0 {
+			fmt.Fprintf(w, "  showing every one not APPLIED and the %d most recent; %d older APPLIED not shown (--all lists them)\n",
+				worker.RecentOperations, st.OperationsOmitted)
+		}
 		tw = newTable(w)
 		fmt.Fprintln(tw, "  PLAN\tSTATE\tRECOVERY POINT\tOFFSETS\tUPDATED\tBY")
 		for _, op := range st.Operations {
@@ -159,11 +176,15 @@ func printStatus(w io.Writer, st worker.Status, full bool) error {
 	}
 
 	fmt.Fprintln(w)
-	if len(st.Rejected) == 0 {
+	if len(st.Rejected) == 0 && st.RejectedOmitted == 0 {
 		fmt.Fprintln(w, "Rejected records: none")
 		return nil
 	}
-	fmt.Fprintf(w, "Rejected records: %d (they changed nothing; `kcleanup history` shows them in context)\n", len(st.Rejected))
+	fmt.Fprintf(w, "Rejected records: %d: %s (they changed nothing; `kcleanup history` shows them in context)\n",
+		len(st.Rejected)+st.RejectedOmitted, countByReason(st.RejectedCounts))
+	if st.RejectedOmitted > 0 {
+		fmt.Fprintf(w, "  showing the %d most recent; %d older not shown (--all lists them)\n", len(st.Rejected), st.RejectedOmitted)
+	}
 	tw = newTable(w)
 	fmt.Fprintln(tw, "  OFFSET\tREASON\tKEY\tDETAIL")
 	for _, r := range st.Rejected {
@@ -176,17 +197,29 @@ func printStatus(w io.Writer, st worker.Status, full bool) error {
 	return tw.Flush()
 }
 
-// countByState summarizes operations in lifecycle order: "1 PLANNED, 2 APPLIED".
-func countByState(ops []worker.OperationStatus) string {
-	n := map[fsm.State]int{}
-	for _, op := range ops {
-		n[op.State]++
-	}
+// countByState summarizes operation counts in lifecycle order: "1 PLANNED, 2 APPLIED".
+func countByState(n map[fsm.State]int) string {
 	var parts []string
 	for _, s := range []fsm.State{fsm.Planned, fsm.Committed, fsm.Deleting, fsm.Applied} {
 		if n[s] > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", n[s], s))
 		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// countByReason summarizes rejection counts, most frequent first: "3 malformed, 1 tombstone".
+func countByReason(n map[projector.Reason]int) string {
+	reasons := slices.Collect(maps.Keys(n))
+	slices.SortFunc(reasons, func(a, b projector.Reason) int {
+		if n[a] != n[b] {
+			return n[b] - n[a]
+		}
+		return strings.Compare(string(a), string(b))
+	})
+	parts := make([]string, len(reasons))
+	for i, r := range reasons {
+		parts[i] = fmt.Sprintf("%d %s", n[r], r)
 	}
 	return strings.Join(parts, ", ")
 }

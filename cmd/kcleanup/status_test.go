@@ -172,7 +172,7 @@ func TestStatusShowsBoundaryOperationsAndRejections(t *testing.T) {
 		if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
 			t.Fatal(err)
 		}
-		if doc.SchemaVersion != 1 || doc.ControlTopic != e.control || doc.Degraded {
+		if doc.SchemaVersion != 2 || doc.ControlTopic != e.control || doc.Degraded {
 			t.Errorf("schemaVersion %d, controlTopic %q, degraded %v", doc.SchemaVersion, doc.ControlTopic, doc.Degraded)
 		}
 		// PLANNED, COMMITTED, DELETING, APPLIED and the junk record: offsets 0-4.

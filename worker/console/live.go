@@ -185,6 +185,7 @@ func liveTopic(ts worker.TopicStatus, now time.Time) Topic {
 		t.Operations = append(t.Operations, l)
 	}
 	sortLanes(t.Operations, first)
+	omitted(st, &t)
 
 	repairing := map[string]bool{}
 	for _, r := range st.Repairs {

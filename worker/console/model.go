@@ -64,7 +64,9 @@ type Topic struct {
 	// BarsNote says where the bars' log starts come from.
 	BarsNote    string
 	Operations  []Lane
-	Rejected    []RejectedRow
+	// OperationsNote and RejectedNote say what a default view left out.
+	OperationsNote, RejectedNote string
+	Rejected                     []RejectedRow
 	Maintenance []MaintenanceRow
 	// Records is every record in log order (report only).
 	Records []RecordRow
@@ -287,6 +289,29 @@ func header(st worker.Status) Topic {
 		TopicID:      st.TopicID,
 		ReadTo:       st.ReadTo,
 	}
+}
+
+// omitted says what a default view of the status document left out.
+func omitted(st worker.Status, t *Topic) {
+	if st.Complete {
+		return
+	}
+	if st.OperationsOmitted > 0 {
+		t.OperationsNote = fmt.Sprintf("%d older APPLIED operation(s) not shown (%s in all)", st.OperationsOmitted, countsText(st.OperationCounts))
+	}
+	if st.RejectedOmitted > 0 {
+		t.RejectedNote = fmt.Sprintf("%d older rejected record(s) not shown", st.RejectedOmitted)
+	}
+}
+
+func countsText(counts map[fsm.State]int) string {
+	var parts []string
+	for _, s := range []fsm.State{fsm.Planned, fsm.Committed, fsm.Deleting, fsm.Applied} {
+		if counts[s] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", counts[s], s))
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 // stateAlerts are the alerts the status document alone supports.
