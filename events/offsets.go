@@ -72,54 +72,134 @@ func (f *offsetsField) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 		return twice
 	}
 	f.set = true
-	if k := dec.PeekKind(); k != '{' {
-		v, err := dec.ReadValue()
-		if err != nil {
-			return err
+	raw, err := dec.ReadValue()
+	if err != nil {
+		return err
+	}
+	o, ok := offsetsFast(raw)
+	if !ok {
+		var ferr *fieldError
+		if o, ferr = offsetsTokens(raw); ferr != nil {
+			return atValue(dec, ferr)
 		}
-		return atValue(dec, wrongKind("", kindOf(v.Kind()), offsetsExpected))
+	}
+	f.v = o
+	return nil
+}
+
+// offsetsFast reads an offsets object that the decoder has validated, in
+// the form every writer uses (canonical keys and offsets, no escapes), in
+// one pass over its bytes and into a map sized once. Anything else, even
+// valid, returns false for offsetsTokens, which decides and words it.
+//
+// It exists because the library's token reader costs two calls per entry
+// and cannot size the map: offset maps have one entry per partition, and
+// markers of 10,000 partitions spent three quarters of their decoding there
+// (docs/benchmarks.md, B4).
+func offsetsFast(raw []byte) (Offsets, bool) {
+	n := bytes.Count(raw, []byte{':'})
+	if n == 0 || raw[0] != '{' {
+		return nil, false
+	}
+	o := make(Offsets, n)
+	i := 1
+	for {
+		i = skipSpace(raw, i)
+		if i >= len(raw) || raw[i] != '"' {
+			return nil, false
+		}
+		j := i + 1
+		for j < len(raw) && raw[j] >= '0' && raw[j] <= '9' {
+			j++
+		}
+		if j >= len(raw) || raw[j] != '"' {
+			return nil, false
+		}
+		p, ok := parsePartition(raw[i+1 : j])
+		if !ok {
+			return nil, false
+		}
+		i = skipSpace(raw, j+1)
+		if i >= len(raw) || raw[i] != ':' {
+			return nil, false
+		}
+		i = skipSpace(raw, i+1)
+		k := i
+		for k < len(raw) && raw[k] >= '0' && raw[k] <= '9' {
+			k++
+		}
+		off, ok := parseCount(raw[i:k])
+		if !ok {
+			return nil, false
+		}
+		before := len(o)
+		o[p] = off
+		if len(o) == before {
+			return nil, false // a partition twice
+		}
+		i = skipSpace(raw, k)
+		if i >= len(raw) {
+			return nil, false
+		}
+		switch raw[i] {
+		case ',':
+			i++
+		case '}':
+			return o, true
+		default:
+			return nil, false // a fraction or an exponent
+		}
+	}
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// offsetsTokens reads an offsets object token by token, and words what is
+// wrong with it; paths are relative to the object.
+func offsetsTokens(raw jsontext.Value) (Offsets, *fieldError) {
+	dec := jsontext.NewDecoder(bytes.NewReader(raw), jsontext.AllowInvalidUTF8(true), jsontext.AllowDuplicateNames(true))
+	if raw.Kind() != '{' {
+		return nil, wrongKind("", kindOf(raw.Kind()), offsetsExpected)
 	}
 	if _, err := dec.ReadToken(); err != nil {
-		return err
+		return nil, fieldErrorf("", "is not valid JSON: %v", err)
 	}
 	o := make(Offsets, 4)
 	for dec.PeekKind() != '}' {
 		name, err := dec.ReadValue()
 		if err != nil {
-			return err
+			return nil, fieldErrorf("", "is not valid JSON: %v", err)
 		}
-		key := name[1 : len(name)-1]
-		if bytes.IndexByte(key, '\\') >= 0 {
-			key = []byte(unquote(name))
-		}
+		key := unquote(name)
 		p, ok := parsePartition(key)
 		if !ok {
-			return atValue(dec, fieldErrorf("", "is not a canonical partition number: expected a decimal number from 0 to %d, without sign, spaces or leading zeros", math.MaxInt32))
+			return nil, fieldErrorf(keyPath("", key), "is not a canonical partition number: expected a decimal number from 0 to %d, without sign, spaces or leading zeros", math.MaxInt32)
 		}
 		value, err := dec.ReadValue()
 		if err != nil {
-			return err
+			return nil, fieldErrorf(keyPath("", key), "is not valid JSON: %v", err)
 		}
 		if value.Kind() != '0' {
-			return atValue(dec, wrongKind("", kindOf(value.Kind()), "an integer offset of 0 or more"))
+			return nil, wrongKind(keyPath("", key), kindOf(value.Kind()), "an integer offset of 0 or more")
 		}
 		off, ok := parseCount(value)
 		if !ok {
-			return atValue(dec, fieldErrorf("", "is %s: expected an integer offset from 0 to %d, without fraction or exponent", value, int64(math.MaxInt64)))
+			return nil, fieldErrorf(keyPath("", key), "is %s: expected an integer offset from 0 to %d, without fraction or exponent", value, int64(math.MaxInt64))
 		}
 		if _, dup := o[p]; dup {
-			return twice
+			return nil, twice
 		}
 		o[p] = off
 	}
-	if _, err := dec.ReadToken(); err != nil {
-		return err
-	}
 	if len(o) == 0 {
-		return atValue(dec, fieldErrorf("", "is empty: expected at least one partition"))
+		return nil, fieldErrorf("", "is empty: expected at least one partition")
 	}
-	f.v = o
-	return nil
+	return o, nil
 }
 
 // keyPath names a partition key inside field: offsets["00"].

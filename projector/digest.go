@@ -43,6 +43,9 @@ func (s *State) Digest() string {
 	for _, v := range rejected {
 		d.line("verdict", strconv.FormatInt(v.Offset, 10), strconv.Quote(v.Key), string(v.Outcome),
 			string(v.Reason), string(v.Event), v.PlanID, formatTime(v.At), strconv.Quote(v.Actor), strconv.Quote(v.Detail))
+		if m := v.Maintenance; m != nil {
+			d.line("maintenance", strconv.Quote(m.Kind), strconv.Quote(m.Actor), strconv.Quote(m.Reason))
+		}
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }

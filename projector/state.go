@@ -1,6 +1,7 @@
 package projector
 
 import (
+	"maps"
 	"slices"
 	"time"
 
@@ -54,6 +55,9 @@ type State struct {
 
 	// unconfirmed holds the operations with evidence of an erased COMMITTED
 	// (op.evidence) and no accepted COMMITTED: AtRisk names them.
+	// maintained counts maintenance records by kind (MaintenanceCounts).
+	maintained map[string]int
+
 	unconfirmed map[int32]bool
 
 	actors map[string]string // interned actor names: few writers, many records
@@ -232,11 +236,33 @@ func (s *State) Audit() []Verdict {
 	return out
 }
 
-// Rejected returns the verdicts of rejected records, in log order.
+// Rejected returns the verdicts of rejected records, in log order, except
+// the fleet's maintenance (see MaintenanceRecords): what other writers got
+// wrong.
 func (s *State) Rejected() []Verdict {
 	var out []Verdict
 	for _, v := range s.others {
-		if v.Outcome == Rejected {
+		if v.Outcome == Rejected && v.Maintenance == nil {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// MaintenanceCounts counts the records workers wrote to keep the log safe to
+// compact (Verdict.Maintenance), by kind, duplicates included.
+func (s *State) MaintenanceCounts() map[string]int {
+	return maps.Clone(s.maintained)
+}
+
+// MaintenanceRecords returns the verdicts of the records workers wrote to
+// keep the log safe to compact (Verdict.Maintenance), in log order: the
+// rejected ones (retraction tombstones, re-appended evidence), and the
+// duplicates too when the State keeps its audit (KeepAudit).
+func (s *State) MaintenanceRecords() []Verdict {
+	var out []Verdict
+	for _, v := range s.others {
+		if v.Maintenance != nil {
 			out = append(out, v)
 		}
 	}
@@ -398,11 +424,12 @@ func (s *State) Unfinished(recent int) []Operation {
 	return out
 }
 
-// RejectedCounts counts the rejected records by reason.
+// RejectedCounts counts the rejected records by reason (the fleet's
+// maintenance left out, as in Rejected).
 func (s *State) RejectedCounts() map[Reason]int {
 	n := map[Reason]int{}
 	for _, v := range s.others {
-		if v.Outcome == Rejected {
+		if v.Outcome == Rejected && v.Maintenance == nil {
 			n[v.Reason]++
 		}
 	}
@@ -410,11 +437,11 @@ func (s *State) RejectedCounts() map[Reason]int {
 }
 
 // RecentRejected returns the verdicts of the last n rejected records, in log
-// order.
+// order (the fleet's maintenance left out, as in Rejected).
 func (s *State) RecentRejected(n int) []Verdict {
 	var out []Verdict
 	for i := len(s.others) - 1; i >= 0 && len(out) < n; i-- {
-		if v := s.others[i]; v.Outcome == Rejected {
+		if v := s.others[i]; v.Outcome == Rejected && v.Maintenance == nil {
 			out = append(out, v)
 		}
 	}

@@ -83,6 +83,14 @@ func (s *State) fold(r Record, env events.Envelope, decodeErr error) Verdict {
 		}
 		v, oi = s.verdictOf(e), e.op
 	} else {
+		if len(r.Headers) > 0 {
+			if v.Maintenance = maintenance(r, v); v.Maintenance != nil {
+				if s.maintained == nil {
+					s.maintained = map[string]int{}
+				}
+				s.maintained[v.Maintenance.Kind]++
+			}
+		}
 		if s.audited || v.Outcome == Rejected {
 			if s.audited {
 				s.audit = append(s.audit, auditEntry{offset: r.Offset, op: -1, idx: int32(len(s.others))})
@@ -675,3 +683,30 @@ func keyParts(key []byte) (string, events.Event) {
 	planID, e, _ := events.ParseKey(key)
 	return planID, e
 }
+
+// maintenance reads a record's maintenance headers, when the verdict is what
+// such a record may be (see Verdict.Maintenance); nil otherwise.
+func maintenance(r Record, v Verdict) *Maintenance {
+	var m Maintenance
+	for _, h := range r.Headers {
+		switch h.Key {
+		case HeaderMaintenance:
+			m.Kind = string(h.Value)
+		case HeaderActor:
+			m.Actor = string(h.Value)
+		case HeaderReason:
+			m.Reason = string(h.Value)
+		}
+	}
+	switch {
+	case m.Kind == MaintenanceRepair && (v.Outcome == Duplicate || v.Reason == ReasonCommitMissing),
+		m.Kind == MaintenanceRetraction && v.Reason == ReasonTombstone,
+		m.Kind == MaintenanceRecommit && v.Outcome == Duplicate:
+		return &m
+	}
+	return nil
+}
+
+// IsMaintenance reports whether the verdict is of a worker's maintenance
+// record (Verdict.Maintenance).
+func (v Verdict) IsMaintenance() bool { return v.Maintenance != nil }

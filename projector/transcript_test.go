@@ -30,6 +30,7 @@ import (
 //	state       the projection: boundary, binding, operations, rejections, repairs
 //	audit       every verdict in log order
 //	pending     the operations a worker must finish
+//	    [maint=KIND] adds a worker's maintenance headers (also to repair and retract)
 //	repair off=N      fold Repairs() at offsets N, N+1, ...
 //	retractions       list Retractions()
 //	retract off=N     fold a tombstone for every Retractions() key at N, N+1, ...
@@ -99,6 +100,7 @@ func (tr *transcript) run(t *testing.T, d *datadriven.TestData) string {
 		for _, r := range tr.s.Repairs() {
 			r.Offset = off
 			off++
+			r.Headers = maintHeaders(d)
 			b.WriteString(tr.fold(r))
 		}
 		if b.Len() == 0 {
@@ -119,7 +121,7 @@ func (tr *transcript) run(t *testing.T, d *datadriven.TestData) string {
 		d.ScanArgs(t, "off", &off)
 		var b strings.Builder
 		for _, r := range tr.s.Retractions() {
-			b.WriteString(tr.fold(Record{Offset: off, Key: r.Key, Timestamp: testEpoch.Add(time.Duration(off) * time.Second)}))
+			b.WriteString(tr.fold(Record{Offset: off, Key: r.Key, Timestamp: testEpoch.Add(time.Duration(off) * time.Second), Headers: maintHeaders(d)}))
 			off++
 		}
 		if b.Len() == 0 {
@@ -198,7 +200,7 @@ func (tr *transcript) record(t *testing.T, d *datadriven.TestData) string {
 		}
 		key = tr.resolve(key)
 	}
-	r := Record{Offset: off, Key: []byte(key), Timestamp: testEpoch.Add(time.Duration(off) * time.Second)}
+	r := Record{Offset: off, Key: []byte(key), Timestamp: testEpoch.Add(time.Duration(off) * time.Second), Headers: maintHeaders(d)}
 	switch {
 	case d.HasArg("raw"):
 		raw := strings.TrimSpace(d.Input)
@@ -265,6 +267,9 @@ func (tr *transcript) fold(r Record) string {
 	line := tr.verdictLine(v)
 	if v.Covered {
 		line = strings.TrimSuffix(line, "\n") + " [covered]\n"
+	}
+	if m := v.Maintenance; m != nil {
+		line = strings.TrimSuffix(line, "\n") + fmt.Sprintf(" [maintenance %s by %s: %s]\n", m.Kind, m.Actor, m.Reason)
 	}
 	if v.Reason == ReasonCommitMissing {
 		if diff := was.evidenceChange(tr.s); diff != "" {
@@ -412,6 +417,20 @@ func TestTranscriptsCoverReasons(t *testing.T) {
 		if !strings.Contains(all.String(), "rejected "+string(r)+":") {
 			t.Errorf("no transcript shows a %s rejection", r)
 		}
+	}
+}
+
+// maintHeaders are the headers of a worker's maintenance record of the kind
+// maint=KIND names, or none.
+func maintHeaders(d *datadriven.TestData) []Header {
+	a, ok := d.Arg("maint")
+	if !ok || len(a.Vals) == 0 {
+		return nil
+	}
+	return []Header{
+		{Key: HeaderMaintenance, Value: []byte(a.Vals[0])},
+		{Key: HeaderActor, Value: []byte("worker/w1")},
+		{Key: HeaderReason, Value: []byte(a.Vals[0] + " by the transcript")},
 	}
 }
 

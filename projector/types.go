@@ -14,6 +14,47 @@ type Record struct {
 	Key       []byte
 	Value     []byte
 	Timestamp time.Time
+	// Headers are the record's Kafka headers. The fold reads only the
+	// maintenance headers (HeaderMaintenance, HeaderActor, HeaderReason),
+	// and only to describe a record: they never change a verdict's outcome
+	// or the state.
+	Headers []Header
+}
+
+// Header is one Kafka record header.
+type Header struct {
+	Key   string
+	Value []byte
+}
+
+// The headers a kcleanup worker puts on the records it writes to keep the
+// log safe to compact (repairs, retraction tombstones, re-commits): a
+// tombstone has no value to say who wrote it and why.
+const (
+	HeaderMaintenance = "kcleanup-maintenance" // MaintenanceRepair, MaintenanceRetraction, ...
+	HeaderActor       = "kcleanup-actor"       // the worker that wrote it
+	HeaderReason      = "kcleanup-reason"      // why, for a person
+)
+
+// The kinds of maintenance record (HeaderMaintenance).
+const (
+	// MaintenanceRepair: an accepted record (or evidence) re-appended
+	// (Repairs).
+	MaintenanceRepair = "repair"
+	// MaintenanceRetraction: a tombstone for a key that holds only rejected
+	// records (Retractions).
+	MaintenanceRetraction = "retraction"
+	// MaintenanceRecommit: a COMMITTED re-appended for an operation whose
+	// COMMITTED was erased, where nothing more is deleted.
+	MaintenanceRecommit = "recommit"
+)
+
+// Maintenance is what a record's maintenance headers say: the fleet's own
+// upkeep of the log, not another writer's record.
+type Maintenance struct {
+	Kind   string `json:"kind"`
+	Actor  string `json:"actor"`
+	Reason string `json:"reason"`
 }
 
 // Outcome is what the fold made of one record. Its values are stable words,
@@ -126,6 +167,13 @@ type Verdict struct {
 	// could not be decoded.
 	At    time.Time
 	Actor string
+	// Maintenance is set on a duplicate or rejected record that carries a
+	// worker's maintenance headers and is what such a record may be: a
+	// repair that is a duplicate (or re-appended evidence), a retraction
+	// that is a tombstone on a key without an accepted record. Anything
+	// else with those headers (an overwrite, say) is judged like any other
+	// record and Maintenance stays nil: headers are not proof.
+	Maintenance *Maintenance
 	// Covered is true for an accepted COMMITTED that raised nothing: its
 	// boundary field was at or below the current boundary on every
 	// partition (a plan the boundary already covers, or a later copy of an

@@ -183,6 +183,7 @@ func TestApplyWithoutEachDocumentedACL(t *testing.T) {
 		{"Write on the control topic", func(e *aclEnv) kafkatest.ACL { return e.workerACLs()[2] }},
 		{"DescribeConfigs on the data topic", func(e *aclEnv) kafkatest.ACL { return e.workerACLs()[5] }},
 		{"Delete on the data topic", func(e *aclEnv) kafkatest.ACL { return e.workerACLs()[6] }},
+		{"DescribeConfigs on the control topic", func(e *aclEnv) kafkatest.ACL { return e.workerACLs()[7] }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newACLEnv(t)

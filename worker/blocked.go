@@ -21,7 +21,7 @@ func (c *Cluster) controlTopicSafe(ctx context.Context, controlTopic, bootstrap 
 	}
 	if info.Configs, err = c.TopicConfigs(ctx, controlTopic); err != nil {
 		// Settings nobody can read are settings nobody checked: blocked.
-		return c.denied(err, Permission{"DescribeConfigs", "topic", controlTopic, "check the control topic's settings before deleting"})
+		return c.denied(err, permControlDescribeConfigs(controlTopic))
 	}
 	blocking := gate.Blocking(gate.Settings(controlTopic, len(info.Partitions), info.Configs, bootstrap))
 	if len(blocking) == 0 {

@@ -78,6 +78,9 @@ func (c *Cluster) waitForLeaders(ctx context.Context, topic string) error {
 type Projection struct {
 	Topic string
 	State *projector.State
+	// Actor names this writer in the maintenance headers of its repairs
+	// and retractions ("" is Actor()).
+	Actor string
 	// Next is the offset after the last record (or transaction marker) read.
 	Next int64
 	// End is the end offset captured at the start of the last CatchUp that
@@ -264,7 +267,7 @@ func (p *Projection) fetchDecode(ctx context.Context, next, end int64, out chan<
 			if r.Attrs.IsControl() {
 				return
 			}
-			batch = append(batch, projector.Record{Offset: r.Offset, Key: r.Key, Value: r.Value, Timestamp: r.Timestamp})
+			batch = append(batch, projector.Record{Offset: r.Offset, Key: r.Key, Value: r.Value, Timestamp: r.Timestamp, Headers: headersOf(r)})
 		})
 		if !send(fetched{decoded: p.decodeAll(batch), next: next}) {
 			return
@@ -294,9 +297,9 @@ func Actor() string {
 
 // Append writes one control record and returns its offset. It does not wait
 // for the verdict: see Decide.
-func (c *Cluster) Append(ctx context.Context, controlTopic string, env events.Envelope) (int64, error) {
+func (c *Cluster) Append(ctx context.Context, controlTopic string, env events.Envelope, headers ...kgo.RecordHeader) (int64, error) {
 	key, value := env.Encode()
-	r := &kgo.Record{Topic: controlTopic, Partition: 0, Key: key, Value: value}
+	r := &kgo.Record{Topic: controlTopic, Partition: 0, Key: key, Value: value, Headers: headers}
 	if err := c.cl.ProduceSync(ctx, r).FirstErr(); err != nil {
 		return 0, c.denied(errors.Wrapf(err, "append %s to control topic %q", events.Key(env.PlanID, env.Event), controlTopic),
 			permControlWrite(controlTopic))
@@ -307,11 +310,11 @@ func (c *Cluster) Append(ctx context.Context, controlTopic string, env events.En
 // Decide appends a record and reads the control topic until it has folded
 // it, then returns the log's verdict on it: a writer learns whether its
 // transition was accepted only by reading it back (DESIGN §5).
-func (p *Projection) Decide(ctx context.Context, env events.Envelope) (projector.Verdict, error) {
+func (p *Projection) Decide(ctx context.Context, env events.Envelope, headers ...kgo.RecordHeader) (projector.Verdict, error) {
 	if err := p.writable(); err != nil {
 		return projector.Verdict{}, err
 	}
-	off, err := p.cluster.Append(ctx, p.Topic, env)
+	off, err := p.cluster.Append(ctx, p.Topic, env, headers...)
 	if err != nil {
 		return projector.Verdict{}, err
 	}
@@ -361,12 +364,16 @@ func (p *Projection) Repair(ctx context.Context) error {
 	}
 	var recs []*kgo.Record
 	for _, r := range p.State.Repairs() {
-		recs = append(recs, &kgo.Record{Topic: p.Topic, Partition: 0, Key: r.Key, Value: r.Value})
+		recs = append(recs, &kgo.Record{Topic: p.Topic, Partition: 0, Key: r.Key, Value: r.Value,
+			Headers: p.maintenanceHeaders(projector.MaintenanceRepair, fmt.Sprintf(
+				"re-appends the record accepted at offset %d: its key was overwritten, or a later copy moved it out of compaction-safe order", r.Offset))})
 	}
 	now := time.Now()
 	for _, r := range p.State.Retractions() {
 		if now.Sub(r.Timestamp) >= RetractionGrace && !flinkagents.IsPlanIDKey(r.Key) {
-			recs = append(recs, &kgo.Record{Topic: p.Topic, Partition: 0, Key: r.Key}) // nil value: tombstone
+			recs = append(recs, &kgo.Record{Topic: p.Topic, Partition: 0, Key: r.Key, // nil value: tombstone
+				Headers: p.maintenanceHeaders(projector.MaintenanceRetraction, fmt.Sprintf(
+					"retracts a key whose every record was rejected (the latest at offset %d), so that compaction erases it", r.Offset))})
 		}
 	}
 	if len(recs) == 0 {
@@ -379,4 +386,31 @@ func (p *Projection) Repair(ctx context.Context) error {
 		}
 	}
 	return p.readTo(ctx, recs[len(recs)-1].Offset+1)
+}
+
+// maintenanceHeaders say that this writer appended a record to keep the log
+// safe to compact, and why (projector.HeaderMaintenance and the others):
+// history, doctor, status and metrics show it as the fleet's maintenance.
+func (p *Projection) maintenanceHeaders(kind, reason string) []kgo.RecordHeader {
+	actor := p.Actor
+	if actor == "" {
+		actor = Actor()
+	}
+	return []kgo.RecordHeader{
+		{Key: projector.HeaderMaintenance, Value: []byte(kind)},
+		{Key: projector.HeaderActor, Value: []byte(actor)},
+		{Key: projector.HeaderReason, Value: []byte(reason)},
+	}
+}
+
+// headersOf converts a fetched record's headers for the fold.
+func headersOf(r *kgo.Record) []projector.Header {
+	if len(r.Headers) == 0 {
+		return nil
+	}
+	out := make([]projector.Header, len(r.Headers))
+	for i, h := range r.Headers {
+		out[i] = projector.Header{Key: h.Key, Value: h.Value}
+	}
+	return out
 }

@@ -123,6 +123,7 @@ func (d *Daemon) runOwner(o *owner) {
 		return
 	}
 	defer proj.Close()
+	proj.Actor = d.cfg.actor
 	opts := Options{
 		Actor:     d.cfg.actor,
 		Bootstrap: d.cfg.bootstrap,

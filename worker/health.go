@@ -3,12 +3,14 @@ package worker
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/cockroachdb/errors"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kcleanup/kcleanup/fsm"
+	"github.com/kcleanup/kcleanup/projector"
 )
 
 // The Kafka APIs kcleanup cannot work without.
@@ -111,6 +113,16 @@ func CheckProjection(st Status, now time.Time, stuckAfter time.Duration) []Findi
 		out = append(out, finding(Block, subject, "degraded: "+st.DegradedReason,
 			"upgrade kcleanup to a version that understands every record of the control topic; until then nothing is approved or deleted"))
 	}
+	if st.AtRisk {
+		out = append(out, finding(Block, subject, "history at risk: "+st.AtRiskReason,
+			fmt.Sprintf("the recovery gate cannot tell until it is repaired; run a worker (kcleanup worker --control-topic %s) and check the control topic's settings", st.ControlTopic)))
+	}
+	if n := len(st.Maintenance); n > 0 {
+		last := st.Maintenance[n-1]
+		out = append(out, finding(OK, subject,
+			fmt.Sprintf("%d maintenance record(s) by the worker fleet (%s); the last at offset %d by %s: %s %s",
+				n, maintenanceSummary(st.MaintenanceCounts), last.Offset, last.Actor, last.Kind, last.Reason), ""))
+	}
 	if n := len(st.Rejected); n > 0 {
 		last := st.Rejected[n-1]
 		out = append(out, finding(Warn, subject,
@@ -143,4 +155,15 @@ func CheckProjection(st Status, now time.Time, stuckAfter time.Duration) []Findi
 				st.ReadTo, len(st.Operations), len(st.Boundary)), ""))
 	}
 	return out
+}
+
+// maintenanceSummary is "3 repair, 1 retraction" in a fixed order.
+func maintenanceSummary(counts map[string]int) string {
+	var parts []string
+	for _, k := range []string{projector.MaintenanceRepair, projector.MaintenanceRetraction, projector.MaintenanceRecommit} {
+		if n := counts[k]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, k))
+		}
+	}
+	return strings.Join(parts, ", ")
 }

@@ -54,6 +54,19 @@ type Status struct {
 	// RejectedCounts counts every rejected record by reason.
 	RejectedCounts  map[projector.Reason]int `json:"rejectedCounts"`
 	RejectedOmitted int                      `json:"rejectedOmitted"`
+	// Maintenance lists the records the fleet wrote to keep the log safe to
+	// compact (retraction tombstones, re-appended evidence; repairs that are
+	// duplicates only where the projection keeps its audit), with the
+	// worker and why, from their record headers. They are not in Rejected.
+	// MaintenanceCounts counts them all by kind (repair, retraction,
+	// recommit), duplicates included.
+	Maintenance       []MaintenanceRecord `json:"maintenance"`
+	MaintenanceCounts map[string]int      `json:"maintenanceCounts"`
+	// AtRisk says that accepted history is missing from the control topic
+	// or may be erased by the log cleaner (projector.State.AtRisk): the
+	// recovery gate cannot tell while it is set. AtRiskReason says what.
+	AtRisk       bool   `json:"atRisk"`
+	AtRiskReason string `json:"atRiskReason,omitempty"`
 	// Blocked lists the operations a worker stopped retrying for a cause an
 	// operator must remove. Only the worker that owns the control topic
 	// knows them; `kcleanup status` always shows none.
@@ -135,6 +148,18 @@ type RejectedRecord struct {
 	Actor  string           `json:"actor,omitempty"`
 }
 
+// MaintenanceRecord is one record a worker wrote to keep the log safe to
+// compact, as its headers describe it.
+type MaintenanceRecord struct {
+	Offset  int64             `json:"offset"`
+	Key     string            `json:"key"`
+	Kind    string            `json:"kind"`
+	Actor   string            `json:"actor"`
+	Reason  string            `json:"reason"`
+	Verdict projector.Outcome `json:"verdict"`
+	At      time.Time         `json:"at"`
+}
+
 // BlockedOperation is an operation a worker will not retry until RetryAt,
 // because its last attempt failed for a cause retrying cannot fix.
 type BlockedOperation struct {
@@ -206,6 +231,16 @@ func statusOf(proj *Projection, complete bool) Status {
 		}
 		st.Operations = append(st.Operations, os)
 	}
+	st.Maintenance, st.MaintenanceCounts = []MaintenanceRecord{}, map[string]int{}
+	for _, v := range s.MaintenanceRecords() {
+		m := v.Maintenance
+		st.Maintenance = append(st.Maintenance, MaintenanceRecord{Offset: v.Offset, Key: v.Key, Kind: m.Kind,
+			Actor: m.Actor, Reason: m.Reason, Verdict: v.Outcome, At: v.At})
+	}
+	for k, n := range s.MaintenanceCounts() {
+		st.MaintenanceCounts[k] = n
+	}
+	st.AtRisk, st.AtRiskReason = s.AtRisk()
 	for _, v := range rejected {
 		st.Rejected = append(st.Rejected, RejectedRecord{
 			Offset: v.Offset, Key: v.Key, Reason: v.Reason, Detail: v.Detail, At: v.At, Actor: v.Actor,

@@ -164,6 +164,16 @@ func (d *Daemon) writeMetrics(w io.Writer) error {
 			e.sample("kcleanup_rejected_records_total", float64(snaps[i].rejected[r]), "control_topic", t, "reason", string(r))
 		}
 	}
+	e.family("kcleanup_maintenance_records_total", "counter", "Records the worker fleet wrote to keep the control topic safe to compact (repairs, retraction tombstones, re-commits), by kind, from their headers (counted from the start of the control topic). They are not rejected records.")
+	for i, t := range topics {
+		for _, k := range []string{projector.MaintenanceRepair, projector.MaintenanceRetraction, projector.MaintenanceRecommit} {
+			e.sample("kcleanup_maintenance_records_total", float64(snaps[i].status.MaintenanceCounts[k]), "control_topic", t, "kind", k)
+		}
+	}
+	e.family("kcleanup_history_at_risk", "gauge", "1 when accepted history is missing from the control topic or may be erased by the log cleaner: the recovery gate cannot tell until it is repaired.")
+	for i, t := range topics {
+		e.sample("kcleanup_history_at_risk", b2f(snaps[i].status.AtRisk), "control_topic", t)
+	}
 	e.family("kcleanup_blocked_operations", "gauge", "Pending operations this replica stopped retrying for a cause an operator must remove (only the owner knows).")
 	for i, t := range topics {
 		n := 0

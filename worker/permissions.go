@@ -52,6 +52,10 @@ func permControlWrite(control string) Permission {
 	return Permission{"Write", "topic", control, "append to the control topic"}
 }
 
+func permControlDescribeConfigs(control string) Permission {
+	return Permission{"DescribeConfigs", "topic", control, "check the control topic's settings before deleting"}
+}
+
 func permDataDescribe(data string) Permission {
 	return Permission{"Describe", "topic", data, "read the data topic's metadata and offsets"}
 }
@@ -72,7 +76,7 @@ func permGroupRead(group string) Permission {
 // and the owning worker): the whole rest of the protocol after the point of no return.
 func FinishPermissions(controlTopic, dataTopic string) []Permission {
 	return []Permission{
-		permControlRead(controlTopic), permControlWrite(controlTopic),
+		permControlRead(controlTopic), permControlWrite(controlTopic), permControlDescribeConfigs(controlTopic),
 		permDataDescribe(dataTopic), permDataDescribeConfigs(dataTopic), permDataDelete(dataTopic),
 	}
 }

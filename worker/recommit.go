@@ -8,6 +8,7 @@ import (
 
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/fsm"
+	"github.com/kcleanup/kcleanup/projector"
 	"github.com/kcleanup/kcleanup/worker/protocol"
 )
 
@@ -40,7 +41,8 @@ func (c *Cluster) Recommit(ctx context.Context, proj *Projection, o Options) ([]
 		}
 		env := envelope(events.Committed, op.Plan, o)
 		env.Boundary = protocol.CommitBoundary(proj.State, op.Plan)
-		v, err := proj.Decide(ctx, env)
+		v, err := proj.Decide(ctx, env, proj.maintenanceHeaders(projector.MaintenanceRecommit,
+			"re-appends the COMMITTED the log cleaner erased; its DELETING or APPLIED survive and every log start is at or above the plan")...)
 		if err != nil {
 			return out, err
 		}

@@ -63,6 +63,11 @@ type applyReport struct {
 	Boundary events.Offsets `json:"boundary"`
 	// LogStart holds the log-start offsets APPLIED verified; absent until APPLIED.
 	LogStart events.Offsets `json:"logStart,omitempty"`
+	// LiveLogStart holds the data topic's log-start offsets listed now, when the
+	// plan was already APPLIED: they may have moved since (another plan, a
+	// deletion outside kcleanup). LiveLogStartError says why they are missing.
+	LiveLogStart      events.Offsets `json:"liveLogStart,omitempty"`
+	LiveLogStartError string         `json:"liveLogStartError,omitempty"`
 	// Steps are the steps this run took, as printed to standard error.
 	Steps []worker.Progress `json:"steps"`
 }
@@ -112,6 +117,16 @@ func runApply(ctx context.Context, g globalOptions, path string, o applyOptions,
 	}
 	rep.State, rep.AlreadyApplied, rep.LogStart = out.State, out.Already, out.LogStart
 	rep.Boundary = s.proj.State.Boundary()
+	if out.Already {
+		live, err := withTimeout(ctx, g, func(ctx context.Context) (events.Offsets, error) {
+			return s.cluster.StartOffsets(ctx, plan.Topic)
+		})
+		if err != nil {
+			rep.LiveLogStartError = err.Error()
+		} else {
+			rep.LiveLogStart = live
+		}
+	}
 	if g.output == outputJSON {
 		return writeJSON(stdout, rep)
 	}
@@ -128,7 +143,12 @@ func runApply(ctx context.Context, g globalOptions, path string, o applyOptions,
 	}
 	fmt.Fprintf(tw, "state\t%s\n", state)
 	fmt.Fprintf(tw, "boundary\t%s\n", rep.Boundary.String())
-	if rep.LogStart != nil {
+	switch {
+	case rep.LiveLogStart != nil:
+		fmt.Fprintf(tw, "log start\t%s (live; APPLIED verified %s)\n", rep.LiveLogStart.String(), rep.LogStart.String())
+	case rep.LiveLogStartError != "":
+		fmt.Fprintf(tw, "log start\tunknown now (%s); APPLIED verified %s\n", rep.LiveLogStartError, rep.LogStart.String())
+	case rep.LogStart != nil:
 		fmt.Fprintf(tw, "log start\t%s\n", rep.LogStart.String())
 	}
 	return tw.Flush()

@@ -23,6 +23,7 @@ type opApplyDoc struct {
 	AlreadyApplied bool              `json:"alreadyApplied"`
 	Boundary       events.Offsets    `json:"boundary"`
 	LogStart       events.Offsets    `json:"logStart"`
+	LiveLogStart   events.Offsets    `json:"liveLogStart"`
 	Steps          []worker.Progress `json:"steps"`
 }
 
@@ -94,6 +95,18 @@ func TestApplyEndToEnd(t *testing.T) {
 		t.Errorf("second apply: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
 	e.assertUnchanged(t, topic, control, before)
+
+	// Records deleted since, outside kcleanup: re-applying shows the live log start next to
+	// the boundary, not only the one APPLIED verified.
+	e.deleteRecordsTo(t, topic, events.Offsets{0: 180})
+	code, stdout, stderr = e.run(t, "apply", path)
+	if code != exitOK || !strings.Contains(stdout, "0=180 1=100 (live; APPLIED verified 0=150 1=100)") {
+		t.Errorf("apply after a deletion outside kcleanup: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	code, stdout, stderr = e.run(t, "-o", "json", "apply", path)
+	if d := opDecodeApply(t, stdout); code != exitOK || !d.AlreadyApplied || !d.LiveLogStart.Equal(events.Offsets{0: 180, 1: 100}) || !d.LogStart.Equal(want) {
+		t.Errorf("apply -o json after a deletion outside kcleanup: exit %d %+v\n%s", code, d, stderr)
+	}
 }
 
 // TestApplyRefusalsLeaveKafkaUnchanged runs apply (and submit) on each kind of bad input of the

@@ -4,8 +4,16 @@ package main
 // StandardAuthorizer and allow.everyone.if.no.acl.found=false.
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -136,4 +144,46 @@ func aclName(op kmsg.ACLOperation) string {
 	}
 	s := strings.ToLower(op.String())
 	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// TestSecurityMistakesFailFast: a wrong password, a truststore that does not hold the broker's
+// CA and a host name the certificate does not name each end the command with an error that
+// says so, and not by waiting for --timeout.
+func TestSecurityMistakesFailFast(t *testing.T) {
+	e := newAuditorEnv(t, auditorACLs)
+	stranger := writeFile(t, t.TempDir(), "stranger.pem", strangerCAPEM(t))
+	localhost := strings.Replace(e.s.SASLSSL, "127.0.0.1", "localhost", 1)
+	for _, tc := range []struct {
+		name, bootstrap, config, want string
+	}{
+		{"wrong password", e.s.SASLSSL, e.s.SCRAMConfig(t, clientconfig.MechSCRAMSHA512, "admin", "wrong"), "SASL_AUTHENTICATION_FAILED"},
+		{"unknown CA", e.s.SASLSSL, kafkatest.WriteConfig(t, "security.protocol=SASL_SSL", "sasl.mechanism=SCRAM-SHA-512",
+			`sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="admin" password="`+e.s.AdminPassword+`";`,
+			"ssl.truststore.type=PEM", "ssl.truststore.location="+stranger), "certificate signed by unknown authority"},
+		{"host name mismatch", localhost, e.config, "wanted to match localhost"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, "-b", tc.bootstrap, "--command-config", tc.config, "--timeout", "60s", "status", "--topic", e.topic)
+			if code != exitError || !strings.Contains(stderr, tc.want) || strings.Contains(stderr, "within --timeout") {
+				t.Fatalf("exit %d, want %d with %q and no timeout:\n%s%s", code, exitError, tc.want, stdout, stderr)
+			}
+		})
+	}
+}
+
+// strangerCAPEM is a CA certificate that signed nothing the broker has.
+func strangerCAPEM(t *testing.T) string {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(7), Subject: pkix.Name{CommonName: "a stranger's CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageCertSign}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -480,6 +481,54 @@ func TestJSONDocumentsMatchTheirSchemas(t *testing.T) {
 		}
 		if err := s[tc.schema].Validate(inst); err != nil {
 			t.Errorf("%s does not match %s: %v\n%s", strings.Join(tc.args, " "), tc.schema, err, clip(stdout, 4000))
+		}
+	}
+}
+
+// TestExitCodesAgreeEverywhere: the one map of exit codes (exitcode.go) is the one --help, README
+// and the operator guide document: each lists exactly the codes the binary can return.
+func TestExitCodesAgreeEverywhere(t *testing.T) {
+	clearEnv(t)
+	codes := []int{exitOK, exitError, exitUsage, exitRefused, exitCannotTell}
+	root, err := repo.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	guide, err := os.ReadFile(filepath.Join(root, "docs", "operator-guide.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, help, _ := runCLI(t, "--help")
+	found := func(re *regexp.Regexp, text string) []int {
+		var out []int
+		for _, m := range re.FindAllStringSubmatch(text, -1) {
+			n, _ := strconv.Atoi(m[1])
+			if !slices.Contains(out, n) {
+				out = append(out, n)
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	readmeLine := regexp.MustCompile(`(?m)^Exit codes:.*(?:\n.+)*`).FindString(string(readme))
+	guideSection := string(guide)
+	if i := strings.Index(guideSection, "## Exit codes"); i >= 0 {
+		guideSection = guideSection[i:]
+		if j := strings.Index(guideSection[3:], "\n## "); j >= 0 {
+			guideSection = guideSection[:j+3]
+		}
+	}
+	for name, got := range map[string][]int{
+		"--help":                 found(regexp.MustCompile(`(?m)^  (\d)  `), help),
+		"README.md":              found(regexp.MustCompile(`\*\*(\d)\*\*`), readmeLine),
+		"docs/operator-guide.md": found(regexp.MustCompile(`(?m)^\| (\d) \|`), guideSection),
+	} {
+		if !slices.Equal(got, codes) {
+			t.Errorf("%s documents exit codes %v; the binary has %v", name, got, codes)
 		}
 	}
 }

@@ -73,7 +73,8 @@ and the offset read to, so the same log gives the same file, byte for byte.`,
 
 // historySchemaVersion is the version of historyDoc (docs/schema/history.schema.json). Version
 // 2: key and detail are cut at 1024 bytes unless --full, keyBytes and detailBytes say so.
-const historySchemaVersion = 2
+// Version 3: maintenance (kind, actor, reason) on the fleet's own repairs and retractions.
+const historySchemaVersion = 3
 
 // historyDoc is `kcleanup history -o json`: the verdicts, wrapped in an object like every
 // kcleanup document (output.go).
@@ -121,6 +122,10 @@ type verdictEntry struct {
 	// timestamp), RFC 3339; absent when neither is known.
 	At    *time.Time `json:"at,omitempty"`
 	Actor string     `json:"actor,omitempty"`
+	// Maintenance is set on a record the worker fleet wrote to keep the log
+	// safe to compact (a repair, a retraction tombstone), from its headers:
+	// Actor is then the worker.
+	Maintenance *projector.Maintenance `json:"maintenance,omitempty"`
 }
 
 func runHistory(ctx context.Context, w io.Writer, g globalOptions, controlTopic, plan string, full bool) error {
@@ -149,7 +154,10 @@ func runHistory(ctx context.Context, w io.Writer, g globalOptions, controlTopic,
 			continue
 		}
 		e := verdictEntry{Offset: v.Offset, Event: v.Event, PlanID: v.PlanID,
-			Verdict: v.Outcome, Reason: v.Reason, Actor: v.Actor}
+			Verdict: v.Outcome, Reason: v.Reason, Actor: v.Actor, Maintenance: v.Maintenance}
+		if m := v.Maintenance; m != nil && m.Actor != "" {
+			e.Actor = m.Actor
+		}
 		if g.output == outputJSON {
 			e.Key, e.KeyBytes = clipJSON(v.Key, full)
 			e.Detail, e.DetailBytes = clipJSON(v.Detail, full)
@@ -223,12 +231,16 @@ func printHistory(w io.Writer, doc historyDoc, full bool) error {
 	tw := newTable(w)
 	fmt.Fprintln(tw, "  OFFSET\tAT\tEVENT\tPLAN\tVERDICT\tACTOR\tDETAIL")
 	for _, v := range doc.Verdicts {
-		verdict := string(v.Verdict)
+		verdict, what := string(v.Verdict), v.Detail
 		if v.Reason != "" {
 			verdict += " (" + string(v.Reason) + ")"
 		}
+		if m := v.Maintenance; m != nil {
+			// The fleet's own upkeep, not another writer's bad record.
+			verdict, what = "maintenance ("+m.Kind+")", m.Reason
+		}
 		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\t%s\n", v.Offset, formatTimePtr(v.At), orDash(string(v.Event)),
-			orDash(shorten(v.PlanID, shortPlanID)), verdict, orDash(actor(v.Actor)), detail(v.Detail))
+			orDash(shorten(v.PlanID, shortPlanID)), verdict, orDash(actor(v.Actor)), detail(what))
 	}
 	return tw.Flush()
 }

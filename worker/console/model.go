@@ -322,6 +322,11 @@ func stateAlerts(st worker.Status) []Alert {
 			Text: st.DegradedReason + ": no recovery point is validated and no worker deletes until kcleanup is upgraded",
 			Hint: "upgrade every kcleanup that reads this control topic (workers, CLI, pipelines) to the version that wrote the record; `kcleanup history` shows it"})
 	}
+	if st.AtRisk {
+		out = append(out, Alert{Level: "bad", Title: "History at risk",
+			Text: singleLine(st.AtRiskReason) + "; until it is resolved the recovery gate answers \"cannot tell\"",
+			Hint: "`kcleanup doctor` names the records; a worker repairs what it can, and `kcleanup history` shows each record"})
+	}
 	if st.Topic == "" {
 		out = append(out, Alert{Level: "info", Title: "Not bound yet",
 			Text: "no plan was accepted yet: the first accepted PLANNED binds this control topic to its data topic",
