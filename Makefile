@@ -11,7 +11,7 @@ export KCLEANUP_TEST_BOOTSTRAP ?=
 PURE  := $(shell $(GO) list $(patsubst %,./%/...,$(wildcard events fsm projector worker/protocol worker/gate)))
 OTHER := $(filter-out $(PURE),$(shell $(GO) list $(PKGS)))
 
-.PHONY: help build demo test test-unit lint fuzz bench bench-quick bench-go \
+.PHONY: help build demo test test-unit sim lint fuzz bench bench-quick bench-go \
         kafka-up kafka-down kafka-cli docs screenshots chromium clean
 
 help: ## list the targets
@@ -40,6 +40,9 @@ chromium: ## install Chromium (Debian package `chromium`) for the console's brow
 	sudo=; [ "$$(id -u)" = 0 ] || sudo=sudo; \
 	echo "chromium: not installed; installing Debian's package (apt-get install -y chromium)"; \
 	$$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq chromium >/dev/null
+
+sim: ## the deterministic fleet simulation on 10,000 seeds, with fault and step counts (worker/sim)
+	$(GO) test -count=1 -run '^TestSimulation$$' -v ./worker/sim -args -seeds=$${SEEDS:-10000}
 
 test-unit: ## tests that need no broker
 	$(GO) test -count=1 -short $(PKGS)

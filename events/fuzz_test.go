@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/errors"
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // The fuzz targets check, for any input: no panic; on success, Encode then
@@ -253,6 +254,31 @@ func FuzzEncode(f *testing.F) {
 		}
 		if !envelopesEqual(back, env) {
 			t.Fatalf("round trip changed the envelope:\n%+v\n%+v", env, back)
+		}
+	})
+}
+
+// FuzzOffsets checks offsetsFast against offsetsTokens on any valid JSON
+// value: what the fast path accepts, the token reader accepts with the same
+// map; what the token reader rejects, the fast path declines.
+func FuzzOffsets(f *testing.F) {
+	for _, s := range []string{`{"0":100,"1":150}`, ` { "2" : 5 , "10" : 0 } `, `{"0":1,"0":2}`, `{"\u0030":1}`, `{"00":1}`,
+		`{"0":1.5}`, `{"0":-1}`, `{"0":1e2}`, `{}`, `[]`, `{"2147483648":1}`, `{"0":9223372036854775808}`, `{"a:b":1}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		dec := jsontext.NewDecoder(bytes.NewReader(data), jsontext.AllowInvalidUTF8(true), jsontext.AllowDuplicateNames(true))
+		raw, err := dec.ReadValue()
+		if err != nil {
+			return
+		}
+		fast, ok := offsetsFast(raw)
+		slow, ferr := offsetsTokens(raw)
+		switch {
+		case ok && ferr != nil:
+			t.Fatalf("%q: fast path accepts what the token reader rejects: %v", raw, ferr)
+		case ok && !fast.Equal(slow):
+			t.Fatalf("%q: fast %v, tokens %v", raw, fast, slow)
 		}
 	})
 }

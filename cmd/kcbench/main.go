@@ -123,6 +123,7 @@ func bench(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 		rep.Mode = "quick"
 	}
 	rep.Machine = machine(kafkaVersion(cfg.root), cfg.bootstrap)
+	rep.Machine.LoadStart = loadAverage()
 	rep.Commit = gitCommit(ctx, cfg.root)
 	b := &bencher{cfg: cfg, rep: rep, log: stderr,
 		prefix: fmt.Sprintf("kcbench-%d", time.Now().Unix())}
@@ -167,6 +168,8 @@ func bench(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 		}
 	}
 	rep.Seconds = time.Since(rep.Started).Seconds()
+	rep.Machine.LoadEnd = loadAverage()
+	rep.Goals = rep.goals()
 	fmt.Fprintf(stdout, "kcbench %s, %s, commit %s, %s\n", rep.Mode, rep.Started.Format(time.RFC3339), rep.Commit, rep.Machine)
 	if err := rep.WriteTable(stdout); err != nil {
 		return err

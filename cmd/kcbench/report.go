@@ -31,6 +31,8 @@ type Report struct {
 	Fits     []Fit    `json:"fits,omitempty"`
 	Notes    []string `json:"notes,omitempty"`
 	Failures []string `json:"failures,omitempty"`
+	// Goals are issue #12's figures next to the measured ones.
+	Goals []Goal `json:"goals,omitempty"`
 }
 
 // Row is one subject measured in one case: its runs, their median and
@@ -117,6 +119,20 @@ func (rep *Report) WriteTable(w io.Writer) error {
 		fmt.Fprintf(w, "fit %s %s: %s + %s per %s (R² %.3f)\n", f.Bench, f.Subject,
 			format(f.Line.Fixed), format(f.Line.Slope), f.X, f.Line.R2)
 	}
+	if len(rep.Goals) > 0 {
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "goal (issue #12)\t\tmeasured\tmet")
+		for _, g := range rep.Goals {
+			met := "no"
+			if g.Met {
+				met = "yes"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", g.Bench, g.Goal, g.Measured, met)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
 	for _, n := range rep.Notes {
 		fmt.Fprintf(w, "note: %s\n", n)
 	}
@@ -197,6 +213,10 @@ type Machine struct {
 	Go       string `json:"go"`
 	Kafka    string `json:"kafka"`
 	Broker   string `json:"broker"`
+	// LoadStart and LoadEnd are the load averages (1, 5, 15 min) when the
+	// run began and ended: a shared machine slows every figure.
+	LoadStart string `json:"loadStart,omitempty"`
+	LoadEnd   string `json:"loadEnd,omitempty"`
 }
 
 // String is one line for the table's header.
@@ -205,6 +225,10 @@ func (m Machine) String() string {
 	if m.Broker != "" {
 		broker = "Apache Kafka " + m.Kafka + " at " + m.Broker
 	}
-	return fmt.Sprintf("%d CPUs (%s), %d MB RAM, %s, %s, kernel %s",
-		m.CPUs, m.CPUModel, m.MemoryMB, m.Go, broker, m.Kernel)
+	load := ""
+	if m.LoadStart != "" {
+		load = ", load average " + m.LoadStart + " at the start, " + m.LoadEnd + " at the end"
+	}
+	return fmt.Sprintf("%d CPUs (%s), %d MB RAM, %s, %s, kernel %s%s",
+		m.CPUs, m.CPUModel, m.MemoryMB, m.Go, broker, m.Kernel, load)
 }

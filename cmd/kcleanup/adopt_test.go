@@ -126,6 +126,22 @@ func TestValidateFlinkAgentsControlTopic(t *testing.T) {
 		t.Fatalf("history of a Flink Agents topic: %s", out)
 	}
 
+	// doctor checks it by the job's rules, not kcleanup's settings rules,
+	// and says kcleanup will not write there; apply writes nothing.
+	code, out, stderr = e.run(t, "doctor", "--control-topic", ctl)
+	if code != 1 || !strings.Contains(out, "Flink Agents' control format") || !strings.Contains(out, "effective boundary 0=60 1=20") ||
+		strings.Contains(out, "min.compaction.lag.ms") || strings.Contains(out, "rejected") {
+		t.Fatalf("doctor of a Flink Agents topic: exit %d\n%s%s", code, out, stderr)
+	}
+	before, _ := e.controlRecords(t, ctl)
+	_, path3 := opTestPlan(t, dir, "chk-3", topic, id, events.Offsets{0: 70, 1: 20})
+	if code, _, _ = e.run(t, "apply", path3, "--control-topic", ctl); code == 0 {
+		t.Fatal("apply to a Flink Agents control topic succeeded")
+	}
+	if after, _ := e.controlRecords(t, ctl); len(after) != len(before) || e.logStarts(t, topic)[0] != 0 {
+		t.Fatalf("apply wrote to the Flink Agents topic (%d -> %d records) or deleted records", len(before), len(after))
+	}
+
 	broken := e.flinkControl(t, flinkRecord("APPLIED", p2), flinkRecord("COMMITTED", p2))
 	code, out, _ = e.run(t, "history", "--control-topic", broken)
 	if code != 0 || !strings.Contains(out, "fails") || !strings.Contains(out, "regressed applied plan") {

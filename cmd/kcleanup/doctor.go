@@ -139,6 +139,14 @@ func diagnose(ctx context.Context, c *worker.Cluster, g globalOptions, o doctorO
 				rep.Topic = st.Topic
 			}
 		}
+		if status != nil && (status.Format == worker.FormatFlinkAgents || status.Format == worker.FormatMixed) {
+			// Not kcleanup's topic: its settings and fold rules do not apply.
+			add(worker.CheckFlinkControlTopic(info, *status)...)
+			if fa := status.FlinkAgents; rep.Topic == "" && fa != nil && len(fa.Plans) > 0 {
+				rep.Topic = fa.Plans[0].Topic
+			}
+			return nil
+		}
 		add(worker.CheckControlTopic(info, rep.Topic, info.Replicas, g.bootstrap())...)
 		add(worker.CheckControlTopicDurability(info, g.bootstrap())...)
 		add(projection...)

@@ -80,20 +80,64 @@ func Check(ctx context.Context, c *worker.Cluster, controlTopic string, opts ...
 	if err != nil {
 		return []error{err}
 	}
-
-	var errs []error
-	full, prefixErrs := replayPrefixes(recs)
-	errs = append(errs, prefixErrs...)
-	if d1, d2 := full.Digest(), Fold(again).Digest(); d1 != d2 {
-		errs = append(errs, errors.Newf("I4: two reads of offsets [0, %d) fold to different digests %s and %s", end, d1, d2))
+	f := Facts{Records: recs, Again: again, End: end}
+	topic, id, bound := Fold(recs).Binding()
+	if !bound {
+		topic = cfg.dataTopic
 	}
-	errs = append(errs, checkCompaction(recs, full, cfg)...)
+	if topic != "" {
+		f.DataTopic = topic
+		if bound {
+			info, err := c.TopicMetadata(ctx, topic)
+			if err != nil {
+				return []error{errors.Wrapf(err, "I1: cannot check data topic %s", topic)}
+			}
+			f.LiveTopicID = info.ID
+		} else {
+			f.LiveTopicID = id
+		}
+		if f.LogStart, err = c.StartOffsets(ctx, topic); err != nil {
+			return []error{errors.Wrapf(err, "I1: cannot check data topic %s", topic)}
+		}
+	}
+	return Verify(f, opts...)
+}
+
+// Facts are what Check reads from Kafka, for Verify. A simulated cluster
+// (worker/sim) supplies them directly.
+type Facts struct {
+	// Records and Again are two independent reads of the control topic
+	// below End, in offset order.
+	Records, Again []projector.Record
+	End            int64
+	// DataTopic is the bound data topic (or the one DataTopic names); ""
+	// when there is none.
+	DataTopic string
+	// LiveTopicID is its topic ID now, from an uncached Metadata request.
+	LiveTopicID string
+	// LogStart holds its log-start offset per partition now.
+	LogStart events.Offsets
+}
+
+// Verify checks I1–I5 on facts and returns every violation (none: nil).
+func Verify(f Facts, opts ...Option) []error {
+	var cfg config
+	for _, o := range opts {
+		o(&cfg)
+	}
+	var errs []error
+	full, prefixErrs := replayPrefixes(f.Records)
+	errs = append(errs, prefixErrs...)
+	if d1, d2 := full.Digest(), Fold(f.Again).Digest(); d1 != d2 {
+		errs = append(errs, errors.Newf("I4: two reads of offsets [0, %d) fold to different digests %s and %s", f.End, d1, d2))
+	}
+	errs = append(errs, checkCompaction(f.Records, full, cfg)...)
 	if cfg.wantAllApplied {
 		for _, op := range full.Pending() {
 			errs = append(errs, errors.Newf("I3: plan %s is still %s", op.PlanID, op.State))
 		}
 	}
-	errs = append(errs, checkLogStart(ctx, c, full, cfg)...)
+	errs = append(errs, checkLogStart(f, full, cfg)...)
 	return errs
 }
 
@@ -271,27 +315,16 @@ func maps(a, b map[string]fsm.State) bool {
 }
 
 // checkLogStart is I1, and the log-start half of I3.
-func checkLogStart(ctx context.Context, c *worker.Cluster, full *projector.State, cfg config) []error {
-	topic, id, bound := full.Binding()
-	if !bound {
-		topic = cfg.dataTopic
-	}
+func checkLogStart(f Facts, full *projector.State, cfg config) []error {
+	_, id, bound := full.Binding()
+	topic := f.DataTopic
 	if topic == "" {
 		return nil // nothing was ever planned, and the caller named no data topic
 	}
-	if bound {
-		info, err := c.TopicMetadata(ctx, topic)
-		if err != nil {
-			return []error{errors.Wrapf(err, "I1: cannot check data topic %s", topic)}
-		}
-		if info.ID != id {
-			return []error{errors.Newf("I1: data topic %s now has topic ID %s, not the bound %s: it was recreated, its log starts say nothing about the governed incarnation", topic, info.ID, id)}
-		}
+	if bound && f.LiveTopicID != id {
+		return []error{errors.Newf("I1: data topic %s now has topic ID %s, not the bound %s: it was recreated, its log starts say nothing about the governed incarnation", topic, f.LiveTopicID, id)}
 	}
-	start, err := c.StartOffsets(ctx, topic)
-	if err != nil {
-		return []error{errors.Wrapf(err, "I1: cannot check data topic %s", topic)}
-	}
+	start := f.LogStart
 	boundary := full.Boundary()
 	var errs []error
 	ps := start.Partitions()

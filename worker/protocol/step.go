@@ -346,6 +346,13 @@ func (r *Run) permitted(st *projector.State) Step {
 }
 
 func (r *Run) commit(st *projector.State, notes []Progress) Step {
+	// A plan below the boundary on one partition that would raise another
+	// is a regression on this (caught-up) view: the fold would reject it.
+	// It is not appended: a rejected COMMITTED on the log is what the
+	// cleaner may reorder ahead of the commit that defeated it.
+	if regression(st, r.plan) {
+		return Step{Kind: Refused, Err: r.superseded(st), Notes: notes}
+	}
 	env := r.envelope(events.Committed)
 	env.Boundary = CommitBoundary(st, r.plan)
 	r.phase = phaseCommitted
@@ -397,6 +404,19 @@ func (r *Run) committed(st *projector.State, rep Report) Step {
 	}
 	r.commits++
 	return r.commit(st, say("commit", "another commit landed first; recomputing the boundary and retrying"))
+}
+
+// regression: plan is below the boundary on some partition and above it
+// (or outside it) on another.
+func regression(st *projector.State, plan events.Plan) bool {
+	b := st.Boundary()
+	below, raises := false, false
+	for p, off := range plan.Offsets {
+		cur, ok := b[p]
+		below = below || (ok && off < cur)
+		raises = raises || !ok || off > cur
+	}
+	return below && raises
 }
 
 func (r *Run) superseded(st *projector.State) error {
@@ -451,8 +471,10 @@ func (r *Run) rechecked(st *projector.State, rep Report) Step {
 		return Step{Kind: Permissions, Scope: ScopeFinish, Topic: r.plan.Topic}
 	}
 	// The last line of defence of I1: a deletion only for an operation the
-	// log, read back, shows past COMMITTED.
-	if op, _ := st.Operation(r.planID); op.State != fsm.Deleting {
+	// log, read back, shows past COMMITTED, on a projection with no sign of
+	// missing or reordered history.
+	op, _ := st.Operation(r.planID)
+	if op.State != fsm.Deleting {
 		return Step{Kind: Wait, Err: errors.AssertionFailedf("plan %s is %s in the projection, not DELETING: no deletion", r.planID, op.State)}
 	}
 	to := events.Offsets{}
@@ -464,6 +486,15 @@ func (r *Run) rechecked(st *projector.State, rep Report) Step {
 	if len(to) == 0 {
 		// Nothing below the plan is left: the starts just listed verify it.
 		return r.verified(Report{Starts: rep.Topic.Start})
+	}
+	// Finishing with nothing left to delete is safe whatever the history
+	// says (a recommitted operation carries the boundary it restores);
+	// deleting is not.
+	if err := atRisk(st); err != nil {
+		return Step{Kind: Blocked, Err: err}
+	}
+	if err := misplaced(op); err != nil {
+		return Step{Kind: Blocked, Err: err}
 	}
 	r.phase = phaseDeleted
 	return Step{Kind: Delete, Topic: r.plan.Topic, Delete: to, Of: len(r.plan.Offsets)}
@@ -581,6 +612,40 @@ func (r *Run) applied(st *projector.State, rep Report) Step {
 	r.state = fsm.Applied
 	return Step{Kind: Done, Result: Result{LogStart: r.seen, Verdict: v},
 		Notes: say("applied", "APPLIED %s at control offset %d", r.planID, v.Offset)}
+}
+
+// misplaced blocks deletion for a COMMITTED that raised the boundary with a
+// boundary above its own plan on a plan partition. No accepted raising
+// commit of the full log has one (a plan below the boundary somewhere that
+// raises another partition is a regression), so this log shows it ahead of
+// a commit its writer had seen: compaction moved the other's copy past it,
+// and in the full log it may have lost. Deleting on its word could remove
+// records the true boundary protects.
+func misplaced(op projector.Operation) error {
+	if op.Covered {
+		return nil
+	}
+	for _, p := range op.Plan.Offsets.Partitions() {
+		if b := op.Boundary[p]; b > op.Plan.Offsets[p] {
+			return errors.WithHint(errors.Mark(errors.Newf(
+				"plan %s's COMMITTED raised the boundary, yet carries %s-%d=%d above its own plan's %d: the control topic shows it ahead of a commit its writer had seen (the log cleaner reordered them); nothing is deleted for it",
+				op.PlanID, op.Plan.Topic, p, b, op.Plan.Offsets[p]), ErrBlocked),
+				"read the control topic afresh (restart the worker); a fresh read that agrees with the full log finishes or drops the plan")
+		}
+	}
+	return nil
+}
+
+// atRisk blocks deletion while the projection holds evidence that accepted
+// history is missing or may be erased (projector.State.AtRisk): the log as
+// read may then name another winner than the full log did, and a deletion
+// on its word could remove records that the true boundary protects.
+func atRisk(st *projector.State) error {
+	if risk, why := st.AtRisk(); risk {
+		return errors.WithHint(errors.Mark(errors.Newf("history at risk on the control topic: %s", why), ErrBlocked),
+			"nothing is deleted until the control topic's history is whole again (kcleanup doctor says why); the committed boundary stays enforced")
+	}
+	return nil
 }
 
 func (r *Run) envelope(e events.Event) events.Envelope {

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// Goal is one figure issue #12 asks of kcleanup, next to what the run
+// measured. Met is false too when nothing was measured (Measured says so).
+type Goal struct {
+	Bench    string `json:"bench"`
+	Goal     string `json:"goal"`
+	Measured string `json:"measured"`
+	Met      bool   `json:"met"`
+}
+
+// goals compares the run with the goals of issue #12, on the largest case
+// each benchmark ran.
+func (rep *Report) goals() []Goal {
+	var out []Goal
+	add := func(bench, goal string, met bool, format string, args ...any) {
+		out = append(out, Goal{Bench: bench, Goal: goal, Measured: fmt.Sprintf(format, args...), Met: met})
+	}
+	missing := func(bench, goal string) {
+		out = append(out, Goal{Bench: bench, Goal: goal, Measured: "not measured in this run"})
+	}
+	if r, ok := rep.largest("B1 replay", "worker.Cluster.Project (library, in process)"); ok && len(r.Ratios) > 0 {
+		add("B1 replay", "library ≤ 2.0× the floor", r.Ratios[0].Value <= 2.0, "%.2f× (%s)", r.Ratios[0].Value, r.Case)
+	} else {
+		missing("B1 replay", "library ≤ 2.0× the floor")
+	}
+	if r, ok := rep.largest("B1 replay", "kcleanup status -o json (whole process)"); ok && len(r.Ratios) > 0 {
+		add("B1 replay", "status by default ≤ 2.5× the floor, RSS ≤ 300 MB", r.Ratios[0].Value <= 2.5 && r.PeakRSSMB <= 300,
+			"%.2f×, %.0f MB RSS, %.2f MB of JSON (%s)", r.Ratios[0].Value, r.PeakRSSMB, r.Extra["stdoutMB"], r.Case)
+	} else {
+		missing("B1 replay", "status by default ≤ 2.5× the floor, RSS ≤ 300 MB")
+	}
+	if r, ok := rep.largest("B5 growth", "projector fold (in process)"); ok {
+		b := r.Extra["retainedBytesPerRecord"]
+		add("B5 growth", "worker's projection ≤ 100 B per record", b <= 100, "%.0f B/record (%s)", b, r.Case)
+	} else {
+		missing("B5 growth", "worker's projection ≤ 100 B per record")
+	}
+	if r, ok := rep.largest("B5 growth", "projector fold with the audit, as history (in process)"); ok {
+		add("B5 growth", "history's projection (reported, no goal)", true, "%.0f B/record (%s)", r.Extra["retainedBytesPerRecord"], r.Case)
+	}
+	if r, ok := rep.largest("B4 plan", "events.ParseMarkers, one JSON array (in process)"); ok {
+		in, above := r.Extra["parseInputMB"], r.Extra["parse peakAboveInputMB"]
+		total := 0.0
+		if in > 0 {
+			total = (in + above) / in
+		}
+		add("B4 plan", "ParseMarkers ≤ 1.0 s, heap peak ≤ 2× the input", r.Median <= 1.0 && total <= 2.0,
+			"%s, heap peak %.0f MB above the %.0f MB input (%.2f× the input in all) (%s)", formatSeconds(r.Median), above, in, total, r.Case)
+	} else {
+		missing("B4 plan", "ParseMarkers ≤ 1.0 s, heap peak ≤ 2× the input")
+	}
+	if r, ok := rep.find("B2 apply", "100 partitions", "worker.Cluster.Apply (library, in process)"); ok && len(r.Ratios) > 0 {
+		add("B2 apply", "100 partitions ≤ 1.5× the floor", r.Ratios[0].Value <= 1.5, "%.2f× (%s)", r.Ratios[0].Value, r.Note)
+	} else {
+		missing("B2 apply", "100 partitions ≤ 1.5× the floor")
+	}
+	missing("B6 fleet", "3 workers, 1,000 control topics by regex: time to ready, heap per control topic, failover of one replica's share")
+	return out
+}
+
+// largest is the row of a bench and subject with the largest case (the
+// number its case starts with).
+func (rep *Report) largest(bench, subject string) (Row, bool) {
+	var best Row
+	found, size := false, -1.0
+	for _, r := range rep.Rows {
+		if r.Bench != bench || r.Subject != subject {
+			continue
+		}
+		n, _ := strconv.ParseFloat(strings.Fields(r.Case + " 0")[0], 64)
+		if n > size {
+			best, found, size = r, true, n
+		}
+	}
+	return best, found
+}
+
+func (rep *Report) find(bench, c, subject string) (Row, bool) {
+	for _, r := range rep.Rows {
+		if r.Bench == bench && r.Case == c && r.Subject == subject {
+			return r, true
+		}
+	}
+	return Row{}, false
+}
+
+// loadAverage is /proc/loadavg's first three fields ("" when unknown): the
+// machine may be shared, and every time above depends on it.
+func loadAverage() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(data))
+	if len(f) < 3 {
+		return ""
+	}
+	return strings.Join(f[:3], " ")
+}
