@@ -62,12 +62,12 @@ type Topic struct {
 	Fleet        *Fleet // console only
 	Partitions   []Bar
 	// BarsNote says where the bars' log starts come from.
-	BarsNote    string
-	Operations  []Lane
+	BarsNote   string
+	Operations []Lane
 	// OperationsNote and RejectedNote say what a default view left out.
 	OperationsNote, RejectedNote string
 	Rejected                     []RejectedRow
-	Maintenance []MaintenanceRow
+	Maintenance                  []MaintenanceRow
 	// Records is every record in log order (report only).
 	Records []RecordRow
 }
