@@ -6,7 +6,8 @@ KAFKA := cmd/kafkadev/kafka.sh
 # Integration tests read the broker address from here; `make test` fills it in.
 export KCLEANUP_TEST_BOOTSTRAP ?=
 # The pure packages (no Kafka client, no clock, no os): `make test` runs them
-# under the race detector; they need no broker. Every other package runs
+# in full, then -short under the race detector (which makes the property tests
+# 5-10x slower); they need no broker. Every other package runs
 # against the broker.
 PURE  := $(shell $(GO) list $(patsubst %,./%/...,$(wildcard events fsm projector worker/protocol worker/gate)))
 OTHER := $(filter-out $(PURE),$(shell $(GO) list $(PKGS)))
@@ -30,8 +31,9 @@ build: ## build bin/kcleanup (BIN=path for elsewhere), naming the commit in its 
 demo: build ## walk the C0/C1 example end to end on an embedded broker
 	$(BIN) demo
 
-test: chromium ## all tests: the pure packages under -race, then the rest against a real Kafka broker (started if needed)
-	$(GO) test -race -count=1 $(PURE)
+test: chromium ## all tests: the pure packages (in full, then -short under -race), then the rest against a real Kafka broker (started if needed)
+	$(GO) test -count=1 $(PURE)
+	$(GO) test -race -short -count=1 $(PURE)
 	$(KAFKA) test $(GO) test -count=1 $(OTHER)
 
 # The console's browser test drives Debian's headless Chromium; CI runs as root on a fresh clone.

@@ -717,9 +717,9 @@ func TestPropertyStepDecodedIsStep(t *testing.T) {
 //     the boundary of the full prefix: nothing the cleaner could remove
 //     held boundary.
 func TestPropertyCleanerBeforeRepairs(t *testing.T) {
-	iterations := 1000
+	iterations := 300 // make test runs it under -race
 	if testing.Short() {
-		iterations = 150
+		iterations = 100
 	}
 	var evidenced, checkedSafe, atRisk, flipped int
 	for seed := uint64(1); seed <= uint64(iterations); seed++ {
@@ -728,6 +728,7 @@ func TestPropertyCleanerBeforeRepairs(t *testing.T) {
 		cut := 1 + g.r.IntN(len(log))
 		prefix := fold(log[:cut])
 		risky, _ := prefix.AtRisk()
+		full := fold(log)
 		for _, drop := range []bool{false, true} {
 			cleaned := append(compact(log[:cut], drop), log[cut:]...)
 			c := New(KeepAudit())
@@ -742,7 +743,6 @@ func TestPropertyCleanerBeforeRepairs(t *testing.T) {
 					surviving[env.PlanID] = true
 				}
 			}
-			full := fold(log)
 			if ft, fid, _ := full.Binding(); func() bool { ct, cid, _ := c.Binding(); return ct != ft || cid != fid }() {
 				// The known residual: a PLANNED for another topic, awaiting
 				// retraction, now precedes the moved binding PLANNED. Every

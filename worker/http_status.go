@@ -93,6 +93,9 @@ type Status struct {
 // compaction keeps it (DESIGN §5).
 type PendingRepair struct {
 	Key string `json:"key"`
+	// KeyBytes is the length of a key the default view cut at TextLimit
+	// bytes (absent when whole).
+	KeyBytes int `json:"keyBytes,omitempty"`
 	// Offset is that of the accepted record being repaired.
 	Offset int64 `json:"offset"`
 }
@@ -100,7 +103,8 @@ type PendingRepair struct {
 // PendingRetraction is a key holding only rejected records, which a worker
 // will tombstone.
 type PendingRetraction struct {
-	Key string `json:"key"`
+	Key      string `json:"key"`
+	KeyBytes int    `json:"keyBytes,omitempty"` // as PendingRepair's
 	// Offset and At are those of the latest record under the key (At is its
 	// Kafka timestamp: the grace is counted from it).
 	Offset int64     `json:"offset"`
@@ -140,24 +144,30 @@ type StepStatus struct {
 
 // RejectedRecord is one control record the fold rejected.
 type RejectedRecord struct {
-	Offset int64            `json:"offset"`
-	Key    string           `json:"key"`
-	Reason projector.Reason `json:"reason"`
-	Detail string           `json:"detail"`
-	At     time.Time        `json:"at"`
-	Actor  string           `json:"actor,omitempty"`
+	Offset int64  `json:"offset"`
+	Key    string `json:"key"`
+	// KeyBytes and DetailBytes are the lengths of a key and a detail the
+	// default view cut at TextLimit bytes (absent when whole): a record's
+	// writer chose them, up to a megabyte.
+	KeyBytes    int              `json:"keyBytes,omitempty"`
+	Reason      projector.Reason `json:"reason"`
+	Detail      string           `json:"detail"`
+	DetailBytes int              `json:"detailBytes,omitempty"`
+	At          time.Time        `json:"at"`
+	Actor       string           `json:"actor,omitempty"`
 }
 
 // MaintenanceRecord is one record a worker wrote to keep the log safe to
 // compact, as its headers describe it.
 type MaintenanceRecord struct {
-	Offset  int64             `json:"offset"`
-	Key     string            `json:"key"`
-	Kind    string            `json:"kind"`
-	Actor   string            `json:"actor"`
-	Reason  string            `json:"reason"`
-	Verdict projector.Outcome `json:"verdict"`
-	At      time.Time         `json:"at"`
+	Offset   int64             `json:"offset"`
+	Key      string            `json:"key"`
+	KeyBytes int               `json:"keyBytes,omitempty"` // as PendingRepair's
+	Kind     string            `json:"kind"`
+	Actor    string            `json:"actor"`
+	Reason   string            `json:"reason"`
+	Verdict  projector.Outcome `json:"verdict"`
+	At       time.Time         `json:"at"`
 }
 
 // BlockedOperation is an operation a worker will not retry until RetryAt,
@@ -234,17 +244,19 @@ func statusOf(proj *Projection, complete bool) Status {
 	st.Maintenance, st.MaintenanceCounts = []MaintenanceRecord{}, map[string]int{}
 	for _, v := range s.MaintenanceRecords() {
 		m := v.Maintenance
-		st.Maintenance = append(st.Maintenance, MaintenanceRecord{Offset: v.Offset, Key: v.Key, Kind: m.Kind,
-			Actor: m.Actor, Reason: m.Reason, Verdict: v.Outcome, At: v.At})
+		rec := MaintenanceRecord{Offset: v.Offset, Kind: m.Kind, Actor: m.Actor, Reason: m.Reason, Verdict: v.Outcome, At: v.At}
+		rec.Key, rec.KeyBytes = clipField(v.Key, complete) // a retraction carries the junk key it tombstones
+		st.Maintenance = append(st.Maintenance, rec)
 	}
 	for k, n := range s.MaintenanceCounts() {
 		st.MaintenanceCounts[k] = n
 	}
 	st.AtRisk, st.AtRiskReason = s.AtRisk()
 	for _, v := range rejected {
-		st.Rejected = append(st.Rejected, RejectedRecord{
-			Offset: v.Offset, Key: v.Key, Reason: v.Reason, Detail: v.Detail, At: v.At, Actor: v.Actor,
-		})
+		r := RejectedRecord{Offset: v.Offset, Reason: v.Reason, At: v.At, Actor: v.Actor}
+		r.Key, r.KeyBytes = clipField(v.Key, complete)
+		r.Detail, r.DetailBytes = clipField(v.Detail, complete)
+		st.Rejected = append(st.Rejected, r)
 	}
 	for _, n := range st.OperationCounts {
 		st.OperationsOmitted += n
@@ -255,11 +267,15 @@ func statusOf(proj *Projection, complete bool) Status {
 	}
 	st.RejectedOmitted -= len(st.Rejected)
 	for _, r := range s.Repairs() {
-		st.Repairs = append(st.Repairs, PendingRepair{Key: string(r.Key), Offset: r.Offset})
+		rep := PendingRepair{Offset: r.Offset}
+		rep.Key, rep.KeyBytes = clipField(string(r.Key), complete)
+		st.Repairs = append(st.Repairs, rep)
 	}
 	st.UnrepairedKeys = len(st.Repairs)
 	for _, r := range s.Retractions() {
-		st.Retractions = append(st.Retractions, PendingRetraction{Key: string(r.Key), Offset: r.Offset, At: r.Timestamp})
+		ret := PendingRetraction{Offset: r.Offset, At: r.Timestamp}
+		ret.Key, ret.KeyBytes = clipField(string(r.Key), complete)
+		st.Retractions = append(st.Retractions, ret)
 	}
 	return st
 }

@@ -52,7 +52,7 @@ func TestStatusSchemasMatchTheDocuments(t *testing.T) {
 		"repair":      {inner[object](t, inner[map[string]any](t, status.Properties["repairs"])["items"]), reflect.TypeFor[PendingRepair]()},
 		"retraction":  {inner[object](t, inner[map[string]any](t, status.Properties["retractions"])["items"]), reflect.TypeFor[PendingRetraction]()},
 		"dataTopic":   {inner[object](t, status.Properties["dataTopic"]), reflect.TypeFor[DataTopicOffsets]()},
-		"maintenance": {sdefs["maintenance"], reflect.TypeFor[MaintenanceRecord]()},
+		"maintenance": {inner[object](t, inner[map[string]any](t, status.Properties["maintenance"])["items"]), reflect.TypeFor[MaintenanceRecord]()},
 		"flinkAgents": {sdefs["flinkAgents"], reflect.TypeFor[FlinkStatus]()},
 		"flinkError":  {sdefs["flinkError"], reflect.TypeFor[FlinkError]()},
 		"flinkPlan":   {sdefs["flinkPlan"], reflect.TypeFor[FlinkPlanStatus]()},

@@ -6,6 +6,8 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -337,7 +339,7 @@ func TestEveryCommandsBadInputOnTheRealBroker(t *testing.T) {
 
 // TestLongKeysAreCutInViews: a control record's key is whatever its writer chose. A 600 kB
 // key (rejected: it is no <planId>/<EVENT>) is cut in the status and history views, which say
-// its length, and shown whole with --full (issue 14 row 13).
+// its length, and shown whole with --all (issue 14 row 13).
 func TestLongKeysAreCutInViews(t *testing.T) {
 	e := newReadEnv(t, true)
 	const n = 600_000
@@ -348,7 +350,10 @@ func TestLongKeysAreCutInViews(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
 		says string // "" for a view that does not show keys
-	}{{[]string{"status"}, clipped}, {[]string{"history"}, ""}, {[]string{"history", "-o", "json"}, `"keyBytes": 600000`}} {
+	}{
+		{[]string{"status"}, clipped}, {[]string{"status", "-o", "json"}, `"keyBytes": 600000`},
+		{[]string{"history"}, ""}, {[]string{"history", "-o", "json"}, `"keyBytes": 600000`},
+	} {
 		code, stdout, stderr := e.run(t, append(tc.args, "--topic", e.topic)...)
 		wantExit(t, code, exitOK, stdout, stderr)
 		if len(stdout) > 20_000 || !strings.Contains(stdout, tc.says) {
@@ -370,16 +375,23 @@ func TestLongKeysAreCutInViews(t *testing.T) {
 	if last.KeyBytes != n || !strings.HasPrefix(last.Key, strings.Repeat("k", jsonTextLimit)) || !strings.HasSuffix(last.Key, clipped) {
 		t.Errorf("history JSON: keyBytes %d, key of %d bytes", last.KeyBytes, len(last.Key))
 	}
-	for _, args := range [][]string{{"status"}, {"history", "-o", "json"}} {
-		code, stdout, stderr := e.run(t, append(args, "--topic", e.topic, "--full")...)
+	for _, args := range [][]string{{"status"}, {"status", "-o", "json"}, {"history", "-o", "json"}} {
+		code, stdout, stderr := e.run(t, append(args, "--topic", e.topic, "--all")...)
 		wantExit(t, code, exitOK, stdout, stderr)
 		if !strings.Contains(stdout, key) || strings.Contains(stdout, clipped) {
-			t.Errorf("%s --full: the key is not whole (%d bytes of output)", strings.Join(args, " "), len(stdout))
+			t.Errorf("%s --all: the key is not whole (%d bytes of output)", strings.Join(args, " "), len(stdout))
 		}
 	}
 }
 
 func TestClip(t *testing.T) {
+	// Text a document already cut says the length of the whole text.
+	if got, want := clipCut("abcdef… (5000 bytes)", 5000, 3), "abc… (5000 bytes)"; got != want {
+		t.Errorf("clipCut = %q, want %q", got, want)
+	}
+	if got, want := clipCut("ab… (5000 bytes)", 5000, 80), "ab… (5000 bytes)"; got != want {
+		t.Errorf("clipCut = %q, want %q", got, want)
+	}
 	for _, tc := range []struct {
 		s     string
 		limit int
@@ -390,6 +402,9 @@ func TestClip(t *testing.T) {
 		{"ééé", 3, "é… (6 bytes)"}, // never half a character
 		{"", 0, ""},
 	} {
+		if got := clipCut(tc.s, 0, tc.limit); got != tc.want {
+			t.Errorf("clipCut(%q, 0, %d) = %q, want %q", tc.s, tc.limit, got, tc.want)
+		}
 		if got := clip(tc.s, tc.limit); got != tc.want {
 			t.Errorf("clip(%q, %d) = %q, want %q", tc.s, tc.limit, got, tc.want)
 		}
@@ -462,7 +477,7 @@ func TestJSONDocumentsMatchTheirSchemas(t *testing.T) {
 		{"plan.schema.json", []string{"plan", "--markers", ok, "--recovery-point", "d", "--no-preview"}, exitOK},
 		{"history.schema.json", []string{"history", "--topic", e.topic}, exitOK},
 		{"history.schema.json", []string{"history", "--topic", e.topic, "--plan", c1[:12]}, exitOK},
-		{"history.schema.json", []string{"history", "--topic", e.topic, "--full"}, exitOK},
+		{"history.schema.json", []string{"history", "--topic", e.topic, "--all"}, exitOK},
 		{"status.schema.json", []string{"status", "--topic", e.topic}, exitOK},
 		{"status.schema.json", []string{"status", "--topic", e.topic, "--all"}, exitOK},
 		{"findings.schema.json", []string{"doctor", "--topic", e.topic}, exitOK},
@@ -480,7 +495,12 @@ func TestJSONDocumentsMatchTheirSchemas(t *testing.T) {
 			continue
 		}
 		if err := s[tc.schema].Validate(inst); err != nil {
-			t.Errorf("%s does not match %s: %v\n%s", strings.Join(tc.args, " "), tc.schema, err, clip(stdout, 4000))
+			detail := err.Error()
+			var ve *jsonschema.ValidationError
+			if errors.As(err, &ve) {
+				detail = fmt.Sprintf("%v", ve.BasicOutput())
+			}
+			t.Errorf("%s does not match %s: %s\n%s", strings.Join(tc.args, " "), tc.schema, clip(detail, 3000), clip(stdout, 3000))
 		}
 	}
 }

@@ -2,33 +2,41 @@ package main
 
 import (
 	"fmt"
-	"unicode/utf8"
+	"strings"
+
+	"github.com/kcleanup/kcleanup/worker"
 )
 
 // A control record's key and a verdict's detail are whatever a writer chose, up to a megabyte.
-// Views clip them and say how long they were; --full shows them whole.
+// Views clip them and say how long they were; --all shows them whole.
 const (
-	tableKeyLimit    = 80   // bytes of a key in a table row
-	tableDetailLimit = 300  // bytes of a detail in a table row
-	jsonTextLimit    = 1024 // bytes of a key or a detail in a JSON document
-	flagFull         = "full"
+	tableKeyLimit    = 80               // bytes of a key in a table row
+	tableDetailLimit = 300              // bytes of a detail in a table row
+	jsonTextLimit    = worker.TextLimit // bytes of a key or a detail in a JSON document
+	flagAll          = "all"            // status and history: everything, whole
 )
 
-// clip returns s when it has at most limit bytes; otherwise its first limit bytes (cut at a
-// character boundary) followed by "… (N bytes)", N the length of s.
-func clip(s string, limit int) string {
-	if len(s) <= limit {
-		return s
+// clip is worker.Clip: the one way views cut text.
+func clip(s string, limit int) string { return worker.Clip(s, limit) }
+
+// clipCut is clip for text a document may already have cut (its length then in n, the
+// document's "…Bytes" field): the length it says is always that of the whole text.
+func clipCut(s string, n, limit int) string {
+	if n == 0 {
+		return clip(s, limit)
 	}
-	cut := limit
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
+	if limit > len(s) {
+		limit = len(s)
 	}
-	return fmt.Sprintf("%s… (%d bytes)", s[:cut], len(s))
+	short := clip(s, limit)
+	if i := strings.LastIndex(short, "… ("); i >= 0 {
+		short = short[:i]
+	}
+	return fmt.Sprintf("%s… (%d bytes)", short, n)
 }
 
 // clipJSON is clip for a JSON field: the clipped text, and the full length when it was clipped
-// (0 otherwise), for a companion "…Bytes" field. full turns clipping off.
+// (0 otherwise), for a companion "…Bytes" field. full (--all) turns clipping off.
 func clipJSON(s string, full bool) (string, int) {
 	if full || len(s) <= jsonTextLimit {
 		return s, 0

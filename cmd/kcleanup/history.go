@@ -37,7 +37,7 @@ A rejected record changed nothing; it is listed so that nobody has to wonder why
 topic with --control-topic, or the data topic with --topic.
 
 A key or a detail longer than a view shows (80 and 300 bytes in the table, 1024 in JSON, where
-keyBytes and detailBytes then give the full length) is cut and ends with "… (N bytes)"; --full
+keyBytes and detailBytes then give the full length) is cut and ends with "… (N bytes)"; --all
 shows every one whole.
 
 -o html writes the audit report instead: one self-contained HTML file (no external asset) with
@@ -65,14 +65,14 @@ and the offset read to, so the same log gives the same file, byte for byte.`,
 			return runHistory(cmd.Context(), cmd.OutOrStdout(), *g, ctl, plan, full)
 		},
 	}
-	cmd.Flags().BoolVar(&full, flagFull, false, "show keys and details whole (views cut long ones, saying their length)")
+	cmd.Flags().BoolVar(&full, flagAll, false, "show keys and details whole (views cut long ones, saying their length)")
 	cmd.Flags().StringVar(&dataTopic, flagTopic, "", "data `topic` whose control topic (<topic>.kcleanup) to read")
 	cmd.Flags().StringVar(&plan, "plan", "", "show only the records of this plan (`ID` or a unique prefix of it)")
 	return cmd
 }
 
 // historySchemaVersion is the version of historyDoc (docs/schema/history.schema.json). Version
-// 2: key and detail are cut at 1024 bytes unless --full, keyBytes and detailBytes say so.
+// 2: key and detail are cut at 1024 bytes unless --all, keyBytes and detailBytes say so.
 // Version 3: maintenance (kind, actor, reason) on the fleet's own repairs and retractions.
 const historySchemaVersion = 3
 

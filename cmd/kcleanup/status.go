@@ -23,7 +23,7 @@ const flagTopic = "topic"
 
 func newStatusCmd(g *globalOptions) *cobra.Command {
 	var dataTopic string
-	var full, all bool
+	var all bool
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Show the committed boundary, the operations and the rejected records of a control topic",
@@ -34,15 +34,14 @@ is degraded (a record from a newer kcleanup), and the offset it read to.
 
 By default it stays short however long the history: every operation that is not APPLIED, the 20
 most recent others, the 20 most recent rejected records, and counts of all of them by state and
-by reason. --all lists every operation and every rejected record (the document a worker serves at
-/v1/status?all=true).
+by reason; a key or a detail longer than 1024 bytes is cut and ends with "… (N bytes)" (in JSON,
+keyBytes and detailBytes give the length), and the table cuts keys at 80 bytes and details at 300.
+--all lists every operation and every rejected record, every key and detail whole (the document a
+worker serves at /v1/status?all=true).
 
 Name the control topic with --control-topic, or the data topic with --topic (the control topic is
 then <topic>.kcleanup). With -o json it prints the document a worker serves at /v1/status
-(docs/schema/status.schema.json; "complete" says whether it lists everything).
-
-In the table, a key longer than 80 bytes or a detail longer than 300 is cut and ends with
-"… (N bytes)"; --full shows them whole.`,
+(docs/schema/status.schema.json; "complete" says whether it lists everything).`,
 		Example: `  kcleanup status --topic action-state
   kcleanup status --control-topic action-state.kcleanup -o json
   kcleanup status --topic action-state --all`,
@@ -51,11 +50,10 @@ In the table, a key longer than 80 bytes or a detail longer than 300 is cut and 
 			if err != nil {
 				return err
 			}
-			return runStatus(cmd.Context(), cmd.OutOrStdout(), *g, ctl, full, all)
+			return runStatus(cmd.Context(), cmd.OutOrStdout(), *g, ctl, all)
 		},
 	}
-	cmd.Flags().BoolVar(&all, "all", false, "list every operation and rejected record (by default: those not APPLIED, the most recent, and counts)")
-	cmd.Flags().BoolVar(&full, flagFull, false, "show keys and details whole in the table (it cuts long ones, saying their length)")
+	cmd.Flags().BoolVar(&all, flagAll, false, "list every operation and rejected record, keys and details whole (by default: those not APPLIED, the most recent, and counts; long text cut)")
 	cmd.Flags().StringVar(&dataTopic, flagTopic, "", "data `topic` whose control topic (<topic>.kcleanup) to read")
 	return cmd
 }
@@ -89,7 +87,7 @@ func (g globalOptions) openProjection(ctx context.Context, controlTopic string, 
 	return c, proj, func() { proj.Close(); c.Close() }, nil
 }
 
-func runStatus(ctx context.Context, w io.Writer, g globalOptions, controlTopic string, full, all bool) error {
+func runStatus(ctx context.Context, w io.Writer, g globalOptions, controlTopic string, all bool) error {
 	_, proj, done, err := g.openProjection(ctx, controlTopic)
 	if err != nil {
 		return err
@@ -102,7 +100,7 @@ func runStatus(ctx context.Context, w io.Writer, g globalOptions, controlTopic s
 	if g.output == outputJSON {
 		return writeJSON(w, st)
 	}
-	return printStatus(w, st, full)
+	return printStatus(w, st, all)
 }
 
 // printStatus renders the status document for people: a summary, then one table per section.
@@ -190,7 +188,7 @@ func printStatus(w io.Writer, st worker.Status, full bool) error {
 	for _, r := range st.Rejected {
 		key, detail := r.Key, r.Detail
 		if !full {
-			key, detail = clip(key, tableKeyLimit), clip(detail, tableDetailLimit)
+			key, detail = clipCut(key, r.KeyBytes, tableKeyLimit), clipCut(detail, r.DetailBytes, tableDetailLimit)
 		}
 		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\n", r.Offset, r.Reason, singleLine(key), singleLine(detail))
 	}

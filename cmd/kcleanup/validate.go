@@ -31,7 +31,8 @@ only when every check passes, in this order (the same checks as a worker's POST 
                  the live [log start, high watermark];
   fail closed    the control topic was read to its end within --timeout, the projection is not
                  degraded, no accepted history is missing or at risk, and no record is
-                 unreadable or in another tool's format (Flink Agents').
+                 unreadable (a control topic of Flink Agents' own records is folded by the
+                 job's rules instead).
 
 Exit 0: allowed. Exit 3: refused, restoring is proved unsafe; the message names the
 topic-partition, the offset the recovery point needs and the boundary or the available range.

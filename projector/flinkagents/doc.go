@@ -56,6 +56,11 @@
 //   - "blank" means Java's trim(): only characters up to U+0020 count as
 //     blank (U+00A0 does not, unlike Go's strings.TrimSpace).
 //
+// CheckTopic is the job's check of the topic itself (exactly one partition,
+// cleanup.policy exactly "compact"). IsPlanIDKey recognises the format: a
+// bare plan ID is the key of every record Flink Agents writes and of none
+// kcleanup writes.
+//
 // Plan.Kcleanup converts a plan to a kcleanup plan with the same ID, or
 // says precisely which of kcleanup's rules it breaks (for adoption).
 //

@@ -1,6 +1,7 @@
 package clientconfig
 
 import (
+	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
@@ -18,7 +19,11 @@ func TestKeysAreKafkas(t *testing.T) {
 	if err != nil || len(lib) != 1 {
 		t.Fatalf("want one Kafka release in .cache/kafka (make kafka-up downloads it), found %v", lib)
 	}
-	out, err := exec.Command("java", "-cp", filepath.Join(lib[0], "*"), "testdata/KafkaClientKeys.java").Output()
+	java := "java"
+	if home := os.Getenv("JAVA_HOME"); home != "" {
+		java = filepath.Join(home, "bin", "java") // as cmd/kafkadev/kafka.sh does
+	}
+	out, err := exec.Command(java, "-cp", filepath.Join(lib[0], "*"), "testdata/KafkaClientKeys.java").Output()
 	if err != nil {
 		t.Fatalf("java testdata/KafkaClientKeys.java: %v", err)
 	}

@@ -86,6 +86,7 @@ func TestConnectionFailuresAreClear(t *testing.T) {
 	s := kafkatest.Secure(t)
 	stranger := writePEM(t, "stranger.pem", "CERTIFICATE", newCA(t).Raw)
 	localhost := strings.Replace(s.SASLSSL, "127.0.0.1", "localhost", 1)
+	expired := writePEM(t, "expired-ca.pem", "CERTIFICATE", expiredCopyOfCA(t, s))
 	for _, tc := range []struct {
 		name      string
 		bootstrap string
@@ -98,6 +99,9 @@ func TestConnectionFailuresAreClear(t *testing.T) {
 		{"unknown CA", s.SASLSSL, kafkatest.WriteConfig(t, "security.protocol=SASL_SSL", "sasl.mechanism=PLAIN",
 			`sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="`+s.AdminPassword+`";`,
 			"ssl.truststore.type=PEM", "ssl.truststore.location="+stranger), "certificate signed by unknown authority"},
+		{"expired CA", s.SASLSSL, kafkatest.WriteConfig(t, "security.protocol=SASL_SSL", "sasl.mechanism=PLAIN",
+			`sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="`+s.AdminPassword+`";`,
+			"ssl.truststore.type=PEM", "ssl.truststore.location="+expired), "expired"},
 		{"host name mismatch", localhost, s.SCRAMConfig(t, clientconfig.MechSCRAMSHA512, "admin", s.AdminPassword), "wanted to match localhost"},
 		{"mutual TLS without a client certificate", s.MTLS, kafkatest.WriteConfig(t, "security.protocol=SSL", "ssl.truststore.type=PEM",
 			"ssl.truststore.location="+s.CAFile), "certificate"},
@@ -290,6 +294,22 @@ func signCSR(t *testing.T, csrPEM string, ca *x509.Certificate, caKey any) []byt
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
 		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, csr.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return der
+}
+
+// expiredCopyOfCA is the broker's CA certificate re-issued (same subject and key, so it still
+// signs the broker's certificate) with a validity that ended yesterday: a truststore holding an
+// expired CA.
+func expiredCopyOfCA(t *testing.T, s kafkatest.SecureBroker) []byte {
+	t.Helper()
+	ca, key := loadCA(t, s)
+	tmpl := *ca
+	tmpl.SerialNumber = big.NewInt(time.Now().UnixNano())
+	tmpl.NotBefore, tmpl.NotAfter = time.Now().Add(-48*time.Hour), time.Now().Add(-24*time.Hour)
+	der, err := x509.CreateCertificate(rand.Reader, &tmpl, &tmpl, ca.PublicKey, key)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"encoding/pem"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/cockroachdb/errors"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -117,11 +118,8 @@ func (c Config) trustedCerts() (*x509.CertPool, error) {
 	if err != nil {
 		return nil, err
 	}
-	pool := x509.NewCertPool()
-	for _, cert := range certs {
-		pool.AddCert(cert)
-	}
-	return pool, nil
+	pool, err := poolOf(certs, time.Now())
+	return pool, c.keyError(keyTruststoreLocation, err)
 }
 
 // clientCert reads the keystore, if any.
@@ -175,8 +173,7 @@ func certPool(text string) (*x509.CertPool, error) {
 	if err != nil {
 		return nil, err
 	}
-	pool := x509.NewCertPool()
-	n := 0
+	var certs []*x509.Certificate
 	for i, b := range blocks {
 		if b.Type != "CERTIFICATE" {
 			return nil, errors.Newf("PEM block %d is a %s; a truststore holds only CERTIFICATE blocks", i+1, b.Type)
@@ -185,11 +182,31 @@ func certPool(text string) (*x509.CertPool, error) {
 		if err != nil {
 			return nil, errors.Wrapf(err, "certificate %d", i+1)
 		}
-		pool.AddCert(c)
-		n++
+		certs = append(certs, c)
 	}
-	if n == 0 {
+	if len(certs) == 0 {
 		return nil, errors.New("no PEM certificate found")
+	}
+	return poolOf(certs, time.Now())
+}
+
+// poolOf makes the pool, refusing a truststore whose every certificate has expired: Go would
+// only say "certificate signed by unknown authority" at the handshake, which hides the cause.
+func poolOf(certs []*x509.Certificate, now time.Time) (*x509.CertPool, error) {
+	pool := x509.NewCertPool()
+	expired := 0
+	var last *x509.Certificate
+	for _, c := range certs {
+		pool.AddCert(c)
+		if now.After(c.NotAfter) {
+			expired++
+			last = c
+		}
+	}
+	if expired == len(certs) {
+		return nil, errors.WithHint(errors.Newf("every certificate of the truststore has expired (%q expired on %s)",
+			last.Subject.String(), last.NotAfter.UTC().Format(time.RFC3339)),
+			"put the cluster's current CA certificate in the truststore")
 	}
 	return pool, nil
 }
