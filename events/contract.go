@@ -8,7 +8,7 @@ const SchemaVersion = 1
 // Offsets maps a partition number to an offset.
 type Offsets map[int32]int64
 
-// Plan is the Flink-Agents-compatible cleanup plan (DESIGN §3).
+// Plan is the Flink-Agents-compatible cleanup plan (docs/design.md §3).
 type Plan struct {
 	PlanID              string
 	SourceRecoveryPoint string
@@ -17,7 +17,7 @@ type Plan struct {
 	Offsets             Offsets
 }
 
-// Marker is what one job subtask recorded in a recovery point (DESIGN §2).
+// Marker is what one job subtask recorded in a recovery point (docs/design.md §2).
 type Marker struct {
 	Topic   string
 	TopicID string
@@ -36,7 +36,7 @@ const (
 )
 
 // Envelope is the value of every control-topic record: a full snapshot of the
-// operation at that transition (DESIGN §4).
+// operation at that transition (docs/design.md §4).
 type Envelope struct {
 	SchemaVersion int
 	Event         Event

@@ -15,7 +15,7 @@
 //
 // # Plan
 //
-// A plan file (DESIGN §3, JSON Schema in docs/schema/plan.schema.json):
+// A plan file (docs/design.md §3, JSON Schema in docs/schema/plan.schema.json):
 //
 //	{"schemaVersion":1,"planId":"<64 lowercase hex>","sourceRecoveryPoint":"chk-7",
 //	 "topic":"action-state","topicId":"<22-char Kafka topic ID>","offsets":{"0":100,"1":150}}
@@ -83,7 +83,7 @@
 //
 // ErrNewerSchema and ErrUnknownEvent come from a newer kcleanup. A reader must
 // not skip such a record, since it may carry a commit the reader cannot see:
-// the projection fails closed (DESIGN §5) until the reader is upgraded.
+// the projection fails closed (docs/design.md §5) until the reader is upgraded.
 //
 // Out of scope here, and the projector's job: whether a transition is allowed,
 // whether a COMMITTED boundary is the maximum of the previous boundary and the

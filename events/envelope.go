@@ -177,7 +177,7 @@ type envelopeJSON struct {
 
 // decode reads a record in two steps only when it is not a valid schema-1
 // envelope: the strict decode first (one pass over valid input), and on any
-// failure a scan that classifies the record as DESIGN §5 needs it, newer
+// failure a scan that classifies the record as docs/design.md §5 needs it, newer
 // schema and unknown event before any strict rule.
 func decode(d *Decoder, key, value []byte) (Envelope, error) {
 	if value == nil {

@@ -45,7 +45,7 @@ func TestEnvelopeEncodeFormat(t *testing.T) {
 
 func TestEnvelopeAtIsUTC(t *testing.T) {
 	// Whatever zone the writer or the reader is in, the same instant is
-	// written and decoded the same way (replicas must agree, DESIGN §5).
+	// written and decoded the same way (replicas must agree, docs/design.md §5).
 	env := envelopeOf(Planned, planC1())
 	env.At = time.Date(2025, 3, 4, 7, 6, 7, 0, time.FixedZone("CEST", 2*3600))
 	key, value := env.Encode()

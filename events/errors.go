@@ -18,7 +18,7 @@ var (
 	ErrMalformed = errors.New("control record is malformed")
 	// ErrNewerSchema: a JSON object whose schemaVersion is newer than this
 	// build's. It was probably written by a newer kcleanup; the projection
-	// must fail closed until this build is upgraded (DESIGN §5).
+	// must fail closed until this build is upgraded (docs/design.md §5).
 	ErrNewerSchema = errors.New("control record uses a newer schema version")
 	// ErrUnknownEvent: a schema-1 envelope, consistent with its key, whose
 	// event this build does not know. Treated like ErrNewerSchema.

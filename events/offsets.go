@@ -11,8 +11,17 @@ import (
 )
 
 // Partitions returns the partitions of o in ascending numeric order.
+//
+// It fills a slice of the right size and sorts it, rather than
+// slices.Sorted(maps.Keys(o)), which grows its slice through an iterator:
+// that was 14% of a replay's CPU (docs/benchmarks.md, B5 profile).
 func (o Offsets) Partitions() []int32 {
-	return slices.Sorted(maps.Keys(o))
+	ps := make([]int32, 0, len(o))
+	for p := range o {
+		ps = append(ps, p)
+	}
+	slices.Sort(ps)
+	return ps
 }
 
 // String renders o the one way people read offsets: "0=40 1=30", partitions

@@ -43,7 +43,7 @@ func ComputePlanID(recoveryPoint, topic, topicID string, offsets Offsets) string
 // planFields are the fields of a plan, in the order Encode writes them.
 var planFields = []string{"schemaVersion", "planId", "sourceRecoveryPoint", "topic", "topicId", "offsets"}
 
-// ParsePlan reads a plan file strictly (DESIGN §3) and verifies its ID. Every
+// ParsePlan reads a plan file strictly (docs/design.md §3) and verifies its ID. Every
 // error names the field at fault and what was expected.
 // A UTF-8 byte order mark at the start is skipped (editors on Windows write
 // one); the plan ID covers the content, not the bytes.

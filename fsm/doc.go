@@ -1,4 +1,4 @@
-// Package fsm is the lifecycle of one cleanup operation (DESIGN §4–§5):
+// Package fsm is the lifecycle of one cleanup operation (docs/design.md §4–§5):
 //
 //	NONE --PLANNED--> PLANNED --COMMITTED--> COMMITTED --DELETING--> DELETING --APPLIED--> APPLIED
 //	                                                                 DELETING --DELETING--> DELETING (retry)
@@ -20,7 +20,7 @@
 //   - DELETING may repeat. A worker appends DELETING before DeleteRecords and
 //     may crash after it; the next worker appends DELETING again and retries.
 //     DeleteRecords at or below the log start is a no-op, so a repeat is safe
-//     and must not be rejected (DESIGN §6).
+//     and must not be rejected (docs/design.md §6).
 //   - APPLIED is terminal. It records the verified log-start offsets; nothing
 //     may follow it, because the records below the boundary are gone and
 //     there is nothing left to do or undo. Any event after it is invalid.

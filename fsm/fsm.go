@@ -38,7 +38,7 @@ type Transition struct {
 	To    State
 }
 
-// table is the lifecycle (DESIGN §4–§5), the one place it is written down.
+// table is the lifecycle (docs/design.md §4–§5), the one place it is written down.
 // Next, the looplab/fsm machine, the lookup map and the diagram are all built
 // from it.
 var table = []Transition{
@@ -46,7 +46,7 @@ var table = []Transition{
 	{Planned, events.Committed, Committed},
 	{Committed, events.Deleting, Deleting},
 	// A worker that crashed after DELETING appends it again before it
-	// retries DeleteRecords (DESIGN §6); a retry is not an error.
+	// retries DeleteRecords (docs/design.md §6); a retry is not an error.
 	{Deleting, events.Deleting, Deleting},
 	{Deleting, events.Applied, Applied},
 }

@@ -103,7 +103,7 @@ func parseState(s string) State {
 	return State(s)
 }
 
-// lifecycle is the lifecycle of DESIGN §4–§6 written out by hand, apart from
+// lifecycle is the lifecycle of docs/design.md §4–§6 written out by hand, apart from
 // the table: an edge added to or dropped from the table fails the test below
 // until this spec is changed with it.
 var lifecycle = map[[2]string]State{

@@ -40,6 +40,6 @@ func Markdown() string {
 	return "# Operation lifecycle\n\n" +
 		"Generated from the transition table in `fsm/fsm.go` by `make docs`; do not edit.\n" +
 		"Each arrow is an event the lifecycle allows in that state (one control-topic record\n" +
-		"`<planId>/<EVENT>`); the projector also checks each record's content (DESIGN §5).\n\n" +
+		"`<planId>/<EVENT>`); the projector also checks each record's content (docs/design.md §5).\n\n" +
 		"```mermaid\n" + Mermaid() + "```\n"
 }

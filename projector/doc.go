@@ -1,6 +1,6 @@
 // Package projector folds the records of a control topic, in offset order,
 // into the state of every cleanup operation, the committed boundary, and the
-// verdict on every record (DESIGN §5). It is the single place that decides
+// verdict on every record (docs/design.md §5). It is the single place that decides
 // what the log means.
 //
 // # Contract
@@ -98,7 +98,7 @@
 //
 // # Recovery validation
 //
-// The recovery gate of DESIGN §7 is package worker/gate: it reads Boundary,
+// The recovery gate of docs/design.md §7 is package worker/gate: it reads Boundary,
 // BoundarySetBy, Binding, Degraded, AtRisk, Rejected and Retractions, and
 // it alone defines the reasons of a refusal. The transcripts' validate
 // directive shows its logical half on the fold:
@@ -198,38 +198,38 @@
 //     make a later covered commit with a stale field win over it
 //     (testdata/compaction, case 6).
 //
-// # Deviations from DESIGN §5, and why
+// # Deviations from the brief's fold rules (docs/design.md §5), and why
 //
-// DESIGN §5 states the rules for a log replayed in full. Each change below
+// The brief stated the rules for a log replayed in full. Each change below
 // exists so that a compacted log (I5) gives the same state as the full one:
 // losing boundary in a compacted replay would let recovery approve a
 // recovery point whose records were deleted.
 //
-//   - COMMITTED without PLANNED is accepted, implying PLANNED (§5: "only for a
+//   - COMMITTED without PLANNED is accepted, implying PLANNED (the brief: "only for a
 //     PLANNED operation"). The record carries the full plan; in a compacted
 //     log a repaired or duplicated PLANNED lands after its COMMITTED.
-//   - APPLIED for COMMITTED is accepted, implying DELETING (§5: "for
+//   - APPLIED for COMMITTED is accepted, implying DELETING (the brief: "for
 //     DELETING"), and DELETING for an APPLIED operation is a duplicate. A
 //     DELETING retry that lands after APPLIED moves DELETING after it.
 //     COMMITTED is still never implied: it is the point of no return.
 //   - The boundary field of a commit that raises the boundary must be at or
-//     above max(boundary, plan), not equal to it (§5: "equals"), and the new
+//     above max(boundary, plan), not equal to it (the brief: "equals"), and the new
 //     boundary is the max of the boundary and the field. In a compacted log,
 //     a commit can be folded before an earlier commit its field includes;
 //     the field carries it, and I2 holds. A field below that is still
 //     boundary-mismatch, and one below its own plan always is.
 //   - A commit whose field raises nothing is accepted as covered, even with a
-//     plan below the boundary or a field below it (§5: every offset ≥ the
+//     plan below the boundary or a field below it (the brief: every offset ≥ the
 //     boundary, field equal). A later copy of an earlier commit is such a
 //     record. This changes live verdicts too: a plan the boundary already
-//     covers, which §5 rejected as a regression, is COMMITTED with nothing
+//     covers, which the brief rejected as a regression, is COMMITTED with nothing
 //     left to delete, and its worker finishes it at once. A plan below the
 //     boundary that would raise another partition stays a regression.
 //   - Repairs also re-appends records that a moved COMMITTED now precedes
-//     (§5 repairs overwritten keys only), and Retractions is new: the
+//     (the brief repairs overwritten keys only), and Retractions is new: the
 //     property test shows that without them the compacted log can differ,
 //     and without Retractions even lose boundary.
-//   - DELETING or APPLIED without COMMITTED is not just rejected (§5) but
+//   - DELETING or APPLIED without COMMITTED is not just rejected (the brief) but
 //     kept as evidence (rule 7; issue #9): the boundary must never fall
 //     below a plan whose records may be deleted, in any replay.
 //

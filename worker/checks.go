@@ -50,7 +50,7 @@ func ControlTopicConfigs(replicationFactor int16) map[string]*string {
 	return cfg
 }
 
-// CheckControlTopic checks a control topic against DESIGN §4 with the
+// CheckControlTopic checks a control topic against docs/design.md §4 with the
 // settings rules of package gate, the ones the recovery gate applies too: a
 // problem that lets the log cleaner outrun repairs blocks cleanup here and
 // fails the gate closed there.

@@ -25,7 +25,7 @@ import (
 var ErrNotCaughtUp = errors.New("projection is not caught up with the control topic")
 
 // CreateControlTopic creates a control topic with one partition and the
-// settings of DESIGN §4. It reports false, and no error, when the topic exists.
+// settings of docs/design.md §4. It reports false, and no error, when the topic exists.
 // It returns once the broker's metadata shows the topic with a leader for every
 // partition: a broker answers CreateTopics before its metadata has caught up,
 // and a read or write in that gap would find no such topic.
@@ -309,7 +309,7 @@ func (c *Cluster) Append(ctx context.Context, controlTopic string, env events.En
 
 // Decide appends a record and reads the control topic until it has folded
 // it, then returns the log's verdict on it: a writer learns whether its
-// transition was accepted only by reading it back (DESIGN §5).
+// transition was accepted only by reading it back (docs/design.md §5).
 func (p *Projection) Decide(ctx context.Context, env events.Envelope, headers ...kgo.RecordHeader) (projector.Verdict, error) {
 	if err := p.writable(); err != nil {
 		return projector.Verdict{}, err
@@ -347,7 +347,7 @@ func (p *Projection) Decide(ctx context.Context, env events.Envelope, headers ..
 const RetractionGrace = time.Minute
 
 // Repair keeps the compacted control topic equivalent to the full one
-// (DESIGN §5, I5): it re-appends every accepted record whose key a later
+// (docs/design.md §5, I5): it re-appends every accepted record whose key a later
 // record overwrote, so that compaction keeps the accepted value, and it
 // tombstones every key whose records were all rejected (after
 // RetractionGrace), so that compaction cannot fold a rejected record in

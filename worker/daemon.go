@@ -27,7 +27,7 @@ import (
 //
 // Ownership is an optimisation, not a safety mechanism: a paused owner that
 // wakes up after another replica took over can only repeat idempotent steps
-// (DESIGN §6).
+// (docs/design.md §6).
 type Daemon struct {
 	cluster *Cluster
 	cfg     daemonConfig

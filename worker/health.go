@@ -66,7 +66,7 @@ func (c *Cluster) CheckBrokers(ctx context.Context) ([]Finding, error) {
 }
 
 // CheckControlTopicDurability warns when a replicated control topic lets a
-// write be acknowledged by a single replica: DESIGN §4 asks for
+// write be acknowledged by a single replica: docs/design.md §4 asks for
 // min.insync.replicas of at least 2 with three or more replicas.
 func CheckControlTopicDurability(info TopicInfo, bootstrap string) []Finding {
 	if info.Replicas < 3 || info.Configs["min.insync.replicas"] != "1" {

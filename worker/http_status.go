@@ -90,7 +90,7 @@ type Status struct {
 }
 
 // PendingRepair is an accepted record a worker will append again, so that
-// compaction keeps it (DESIGN §5).
+// compaction keeps it (docs/design.md §5).
 type PendingRepair struct {
 	Key string `json:"key"`
 	// KeyBytes is the length of a key the default view cut at TextLimit

@@ -54,8 +54,6 @@ func TestStatusSchemasMatchTheDocuments(t *testing.T) {
 		"dataTopic":   {inner[object](t, status.Properties["dataTopic"]), reflect.TypeFor[DataTopicOffsets]()},
 		"maintenance": {inner[object](t, inner[map[string]any](t, status.Properties["maintenance"])["items"]), reflect.TypeFor[MaintenanceRecord]()},
 		"flinkAgents": {sdefs["flinkAgents"], reflect.TypeFor[FlinkStatus]()},
-		"flinkError":  {sdefs["flinkError"], reflect.TypeFor[FlinkError]()},
-		"flinkPlan":   {sdefs["flinkPlan"], reflect.TypeFor[FlinkPlanStatus]()},
 		"worker":      {ws, reflect.TypeFor[WorkerStatus]()},
 		"fleet":       {wdefs["fleet"], reflect.TypeFor[FleetStatus]()},
 		"member":      {wdefs["member"], reflect.TypeFor[FleetMember]()},

@@ -29,7 +29,7 @@ type ValidateOptions struct {
 	Explain func(error) error
 }
 
-// Validate is the recovery gate against the live cluster (DESIGN §7), for
+// Validate is the recovery gate against the live cluster (docs/design.md §7), for
 // `kcleanup validate` and POST /v1/validate alike: it gathers the facts
 // gate.Decide needs — the control topic's partitions and configs, its
 // projection read to the end, and the data topic's live topic ID (uncached

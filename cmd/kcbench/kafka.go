@@ -21,7 +21,7 @@ import (
 // new partition is one record, so bigger topics grow in steps.
 const maxPartitionsPerRequest = 5000
 
-// dataTopicConfigs are the settings DESIGN §2 requires of a data topic.
+// dataTopicConfigs are the settings docs/design.md §2 requires of a data topic.
 func dataTopicConfigs() map[string]*string {
 	s := func(v string) *string { return &v }
 	return map[string]*string{

@@ -18,7 +18,7 @@ import (
 	"github.com/kcleanup/kcleanup/worker"
 )
 
-// The demo's data: the seed's example (DESIGN §1) with two partitions and two subtasks per
+// The demo's data: the seed's example (docs/design.md §1) with two partitions and two subtasks per
 // checkpoint, so that the plan's per-partition minimum over markers matters.
 const (
 	demoPartitions = 2
@@ -38,7 +38,7 @@ var demoCheckpoints = []demoCheckpoint{
 	{"C1", []events.Offsets{{0: 150, 1: 130}, {0: 160, 1: 120}}},
 }
 
-// demoTopicConfigs are the data-topic settings DESIGN §2 requires.
+// demoTopicConfigs are the data-topic settings docs/design.md §2 requires.
 var demoTopicConfigs = map[string]string{
 	"cleanup.policy":  "compact,delete",
 	"retention.ms":    "-1",
@@ -53,7 +53,7 @@ func uniqueDemoTopic(now time.Time) string {
 	return "kcleanup-demo-" + now.UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:])
 }
 
-// createDataTopic creates the demo's data topic with the settings DESIGN §2 requires.
+// createDataTopic creates the demo's data topic with the settings docs/design.md §2 requires.
 func createDataTopic(ctx context.Context, c *worker.Cluster, topic string) error {
 	cfgs := map[string]*string{}
 	for k, v := range demoTopicConfigs {

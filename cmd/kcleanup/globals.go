@@ -148,7 +148,7 @@ func lookupSetting(cmd *cobra.Command, flag, env, def string) (value, source str
 // controlTopicOf returns the control topic to use for dataTopic: --control-topic if given,
 // otherwise worker.ControlTopicFor(dataTopic), the one place the naming convention lives. It
 // refuses, as a usage error, an empty data topic and a control topic equal to the data topic:
-// control records must never land in the data topic (DESIGN §4).
+// control records must never land in the data topic (docs/design.md §4).
 func (g globalOptions) controlTopicOf(dataTopic string) (string, error) {
 	if dataTopic == "" {
 		return "", usageError(errors.New("the data topic is empty"))
@@ -167,7 +167,7 @@ func (g globalOptions) controlTopicOf(dataTopic string) (string, error) {
 
 // kgoOpts builds the franz-go client options every kcleanup client starts from: seed brokers,
 // dial timeout, acks=all, and TLS/SASL from --command-config. The idempotent producer is
-// franz-go's default and is deliberately left on (DESIGN §4: writers use acks=all and
+// franz-go's default and is deliberately left on (docs/design.md §4: writers use acks=all and
 // idempotence). The command config file is read here, not in resolveGlobals, so that commands
 // that never talk to Kafka (version) do not fail on it.
 func (g globalOptions) kgoOpts() ([]kgo.Opt, error) {

@@ -66,7 +66,7 @@ func (e *opEnv) topicConfigs(t *testing.T, topic string) map[string]string {
 	return info.Configs
 }
 
-// TestInitCreatesTheControlTopicOnce creates the control topic with the settings of DESIGN §4
+// TestInitCreatesTheControlTopicOnce creates the control topic with the settings of docs/design.md §4
 // and, run again, finds it and changes nothing.
 func TestInitCreatesTheControlTopicOnce(t *testing.T) {
 	e := opTestEnv(t)

@@ -45,7 +45,7 @@ func opTestEnv(t *testing.T) *opEnv {
 	return &opEnv{bootstrap: addr, cl: cl, adm: kafkatest.Admin(t, cl)}
 }
 
-// opGoodDataConfigs are the data-topic settings of DESIGN §2.
+// opGoodDataConfigs are the data-topic settings of docs/design.md §2.
 func opGoodDataConfigs() map[string]string {
 	return map[string]string{"cleanup.policy": "compact,delete", "retention.ms": "-1", "retention.bytes": "-1"}
 }

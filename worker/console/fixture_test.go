@@ -9,7 +9,7 @@ import (
 	"github.com/kcleanup/kcleanup/worker"
 )
 
-// The fixed story the golden files render: the C0/C1 example of DESIGN §1
+// The fixed story the golden files render: the C0/C1 example of docs/design.md §1
 // on a data topic of two partitions, with one of everything a page shows.
 const (
 	fxTopic   = "action-state"

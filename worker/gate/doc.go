@@ -16,7 +16,7 @@
 //
 // The compacted control topic is equivalent to the full log only if every
 // accepted record that a later record overwrote is repaired before the log
-// cleaner removes it (DESIGN §4, I5), and the tombstone that overwrote it
+// cleaner removes it (docs/design.md §4, I5), and the tombstone that overwrote it
 // outlives the cleaning as evidence. Settings checks what that relies on:
 // exactly one partition, cleanup.policy=compact, min.compaction.lag.ms and
 // delete.retention.ms of at least a day (Kafka's defaults are 0 and a day).

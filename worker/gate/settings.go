@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// The control-topic settings the safety argument relies on (DESIGN §4, I5).
+// The control-topic settings the safety argument relies on (docs/design.md §4, I5).
 // init creates a control topic with CreateSettings; the rules below check any
 // control topic, however it was created.
 const (

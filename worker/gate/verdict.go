@@ -167,7 +167,7 @@ func (v Verdict) Err() error {
 // unreadable are the rejection reasons that leave a record's meaning unknown.
 var unreadable = []projector.Reason{projector.ReasonMalformed, projector.ReasonBadKey, projector.ReasonTampered}
 
-// Decide is the recovery gate (DESIGN §7) over the facts. Its checks, in
+// Decide is the recovery gate (docs/design.md §7) over the facts. Its checks, in
 // this order, each adding its refusals:
 //
 //  1. control topic: exists (a missing default one is allowed only on the

@@ -1,5 +1,5 @@
 // Package invariant checks, after any test scenario, the invariants of
-// DESIGN §8 against what is really in Kafka: the whole control topic and the
+// docs/design.md §8 against what is really in Kafka: the whole control topic and the
 // data topic's log-start offsets. Every suite that drives kcleanup (fakes,
 // real brokers, crashing processes) ends with it:
 //
@@ -22,7 +22,7 @@
 //   - I5 The log compacted by key (latest record per key, with and without
 //     tombstones) replays to the same boundary and operation states as the
 //     full log. This holds only once overwritten keys were repaired
-//     (DESIGN §5); an unrepaired key is itself reported, unless
+//     (docs/design.md §5); an unrepaired key is itself reported, unless
 //     AllowUnrepaired.
 //
 // The control topic is read once to the end captured when Check begins;

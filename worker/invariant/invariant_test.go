@@ -196,7 +196,7 @@ func TestAnOverwrittenKeyIsReportedUntilRepaired(t *testing.T) {
 
 // A repair moves its key after every later record, so a repaired PLANNED
 // lands after its own COMMITTED. The fold takes COMMITTED as implying
-// PLANNED (projector/doc.go, "Deviations from DESIGN §5"), so the compacted
+// PLANNED (projector/doc.go, "Deviations from docs/design.md §5"), so the compacted
 // log still projects like the full one; the checker replays both and agrees.
 func TestARepairThatReordersTransitionsKeepsI5(t *testing.T) {
 	f := newFixture(t)

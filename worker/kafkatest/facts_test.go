@@ -1,6 +1,6 @@
 package kafkatest_test
 
-// The Kafka behaviours kcleanup depends on (DESIGN §9), each checked on a real Apache Kafka
+// The Kafka behaviours kcleanup depends on (docs/design.md §9), each checked on a real Apache Kafka
 // broker and on kfake side by side. Every table row has a want for each: where they differ,
 // a fast kfake test must not be trusted to show what Kafka does. docs/testing.md has the
 // resulting table; keep the two in step.
@@ -142,7 +142,7 @@ func TestFactDeleteRecordsNeedsDeletePolicy(t *testing.T) {
 // the high watermark. The partition holds offsets 0..9 (high watermark 10); `before` moves
 // the log start first when non-zero.
 func TestFactDeleteRecordsOffsets(t *testing.T) {
-	const policy = "compact,delete" // what a data topic has (DESIGN §2)
+	const policy = "compact,delete" // what a data topic has (docs/design.md §2)
 	for _, tc := range []struct {
 		name   string
 		before int64 // DeleteRecords to this offset first (0: no)
