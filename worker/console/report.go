@@ -104,6 +104,10 @@ func FromLog(st worker.Status, audit []projector.Verdict) View {
 		row := RecordRow{Offset: r.Offset, At: formatTime(r.At), Event: orDash(string(r.Event)), Plan: orDash(short(r.PlanID)),
 			Verdict: verdictText(r.Outcome, r.Reason), Bad: r.Outcome == projector.Rejected, Actor: orDash(r.Actor),
 			Detail: singleLine(r.Detail)}
+		if m := r.Maintenance; m != nil {
+			// The fleet's own upkeep (its headers say who and why), not a bad write.
+			row.Verdict, row.Bad, row.Actor, row.Detail = "maintenance ("+m.Kind+")", false, orDash(m.Actor), singleLine(m.Reason)
+		}
 		t.Records = append(t.Records, row)
 	}
 	v.Topics = []Topic{t}
