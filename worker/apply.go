@@ -47,6 +47,9 @@ type Options struct {
 	// DeleteRecordsTook, when set, sees how long each DeleteRecords request
 	// took and whether it failed as a whole (the worker's latency metric).
 	DeleteRecordsTook func(took time.Duration, err error)
+	// StepTook, when set, sees how long each protocol step took to execute
+	// (the worker's step-duration histogram), by protocol.Kind.
+	StepTook func(step string, took time.Duration)
 }
 
 func (o Options) say(step, format string, args ...any) {
@@ -153,6 +156,7 @@ func (c *Cluster) execute(ctx context.Context, proj *Projection, run *protocol.R
 			armed = ""
 		}
 		rep = protocol.Report{}
+		stepBegan := time.Now()
 		switch step.Kind {
 		case protocol.CatchUp:
 			rep.Err = proj.CatchUp(ctx)
@@ -189,6 +193,9 @@ func (c *Cluster) execute(ctx context.Context, proj *Projection, run *protocol.R
 			res := step.Result
 			out.State, out.Already, out.LogStart, out.verdict = res.State, res.Already, res.LogStart, res.Verdict
 			return out, step.Err
+		}
+		if o.StepTook != nil {
+			o.StepTook(string(step.Kind), time.Since(stepBegan))
 		}
 		rep.Err = blockedIfDenied(rep.Err)
 	}

@@ -90,11 +90,9 @@ func TestDaemonBlocksAPlanAboveTheHighWatermark(t *testing.T) {
 		t.Fatalf("blocked %+v: the reason does not name the partition and both offsets", st.Blocked[0])
 	}
 	time.Sleep(300 * time.Millisecond) // several poll intervals; asserting that nothing happens needs time
-	r.d.metrics.mu.Lock()
-	n, retries := r.d.metrics.attempts[ctl]["blocked"], r.d.metrics.attempts[ctl]["retry"]
-	r.d.metrics.mu.Unlock()
+	n, retries := r.d.metrics.attemptCount(ctl, "blocked"), r.d.metrics.attemptCount(ctl, "retry")
 	if n != 1 || retries != 0 {
-		t.Fatalf("attempted %d times blocked and %d as transient within 300ms, want 1 and 0", n, retries)
+		t.Fatalf("attempted %v times blocked and %v as transient within 300ms, want 1 and 0", n, retries)
 	}
 	proj, err := c.Project(ctx, ctl)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/errors"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -33,6 +34,8 @@ type Daemon struct {
 	cfg     daemonConfig
 	log     *slog.Logger
 	metrics *metrics
+	// registry serves /metrics (prometheus/client_golang).
+	registry *prometheus.Registry
 
 	views map[string]*view // one per served control topic, fixed at NewDaemon
 
@@ -243,6 +246,7 @@ func NewDaemon(c *Cluster, opts ...DaemonOption) (*Daemon, error) {
 	for _, t := range cfg.topics {
 		d.views[t] = newView(d, t)
 	}
+	d.registry = d.metrics.registry(d, cfg.topics)
 	return d, nil
 }
 

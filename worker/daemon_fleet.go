@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -36,19 +37,22 @@ type FleetMember struct {
 // fleetEvery is how often a replica describes its group for /v1/status.
 const fleetEvery = 3 * time.Second
 
-// describeFleet keeps d.fleet up to date until ctx ends.
+// describeFleet keeps d.fleet up to date until ctx ends. It asks through
+// the group member's own client, so that its requests never share a
+// connection (or a dial error) with validation and reads.
 func (d *Daemon) describeFleet(ctx context.Context, member *kgo.Client) {
+	adm := kadm.NewClient(member)
 	for ctx.Err() == nil {
-		d.fleet.Store(d.describeOnce(ctx, member))
+		d.fleet.Store(d.describeOnce(ctx, adm, member))
 		sleep(ctx, fleetEvery)
 	}
 }
 
-func (d *Daemon) describeOnce(ctx context.Context, member *kgo.Client) *FleetStatus {
+func (d *Daemon) describeOnce(ctx context.Context, adm *kadm.Client, member *kgo.Client) *FleetStatus {
 	ctx, cancel := context.WithTimeout(ctx, d.cfg.readTimeout)
 	defer cancel()
 	f := &FleetStatus{Members: []FleetMember{}, DescribedAt: time.Now().UTC()}
-	described, err := d.cluster.adm.DescribeGroups(ctx, d.cfg.group)
+	described, err := adm.DescribeGroups(ctx, d.cfg.group)
 	if err == nil {
 		err = described.Error()
 	}

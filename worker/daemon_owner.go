@@ -133,6 +133,9 @@ func (d *Daemon) runOwner(o *owner) {
 		DeleteRecordsTook: func(took time.Duration, _ error) {
 			d.metrics.observeDelete(o.topic, took)
 		},
+		StepTook: func(step string, took time.Duration) {
+			d.metrics.observeStep(o.topic, step, took)
+		},
 	}
 	readFailures := 0
 	for o.soft.Err() == nil {

@@ -203,8 +203,8 @@ func TestDaemonOwnershipMovesWhenTheOwnerLeaves(t *testing.T) {
 	plan := mustPlan(t, "C1", "action-state", id, events.Offsets{0: 100, 1: 100})
 	commit(t, c, ctl, plan)
 	kafkatest.Eventually(t, 20*time.Second, "plan APPLIED by the survivor", func() bool { return stateOf(t, c, ctl, plan.PlanID) == fsm.Applied })
-	if got := survivor.d.metrics.takeovers; got != 1 {
-		t.Fatalf("survivor counted %d takeovers, want 1", got)
+	if got := survivor.d.metrics.takeoverCount(); got != 1 {
+		t.Fatalf("survivor counted %v takeovers, want 1", got)
 	}
 }
 
@@ -298,11 +298,9 @@ func TestDaemonBlocksAnOperationOnARecreatedTopic(t *testing.T) {
 	// Blocked means not retried until the blocked-retry interval (2 min by
 	// default): the attempt counter stays at one.
 	time.Sleep(300 * time.Millisecond) // several poll intervals; asserting that nothing happens needs time
-	r.d.metrics.mu.Lock()
-	n := r.d.metrics.attempts[ctl]["blocked"]
-	r.d.metrics.mu.Unlock()
+	n := r.d.metrics.attemptCount(ctl, "blocked")
 	if n != 1 {
-		t.Fatalf("blocked operation was attempted %d times within 300ms, want 1", n)
+		t.Fatalf("blocked operation was attempted %v times within 300ms, want 1", n)
 	}
 }
 

@@ -23,7 +23,7 @@
 // and a long retry interval for blocked ones (ErrBlocked, ErrDegraded, denied
 // authorization). Every replica also keeps a read-only projection of every
 // control topic it serves, behind Handler (http*.go): /healthz, /readyz,
-// /metrics (metrics.go, Prometheus text written by hand), /v1/status (StatusOf,
+// /metrics (metrics.go, prometheus/client_golang with a custom collector for the snapshot gauges), /v1/status (StatusOf,
 // the document `kcleanup status -o json` prints too) and /v1/validate
 // (Cluster.Validate, the recovery gate `kcleanup validate` runs too), which
 // fails closed. Ownership moves on revocation (the

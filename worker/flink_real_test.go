@@ -2,11 +2,12 @@ package worker
 
 import (
 	"context"
-	"github.com/cockroachdb/errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/errors"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kcleanup/kcleanup/events"
@@ -191,6 +192,46 @@ func TestFlinkTopicReadAndAdopt(t *testing.T) {
 }
 
 // Every failure of the job's fold makes adoption refuse and write nothing.
+// An open transaction on a Flink Agents control topic pins its last stable
+// offset below a plan committed after the transaction began: a reader that
+// stopped there would miss the plan's boundary. ReadFlinkTopic is not caught
+// up until the transaction ends, and then sees the plan.
+func TestFlinkTopicOpenTransactionIsNotCaughtUp(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs a Kafka broker")
+	}
+	f := newFlinkFixture(t)
+	ctx := ctxT(t, 90*time.Second)
+	p1 := f.plan(t, "chk-1", events.Offsets{0: 30, 1: 20})
+	tx := kafkatest.Client(t, kafkatest.Bootstrap(t), kgo.TransactionalID("flink-open-"+f.ctl))
+	if err := tx.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.ProduceSync(ctx, &kgo.Record{Topic: f.ctl, Key: []byte(p1.PlanID)}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	f.write(t, flinkRec("COMMITTED", p1))
+
+	short, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if ft, err := f.c.ReadFlinkTopic(short, f.ctl); !errors.Is(err, ErrNotCaughtUp) || !strings.Contains(fmt.Sprint(err), "transaction is still open") {
+		t.Fatalf("read with an open transaction: %v (fold %+v), want ErrNotCaughtUp naming the transaction", err, ft)
+	}
+	if err := tx.EndTransaction(ctx, kgo.TryAbort); err != nil {
+		t.Fatal(err)
+	}
+	ft, err := f.c.ReadFlinkTopic(ctx, f.ctl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ft.Check(); err != nil {
+		t.Fatalf("the fold failed: %v", err)
+	}
+	if b, err := ft.Fold.Boundary(f.data, f.id, []int32{0, 1}); err != nil || !b.Equal(p1.Offsets) {
+		t.Fatalf("effective boundary %v (%v), want %v", b, err, p1.Offsets)
+	}
+}
+
 func TestFlinkAdoptRefusesWhatTheJobCannotRead(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs a Kafka broker")

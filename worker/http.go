@@ -2,10 +2,12 @@ package worker
 
 import (
 	"encoding/json"
-
-	"github.com/kcleanup/kcleanup/events"
 	"net/http"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/kcleanup/kcleanup/events"
 )
 
 // Handler serves the replica's HTTP API:
@@ -13,7 +15,7 @@ import (
 //	GET  /healthz      200 while the process runs
 //	GET  /readyz       200 when every served control topic was read to its end
 //	                   within the ready window; 503 with the reasons otherwise
-//	GET  /metrics      Prometheus text format
+//	GET  /metrics      Prometheus metrics (prometheus/client_golang)
 //	GET  /v1/status    every served control topic (?controlTopic= for one;
 //	                   ?all=true for every operation and rejected record)
 //	POST /v1/validate  the recovery gate: markers in, a verdict out
@@ -26,7 +28,7 @@ func (d *Daemon) Handler() http.Handler {
 	}
 	mux.HandleFunc("GET /healthz", d.serveHealth)
 	mux.HandleFunc("GET /readyz", d.serveReady)
-	mux.HandleFunc("GET /metrics", d.serveMetrics)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(d.registry, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /v1/status", d.serveStatus)
 	mux.HandleFunc("POST /v1/validate", d.serveValidate)
 	return mux
@@ -96,11 +98,6 @@ func (d *Daemon) serveReady(w http.ResponseWriter, _ *http.Request) {
 		return
 	}
 	writeJSONStatus(w, http.StatusOK, r)
-}
-
-func (d *Daemon) serveMetrics(w http.ResponseWriter, _ *http.Request) {
-	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-	_ = d.writeMetrics(w)
 }
 
 // TopicStatus is one control topic as a worker serves it at /v1/status: the

@@ -184,6 +184,8 @@ func TestStatusServesTheStatusDocument(t *testing.T) {
 	if m := all.Fleet.Members[0]; !m.Self || m.MemberID == "" || all.Fleet.Error != "" {
 		t.Fatalf("fleet %+v", all.Fleet)
 	}
+	validateWorkerStatus(t, []byte(do(t, "GET", f.url+"/v1/status", "").body))
+	validateWorkerStatus(t, []byte(do(t, "GET", f.url+"/v1/status?all=true", "").body))
 	if all.Group != GroupFor(f.ctl) || len(all.ControlTopics) != 1 || all.ControlTopics[0].ControlTopic != f.ctl {
 		t.Fatalf("worker status %+v", all)
 	}

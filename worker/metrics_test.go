@@ -1,13 +1,16 @@
 package worker
 
 import (
-	"bufio"
 	"bytes"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/prometheus/common/expfmt"
 
 	"github.com/kcleanup/kcleanup/worker/kafkatest"
 )
@@ -69,8 +72,8 @@ func TestMetricsAfterAnOperation(t *testing.T) {
 	})
 	want := map[string]float64{
 		l(`kcleanup_operations{control_topic="CTL",state="COMMITTED"}`):                0,
-		l(`kcleanup_boundary{control_topic="CTL",topic="action-state",partition="0"}`): 150,
-		l(`kcleanup_boundary{control_topic="CTL",topic="action-state",partition="1"}`): 120,
+		l(`kcleanup_boundary{control_topic="CTL",partition="0",topic="action-state"}`): 150,
+		l(`kcleanup_boundary{control_topic="CTL",partition="1",topic="action-state"}`): 120,
 		l(`kcleanup_projection_lag_records{control_topic="CTL"}`):                      0,
 		l(`kcleanup_projection_caught_up{control_topic="CTL"}`):                        1,
 		l(`kcleanup_projection_degraded{control_topic="CTL"}`):                         0,
@@ -82,6 +85,8 @@ func TestMetricsAfterAnOperation(t *testing.T) {
 		l(`kcleanup_finish_attempts_total{control_topic="CTL",result="applied"}`):      1,
 		l(`kcleanup_delete_records_seconds_count{control_topic="CTL"}`):                1,
 		l(`kcleanup_delete_records_seconds_bucket{control_topic="CTL",le="+Inf"}`):     1,
+		l(`kcleanup_protocol_step_seconds_count{control_topic="CTL",step="delete"}`):   1,
+		l(`kcleanup_protocol_step_seconds_count{control_topic="CTL",step="verify"}`):   1,
 	}
 	for series, v := range want {
 		got, ok := samples[series]
@@ -92,6 +97,9 @@ func TestMetricsAfterAnOperation(t *testing.T) {
 	for family, typ := range map[string]string{
 		"kcleanup_operations": "gauge", "kcleanup_rejected_records_total": "counter",
 		"kcleanup_takeovers_total": "counter", "kcleanup_delete_records_seconds": "histogram",
+		"kcleanup_protocol_step_seconds": "histogram",
+		// client_golang's runtime and process collectors.
+		"go_goroutines": "gauge", "process_cpu_seconds_total": "counter",
 	} {
 		if types[family] != typ {
 			t.Errorf("family %s has type %q, want %s", family, types[family], typ)
@@ -102,7 +110,7 @@ func TestMetricsAfterAnOperation(t *testing.T) {
 	for _, le := range append(deleteBuckets, 0) {
 		les := "+Inf"
 		if le != 0 {
-			les = formatValue(le)
+			les = strconv.FormatFloat(le, 'g', -1, 64)
 		}
 		v := samples[l(`kcleanup_delete_records_seconds_bucket{control_topic="CTL",le="`+les+`"}`)]
 		if v < prev {
@@ -112,27 +120,31 @@ func TestMetricsAfterAnOperation(t *testing.T) {
 	}
 }
 
-func TestHistogramBucketsAndLabelEscaping(t *testing.T) {
+// TestMetricsLint: the registry's families pass client_golang's linter
+// (names, units, help text), and a label value with quotes, backslashes and
+// a newline is escaped so that the exposition still parses.
+func TestMetricsLint(t *testing.T) {
 	m := newMetrics()
-	for _, d := range []time.Duration{time.Millisecond, 5 * time.Millisecond, 70 * time.Millisecond, 2 * time.Minute} {
-		m.observeDelete("t", d)
-	}
-	h := m.deletes["t"]
-	// 1ms and 5ms fall in le=0.005 (bounds are inclusive), 70ms in 0.1, 2m in +Inf.
-	if h.counts[0] != 2 || h.counts[4] != 1 || h.counts[len(deleteBuckets)] != 1 || h.count != 4 {
-		t.Fatalf("bucket counts %v, count %d", h.counts, h.count)
+	m.observeDelete("a\"b\\c\nd", 70*time.Millisecond)
+	m.attempt("t", "applied")
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(m.takeovers, m.attempts, m.deletes, m.steps)
+	problems, err := testutil.GatherAndLint(reg)
+	if err != nil || len(problems) > 0 {
+		t.Fatalf("lint: %v %+v", err, problems)
 	}
 	var buf bytes.Buffer
-	e := expo{w: bufioWriter(&buf)}
-	e.sample("x", 1, "control_topic", "a\"b\\c\nd")
-	e.w.Flush()
-	if got, want := buf.String(), `x{control_topic="a\"b\\c\nd"} 1`+"\n"; got != want {
-		t.Fatalf("escaped sample %q, want %q", got, want)
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
 	}
-	samples, _ := parseExposition(t, "# TYPE x gauge\n"+buf.String())
-	if len(samples) != 1 {
-		t.Fatal("the escaped sample does not parse")
+	for _, mf := range mfs {
+		if _, err := expfmt.MetricFamilyToText(&buf, mf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	samples, _ := parseExposition(t, buf.String())
+	if got := samples[`kcleanup_delete_records_seconds_bucket{control_topic="a\"b\\c\nd",le="0.1"}`]; got != 1 {
+		t.Fatalf("escaped bucket le=0.1 = %v, want 1:\n%s", got, buf.String())
 	}
 }
-
-func bufioWriter(b *bytes.Buffer) *bufio.Writer { return bufio.NewWriter(b) }

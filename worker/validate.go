@@ -74,6 +74,11 @@ func (c *Cluster) controlFacts(ctx context.Context, topic string, explicit bool,
 }
 
 func (c *Cluster) projectionFacts(ctx context.Context, o ValidateOptions, explain func(error) error) *gate.Projection {
+	// An open transaction holds the control topic's last stable offset back,
+	// and a read_committed reader stops there, below records appended after
+	// it (a worker's COMMITTED). The high watermark listed before the read is
+	// what a caught-up read must reach.
+	hw, hwErr := c.EndOffsets(ctx, o.ControlTopic)
 	var proj *Projection
 	var err error
 	if o.Read != nil {
@@ -89,6 +94,18 @@ func (c *Cluster) projectionFacts(ctx context.Context, o ValidateOptions, explai
 			err = errors.Newf("control topic %q is not being read", o.ControlTopic)
 		}
 		return &gate.Projection{Err: explain(err)}
+	}
+	end, ok := hw[0]
+	switch {
+	case err != nil:
+	case hwErr != nil:
+		err = hwErr
+	case !ok:
+		err = errors.Newf("the high watermark of control topic %q was not listed", o.ControlTopic)
+	case proj.Next < end:
+		err = errors.Mark(errors.WithHint(errors.Newf(
+			"control topic %q: a transaction is still open at offset %d (high watermark %d), so the records after it cannot be read yet",
+			o.ControlTopic, proj.Next, end), "wait for the writer's transaction to commit or abort (transaction.timeout.ms); kcleanup never writes the control topic in a transaction, so find the producer that does"), ErrNotCaughtUp)
 	}
 	out := &gate.Projection{State: proj.State, ReadTo: proj.Next, Foreign: proj.Foreign(), Flink: proj.FlinkFold()}
 	if err != nil {

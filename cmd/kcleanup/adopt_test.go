@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kcleanup/kcleanup/events"
@@ -143,6 +144,19 @@ func TestValidateFlinkAgentsControlTopic(t *testing.T) {
 	}
 
 	broken := e.flinkControl(t, flinkRecord("APPLIED", p2), flinkRecord("COMMITTED", p2))
+	// The documents match their schemas, for a healthy and a broken topic.
+	s := schemas(t)
+	for _, args := range [][]string{{"status", "--control-topic", ctl}, {"history", "--control-topic", ctl},
+		{"status", "--control-topic", broken}, {"history", "--control-topic", broken}} {
+		_, out, _ := e.run(t, append([]string{"-o", "json"}, args...)...)
+		inst, err := jsonschema.UnmarshalJSON(strings.NewReader(out))
+		if err == nil {
+			err = s[args[0]+".schema.json"].Validate(inst)
+		}
+		if err != nil {
+			t.Errorf("%s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
 	code, out, _ = e.run(t, "history", "--control-topic", broken)
 	if code != 0 || !strings.Contains(out, "fails") || !strings.Contains(out, "regressed applied plan") {
 		t.Fatalf("history of a broken Flink Agents topic:\n%s", out)

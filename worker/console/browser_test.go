@@ -228,7 +228,7 @@ func (l testLog) Write(p []byte) (int, error) {
 func TestScreenshotsOfEachView(t *testing.T) {
 	ctx := browser(t)
 	ws, now := fleetStatus(t)
-	srv := httptest.NewServer(Handler(func() worker.WorkerStatus { return ws }))
+	srv := httptest.NewServer(Handler(func(bool) worker.WorkerStatus { return ws }))
 	t.Cleanup(srv.Close)
 	_ = now // the handler uses the real clock: the fixture's pending plan shows as blocked either way
 	do(t, ctx, "open the console", chromedp.Navigate(srv.URL+"/"), chromedp.WaitVisible("#main"))

@@ -14,9 +14,12 @@ import (
 //	GET /              the whole page
 //	GET /console/main  its content, which the page polls (ETag: 304 when unchanged)
 //
-// status is the replica's /v1/status document (Daemon.WorkerStatus): the
-// console renders that and nothing else.
-func Handler(status func() worker.WorkerStatus) http.Handler {
+// Both take ?all=true, as /v1/status does: by default the page shows the
+// default view (every operation not APPLIED, the most recent others, the
+// most recent rejected records, counts of all). status is the replica's
+// /v1/status document (Daemon.WorkerStatusView): the console renders that
+// and nothing else.
+func Handler(status func(all bool) worker.WorkerStatus) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) { serve(w, r, status, false) })
 	mux.HandleFunc("GET /console/main", func(w http.ResponseWriter, r *http.Request) { serve(w, r, status, true) })
@@ -29,10 +32,19 @@ func Mount() worker.DaemonOption {
 	return worker.WithPage("/", page)
 }
 
-func page(d *worker.Daemon) http.Handler { return Handler(d.WorkerStatus) }
+func page(d *worker.Daemon) http.Handler { return Handler(d.WorkerStatusView) }
 
-func serve(w http.ResponseWriter, r *http.Request, status func() worker.WorkerStatus, main bool) {
-	body, err := render(FromWorker(status(), time.Now()), main)
+func serve(w http.ResponseWriter, r *http.Request, status func(all bool) worker.WorkerStatus, main bool) {
+	all := false
+	switch v := r.URL.Query().Get("all"); v {
+	case "", "false":
+	case "true":
+		all = true
+	default:
+		http.Error(w, "all="+v+" is not true or false: open / for the default view, /?all=true for everything", http.StatusBadRequest)
+		return
+	}
+	body, err := render(FromWorker(status(all), time.Now()), main)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return

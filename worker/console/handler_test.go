@@ -1,9 +1,11 @@
 package console
 
 import (
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -12,7 +14,7 @@ import (
 
 func TestHandlerServesThePageAndItsContent(t *testing.T) {
 	ws, _ := fleetStatus(t)
-	srv := httptest.NewServer(Handler(func() worker.WorkerStatus { return ws }))
+	srv := httptest.NewServer(Handler(func(bool) worker.WorkerStatus { return ws }))
 	defer srv.Close()
 
 	get := func(path, etag string) *http.Response {
@@ -76,5 +78,45 @@ func TestMirrorShowsWhatTheStatusSays(t *testing.T) {
 	}{Mirror: map[string]any{"topic": "action-state.flink", "lagging": true, "boundary": map[string]int{"0": 150}}}
 	if got, want := mirrorOf(withMirror), `boundary: {"0":150} · lagging: true · topic: action-state.flink`; got != want {
 		t.Errorf("mirror %q, want %q", got, want)
+	}
+}
+
+// The console shows /v1/status's default view, and everything with
+// ?all=true, as /v1/status does; it says what the default view left out.
+func TestConsoleShowsTheDefaultViewAndAllOnRequest(t *testing.T) {
+	ws, _ := fleetStatus(t)
+	var asked []bool
+	srv := httptest.NewServer(Handler(func(all bool) worker.WorkerStatus {
+		asked = append(asked, all)
+		v := ws
+		v.ControlTopics = slices.Clone(ws.ControlTopics)
+		if !all {
+			v.ControlTopics[0].Complete = false
+			v.ControlTopics[0].OperationsOmitted, v.ControlTopics[0].RejectedOmitted = 3, 7
+		}
+		return v
+	}))
+	defer srv.Close()
+	body := func(path string) (int, string) {
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, b := body("/"); code != 200 || !strings.Contains(b, "3 older APPLIED operation(s) not shown") ||
+		!strings.Contains(b, "7 older rejected record(s) not shown") {
+		t.Errorf("default view: %d, does not say what it left out", code)
+	}
+	if code, b := body("/console/main?all=true"); code != 200 || strings.Contains(b, "not shown") {
+		t.Errorf("?all=true: %d, or still says something is not shown", code)
+	}
+	if code, _ := body("/?all=maybe"); code != http.StatusBadRequest {
+		t.Errorf("?all=maybe: %d, want 400", code)
+	}
+	if !slices.Equal(asked, []bool{false, true}) {
+		t.Errorf("asked the worker for views %v, want [false true]", asked)
 	}
 }

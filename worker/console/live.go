@@ -185,6 +185,7 @@ func liveTopic(ts worker.TopicStatus, now time.Time) Topic {
 		t.Operations = append(t.Operations, l)
 	}
 	sortLanes(t.Operations, first)
+	omitted(st, &t)
 
 	repairing := map[string]bool{}
 	for _, r := range st.Repairs {
@@ -198,15 +199,48 @@ func liveTopic(ts worker.TopicStatus, now time.Time) Topic {
 		t.Maintenance = append(t.Maintenance, MaintenanceRow{Kind: "retraction", Of: fmt.Sprint(r.Offset), Key: shortKey(r.Key),
 			Why: fmt.Sprintf("every record under this key was rejected: the owner tombstones it %s after %s", worker.RetractionGrace, formatTime(r.At))})
 	}
-	t.Rejected, t.Maintenance = rejectedRows(st.Rejected, repairing, retracting, t.Maintenance)
+	t.Maintenance = append(t.Maintenance, doneMaintenance(st.Maintenance, nil)...)
+	t.Rejected, t.Maintenance = rejectedRows(st.Rejected, repairing, retracting, retractedBy(st.Maintenance), t.Maintenance)
 	return t
+}
+
+// doneMaintenance lists the records the fleet wrote (status "maintenance"),
+// leaving out the offsets in skip.
+func doneMaintenance(ms []worker.MaintenanceRecord, skip map[string]bool) []MaintenanceRow {
+	var out []MaintenanceRow
+	for _, m := range ms {
+		if skip[fmt.Sprint(m.Offset)] {
+			continue
+		}
+		why := singleLine(m.Reason)
+		if m.Actor != "" {
+			why += " (by " + m.Actor + ", " + formatTime(m.At) + ", " + string(m.Verdict) + ")"
+		}
+		out = append(out, MaintenanceRow{Kind: m.Kind, Done: true, Offset: fmt.Sprint(m.Offset), Of: "-", Key: shortKey(m.Key), Why: why})
+	}
+	return out
+}
+
+// retractedBy maps each key a retraction tombstone was written for to its
+// offset.
+func retractedBy(ms []worker.MaintenanceRecord) map[string]int64 {
+	out := map[string]int64{}
+	for _, m := range ms {
+		if m.Kind == "retraction" {
+			out[m.Key] = m.Offset
+		}
+	}
+	return out
 }
 
 // rejectedRows lists the rejected records with what became of each, and
 // adds to maint the maintenance they show was done: a tombstone on a key of
 // rejected records is a retraction.
-func rejectedRows(rs []worker.RejectedRecord, repairing, retracting map[string]bool, maint []MaintenanceRow) ([]RejectedRow, []MaintenanceRow) {
+func rejectedRows(rs []worker.RejectedRecord, repairing, retracting map[string]bool, retracted map[string]int64, maint []MaintenanceRow) ([]RejectedRow, []MaintenanceRow) {
 	retractedAt := map[string]int64{}
+	for k, o := range retracted {
+		retractedAt[k] = o
+	}
 	rejectedUnder := map[string][]int64{}
 	for _, r := range rs {
 		if r.Reason == projector.ReasonTombstone && len(rejectedUnder[r.Key]) > 0 {

@@ -62,10 +62,12 @@ type Topic struct {
 	Fleet        *Fleet // console only
 	Partitions   []Bar
 	// BarsNote says where the bars' log starts come from.
-	BarsNote    string
-	Operations  []Lane
-	Rejected    []RejectedRow
-	Maintenance []MaintenanceRow
+	BarsNote   string
+	Operations []Lane
+	// OperationsNote and RejectedNote say what a default view left out.
+	OperationsNote, RejectedNote string
+	Rejected                     []RejectedRow
+	Maintenance                  []MaintenanceRow
 	// Records is every record in log order (report only).
 	Records []RecordRow
 }
@@ -289,6 +291,29 @@ func header(st worker.Status) Topic {
 	}
 }
 
+// omitted says what a default view of the status document left out.
+func omitted(st worker.Status, t *Topic) {
+	if st.Complete {
+		return
+	}
+	if st.OperationsOmitted > 0 {
+		t.OperationsNote = fmt.Sprintf("%d older APPLIED operation(s) not shown (%s in all)", st.OperationsOmitted, countsText(st.OperationCounts))
+	}
+	if st.RejectedOmitted > 0 {
+		t.RejectedNote = fmt.Sprintf("%d older rejected record(s) not shown", st.RejectedOmitted)
+	}
+}
+
+func countsText(counts map[fsm.State]int) string {
+	var parts []string
+	for _, s := range []fsm.State{fsm.Planned, fsm.Committed, fsm.Deleting, fsm.Applied} {
+		if counts[s] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", counts[s], s))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
 // stateAlerts are the alerts the status document alone supports.
 func stateAlerts(st worker.Status) []Alert {
 	var out []Alert
@@ -297,10 +322,20 @@ func stateAlerts(st worker.Status) []Alert {
 			Text: st.DegradedReason + ": no recovery point is validated and no worker deletes until kcleanup is upgraded",
 			Hint: "upgrade every kcleanup that reads this control topic (workers, CLI, pipelines) to the version that wrote the record; `kcleanup history` shows it"})
 	}
+	if st.AtRisk {
+		out = append(out, Alert{Level: "bad", Title: "History at risk",
+			Text: singleLine(st.AtRiskReason) + "; until it is resolved the recovery gate answers \"cannot tell\"",
+			Hint: "`kcleanup doctor` names the records; a worker repairs what it can, and `kcleanup history` shows each record"})
+	}
 	if st.Topic == "" {
 		out = append(out, Alert{Level: "info", Title: "Not bound yet",
 			Text: "no plan was accepted yet: the first accepted PLANNED binds this control topic to its data topic",
 			Hint: "`kcleanup plan` then `kcleanup apply PLAN.json`"})
+	}
+	if st.Format == worker.FormatFlinkAgents || st.Format == worker.FormatMixed {
+		out = append(out, Alert{Level: "warn", Title: "Flink Agents records",
+			Text: fmt.Sprintf("this control topic holds records in Flink Agents' format (%s): kcleanup's fold shown here rejects them", st.Format),
+			Hint: "`kcleanup status` shows the topic as the Flink Agents job folds it"})
 	}
 	if st.UnrepairedKeys > 0 {
 		out = append(out, Alert{Level: "warn", Title: "Repairs pending",

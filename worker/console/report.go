@@ -91,7 +91,18 @@ func FromLog(st worker.Status, audit []projector.Verdict) View {
 	for _, r := range st.Retractions {
 		retracting[r.Key] = true
 	}
-	t.Rejected, t.Maintenance = rejectedRows(st.Rejected, repairing, retracting, copies(audit))
+	done := doneMaintenance(st.Maintenance, nil)
+	written := map[string]bool{}
+	for _, m := range done {
+		written[m.Offset] = true
+	}
+	var dups []MaintenanceRow
+	for _, m := range copies(audit) {
+		if !written[m.Offset] {
+			dups = append(dups, m)
+		}
+	}
+	t.Rejected, t.Maintenance = rejectedRows(st.Rejected, repairing, retracting, retractedBy(st.Maintenance), append(done, dups...))
 	for _, r := range st.Repairs {
 		t.Maintenance = append(t.Maintenance, MaintenanceRow{Kind: "repair", Of: fmt.Sprint(r.Offset), Key: shortKey(r.Key),
 			Why: "pending when the log was read: accepted record listed for repair (key overwritten, or out of order)"})
@@ -104,6 +115,10 @@ func FromLog(st worker.Status, audit []projector.Verdict) View {
 		row := RecordRow{Offset: r.Offset, At: formatTime(r.At), Event: orDash(string(r.Event)), Plan: orDash(short(r.PlanID)),
 			Verdict: verdictText(r.Outcome, r.Reason), Bad: r.Outcome == projector.Rejected, Actor: orDash(r.Actor),
 			Detail: singleLine(r.Detail)}
+		if m := r.Maintenance; m != nil {
+			// The fleet's own upkeep (its headers say who and why), not a bad write.
+			row.Verdict, row.Bad, row.Actor, row.Detail = "maintenance ("+m.Kind+")", false, orDash(m.Actor), singleLine(m.Reason)
+		}
 		t.Records = append(t.Records, row)
 	}
 	v.Topics = []Topic{t}

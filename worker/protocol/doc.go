@@ -47,8 +47,9 @@
 // A request that fails as a whole ends the run with Wait (retry later: it
 // may have taken effect, and the next run re-reads everything); one marked
 // ErrBlocked (access denied) ends it Blocked. A DeleteRecords answer that
-// retrying cannot change (policy violation, access denied) is Blocked; any
-// other per-partition failure is Wait. Every step is idempotent, so any
+// retrying cannot change (policy violation, offset out of range, access
+// denied: the executor marks it Permanent) is Blocked; any other
+// per-partition failure is Wait. Every step is idempotent, so any
 // number of runs, by any processes, in any interleaving, may precede the one
 // that completes: the simulation checks it.
 //

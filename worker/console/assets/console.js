@@ -29,7 +29,7 @@
 
   function poll() {
     var headers = etag ? { "If-None-Match": etag } : {};
-    fetch("console/main", { headers: headers, cache: "no-store" })
+    fetch("console/main" + location.search, { headers: headers, cache: "no-store" })
       .then(function (r) {
         if (r.status === 304) return null;
         if (!r.ok) throw new Error("HTTP " + r.status);
