@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/errors"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -161,20 +162,17 @@ func (p *Projection) Close() { p.reader.Close() }
 // offset captured when it began. It fails closed: on a deadline it returns
 // ErrNotCaughtUp and the caller must not act on the state.
 func (p *Projection) CatchUp(ctx context.Context) error {
-	ends, err := p.cluster.adm.ListCommittedOffsets(ctx, p.Topic)
-	if err != nil {
-		return errors.Wrapf(err, "read the end of control topic %q", p.Topic)
+	end, err := p.cluster.stableEnd(ctx, "control topic", p.Topic)
+	switch {
+	case errors.Is(err, ErrTopicNotFound) || errors.Is(err, kerr.UnknownTopicOrPartition):
+		return errors.WithHint(errors.Mark(errors.Newf("control topic %q does not exist", p.Topic), ErrTopicNotFound),
+			"create it with: kcleanup init --topic <data topic> --control-topic "+p.Topic)
+	case errors.Is(err, ErrNotCaughtUp):
+		return err
+	case err != nil:
+		return p.cluster.denied(err, Permission{"Describe", "topic", p.Topic, "read the end of the control topic"})
 	}
-	end, ok := ends.Lookup(p.Topic, 0)
-	if !ok || end.Err != nil {
-		if ok && errors.Is(end.Err, kerr.UnknownTopicOrPartition) || !ok {
-			return errors.WithHint(errors.Mark(errors.Newf("control topic %q does not exist", p.Topic), ErrTopicNotFound),
-				"create it with: kcleanup init --topic <data topic> --control-topic "+p.Topic)
-		}
-		return p.cluster.denied(errors.Wrapf(end.Err, "read the end of control topic %q", p.Topic),
-			Permission{"Describe", "topic", p.Topic, "read the end of the control topic"})
-	}
-	return p.readTo(ctx, end.Offset)
+	return p.readTo(ctx, end)
 }
 
 // readTo reads and folds records until the projection has read below end.
@@ -414,3 +412,67 @@ func headersOf(r *kgo.Record) []projector.Header {
 	}
 	return out
 }
+
+// stableEnd captures the high watermark of partition 0 of a control topic and waits until the
+// last stable offset reaches it. A read_committed reader stops at the last
+// stable offset, and an open transaction (or one whose abort or commit
+// markers have not landed yet: EndTxn returns before they are written) pins
+// it below records appended after the transaction began, committed plans
+// included. Reading only to the last stable offset could therefore miss a
+// boundary; until every record below the captured end is decided the fold
+// cannot be proven complete, and the answer is ErrNotCaughtUp (fail closed).
+func (c *Cluster) stableEnd(ctx context.Context, kind, topic string) (int64, error) {
+	lookup := func(what string, lo kadm.ListedOffsets, err error) (int64, error) {
+		if err != nil {
+			return 0, errors.Wrapf(err, "read the %s of %s %q", what, kind, topic)
+		}
+		o, ok := lo.Lookup(topic, 0)
+		if !ok {
+			return 0, errors.Mark(errors.Newf("%s %q has no partition 0", kind, topic), ErrTopicNotFound)
+		}
+		if o.Err != nil {
+			return 0, errors.Wrapf(o.Err, "read the %s of %s %q", what, kind, topic)
+		}
+		return o.Offset, nil
+	}
+	lo, err := c.adm.ListEndOffsets(ctx, topic)
+	hw, err := lookup("high watermark", lo, err)
+	if err != nil {
+		return 0, err
+	}
+	open := func(lso int64) error {
+		return errors.Mark(errors.WithHintf(errors.Newf(
+			"%s %q: a transaction is still open at offset %d (high watermark %d), so the records after it cannot be read yet",
+			kind, topic, lso, hw), "wait for the writer's transaction to commit or abort (transaction.timeout.ms); kcleanup never writes a control topic in a transaction, so find the producer that does"), ErrNotCaughtUp)
+	}
+	// Markers of a transaction that just ended land within milliseconds; a
+	// transaction still open after stableWait is reported, not waited out
+	// (the caller's deadline may be much longer, and the answer is the same).
+	wait, last := ctx, int64(-1)
+	for {
+		lo, err := c.adm.ListCommittedOffsets(wait, topic)
+		lso, err := lookup("last stable offset", lo, err)
+		switch {
+		case err != nil && last >= 0 && wait.Err() != nil:
+			return 0, open(last)
+		case err != nil:
+			return 0, err
+		case lso >= hw:
+			return hw, nil
+		}
+		if last < 0 {
+			var cancel context.CancelFunc
+			wait, cancel = context.WithTimeout(ctx, stableWait)
+			defer cancel()
+		}
+		last = lso
+		select {
+		case <-wait.Done():
+			return 0, open(lso)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// stableWait bounds how long stableEnd waits for an ended transaction's markers.
+const stableWait = 2 * time.Second

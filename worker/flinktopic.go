@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/cockroachdb/errors"
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -49,7 +48,7 @@ func (c *Cluster) ReadFlinkTopic(ctx context.Context, topic string) (*FlinkTopic
 		return nil, err
 	}
 	ft := &FlinkTopic{Topic: topic, Fold: flinkagents.New(), Partitions: info.Partitions, CleanupPolicy: cfg["cleanup.policy"]}
-	if ft.End, err = c.stableEnd(ctx, topic); err != nil {
+	if ft.End, err = c.stableEnd(ctx, "Flink Agents control topic", topic); err != nil {
 		return nil, err
 	}
 	opts := append(c.ConnOpts(),
@@ -96,57 +95,4 @@ func (c *Cluster) ReadFlinkTopic(ctx context.Context, topic string) (*FlinkTopic
 		}
 	}
 	return ft, nil
-}
-
-// stableEnd captures the high watermark of partition 0 and waits until the
-// last stable offset reaches it. A read_committed reader stops at the last
-// stable offset, and an open transaction (or one whose abort or commit
-// markers have not landed yet: EndTxn returns before they are written) pins
-// it below records appended after the transaction began, committed plans
-// included. Reading only to the last stable offset could therefore miss a
-// boundary; until every record below the captured end is decided the fold
-// cannot be proven complete, and the answer is ErrNotCaughtUp (fail closed).
-func (c *Cluster) stableEnd(ctx context.Context, topic string) (int64, error) {
-	lookup := func(what string, lo kadm.ListedOffsets, err error) (int64, error) {
-		if err != nil {
-			return 0, errors.Wrapf(err, "read the %s of Flink Agents control topic %q", what, topic)
-		}
-		o, ok := lo.Lookup(topic, 0)
-		if !ok {
-			return 0, errors.Mark(errors.Newf("Flink Agents control topic %q has no partition 0", topic), ErrTopicNotFound)
-		}
-		if o.Err != nil {
-			return 0, errors.Wrapf(o.Err, "read the %s of Flink Agents control topic %q", what, topic)
-		}
-		return o.Offset, nil
-	}
-	lo, err := c.adm.ListEndOffsets(ctx, topic)
-	hw, err := lookup("high watermark", lo, err)
-	if err != nil {
-		return 0, err
-	}
-	open := func(lso int64) error {
-		return errors.Mark(errors.WithHintf(errors.Newf(
-			"Flink Agents control topic %q: a transaction is still open at offset %d (high watermark %d), so records after it cannot be read yet",
-			topic, lso, hw), "wait for the writer's transaction to commit or abort (transaction.timeout.ms), then try again"), ErrNotCaughtUp)
-	}
-	last := int64(-1)
-	for {
-		lo, err := c.adm.ListCommittedOffsets(ctx, topic)
-		lso, err := lookup("last stable offset", lo, err)
-		switch {
-		case err != nil && last >= 0 && ctx.Err() != nil:
-			return 0, open(last)
-		case err != nil:
-			return 0, err
-		case lso >= hw:
-			return hw, nil
-		}
-		last = lso
-		select {
-		case <-ctx.Done():
-			return 0, open(lso)
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
 }

@@ -74,11 +74,6 @@ func (c *Cluster) controlFacts(ctx context.Context, topic string, explicit bool,
 }
 
 func (c *Cluster) projectionFacts(ctx context.Context, o ValidateOptions, explain func(error) error) *gate.Projection {
-	// An open transaction holds the control topic's last stable offset back,
-	// and a read_committed reader stops there, below records appended after
-	// it (a worker's COMMITTED). The high watermark listed before the read is
-	// what a caught-up read must reach.
-	hw, hwErr := c.EndOffsets(ctx, o.ControlTopic)
 	var proj *Projection
 	var err error
 	if o.Read != nil {
@@ -95,18 +90,10 @@ func (c *Cluster) projectionFacts(ctx context.Context, o ValidateOptions, explai
 		}
 		return &gate.Projection{Err: explain(err)}
 	}
-	end, ok := hw[0]
-	switch {
-	case err != nil:
-	case hwErr != nil:
-		err = hwErr
-	case !ok:
-		err = errors.Newf("the high watermark of control topic %q was not listed", o.ControlTopic)
-	case proj.Next < end:
-		err = errors.Mark(errors.WithHint(errors.Newf(
-			"control topic %q: a transaction is still open at offset %d (high watermark %d), so the records after it cannot be read yet",
-			o.ControlTopic, proj.Next, end), "wait for the writer's transaction to commit or abort (transaction.timeout.ms); kcleanup never writes the control topic in a transaction, so find the producer that does"), ErrNotCaughtUp)
-	}
+	// CatchUp reads to the high watermark it listed first, and an open
+	// transaction that pins the last stable offset below it is
+	// ErrNotCaughtUp (Cluster.stableEnd): the gate never judges a read that
+	// stopped short of records appended after the transaction began.
 	out := &gate.Projection{State: proj.State, ReadTo: proj.Next, Foreign: proj.Foreign(), Flink: proj.FlinkFold()}
 	if err != nil {
 		out.Err = explain(err)
