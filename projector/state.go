@@ -63,6 +63,8 @@ type State struct {
 	actors map[string]string // interned actor names: few writers, many records
 
 	decoder *events.Decoder // Step's: it checks each distinct plan once
+
+	mirror mirrors // the Flink Agents mirror events (mirror.go)
 }
 
 // op is the internal form of an Operation.
@@ -130,6 +132,7 @@ func New(opts ...Option) *State {
 		rejectedOnly: map[string]retraction{},
 		unconfirmed:  map[int32]bool{},
 		actors:       map[string]string{},
+		mirror:       mirrors{held: map[string]mirrorRecord{}, overwritten: map[string]int64{}},
 	}
 	for _, o := range opts {
 		o(s)
