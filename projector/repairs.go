@@ -93,22 +93,23 @@ func (s *State) reencode(oi int32, e events.Event) (Record, bool) {
 	if !ok {
 		return Record{}, false // cannot happen: only accepted events are wanted
 	}
+	at := st.at()
 	env := events.Envelope{
 		SchemaVersion: events.SchemaVersion,
 		Event:         e,
-		PlanID:        o.plan.PlanID,
-		Plan:          clonePlan(o.plan),
-		At:            st.At,
-		Actor:         st.Actor,
+		PlanID:        o.id,
+		Plan:          s.plan(o),
+		At:            at,
+		Actor:         s.actorNames[st.actor],
 	}
 	switch e {
 	case events.Committed:
-		env.Boundary = o.boundary.Clone()
+		env.Boundary = o.boundaryOffsets().Clone()
 	case events.Applied:
-		env.LogStart = o.logStart.Clone()
+		env.LogStart = o.logStartOffsets().Clone()
 	}
 	key, value := env.Encode()
-	return Record{Offset: st.Offset, Key: key, Value: value, Timestamp: st.At}, true
+	return Record{Offset: st.offset, Key: key, Value: value, Timestamp: at}, true
 }
 
 // Retractions returns, oldest first, every non-empty key under which every
