@@ -9,6 +9,7 @@ import (
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/fsm"
 	"github.com/kcleanup/kcleanup/projector"
+	"github.com/kcleanup/kcleanup/projector/flinkagents"
 )
 
 // Kind is what a step asks the executor to do, or how a run ended. The
@@ -101,6 +102,9 @@ type Step struct {
 	Result Result
 	// Notes are what the previous report meant, to show before executing.
 	Notes []Progress
+	// Mirror is the mirror to read (ReadMirror: Topic and TopicID) or the
+	// record to write to it (WriteMirror).
+	Mirror MirrorRecord
 }
 
 // Result is where a run left its operation.
@@ -130,6 +134,11 @@ type Report struct {
 	Deleted []Deleted
 	// Starts answers Verify.
 	Starts events.Offsets
+	// Mirror answers ReadMirror.
+	Mirror MirrorView
+	// MirrorWrote answers WriteMirror: false when the fresh read inside
+	// the transaction showed the record was not needed (MirrorWrite).
+	MirrorWrote bool
 }
 
 // Deleted is the broker's answer to DeleteRecords for one partition.
@@ -148,6 +157,7 @@ const (
 	modeFinish
 	modeSubmit
 	modePreflight
+	modeMirrorSync
 )
 
 // phase is which report a run is waiting for.
@@ -168,6 +178,9 @@ const (
 	phaseVerified
 	phaseCaughtUpAgain
 	phaseApplied
+	phaseMirrorSync
+	phaseMirrorRead
+	phaseMirrorWritten
 	phaseEnded
 )
 
@@ -188,6 +201,10 @@ type Run struct {
 	// seen holds the verified log starts.
 	seen events.Offsets
 	end  Step
+	// mirror is the state of the mirror steps under way (mirror.go);
+	// mirrored names the mirror (topic/ID) that showed the plan covered.
+	mirror   *mirrorRun
+	mirrored string
 }
 
 // NewApply runs the whole protocol for plan: checks, PLANNED, COMMITTED
@@ -245,6 +262,10 @@ func (r *Run) next(st *projector.State, rep Report) Step {
 	}
 	switch r.phase {
 	case phaseStart:
+		if r.mode == modeMirrorSync {
+			r.phase = phaseMirrorSync
+			return Step{Kind: CatchUp}
+		}
 		if r.mode == modeFinish {
 			r.phase = phaseCaughtUp
 			return Step{Kind: CatchUp}
@@ -255,8 +276,18 @@ func (r *Run) next(st *projector.State, rep Report) Step {
 	case phasePermitted:
 		return r.permitted(st)
 	case phasePermittedFinish:
-		r.phase = phaseDeleting
-		return Step{Kind: Append, Record: r.envelope(events.Deleting)}
+		// The mirror shows the plan before DELETING, so that a blocked
+		// mirror appends nothing on every retry.
+		return r.withMirror(st, flinkagents.Committed, func(*projector.State) Step {
+			r.phase = phaseDeleting
+			return Step{Kind: Append, Record: r.envelope(events.Deleting)}
+		})
+	case phaseMirrorSync:
+		return r.mirrorSyncStart(st)
+	case phaseMirrorRead:
+		return r.mirrorRead(st, rep)
+	case phaseMirrorWritten:
+		return r.mirrorWritten(rep)
 	case phasePlanned:
 		return r.planned(st, rep)
 	case phaseCommitted:
@@ -477,15 +508,28 @@ func (r *Run) rechecked(st *projector.State, rep Report) Step {
 	if op.State != fsm.Deleting {
 		return Step{Kind: Wait, Err: errors.AssertionFailedf("plan %s is %s in the projection, not DELETING: no deletion", r.planID, op.State)}
 	}
+	if name := mirrorName(st); name != "" && name != r.mirrored {
+		// A mirror attached (or replaced) since the check before DELETING:
+		// it must show the plan too before anything is deleted.
+		info := rep.Topic
+		return r.withMirror(st, flinkagents.Committed, func(st *projector.State) Step { return r.deleteTo(st, info) })
+	}
+	return r.deleteTo(st, rep.Topic)
+}
+
+// deleteTo: Delete the partitions whose log start is below the plan, or
+// verify at once when none is.
+func (r *Run) deleteTo(st *projector.State, info Topic) Step {
+	op, _ := st.Operation(r.planID)
 	to := events.Offsets{}
 	for p, off := range r.plan.Offsets {
-		if rep.Topic.Start[p] < off {
+		if info.Start[p] < off {
 			to[p] = off
 		}
 	}
 	if len(to) == 0 {
 		// Nothing below the plan is left: the starts just listed verify it.
-		return r.verified(Report{Starts: rep.Topic.Start})
+		return r.verified(Report{Starts: info.Start})
 	}
 	// Finishing with nothing left to delete is safe whatever the history
 	// says (a recommitted operation carries the boundary it restores);
@@ -597,10 +641,14 @@ func (r *Run) caughtUpAgain(st *projector.State) Step {
 		r.state = fsm.Applied
 		return Step{Kind: Done, Result: Result{LogStart: op.LogStart}}
 	}
-	env := r.envelope(events.Applied)
-	env.LogStart = r.seen
-	r.phase = phaseApplied
-	return Step{Kind: Append, Record: env}
+	// The mirror's APPLIED before the control topic's: once APPLIED, no
+	// worker finishes the operation again.
+	return r.withMirror(st, flinkagents.Applied, func(*projector.State) Step {
+		env := r.envelope(events.Applied)
+		env.LogStart = r.seen
+		r.phase = phaseApplied
+		return Step{Kind: Append, Record: env}
+	})
 }
 
 func (r *Run) applied(st *projector.State, rep Report) Step {
