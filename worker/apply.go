@@ -189,6 +189,13 @@ func (c *Cluster) execute(ctx context.Context, proj *Projection, run *protocol.R
 			}
 		case protocol.Verify:
 			rep.Starts, rep.Err = c.StartOffsets(ctx, step.Topic)
+		case protocol.ReadMirror:
+			rep.Mirror, rep.Err = c.ReadMirror(ctx, step.Mirror.Topic)
+		case protocol.WriteMirror:
+			rep.MirrorWrote, rep.Err = c.WriteMirror(ctx, step.Mirror)
+			if rep.Err == nil {
+				armed = mirrorFailpoint(step.Mirror.Status)
+			}
 		default: // terminal
 			res := step.Result
 			out.State, out.Already, out.LogStart, out.verdict = res.State, res.Already, res.LogStart, res.Verdict
@@ -205,11 +212,22 @@ func (c *Cluster) execute(ctx context.Context, proj *Projection, run *protocol.R
 func permissions(step protocol.Step, controlTopic string, finishAfter bool) []Permission {
 	switch step.Scope {
 	case protocol.ScopeApplyNoWait:
-		return ApplyPermissions(controlTopic, step.Topic, !finishAfter)
+		if finishAfter {
+			return withMirror(ApplyPermissions(controlTopic, step.Topic, false), step.Mirror.Topic)
+		}
+		return ApplyPermissions(controlTopic, step.Topic, true)
 	case protocol.ScopeApply:
-		return ApplyPermissions(controlTopic, step.Topic, false)
+		return withMirror(ApplyPermissions(controlTopic, step.Topic, false), step.Mirror.Topic)
 	}
-	return FinishPermissions(controlTopic, step.Topic)
+	return withMirror(FinishPermissions(controlTopic, step.Topic), step.Mirror.Topic)
+}
+
+// withMirror adds what keeping the attached mirror in step needs.
+func withMirror(ps []Permission, mirror string) []Permission {
+	if mirror == "" {
+		return ps
+	}
+	return append(ps, MirrorPermissions(mirror)...)
 }
 
 // reached names the failpoint of the record just read back, if any.

@@ -333,3 +333,13 @@ func mirrorName(st *projector.State) string {
 	}
 	return ""
 }
+
+// mirrorToCheck names the attached mirror in a Permissions step: the
+// executor checks its ACLs too when the scope includes finishing.
+func mirrorToCheck(st *projector.State, _ Scope) MirrorRecord {
+	att, ok := st.Mirror()
+	if !ok {
+		return MirrorRecord{}
+	}
+	return MirrorRecord{Topic: att.Topic, TopicID: att.TopicID}
+}

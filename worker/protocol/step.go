@@ -360,7 +360,7 @@ func (r *Run) described(st *projector.State, rep Report) Step {
 			scope = ScopeApplyNoWait
 		}
 		r.phase = phasePermitted
-		return Step{Kind: Permissions, Scope: scope, Topic: r.plan.Topic,
+		return Step{Kind: Permissions, Scope: scope, Topic: r.plan.Topic, Mirror: mirrorToCheck(st, scope),
 			Notes: say("check", "plan %s fits the live topic and the boundary", r.planID)}
 	}
 	return r.permitted(st)
@@ -499,7 +499,7 @@ func (r *Run) rechecked(st *projector.State, rep Report) Step {
 		// And every ACL the rest needs, so that a principal that cannot
 		// finish writes nothing.
 		r.phase = phasePermittedFinish
-		return Step{Kind: Permissions, Scope: ScopeFinish, Topic: r.plan.Topic}
+		return Step{Kind: Permissions, Scope: ScopeFinish, Topic: r.plan.Topic, Mirror: mirrorToCheck(st, ScopeFinish)}
 	}
 	// The last line of defence of I1: a deletion only for an operation the
 	// log, read back, shows past COMMITTED, on a projection with no sign of

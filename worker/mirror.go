@@ -1,0 +1,253 @@
+package worker
+
+import (
+	"context"
+	"time"
+
+	"github.com/cockroachdb/errors"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kcleanup/kcleanup/events"
+	"github.com/kcleanup/kcleanup/projector"
+	"github.com/kcleanup/kcleanup/projector/flinkagents"
+	"github.com/kcleanup/kcleanup/worker/protocol"
+)
+
+// MirrorTransactionalID is the one transactional.id every kcleanup process
+// writes a mirror topic with. A writer's InitProducerID fences every
+// earlier writer of the same mirror (their produce and commit fail) and
+// aborts its open transaction, so the read-check-write of WriteMirror is
+// linearizable across workers and apply processes (docs/design.md, "The
+// Flink Agents mirror"). Its ACLs: Write and Describe on this
+// transactional ID (docs/deploy.md, "Kafka ACLs").
+func MirrorTransactionalID(mirrorTopic string) string { return "kcleanup-mirror-" + mirrorTopic }
+
+// mirrorWriteAttempts bounds the re-runs of a fenced write (another writer
+// took over between our fence and our commit).
+const mirrorWriteAttempts = 4
+
+// ReadMirror reads a mirror topic as the Flink Agents job reads its
+// control topic (ReadFlinkTopic: read_committed, to the end offset
+// captured first, once the last stable offset reached it), with its live
+// topic ID from an uncached Metadata request. A missing topic is
+// MirrorView.Missing, not an error.
+func (c *Cluster) ReadMirror(ctx context.Context, topic string) (protocol.MirrorView, error) {
+	v := protocol.MirrorView{Topic: topic}
+	info, err := c.TopicMetadata(ctx, topic)
+	if errors.Is(err, ErrTopicNotFound) {
+		v.Missing = true
+		return v, nil
+	}
+	if err != nil {
+		return v, c.denied(err, permMirrorRead(topic))
+	}
+	ft, err := c.ReadFlinkTopic(ctx, topic)
+	if errors.Is(err, ErrTopicNotFound) {
+		v.Missing = true
+		return v, nil
+	}
+	if err != nil {
+		return v, c.denied(err, permMirrorRead(topic))
+	}
+	v.TopicID, v.Partitions, v.CleanupPolicy, v.Fold = info.ID, ft.Partitions, ft.CleanupPolicy, ft.Fold
+	return v, nil
+}
+
+// WriteMirror writes rec to its mirror, linearizably: a transactional
+// producer with MirrorTransactionalID fences every other writer
+// (InitProducerID), then the mirror is read to its end and the write
+// checked by protocol.MirrorWrite on what was read, then written and
+// committed in the transaction. A commit refused because another writer
+// fenced this one re-runs from the fence. wrote is false when the fresh
+// read showed the record was not needed. Nothing is ever written that the
+// check refuses, and never a tombstone.
+func (c *Cluster) WriteMirror(ctx context.Context, rec protocol.MirrorRecord) (wrote bool, err error) {
+	for attempt := 1; ; attempt++ {
+		wrote, err = c.writeMirrorOnce(ctx, rec)
+		if err == nil || !fenced(err) || attempt == mirrorWriteAttempts || ctx.Err() != nil {
+			return wrote, err
+		}
+	}
+}
+
+func (c *Cluster) writeMirrorOnce(ctx context.Context, rec protocol.MirrorRecord) (bool, error) {
+	txnID := MirrorTransactionalID(rec.Topic)
+	cl, err := kgo.NewClient(append(c.ConnOpts(),
+		kgo.TransactionalID(txnID),
+		kgo.TransactionTimeout(time.Minute),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.RequiredAcks(kgo.AllISRAcks()),
+	)...)
+	if err != nil {
+		return false, errors.Wrap(err, "create the mirror's transactional producer")
+	}
+	defer cl.Close()
+	// InitProducerID: from here on every earlier writer of this mirror is
+	// fenced, and its open transaction aborted.
+	if _, _, err := cl.ProducerID(ctx); err != nil {
+		return false, c.mirrorDenied(errors.Wrapf(err, "mirror %s: initialize transactional ID %s", rec.Topic, txnID), rec.Topic)
+	}
+	view, err := c.ReadMirror(ctx, rec.Topic)
+	if err != nil {
+		return false, err
+	}
+	needed, err := protocol.MirrorWrite(view, rec)
+	if err != nil || !needed {
+		return false, err
+	}
+	if err := cl.BeginTransaction(); err != nil {
+		return false, errors.Wrapf(err, "mirror %s: begin transaction", rec.Topic)
+	}
+	r := &kgo.Record{Topic: rec.Topic, Partition: 0, Key: []byte(rec.Plan.PlanID), Value: flinkagents.EncodeValue(rec.Status, rec.Plan)}
+	if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil {
+		_ = cl.EndTransaction(context.WithoutCancel(ctx), kgo.TryAbort)
+		return false, c.mirrorDenied(errors.Wrapf(err, "mirror %s: write %s %s", rec.Topic, rec.Status, rec.Plan.PlanID), rec.Topic)
+	}
+	if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		return false, c.mirrorDenied(errors.Wrapf(err, "mirror %s: commit %s %s", rec.Topic, rec.Status, rec.Plan.PlanID), rec.Topic)
+	}
+	return true, nil
+}
+
+// fenced: another writer of the same transactional ID took over.
+func fenced(err error) bool {
+	return errors.Is(err, kerr.ProducerFenced) || errors.Is(err, kerr.InvalidProducerEpoch) ||
+		errors.Is(err, kerr.InvalidProducerIDMapping) || errors.Is(err, kerr.ConcurrentTransactions)
+}
+
+// mirrorDenied names the grant a denied mirror write needs.
+func (c *Cluster) mirrorDenied(err error, topic string) error {
+	if errors.Is(err, kerr.TransactionalIDAuthorizationFailed) {
+		return c.denied(err, permMirrorTxn(topic))
+	}
+	return c.denied(err, permMirrorWrite(topic))
+}
+
+// Permissions of the mirror (docs/deploy.md, "Kafka ACLs").
+func permMirrorRead(mirror string) Permission {
+	return Permission{"Read", "topic", mirror, "read the Flink Agents mirror topic"}
+}
+
+func permMirrorWrite(mirror string) Permission {
+	return Permission{"Write", "topic", mirror, "write the Flink Agents mirror topic"}
+}
+
+func permMirrorDescribeConfigs(mirror string) Permission {
+	return Permission{"DescribeConfigs", "topic", mirror, "check the mirror topic's cleanup.policy"}
+}
+
+func permMirrorTxn(mirror string) Permission {
+	return Permission{"Write", "transactional-id", MirrorTransactionalID(mirror), "write the mirror in a transaction (Write and Describe on the transactional ID)"}
+}
+
+// MirrorPermissions are what keeping a mirror in step needs. The
+// transactional ID's cannot be asked of Metadata: a missing one shows as
+// TRANSACTIONAL_ID_AUTHORIZATION_FAILED at the first write, naming it.
+func MirrorPermissions(mirror string) []Permission {
+	return []Permission{permMirrorRead(mirror), permMirrorWrite(mirror), permMirrorDescribeConfigs(mirror), permMirrorTxn(mirror)}
+}
+
+// AttachMirror attaches a Flink Agents mirror to the control topic: it
+// checks the mirror topic (one partition, cleanup.policy=compact, a fold
+// the job recovers from, plans only of the governed topic), appends
+// MIRROR_ATTACHED with its live topic ID, reads it back, and seeds the
+// mirror with the plan that set the boundary (protocol.NewMirrorSync), so
+// that the job's boundary agrees with kcleanup's from the start. From the
+// accepted ATTACHED on, every apply and every worker keeps the mirror in
+// step.
+func (c *Cluster) AttachMirror(ctx context.Context, proj *Projection, mirror, reason string, o Options) (projector.Mirror, error) {
+	if err := proj.CatchUp(ctx); err != nil {
+		return projector.Mirror{}, err
+	}
+	if err := degraded(proj); err != nil {
+		return projector.Mirror{}, err
+	}
+	if err := proj.writable(); err != nil {
+		return projector.Mirror{}, err
+	}
+	dataTopic, dataID, bound := proj.State.Binding()
+	if mirror == proj.Topic || bound && mirror == dataTopic {
+		return projector.Mirror{}, errors.WithHint(errors.Newf("mirror topic %s is the control topic or the data topic it governs", mirror),
+			"name a topic of its own for the mirror (one partition, cleanup.policy=compact), the one the Flink Agents job's kafkaActionStateCleanupControlTopic names")
+	}
+	view, err := c.ReadMirror(ctx, mirror)
+	if err != nil {
+		return projector.Mirror{}, err
+	}
+	if view.Missing {
+		return projector.Mirror{}, errors.WithHintf(errors.Mark(errors.Newf("mirror topic %s does not exist", mirror), ErrTopicNotFound),
+			"create it: kafka-topics --bootstrap-server %s --create --topic %s --partitions 1 --config cleanup.policy=compact", bootstrapOr(o.Bootstrap), mirror)
+	}
+	if err := protocol.CheckMirror(mirror, view.TopicID, view); err != nil {
+		return projector.Mirror{}, err
+	}
+	if bound && len(view.Fold.Operations()) > 0 {
+		if _, err := view.Fold.Boundary(dataTopic, dataID, proj.State.Boundary().Partitions()); err != nil && len(proj.State.Boundary()) > 0 {
+			return projector.Mirror{}, errors.WithHint(errors.Wrapf(err, "mirror topic %s holds plans this control topic cannot extend", mirror),
+				"attach an empty topic, or the Flink Agents control topic this control topic was adopted from")
+		}
+	}
+	env := events.NewMirrorEvent(events.MirrorAttached, events.Mirror{Topic: mirror, TopicID: view.TopicID, Reason: reason}, time.Now().UTC(), o.actor())
+	if err := env.Validate(); err != nil {
+		return projector.Mirror{}, errors.WithHint(err, "the reason must be printable text, not blank")
+	}
+	v, err := proj.Decide(ctx, env)
+	if err != nil {
+		return projector.Mirror{}, err
+	}
+	if v.Outcome == projector.Rejected {
+		return projector.Mirror{}, errors.Newf("MIRROR_ATTACHED for %s was rejected at offset %d: %s: %s", mirror, v.Offset, v.Reason, v.Detail)
+	}
+	o.say("attach", "MIRROR_ATTACHED %s (topic ID %s) at control offset %d: every apply and worker keeps it in step from now on", mirror, view.TopicID, v.Offset)
+	if err := c.SyncMirror(ctx, proj, o); err != nil {
+		return projector.Mirror{}, errors.WithHint(errors.Wrap(err, "the mirror is attached, but not yet seeded with the boundary"),
+			"nothing is deleted until it is: fix what the error says and run kcleanup mirror sync (the owning worker retries by itself)")
+	}
+	att, _ := proj.State.Mirror()
+	return att, nil
+}
+
+// DetachMirror appends MIRROR_DETACHED for the attached mirror: from then
+// on the mirror is no longer kept in step (the Flink Agents job reading
+// it keeps the boundary it holds, and learns no later one).
+func (c *Cluster) DetachMirror(ctx context.Context, proj *Projection, reason string, o Options) (projector.Mirror, error) {
+	if err := proj.CatchUp(ctx); err != nil {
+		return projector.Mirror{}, err
+	}
+	if err := degraded(proj); err != nil {
+		return projector.Mirror{}, err
+	}
+	att, ok := proj.State.Mirror()
+	if !ok {
+		return projector.Mirror{}, errors.WithHint(errors.Newf("control topic %s has no mirror attached", proj.Topic),
+			"kcleanup status shows the mirror and its history; nothing to detach")
+	}
+	env := events.NewMirrorEvent(events.MirrorDetached, events.Mirror{Topic: att.Topic, TopicID: att.TopicID, Reason: reason}, time.Now().UTC(), o.actor())
+	if err := env.Validate(); err != nil {
+		return projector.Mirror{}, errors.WithHint(err, "the reason must be printable text, not blank")
+	}
+	v, err := proj.Decide(ctx, env)
+	if err != nil {
+		return projector.Mirror{}, err
+	}
+	if v.Outcome == projector.Rejected {
+		return projector.Mirror{}, errors.Newf("MIRROR_DETACHED for %s was rejected at offset %d: %s: %s", att.Topic, v.Offset, v.Reason, v.Detail)
+	}
+	o.say("detach", "MIRROR_DETACHED %s at control offset %d", att.Topic, v.Offset)
+	return att, nil
+}
+
+// SyncMirror brings the attached mirror up to the boundary
+// (protocol.NewMirrorSync); nothing when no mirror is attached.
+func (c *Cluster) SyncMirror(ctx context.Context, proj *Projection, o Options) error {
+	_, err := c.execute(ctx, proj, protocol.NewMirrorSync(o.config(proj)), o)
+	return err
+}
+
+func bootstrapOr(b string) string {
+	if b == "" {
+		return "<broker>"
+	}
+	return b
+}
