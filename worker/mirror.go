@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"math/rand/v2"
 	"time"
 
 	"github.com/cockroachdb/errors"
@@ -25,7 +26,7 @@ func MirrorTransactionalID(mirrorTopic string) string { return "kcleanup-mirror-
 
 // mirrorWriteAttempts bounds the re-runs of a fenced write (another writer
 // took over between our fence and our commit).
-const mirrorWriteAttempts = 4
+const mirrorWriteAttempts = 8
 
 // ReadMirror reads a mirror topic as the Flink Agents job reads its
 // control topic (ReadFlinkTopic: read_committed, to the end offset
@@ -65,9 +66,12 @@ func (c *Cluster) ReadMirror(ctx context.Context, topic string) (protocol.Mirror
 func (c *Cluster) WriteMirror(ctx context.Context, rec protocol.MirrorRecord) (wrote bool, err error) {
 	for attempt := 1; ; attempt++ {
 		wrote, err = c.writeMirrorOnce(ctx, rec)
-		if err == nil || !fenced(err) || attempt == mirrorWriteAttempts || ctx.Err() != nil {
+		if err == nil || !retriable(err) || attempt == mirrorWriteAttempts || ctx.Err() != nil {
 			return wrote, err
 		}
+		// Two writers fencing each other in turn would never commit: the
+		// one fenced steps back a little before it fences again.
+		sleepCtx(ctx, time.Duration(attempt)*(20*time.Millisecond+time.Duration(rand.Int64N(int64(30*time.Millisecond)))))
 	}
 }
 
@@ -110,10 +114,13 @@ func (c *Cluster) writeMirrorOnce(ctx context.Context, rec protocol.MirrorRecord
 	return true, nil
 }
 
-// fenced: another writer of the same transactional ID took over.
-func fenced(err error) bool {
-	return errors.Is(err, kerr.ProducerFenced) || errors.Is(err, kerr.InvalidProducerEpoch) ||
-		errors.Is(err, kerr.InvalidProducerIDMapping) || errors.Is(err, kerr.ConcurrentTransactions)
+// retriable: any failure but a refusal (MirrorWrite's, a missing ACL).
+// Re-running from the fence is safe whatever happened: the fence aborts
+// or completes whatever this writer left, and the fresh read then shows
+// whether the record is there (typically another writer fenced this one:
+// PRODUCER_FENCED, INVALID_PRODUCER_EPOCH, INVALID_TXN_STATE).
+func retriable(err error) bool {
+	return !errors.Is(err, ErrBlocked) && !IsAuthorizationError(err)
 }
 
 // mirrorDenied names the grant a denied mirror write needs.
@@ -250,4 +257,13 @@ func bootstrapOr(b string) string {
 		return "<broker>"
 	}
 	return b
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
 }
