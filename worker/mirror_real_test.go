@@ -121,8 +121,10 @@ func TestMirrorAttachRefusesWhatTheJobWouldNot(t *testing.T) {
 	s := newScene(t)
 	cl := kafkatest.Client(t, s.bootstrap)
 	for name, mk := range map[string]func() string{
-		"missing":       func() string { return s.topic + ".nothing" },
-		"two partitions": func() string { return kafkatest.NewTopic(t, cl, "m2", 2, map[string]string{"cleanup.policy": "compact"}) },
+		"missing": func() string { return s.topic + ".nothing" },
+		"two partitions": func() string {
+			return kafkatest.NewTopic(t, cl, "m2", 2, map[string]string{"cleanup.policy": "compact"})
+		},
 		"compact,delete": func() string {
 			return kafkatest.NewTopic(t, cl, "m3", 1, map[string]string{"cleanup.policy": "compact,delete"})
 		},
