@@ -85,32 +85,42 @@ func (v jobView) boundary() (map[int32]int64, error) {
 // offset reaches it), and folds every record.
 func readJobTopic(t *testing.T, bootstrap, topic string) jobView {
 	t.Helper()
+	v, err := readJob(bootstrap, topic)
+	if err != nil {
+		t.Fatalf("oracle: %v", err)
+	}
+	return v
+}
+
+// readJob is readJobTopic for any goroutine: an error means the topic
+// could not be read (not that the job's fold failed: jobView.err).
+func readJob(bootstrap, topic string) (jobView, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap))
 	if err != nil {
-		t.Fatal(err)
+		return jobView{}, err
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
 	ends, err := adm.ListEndOffsets(ctx, topic)
 	if err != nil {
-		t.Fatalf("oracle: end offsets of %s: %v", topic, err)
+		return jobView{}, fmt.Errorf("end offsets of %s: %w", topic, err)
 	}
 	end, _ := ends.Lookup(topic, 0)
 	if end.Err != nil {
-		t.Fatalf("oracle: end offset of %s: %v", topic, end.Err)
+		return jobView{}, fmt.Errorf("end offset of %s: %w", topic, end.Err)
 	}
 	for {
 		lso, err := adm.ListCommittedOffsets(ctx, topic)
 		if err != nil {
-			t.Fatalf("oracle: last stable offset of %s: %v", topic, err)
+			return jobView{}, fmt.Errorf("last stable offset of %s: %w", topic, err)
 		}
 		if o, _ := lso.Lookup(topic, 0); o.Offset >= end.Offset {
 			break
 		}
 		if ctx.Err() != nil {
-			t.Fatalf("oracle: %s: a transaction stays open below the end offset %d", topic, end.Offset)
+			return jobView{}, fmt.Errorf("%s: a transaction stays open below the end offset %d", topic, end.Offset)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -118,7 +128,7 @@ func readJobTopic(t *testing.T, bootstrap, topic string) jobView {
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}}),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords(), kgo.FetchMaxWait(200*time.Millisecond))
 	if err != nil {
-		t.Fatal(err)
+		return jobView{}, err
 	}
 	defer r.Close()
 	v := jobView{plans: map[string]jobPlan{}, status: map[string]string{}}
@@ -126,7 +136,7 @@ func readJobTopic(t *testing.T, bootstrap, topic string) jobView {
 	for next < end.Offset {
 		fs := r.PollFetches(ctx)
 		if ctx.Err() != nil {
-			t.Fatalf("oracle: %s read to %d of %d", topic, next, end.Offset)
+			return jobView{}, fmt.Errorf("%s read to %d of %d", topic, next, end.Offset)
 		}
 		fs.EachRecord(func(rec *kgo.Record) {
 			if rec.Offset < next || rec.Offset >= end.Offset {
@@ -142,7 +152,7 @@ func readJobTopic(t *testing.T, bootstrap, topic string) jobView {
 			}
 		})
 	}
-	return v
+	return v, nil
 }
 
 func (v *jobView) fold(key, value []byte) error {
