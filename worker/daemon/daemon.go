@@ -1,4 +1,4 @@
-package worker
+package daemon
 
 import (
 	"context"
@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/cockroachdb/errors"
+	"github.com/kcleanup/kcleanup/worker"
+	"github.com/kcleanup/kcleanup/worker/report"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -30,7 +32,7 @@ import (
 // wakes up after another replica took over can only repeat idempotent steps
 // (docs/design.md §6).
 type Daemon struct {
-	cluster *Cluster
+	cluster *worker.Cluster
 	cfg     daemonConfig
 	log     *slog.Logger
 	metrics *metrics
@@ -46,8 +48,8 @@ type Daemon struct {
 	wg       sync.WaitGroup    // runners
 	runCtx   context.Context   // parent of runners and views; ends after they stopped
 
-	groupDenied atomic.Pointer[string]      // why the group refused us (missing ACL); nil once assigned
-	fleet       atomic.Pointer[FleetStatus] // the group as last described, for /v1/status
+	groupDenied atomic.Pointer[string]             // why the group refused us (missing ACL); nil once assigned
+	fleet       atomic.Pointer[report.FleetStatus] // the group as last described, for /v1/status
 }
 
 // daemonConfig holds the settings of a Daemon; DaemonOption functions set it.
@@ -206,7 +208,7 @@ func GroupFor(controlTopic string) string { return "kcleanup-worker." + controlT
 var ErrDaemonConfig = errors.New("invalid worker configuration")
 
 // NewDaemon configures a replica. It connects to nothing until Run.
-func NewDaemon(c *Cluster, opts ...DaemonOption) (*Daemon, error) {
+func NewDaemon(c *worker.Cluster, opts ...DaemonOption) (*Daemon, error) {
 	cfg := daemonConfig{
 		sessionTimeout:    DefaultSessionTimeout,
 		heartbeatInterval: DefaultHeartbeatInterval,
@@ -230,7 +232,7 @@ func NewDaemon(c *Cluster, opts ...DaemonOption) (*Daemon, error) {
 		cfg.group = GroupFor(cfg.topics[0])
 	}
 	if cfg.actor == "" {
-		cfg.actor = "worker/" + Actor()
+		cfg.actor = "worker/" + worker.Actor()
 	}
 	if cfg.logger == nil {
 		cfg.logger = slog.Default()
@@ -422,7 +424,7 @@ func (d *Daemon) pollMember(ctx context.Context, member *kgo.Client) {
 		}
 		fs.EachError(func(topic string, p int32, err error) {
 			if errors.Is(err, kerr.GroupAuthorizationFailed) {
-				named := d.cluster.denied(err, permGroupRead(d.cfg.group)).Error()
+				named := d.cluster.GroupDenied(err, d.cfg.group).Error()
 				d.groupDenied.Store(&named)
 				d.groupRefused(err, named)
 				err = errors.New(named)

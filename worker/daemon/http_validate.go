@@ -1,4 +1,4 @@
-package worker
+package daemon
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"github.com/cockroachdb/errors"
 
 	"github.com/kcleanup/kcleanup/events"
+	"github.com/kcleanup/kcleanup/worker"
 	"github.com/kcleanup/kcleanup/worker/gate"
 )
 
@@ -76,14 +77,14 @@ func (d *Daemon) serveValidate(w http.ResponseWriter, r *http.Request) {
 	defer v.release()
 	ctx, cancel := context.WithTimeout(r.Context(), d.cfg.readTimeout)
 	defer cancel()
-	writeVerdict(w, d.cluster.Validate(ctx, markers, ValidateOptions{
+	writeVerdict(w, d.cluster.Validate(ctx, markers, worker.ValidateOptions{
 		ControlTopic: topic,
 		// A worker is told its control topics: a missing one proves nothing.
 		Explicit:  true,
 		Bootstrap: d.cfg.bootstrap,
-		Read: func(ctx context.Context) (*Projection, error) {
+		Read: func(ctx context.Context) (*worker.Projection, error) {
 			if v.proj == nil {
-				return nil, errors.Mark(errors.Newf("control topic %q is not being read", v.topic), ErrNotCaughtUp)
+				return nil, errors.Mark(errors.Newf("control topic %q is not being read", v.topic), worker.ErrNotCaughtUp)
 			}
 			return v.proj, v.refresh(ctx)
 		},
