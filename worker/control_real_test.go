@@ -6,13 +6,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kcleanup/kcleanup/worker"
-
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/projector"
+	"github.com/kcleanup/kcleanup/worker"
 	"github.com/kcleanup/kcleanup/worker/kafkatest"
 	"github.com/kcleanup/kcleanup/worker/workertest"
 )

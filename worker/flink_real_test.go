@@ -7,14 +7,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kcleanup/kcleanup/worker"
-
 	"github.com/cockroachdb/errors"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/fsm"
 	"github.com/kcleanup/kcleanup/projector/flinkagents"
+	"github.com/kcleanup/kcleanup/worker"
 	"github.com/kcleanup/kcleanup/worker/kafkatest"
 	"github.com/kcleanup/kcleanup/worker/report"
 	"github.com/kcleanup/kcleanup/worker/workertest"

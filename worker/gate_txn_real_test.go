@@ -6,12 +6,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kcleanup/kcleanup/worker"
-
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/projector"
+	"github.com/kcleanup/kcleanup/worker"
 	"github.com/kcleanup/kcleanup/worker/gate"
 	"github.com/kcleanup/kcleanup/worker/kafkatest"
 	"github.com/kcleanup/kcleanup/worker/workertest"

@@ -6,11 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kcleanup/kcleanup/worker"
-
 	"github.com/cockroachdb/errors"
 
 	"github.com/kcleanup/kcleanup/events"
+	"github.com/kcleanup/kcleanup/worker"
 	"github.com/kcleanup/kcleanup/worker/workertest"
 )
 

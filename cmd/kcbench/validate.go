@@ -75,7 +75,7 @@ func (b *bencher) validate(ctx context.Context) error {
 	markers := []events.Marker{{Topic: data, TopicID: info.ID, Offsets: at(600)}}
 	body := string(markers[0].Encode())
 
-	d, err := daemon.NewDaemon(c, daemon.WithControlTopics(control), daemon.WithBootstrap(b.cfg.bootstrap),
+	d, err := daemon.New(c, daemon.WithControlTopics(control), daemon.WithBootstrap(b.cfg.bootstrap),
 		daemon.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
 	if err != nil {
 		return err

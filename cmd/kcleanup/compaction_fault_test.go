@@ -138,7 +138,7 @@ func TestCompactionNeverOutrunsSafety(t *testing.T) {
 
 	// A new owner: it finds the evidence, re-appends p2's COMMITTED (the log start is at the
 	// plan: nothing more would be deleted), and blocks the operation on the unsafe settings.
-	d, err := daemon.NewDaemon(c, daemon.WithControlTopics(ctl), daemon.WithPollInterval(100*time.Millisecond),
+	d, err := daemon.New(c, daemon.WithControlTopics(ctl), daemon.WithPollInterval(100*time.Millisecond),
 		daemon.WithBootstrap(e.bootstrap), daemon.WithShutdownGrace(time.Second))
 	if err != nil {
 		t.Fatal(err)

@@ -179,7 +179,7 @@ func runWorker(cmd *cobra.Command, g globalOptions, o workerOptions) error {
 		return err
 	}
 	defer c.Close()
-	opts := []daemon.DaemonOption{
+	opts := []daemon.Option{
 		daemon.WithControlTopics(o.topics...),
 		daemon.WithGroup(o.group),
 		daemon.WithHTTPAddr(o.httpAddr),
@@ -189,8 +189,8 @@ func runWorker(cmd *cobra.Command, g globalOptions, o workerOptions) error {
 		daemon.WithBlockedRetry(o.blockedRetry),
 		daemon.WithBootstrap(g.bootstrap()),
 	}
-	d, err := daemon.NewDaemon(c, opts...)
-	if errors.Is(err, daemon.ErrDaemonConfig) {
+	d, err := daemon.New(c, opts...)
+	if errors.Is(err, daemon.ErrConfig) {
 		return usageError(err)
 	}
 	if err != nil {

@@ -127,7 +127,7 @@ func TestBrowserShowsAPlanAppliedWhileThePageIsOpen(t *testing.T) {
 	}
 	t.Cleanup(c.Close)
 
-	d, err := daemon.NewDaemon(c, daemon.WithControlTopics(ctl), daemon.WithPollInterval(100*time.Millisecond),
+	d, err := daemon.New(c, daemon.WithControlTopics(ctl), daemon.WithPollInterval(100*time.Millisecond),
 		daemon.WithGroupTimings(6*time.Second, time.Second, 10*time.Second), Mount(),
 		daemon.WithLogger(slog.New(slog.NewTextHandler(testLog{t}, nil))))
 	if err != nil {

@@ -29,7 +29,7 @@ func Handler(status func(all bool) report.WorkerStatus) http.Handler {
 
 // Mount adds the console to a worker daemon's HTTP server: it takes every
 // path the API does not (and answers 404 to those it does not know).
-func Mount() daemon.DaemonOption {
+func Mount() daemon.Option {
 	return daemon.WithPage("/", page)
 }
 

@@ -51,8 +51,8 @@ func fakeGroupBroker(t *testing.T) (*worker.Cluster, *kfake.Cluster) {
 }
 
 // fastOptions keep kfake tests quick: short group timings and polls.
-func fastOptions(t *testing.T, topics ...string) []DaemonOption {
-	return []DaemonOption{
+func fastOptions(t *testing.T, topics ...string) []Option {
+	return []Option{
 		WithControlTopics(topics...),
 		WithGroupTimings(600*time.Millisecond, 100*time.Millisecond, 2*time.Second),
 		WithPollInterval(50 * time.Millisecond),
@@ -96,9 +96,9 @@ func (r *running) stop(t *testing.T) error {
 	}
 }
 
-func startDaemon(t *testing.T, c *worker.Cluster, opts ...DaemonOption) *running {
+func startDaemon(t *testing.T, c *worker.Cluster, opts ...Option) *running {
 	t.Helper()
-	d, err := NewDaemon(c, opts...)
+	d, err := New(c, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -365,9 +365,9 @@ func getJSON(t *testing.T, url string, v any) int {
 	return resp.StatusCode
 }
 
-func TestNewDaemonRejectsBadConfigurations(t *testing.T) {
+func TestNewRejectsBadConfigurations(t *testing.T) {
 	c := &worker.Cluster{}
-	for name, opts := range map[string][]DaemonOption{
+	for name, opts := range map[string][]Option{
 		"no control topic": nil,
 		"duplicate topic":  {WithControlTopics("a", "a")},
 		"blank topic":      {WithControlTopics(" ")},
@@ -375,11 +375,11 @@ func TestNewDaemonRejectsBadConfigurations(t *testing.T) {
 			WithGroupTimings(6*time.Second, 6*time.Second, 10*time.Second)},
 		"grace beyond rebalance": {WithControlTopics("a"), WithShutdownGrace(20 * time.Second)},
 	} {
-		if _, err := NewDaemon(c, opts...); !errors.Is(err, ErrDaemonConfig) {
-			t.Errorf("%s: err %v, want ErrDaemonConfig", name, err)
+		if _, err := New(c, opts...); !errors.Is(err, ErrConfig) {
+			t.Errorf("%s: err %v, want ErrConfig", name, err)
 		}
 	}
-	d, err := NewDaemon(c, WithControlTopics("orders.kcleanup", "b"))
+	d, err := New(c, WithControlTopics("orders.kcleanup", "b"))
 	if err != nil {
 		t.Fatal(err)
 	}

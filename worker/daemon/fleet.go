@@ -5,9 +5,10 @@ import (
 	"slices"
 	"time"
 
-	"github.com/kcleanup/kcleanup/worker/report"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kcleanup/kcleanup/worker/report"
 )
 
 // fleetEvery is how often a replica describes its group for /v1/status.

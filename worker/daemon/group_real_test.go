@@ -46,7 +46,7 @@ func TestWorkerTheGroupRefusesIsNotReady(t *testing.T) {
 		{"default session timeout", DefaultSessionTimeout, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d, err := NewDaemon(c, WithControlTopics(ctl), WithGroup(ctl+"."+strings.ReplaceAll(tc.name, " ", "-")),
+			d, err := New(c, WithControlTopics(ctl), WithGroup(ctl+"."+strings.ReplaceAll(tc.name, " ", "-")),
 				WithGroupTimings(tc.session, 500*time.Millisecond, 0), WithPollInterval(100*time.Millisecond),
 				WithShutdownGrace(time.Second), WithLogger(testLogger(t)))
 			if err != nil {

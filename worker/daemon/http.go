@@ -4,8 +4,9 @@ import (
 	"encoding/json"
 	"net/http"
 
-	"github.com/kcleanup/kcleanup/worker/report"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/kcleanup/kcleanup/worker/report"
 )
 
 // Handler serves the replica's HTTP API:

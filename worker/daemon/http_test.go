@@ -69,7 +69,7 @@ type appliedFixture struct {
 	validate string // URL of /v1/validate
 }
 
-func newAppliedFixture(t *testing.T, opts ...DaemonOption) appliedFixture {
+func newAppliedFixture(t *testing.T, opts ...Option) appliedFixture {
 	t.Helper()
 	c := fakeGroupCluster(t)
 	id, ctl := setup(t, c, "action-state")
@@ -86,7 +86,7 @@ func newAppliedFixture(t *testing.T, opts ...DaemonOption) appliedFixture {
 func TestHealthAndReadinessBeforeAndAfterTheFirstRead(t *testing.T) {
 	c := fakeGroupCluster(t)
 	id, ctl := setup(t, c, "action-state")
-	d, err := NewDaemon(c, fastOptions(t, ctl)...)
+	d, err := New(c, fastOptions(t, ctl)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -362,7 +362,7 @@ func TestValidatePicksTheControlTopicByBinding(t *testing.T) {
 // A page added with WithPage takes the paths the API does not serve, and
 // the API keeps its own.
 func TestWithPageServesNextToTheAPI(t *testing.T) {
-	d, err := NewDaemon(&worker.Cluster{}, WithControlTopics("a.kcleanup"),
+	d, err := New(&worker.Cluster{}, WithControlTopics("a.kcleanup"),
 		WithPage("/", func(d *Daemon) http.Handler {
 			return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 				_, _ = w.Write([]byte("page of " + d.WorkerStatus().ControlTopics[0].ControlTopic))

@@ -6,8 +6,9 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/kcleanup/kcleanup/worker/kafkatest/repo"
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/kcleanup/kcleanup/worker/kafkatest/repo"
 )
 
 // ValidateWorkerStatus checks a /v1/status body against
