@@ -63,6 +63,8 @@ type State struct {
 	actors map[string]string // interned actor names: few writers, many records
 
 	decoder *events.Decoder // Step's: it checks each distinct plan once
+
+	lean bool // within StepDecodedLean
 }
 
 // op is the internal form of an Operation.

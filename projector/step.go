@@ -60,6 +60,20 @@ func (s *State) StepDecoded(d Decoded) Verdict {
 	return s.fold(d.Record, d.Envelope, d.Err)
 }
 
+// StepDecodedLean is StepDecoded for a reader that keeps no verdicts: the
+// same state, and the same verdict except that an accepted record's has no
+// Key and no Detail (building them costs as much as the rest of the fold;
+// Audit and Operations still say them). Rejected and duplicate verdicts are
+// StepDecoded's.
+func (s *State) StepDecodedLean(d Decoded) Verdict {
+	if d.Offset < s.next {
+		return s.outOfOrder(d.Record)
+	}
+	s.lean = true
+	defer func() { s.lean = false }()
+	return s.fold(d.Record, d.Envelope, d.Err)
+}
+
 func (s *State) outOfOrder(r Record) Verdict {
 	detail := fmt.Sprintf("offset %d is at or below offset %d, already folded; ignored", r.Offset, s.next-1)
 	if r.Offset < 0 {
@@ -81,7 +95,14 @@ func (s *State) fold(r Record, env events.Envelope, decodeErr error) Verdict {
 		if s.audited {
 			s.audit = append(s.audit, e)
 		}
-		v, oi = s.verdictOf(e), e.op
+		if s.lean {
+			o := s.ops[e.op]
+			v = Verdict{Offset: r.Offset, Event: step.env.Event, PlanID: o.plan.PlanID, Outcome: Accepted,
+				At: step.env.At, Actor: o.history[e.idx].actor, Covered: step.env.Event == events.Committed && o.covered}
+		} else {
+			v = s.verdictOf(e)
+		}
+		oi = e.op
 	} else {
 		if len(r.Headers) > 0 {
 			if v.Maintenance = maintenance(r, v); v.Maintenance != nil {
@@ -125,7 +146,11 @@ type change struct {
 // that is not accepted may change (Degraded, Repairs).
 func (s *State) decide(r Record, env events.Envelope, err error) (Verdict, change) {
 	v := Verdict{Offset: r.Offset, Key: string(r.Key), At: r.Timestamp}
-	v.PlanID, v.Event = keyParts(r.Key)
+	if err == nil && r.Value != nil {
+		v.PlanID, v.Event = env.PlanID, env.Event // Decode checked them against the key
+	} else {
+		v.PlanID, v.Event = keyParts(r.Key)
+	}
 	// The operation and whether this key already holds an accepted record
 	// come from the key alone, so even an undecodable value or a tombstone
 	// on an accepted key is caught as an overwrite.
@@ -285,37 +310,49 @@ func (s *State) decideCommitted(v Verdict, env events.Envelope, oi int32, o *op)
 //     seen yet (in a compacted log, a later copy of it moved).
 func (s *State) commitRules(v Verdict, env events.Envelope) (change, Verdict, bool) {
 	plan, field := env.Plan.Offsets, env.Boundary
-	for _, p := range plan.Partitions() {
-		if f, ok := field[p]; !ok || f < plan[p] {
-			return change{}, reject(v, ReasonBoundaryMismatch, fmt.Sprintf(
-				"boundary field is %s but the plan is %s: the boundary after a commit is never below its own plan (partition %d)",
-				field.String(), plan.String(), p)), false
-		}
+	// Each rule first looks for a failing partition in map order (no sort:
+	// this runs for every COMMITTED) and names the lowest one only when
+	// there is one, so the words do not depend on the map's order.
+	if p, bad := lowest(plan, func(p int32) bool { f, ok := field[p]; return !ok || f < plan[p] }); bad {
+		return change{}, reject(v, ReasonBoundaryMismatch, fmt.Sprintf(
+			"boundary field is %s but the plan is %s: the boundary after a commit is never below its own plan (partition %d)",
+			field.String(), plan.String(), p)), false
 	}
-	var raised []int32
-	for _, p := range field.Partitions() {
-		if b, ok := s.boundary[p]; !ok || field[p] > b {
+	raises := func(p int32) bool { b, ok := s.boundary[p]; return !ok || field[p] > b }
+	firstRaised, raisesAny := lowest(field, raises)
+	if !raisesAny {
+		return change{boundary: s.boundary, covered: true}, v, true
+	}
+	if p, bad := lowest(plan, func(p int32) bool { b, ok := s.boundary[p]; return ok && plan[p] < b }); bad {
+		return change{}, reject(v, ReasonBoundaryRegression, fmt.Sprintf(
+			"partition %d: plan offset %d is below the committed boundary %d (set by plan %s), while the commit would raise partition %d; the boundary never moves backward (a plan below it is accepted only when it raises nothing)",
+			p, plan[p], s.boundary[p], s.setBy[p], firstRaised)), false
+	}
+	if p, bad := lowest(s.boundary, func(p int32) bool { f, ok := field[p]; return !ok || f < s.boundary[p] }); bad {
+		return change{}, reject(v, ReasonBoundaryMismatch, fmt.Sprintf(
+			"boundary field is %s but the current boundary is %s: a commit that raises the boundary must include all of it (partition %d); was it computed on an older view?",
+			field.String(), s.boundary.String(), p)), false
+	}
+	raised := make([]int32, 0, len(field))
+	for p := range field {
+		if raises(p) {
 			raised = append(raised, p)
 		}
 	}
-	if len(raised) == 0 {
-		return change{boundary: s.boundary, covered: true}, v, true
-	}
-	for _, p := range plan.Partitions() {
-		if b, ok := s.boundary[p]; ok && plan[p] < b {
-			return change{}, reject(v, ReasonBoundaryRegression, fmt.Sprintf(
-				"partition %d: plan offset %d is below the committed boundary %d (set by plan %s), while the commit would raise partition %d; the boundary never moves backward (a plan below it is accepted only when it raises nothing)",
-				p, plan[p], b, s.setBy[p], raised[0])), false
-		}
-	}
-	for _, p := range s.boundary.Partitions() {
-		if f, ok := field[p]; !ok || f < s.boundary[p] {
-			return change{}, reject(v, ReasonBoundaryMismatch, fmt.Sprintf(
-				"boundary field is %s but the current boundary is %s: a commit that raises the boundary must include all of it (partition %d); was it computed on an older view?",
-				field.String(), s.boundary.String(), p)), false
-		}
-	}
 	return change{boundary: nextBoundary(s.boundary, field), raised: raised}, v, true
+}
+
+// lowest returns the lowest partition of o for which bad is true, and
+// whether there is one.
+func lowest(o events.Offsets, bad func(p int32) bool) (int32, bool) {
+	var first int32
+	found := false
+	for p := range o {
+		if (!found || p < first) && bad(p) {
+			first, found = p, true
+		}
+	}
+	return first, found
 }
 
 // nextBoundary is the pointwise max of two boundaries over the union of
@@ -374,7 +411,7 @@ func (s *State) decideApplied(v Verdict, env events.Envelope, oi int32, o *op) (
 		return reject(v, ReasonInvalidTransition, err.Error()), change{}
 	}
 	plan := o.plan.Offsets
-	for _, p := range plan.Partitions() {
+	if p, bad := lowest(plan, func(p int32) bool { ls, ok := env.LogStart[p]; return !ok || ls < plan[p] }); bad {
 		ls, ok := env.LogStart[p]
 		if !ok {
 			return reject(v, ReasonLogStartBelowPlan, fmt.Sprintf(

@@ -194,7 +194,12 @@ func (p *Projection) readTo(ctx context.Context, end int64) error {
 		}()
 		for b := range batches {
 			for _, d := range b.decoded {
-				v := p.State.StepDecoded(d)
+				var v projector.Verdict
+				if p.onVerdict != nil {
+					v = p.State.StepDecoded(d)
+				} else {
+					v = p.State.StepDecodedLean(d) // no detail text nobody reads
+				}
 				p.formats.count(d, v)
 				p.foldFlink(d)
 				if v.Outcome == projector.Rejected {
