@@ -47,6 +47,7 @@ func (s *State) AtRisk() (bool, string) {
 			"plan %s has a %s at offset %d but no COMMITTED: workers write it only after reading the COMMITTED back, so that COMMITTED was accepted and then erased (overwritten, then compacted); the boundary keeps the plan %s and nothing is deleted for it; a worker re-appends the COMMITTED once the data topic's log start is at or above the plan on every partition (nothing left to delete), otherwise check the plan and re-apply it with kcleanup apply",
 			o.id, e, off, o.offs.offsets()))
 	}
+	risks = append(risks, s.mirrorAtRisk()...)
 	switch len(risks) {
 	case 0:
 		return false, ""

@@ -68,6 +68,8 @@ type State struct {
 	decoder *events.Decoder // Step's: it checks each distinct plan once
 
 	lean bool // within StepDecodedLean
+
+	mirror mirrors // the Flink Agents mirror events (mirror.go)
 }
 
 // op is the internal form of an Operation, kept small: a projection holds
@@ -206,6 +208,7 @@ func New(opts ...Option) *State {
 		rejectedOnly: map[string]retraction{},
 		unconfirmed:  map[int32]bool{},
 		actors:       map[string]uint32{},
+		mirror:       mirrors{held: map[string]mirrorRecord{}, overwritten: map[string]int64{}},
 	}
 	for _, o := range opts {
 		o(s)

@@ -1,4 +1,4 @@
-package worker
+package daemon
 
 import (
 	"context"
@@ -19,12 +19,15 @@ import (
 
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/fsm"
+	"github.com/kcleanup/kcleanup/worker"
 	"github.com/kcleanup/kcleanup/worker/kafkatest"
+	"github.com/kcleanup/kcleanup/worker/report"
+	"github.com/kcleanup/kcleanup/worker/workertest"
 )
 
 // fakeGroupCluster is fakeCluster with a broker that accepts short group
 // session timeouts, so that failover takes a fraction of a second here.
-func fakeGroupCluster(t *testing.T) *Cluster {
+func fakeGroupCluster(t *testing.T) *worker.Cluster {
 	t.Helper()
 	c, _ := fakeGroupBroker(t)
 	return c
@@ -32,14 +35,14 @@ func fakeGroupCluster(t *testing.T) *Cluster {
 
 // fakeGroupBroker is fakeGroupCluster that also returns the broker, for
 // tests that take it away.
-func fakeGroupBroker(t *testing.T) (*Cluster, *kfake.Cluster) {
+func fakeGroupBroker(t *testing.T) (*worker.Cluster, *kfake.Cluster) {
 	t.Helper()
 	fk, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.GroupMinSessionTimeout(100*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(fk.Close)
-	c, err := Connect(kgo.SeedBrokers(fk.ListenAddrs()[0]))
+	c, err := worker.Connect(kgo.SeedBrokers(fk.ListenAddrs()[0]))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,8 +51,8 @@ func fakeGroupBroker(t *testing.T) (*Cluster, *kfake.Cluster) {
 }
 
 // fastOptions keep kfake tests quick: short group timings and polls.
-func fastOptions(t *testing.T, topics ...string) []DaemonOption {
-	return []DaemonOption{
+func fastOptions(t *testing.T, topics ...string) []Option {
+	return []Option{
 		WithControlTopics(topics...),
 		WithGroupTimings(600*time.Millisecond, 100*time.Millisecond, 2*time.Second),
 		WithPollInterval(50 * time.Millisecond),
@@ -93,9 +96,9 @@ func (r *running) stop(t *testing.T) error {
 	}
 }
 
-func startDaemon(t *testing.T, c *Cluster, opts ...DaemonOption) *running {
+func startDaemon(t *testing.T, c *worker.Cluster, opts ...Option) *running {
 	t.Helper()
-	d, err := NewDaemon(c, opts...)
+	d, err := New(c, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,11 +113,11 @@ func startDaemon(t *testing.T, c *Cluster, opts ...DaemonOption) *running {
 }
 
 // setup creates a data topic with records and its control topic.
-func setup(t *testing.T, c *Cluster, topic string) (id, ctl string) {
+func setup(t *testing.T, c *worker.Cluster, topic string) (id, ctl string) {
 	t.Helper()
-	id = dataTopic(t, c, topic, 2, 200)
-	ctl = ControlTopicFor(topic)
-	if err := c.EnsureControlTopic(context.Background(), ctl, topic, Options{}); err != nil {
+	id = workertest.DataTopic(t, c, topic, 2, 200)
+	ctl = worker.ControlTopicFor(topic)
+	if err := c.EnsureControlTopic(context.Background(), ctl, topic, worker.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	return id, ctl
@@ -122,7 +125,7 @@ func setup(t *testing.T, c *Cluster, topic string) (id, ctl string) {
 
 // commit applies a plan with NoWait: it leaves the operation COMMITTED, as an
 // apply --no-wait (or an apply that died after COMMITTED) does.
-func commit(t *testing.T, c *Cluster, ctl string, plan events.Plan) {
+func commit(t *testing.T, c *worker.Cluster, ctl string, plan events.Plan) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -131,7 +134,7 @@ func commit(t *testing.T, c *Cluster, ctl string, plan events.Plan) {
 		t.Fatal(err)
 	}
 	defer proj.Close()
-	out, err := c.Apply(ctx, proj, plan, Options{NoWait: true, Actor: "test"})
+	out, err := c.Apply(ctx, proj, plan, worker.Options{NoWait: true, Actor: "test"})
 	if err != nil {
 		t.Fatalf("apply --no-wait: %+v", err)
 	}
@@ -141,7 +144,7 @@ func commit(t *testing.T, c *Cluster, ctl string, plan events.Plan) {
 }
 
 // stateOf reads the control topic afresh and returns a plan's state.
-func stateOf(t *testing.T, c *Cluster, ctl, planID string) fsm.State {
+func stateOf(t *testing.T, c *worker.Cluster, ctl, planID string) fsm.State {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -167,7 +170,7 @@ func ownerCount(rs ...*running) (n int, who *running) {
 func TestDaemonFinishesACommittedOperation(t *testing.T) {
 	c := fakeGroupCluster(t)
 	id, ctl := setup(t, c, "action-state")
-	plan := mustPlan(t, "C1", "action-state", id, events.Offsets{0: 150, 1: 120})
+	plan := workertest.MustPlan(t, "C1", "action-state", id, events.Offsets{0: 150, 1: 120})
 	commit(t, c, ctl, plan)
 
 	r := startDaemon(t, c, fastOptions(t, ctl)...)
@@ -200,7 +203,7 @@ func TestDaemonOwnershipMovesWhenTheOwnerLeaves(t *testing.T) {
 	}
 	kafkatest.Eventually(t, 20*time.Second, "the survivor owns the control topic", func() bool { return len(survivor.d.ownedTopics()) == 1 })
 
-	plan := mustPlan(t, "C1", "action-state", id, events.Offsets{0: 100, 1: 100})
+	plan := workertest.MustPlan(t, "C1", "action-state", id, events.Offsets{0: 100, 1: 100})
 	commit(t, c, ctl, plan)
 	kafkatest.Eventually(t, 20*time.Second, "plan APPLIED by the survivor", func() bool { return stateOf(t, c, ctl, plan.PlanID) == fsm.Applied })
 	if got := survivor.d.metrics.takeoverCount(); got != 1 {
@@ -243,33 +246,33 @@ func TestDaemonShutdownLeavesTheGroup(t *testing.T) {
 func TestDaemonBlocksAnOperationOnARecreatedTopic(t *testing.T) {
 	c := fakeGroupCluster(t)
 	id, ctl := setup(t, c, "action-state")
-	plan := mustPlan(t, "C1", "action-state", id, events.Offsets{0: 150, 1: 120})
+	plan := workertest.MustPlan(t, "C1", "action-state", id, events.Offsets{0: 150, 1: 120})
 	commit(t, c, ctl, plan)
 	// The data topic is deleted and recreated: same name, new topic ID.
 	ctx := context.Background()
-	if _, err := c.adm.DeleteTopic(ctx, "action-state"); err != nil {
+	if _, err := kadm.NewClient(c.Client()).DeleteTopic(ctx, "action-state"); err != nil {
 		t.Fatal(err)
 	}
 	kafkatest.Eventually(t, 10*time.Second, "topic gone", func() bool {
 		_, err := c.TopicMetadata(ctx, "action-state")
-		return errors.Is(err, ErrTopicNotFound)
+		return errors.Is(err, worker.ErrTopicNotFound)
 	})
 	// A new client: the old one caches the old incarnation's topic ID.
-	fresh, err := Connect(c.ConnOpts()...)
+	fresh, err := worker.Connect(c.ConnOpts()...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer fresh.Close()
-	if newID := dataTopic(t, fresh, "action-state", 2, 200); newID == id {
+	if newID := workertest.DataTopic(t, fresh, "action-state", 2, 200); newID == id {
 		t.Fatal("kfake reused the topic ID")
 	}
 
 	r := startDaemon(t, c, fastOptions(t, ctl)...)
 	srv := httptest.NewServer(r.d.Handler())
 	defer srv.Close()
-	var st TopicStatus
+	var st report.TopicStatus
 	kafkatest.Eventually(t, 20*time.Second, "the operation shows as blocked", func() bool {
-		st = TopicStatus{}
+		st = report.TopicStatus{}
 		getJSON(t, srv.URL+"/v1/status?controlTopic="+ctl, &st)
 		return len(st.Blocked) == 1
 	})
@@ -307,7 +310,7 @@ func TestDaemonBlocksAnOperationOnARecreatedTopic(t *testing.T) {
 func TestDaemonRetriesABlockedOperationAfterTheInterval(t *testing.T) {
 	c := fakeGroupCluster(t)
 	id, ctl := setup(t, c, "action-state")
-	plan := mustPlan(t, "C1", "action-state", id, events.Offsets{0: 150, 1: 120})
+	plan := workertest.MustPlan(t, "C1", "action-state", id, events.Offsets{0: 150, 1: 120})
 	commit(t, c, ctl, plan)
 	// The policy changes after the commit: DeleteRecords is no longer allowed.
 	setPolicy(t, c, "action-state", "compact")
@@ -323,9 +326,9 @@ func TestDaemonRetriesABlockedOperationAfterTheInterval(t *testing.T) {
 	kafkatest.Eventually(t, 5*time.Second, "blocked list empty", func() bool { return len(r.d.owned(ctl).blocked()) == 0 })
 }
 
-func setPolicy(t *testing.T, c *Cluster, topic, policy string) {
+func setPolicy(t *testing.T, c *worker.Cluster, topic, policy string) {
 	t.Helper()
-	rs, err := c.adm.AlterTopicConfigs(context.Background(),
+	rs, err := kadm.NewClient(c.Client()).AlterTopicConfigs(context.Background(),
 		[]kadm.AlterConfig{{Op: kadm.SetConfig, Name: "cleanup.policy", Value: &policy}}, topic)
 	if err == nil {
 		_, err = rs.On(topic, nil)
@@ -362,9 +365,9 @@ func getJSON(t *testing.T, url string, v any) int {
 	return resp.StatusCode
 }
 
-func TestNewDaemonRejectsBadConfigurations(t *testing.T) {
-	c := &Cluster{}
-	for name, opts := range map[string][]DaemonOption{
+func TestNewRejectsBadConfigurations(t *testing.T) {
+	c := &worker.Cluster{}
+	for name, opts := range map[string][]Option{
 		"no control topic": nil,
 		"duplicate topic":  {WithControlTopics("a", "a")},
 		"blank topic":      {WithControlTopics(" ")},
@@ -372,11 +375,11 @@ func TestNewDaemonRejectsBadConfigurations(t *testing.T) {
 			WithGroupTimings(6*time.Second, 6*time.Second, 10*time.Second)},
 		"grace beyond rebalance": {WithControlTopics("a"), WithShutdownGrace(20 * time.Second)},
 	} {
-		if _, err := NewDaemon(c, opts...); !errors.Is(err, ErrDaemonConfig) {
-			t.Errorf("%s: err %v, want ErrDaemonConfig", name, err)
+		if _, err := New(c, opts...); !errors.Is(err, ErrConfig) {
+			t.Errorf("%s: err %v, want ErrConfig", name, err)
 		}
 	}
-	d, err := NewDaemon(c, WithControlTopics("orders.kcleanup", "b"))
+	d, err := New(c, WithControlTopics("orders.kcleanup", "b"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -404,11 +407,11 @@ func TestPermanentClassification(t *testing.T) {
 		err  error
 		want bool
 	}{
-		{errors.Mark(errors.New("topic recreated"), ErrBlocked), true},
-		{errors.Wrap(errors.Mark(errors.New("newer record"), ErrDegraded), "finish"), true},
+		{errors.Mark(errors.New("topic recreated"), worker.ErrBlocked), true},
+		{errors.Wrap(errors.Mark(errors.New("newer record"), worker.ErrDegraded), "finish"), true},
 		{errors.Wrap(errKerrTopicAuth(), "delete records"), true},
 		{errors.New("connection refused"), false},
-		{errors.Mark(errors.New("not caught up"), ErrNotCaughtUp), false},
+		{errors.Mark(errors.New("not caught up"), worker.ErrNotCaughtUp), false},
 	} {
 		if got := permanent(tc.err); got != tc.want {
 			t.Errorf("permanent(%v) = %v, want %v", tc.err, got, tc.want)

@@ -1,4 +1,4 @@
-package worker
+package daemon
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/kcleanup/kcleanup/projector"
+	"github.com/kcleanup/kcleanup/worker"
+	"github.com/kcleanup/kcleanup/worker/report"
 )
 
 // owner drives the pending operations of one control topic while this
@@ -30,7 +32,7 @@ type owner struct {
 	attempts map[string]*attempt // by plan ID, only for pending operations
 
 	// settingsAt and settingsErr are the last check of the control topic's
-	// settings (controlTopicSafe), owner goroutine only.
+	// settings (ControlTopicSafe), owner goroutine only.
 	settingsAt  time.Time
 	settingsErr error
 }
@@ -124,10 +126,10 @@ func (d *Daemon) runOwner(o *owner) {
 	}
 	defer proj.Close()
 	proj.Actor = d.cfg.actor
-	opts := Options{
+	opts := worker.Options{
 		Actor:     d.cfg.actor,
 		Bootstrap: d.cfg.bootstrap,
-		Observe: func(p Progress) {
+		Observe: func(p worker.Progress) {
 			log.Info(p.Message, "step", p.Step)
 		},
 		DeleteRecordsTook: func(took time.Duration, _ error) {
@@ -160,7 +162,7 @@ func (d *Daemon) runOwner(o *owner) {
 // pass is one round of the owner loop. It returns an error only when the
 // control topic could not be read or repaired; failures of an operation are
 // recorded in its attempt and logged.
-func (d *Daemon) pass(o *owner, proj *Projection, opts Options) error {
+func (d *Daemon) pass(o *owner, proj *worker.Projection, opts worker.Options) error {
 	ctx, cancel := context.WithTimeout(o.hard, d.cfg.readTimeout)
 	defer cancel()
 	if err := proj.CatchUp(ctx); err != nil {
@@ -186,7 +188,7 @@ func (d *Daemon) pass(o *owner, proj *Projection, opts Options) error {
 	pending := proj.State.Pending()
 	o.keepOnly(pending)
 	if len(pending) > 0 && time.Since(o.settingsAt) >= settingsEvery {
-		o.settingsAt, o.settingsErr = time.Now(), d.cluster.controlTopicSafe(ctx, o.topic, d.cfg.bootstrap)
+		o.settingsAt, o.settingsErr = time.Now(), d.cluster.ControlTopicSafe(ctx, o.topic, d.cfg.bootstrap)
 	}
 	for _, op := range pending {
 		if o.soft.Err() != nil {
@@ -199,7 +201,7 @@ func (d *Daemon) pass(o *owner, proj *Projection, opts Options) error {
 			// A control topic whose cleaner may outrun repairs blocks every
 			// deletion (its repairs above still run); one whose settings
 			// cannot be read now is retried as transient.
-			if !errors.Is(err, ErrBlocked) {
+			if !errors.Is(err, worker.ErrBlocked) {
 				a := o.failed(op.PlanID, false, err, d.cfg)
 				d.metrics.attempt(o.topic, "retry")
 				d.log.Warn("cannot check the control topic's settings; will retry", "control_topic", o.topic, "plan", op.PlanID,
@@ -219,7 +221,7 @@ func (d *Daemon) pass(o *owner, proj *Projection, opts Options) error {
 }
 
 // finish makes one attempt to drive one operation to APPLIED.
-func (d *Daemon) finish(o *owner, proj *Projection, op projector.Operation, opts Options) {
+func (d *Daemon) finish(o *owner, proj *worker.Projection, op projector.Operation, opts worker.Options) {
 	log := d.log.With("control_topic", o.topic, "plan", op.PlanID)
 	log.Info("finishing operation", "state", op.State, "delete_attempts", op.DeleteAttempts)
 	ctx, cancel := context.WithTimeout(o.hard, d.cfg.operationTimeout)
@@ -253,7 +255,7 @@ func (d *Daemon) finish(o *owner, proj *Projection, op projector.Operation, opts
 // recreated or reconfigured, access is denied, or the control topic holds
 // records from a newer kcleanup.
 func permanent(err error) bool {
-	return errors.Is(err, ErrBlocked) || errors.Is(err, ErrDegraded) ||
+	return errors.Is(err, worker.ErrBlocked) || errors.Is(err, worker.ErrDegraded) ||
 		errors.Is(err, kerr.TopicAuthorizationFailed) || errors.Is(err, kerr.GroupAuthorizationFailed) ||
 		errors.Is(err, kerr.ClusterAuthorizationFailed) || errors.Is(err, kerr.TransactionalIDAuthorizationFailed) ||
 		errors.Is(err, kerr.SaslAuthenticationFailed)
@@ -304,7 +306,7 @@ func (o *owner) failed(planID string, blocked bool, err error, cfg daemonConfig)
 	}
 	a.failures++
 	a.blocked, a.reason = blocked, err.Error()
-	a.denied = blocked && IsAuthorizationError(err)
+	a.denied = blocked && worker.IsAuthorizationError(err)
 	if blocked {
 		a.next = time.Now().Add(cfg.blockedRetry)
 	} else {
@@ -342,15 +344,15 @@ func (o *owner) denied() (string, bool) {
 }
 
 // blocked lists the blocked operations, oldest first.
-func (o *owner) blocked() []BlockedOperation {
+func (o *owner) blocked() []report.BlockedOperation {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	out := []BlockedOperation{}
+	out := []report.BlockedOperation{}
 	for id, a := range o.attempts {
 		if a.blocked {
-			out = append(out, BlockedOperation{PlanID: id, Reason: a.reason, Since: a.since, RetryAt: a.next})
+			out = append(out, report.BlockedOperation{PlanID: id, Reason: a.reason, Since: a.since, RetryAt: a.next})
 		}
 	}
-	slices.SortFunc(out, func(a, b BlockedOperation) int { return a.Since.Compare(b.Since) })
+	slices.SortFunc(out, func(a, b report.BlockedOperation) int { return a.Since.Compare(b.Since) })
 	return out
 }

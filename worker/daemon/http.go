@@ -1,13 +1,12 @@
-package worker
+package daemon
 
 import (
 	"encoding/json"
 	"net/http"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/kcleanup/kcleanup/events"
+	"github.com/kcleanup/kcleanup/worker/report"
 )
 
 // Handler serves the replica's HTTP API:
@@ -100,57 +99,15 @@ func (d *Daemon) serveReady(w http.ResponseWriter, _ *http.Request) {
 	writeJSONStatus(w, http.StatusOK, r)
 }
 
-// TopicStatus is one control topic as a worker serves it at /v1/status: the
-// status document of `kcleanup status -o json` (with the blocked operations
-// this replica knows of, if it owns the topic) and the replica's view of it.
-type TopicStatus struct {
-	Status
-	// Owned is true on the replica that finishes this topic's operations.
-	Owned bool `json:"owned"`
-	// CaughtUp is true when the replica read to the end within the ready
-	// window; CaughtUpAt is when it last did.
-	CaughtUp   bool       `json:"caughtUp"`
-	CaughtUpAt *time.Time `json:"caughtUpAt,omitempty"`
-	LagRecords int64      `json:"lagRecords"`
-	// ReadError is the last read's error, if it did not reach the end.
-	ReadError string `json:"readError,omitempty"`
-	// DataTopic is the governed data topic's log-start offsets and high
-	// watermarks as this replica last listed them (absent until the control
-	// topic is bound and listed once).
-	DataTopic *DataTopicOffsets `json:"dataTopic,omitempty"`
-}
-
-// DataTopicOffsets is where the data topic's partitions stand: records
-// below LogStart are gone, HighWatermark is the next offset to be written.
-type DataTopicOffsets struct {
-	LogStart      events.Offsets `json:"logStart"`
-	HighWatermark events.Offsets `json:"highWatermark"`
-	// ListedAt is when they were listed; Error, why the last listing
-	// failed (the offsets are then those of the last success, if any).
-	ListedAt time.Time `json:"listedAt"`
-	Error    string    `json:"error,omitempty"`
-}
-
-// WorkerStatus is the body of /v1/status without ?controlTopic=.
-type WorkerStatus struct {
-	SchemaVersion int           `json:"schemaVersion"`
-	Group         string        `json:"group"`
-	Actor         string        `json:"actor"`
-	ControlTopics []TopicStatus `json:"controlTopics"`
-	// Fleet is the consumer group as this replica last described it
-	// (absent until described once).
-	Fleet *FleetStatus `json:"fleet,omitempty"`
-}
-
 // topicStatus assembles a TopicStatus from the view's last snapshot: the
 // complete document when all, else the default view.
-func (d *Daemon) topicStatus(topic string, all bool) TopicStatus {
+func (d *Daemon) topicStatus(topic string, all bool) report.TopicStatus {
 	s := d.views[topic].snap.Load()
-	ts := TopicStatus{Status: s.summary, LagRecords: s.lag}
+	ts := report.TopicStatus{Status: s.summary, LagRecords: s.lag}
 	if all {
 		ts.Status = s.status
 	}
-	ts.Blocked = []BlockedOperation{}
+	ts.Blocked = []report.BlockedOperation{}
 	if o := d.owned(topic); o != nil {
 		ts.Owned = true
 		ts.Blocked = o.blocked()
@@ -199,12 +156,12 @@ func (d *Daemon) serveStatus(w http.ResponseWriter, r *http.Request) {
 // topic this replica serves, complete, from the snapshots of its last reads
 // (it never waits for Kafka). Pages served next to the API (the console)
 // render only this.
-func (d *Daemon) WorkerStatus() WorkerStatus { return d.WorkerStatusView(true) }
+func (d *Daemon) WorkerStatus() report.WorkerStatus { return d.WorkerStatusView(true) }
 
 // WorkerStatusView is /v1/status: the default view of every control topic
 // (see Status.Complete), or the complete document when all.
-func (d *Daemon) WorkerStatusView(all bool) WorkerStatus {
-	ws := WorkerStatus{SchemaVersion: StatusSchemaVersion, Group: d.cfg.group, Actor: d.cfg.actor}
+func (d *Daemon) WorkerStatusView(all bool) report.WorkerStatus {
+	ws := report.WorkerStatus{SchemaVersion: report.StatusSchemaVersion, Group: d.cfg.group, Actor: d.cfg.actor}
 	for _, t := range d.cfg.topics {
 		ws.ControlTopics = append(ws.ControlTopics, d.topicStatus(t, all))
 	}

@@ -1,15 +1,12 @@
-package worker
+package report
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // TestStatusSchemasMatchTheDocuments keeps docs/schema/status.schema.json
@@ -20,7 +17,7 @@ import (
 // TestJSONDocumentsMatchTheirSchemas validates real output.
 func TestStatusSchemasMatchTheDocuments(t *testing.T) {
 	load := func(name string) (object, map[string]object) {
-		data, err := os.ReadFile("../docs/schema/" + name)
+		data, err := os.ReadFile("../../docs/schema/" + name)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -111,37 +108,4 @@ func ownFields(typ reflect.Type) (all, required []string) {
 	slices.Sort(all)
 	slices.Sort(required)
 	return all, required
-}
-
-// validateWorkerStatus checks a /v1/status body against
-// docs/schema/worker-status.schema.json (with the status schema it refers to).
-func validateWorkerStatus(t *testing.T, body []byte) {
-	t.Helper()
-	c := jsonschema.NewCompiler()
-	var id string
-	for _, name := range []string{"status.schema.json", "worker-status.schema.json"} {
-		data, err := os.ReadFile("../docs/schema/" + name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		id, _ = doc.(map[string]any)["$id"].(string)
-		if err := c.AddResource(id, doc); err != nil {
-			t.Fatal(err)
-		}
-	}
-	s, err := c.Compile(id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Validate(inst); err != nil {
-		t.Errorf("/v1/status does not match worker-status.schema.json: %v\n%s", err, body)
-	}
 }

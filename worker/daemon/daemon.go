@@ -1,4 +1,4 @@
-package worker
+package daemon
 
 import (
 	"context"
@@ -16,6 +16,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kcleanup/kcleanup/worker"
+	"github.com/kcleanup/kcleanup/worker/report"
 )
 
 // Daemon is one replica of the worker fleet (`kcleanup worker`). Replicas
@@ -30,14 +33,14 @@ import (
 // wakes up after another replica took over can only repeat idempotent steps
 // (docs/design.md §6).
 type Daemon struct {
-	cluster *Cluster
+	cluster *worker.Cluster
 	cfg     daemonConfig
 	log     *slog.Logger
 	metrics *metrics
 	// registry serves /metrics (prometheus/client_golang).
 	registry *prometheus.Registry
 
-	views map[string]*view // one per served control topic, fixed at NewDaemon
+	views map[string]*view // one per served control topic, fixed at New
 
 	mu       sync.Mutex
 	group    groupState        // whether the consumer group admitted this member
@@ -46,11 +49,11 @@ type Daemon struct {
 	wg       sync.WaitGroup    // runners
 	runCtx   context.Context   // parent of runners and views; ends after they stopped
 
-	groupDenied atomic.Pointer[string]      // why the group refused us (missing ACL); nil once assigned
-	fleet       atomic.Pointer[FleetStatus] // the group as last described, for /v1/status
+	groupDenied atomic.Pointer[string]             // why the group refused us (missing ACL); nil once assigned
+	fleet       atomic.Pointer[report.FleetStatus] // the group as last described, for /v1/status
 }
 
-// daemonConfig holds the settings of a Daemon; DaemonOption functions set it.
+// daemonConfig holds the settings of a Daemon; Option functions set it.
 type daemonConfig struct {
 	group    string
 	topics   []string
@@ -91,28 +94,28 @@ const (
 	DefaultReadTimeout       = 10 * time.Second
 )
 
-// DaemonOption configures a Daemon.
-type DaemonOption func(*daemonConfig)
+// Option configures a Daemon.
+type Option func(*daemonConfig)
 
 // WithGroup sets the consumer group. Default: GroupFor(first control topic).
-func WithGroup(group string) DaemonOption { return func(c *daemonConfig) { c.group = group } }
+func WithGroup(group string) Option { return func(c *daemonConfig) { c.group = group } }
 
 // WithControlTopics adds control topics to serve; at least one is required.
-func WithControlTopics(topics ...string) DaemonOption {
+func WithControlTopics(topics ...string) Option {
 	return func(c *daemonConfig) { c.topics = append(c.topics, topics...) }
 }
 
 // WithLogger sets the structured logger. Default: slog.Default().
-func WithLogger(l *slog.Logger) DaemonOption { return func(c *daemonConfig) { c.logger = l } }
+func WithLogger(l *slog.Logger) Option { return func(c *daemonConfig) { c.logger = l } }
 
 // WithHTTPAddr makes Run serve Handler on addr ("host:port"; port 0 picks
 // one, logged as "http listening"). Default: no HTTP server.
-func WithHTTPAddr(addr string) DaemonOption { return func(c *daemonConfig) { c.httpAddr = addr } }
+func WithHTTPAddr(addr string) Option { return func(c *daemonConfig) { c.httpAddr = addr } }
 
 // WithPage serves, next to the API, the handler page(d) builds on the
 // daemon for pattern (an http.ServeMux pattern such as "GET /{$}"). The
 // console uses it: it renders only d.WorkerStatus(), what /v1/status serves.
-func WithPage(pattern string, page func(d *Daemon) http.Handler) DaemonOption {
+func WithPage(pattern string, page func(d *Daemon) http.Handler) Option {
 	return func(c *daemonConfig) { c.pages = append(c.pages, pageConfig{pattern, page}) }
 }
 
@@ -124,11 +127,11 @@ type pageConfig struct {
 
 // WithActor names this replica in the control records it writes. Default:
 // "worker/" + Actor().
-func WithActor(actor string) DaemonOption { return func(c *daemonConfig) { c.actor = actor } }
+func WithActor(actor string) Option { return func(c *daemonConfig) { c.actor = actor } }
 
 // WithGroupTimings overrides the consumer-group session timeout, heartbeat
 // interval and rebalance timeout (zero keeps a default).
-func WithGroupTimings(session, heartbeat, rebalance time.Duration) DaemonOption {
+func WithGroupTimings(session, heartbeat, rebalance time.Duration) Option {
 	return func(c *daemonConfig) {
 		c.sessionTimeout = orDefault(session, c.sessionTimeout)
 		c.heartbeatInterval = orDefault(heartbeat, c.heartbeatInterval)
@@ -137,18 +140,18 @@ func WithGroupTimings(session, heartbeat, rebalance time.Duration) DaemonOption 
 }
 
 // WithPollInterval sets how often a projection looks for new control records.
-func WithPollInterval(d time.Duration) DaemonOption {
+func WithPollInterval(d time.Duration) Option {
 	return func(c *daemonConfig) { c.pollInterval = orDefault(d, c.pollInterval) }
 }
 
 // WithReadyWindow sets how recently every served control topic must have
 // been read to its end for /readyz to answer 200.
-func WithReadyWindow(d time.Duration) DaemonOption {
+func WithReadyWindow(d time.Duration) Option {
 	return func(c *daemonConfig) { c.readyWindow = orDefault(d, c.readyWindow) }
 }
 
 // WithBackoff sets the capped exponential backoff of transient failures.
-func WithBackoff(min, max time.Duration) DaemonOption {
+func WithBackoff(min, max time.Duration) Option {
 	return func(c *daemonConfig) {
 		c.backoffMin, c.backoffMax = orDefault(min, c.backoffMin), orDefault(max, c.backoffMax)
 	}
@@ -156,31 +159,31 @@ func WithBackoff(min, max time.Duration) DaemonOption {
 
 // WithBlockedRetry sets how long a blocked operation waits before the next
 // attempt (its cause may have gone away).
-func WithBlockedRetry(d time.Duration) DaemonOption {
+func WithBlockedRetry(d time.Duration) Option {
 	return func(c *daemonConfig) { c.blockedRetry = orDefault(d, c.blockedRetry) }
 }
 
 // WithShutdownGrace bounds how long a step in flight may run on after
 // shutdown or a revocation began; after it the step is abandoned (safe:
 // every step is idempotent).
-func WithShutdownGrace(d time.Duration) DaemonOption {
+func WithShutdownGrace(d time.Duration) Option {
 	return func(c *daemonConfig) { c.grace = orDefault(d, c.grace) }
 }
 
 // WithOperationTimeout bounds one attempt to finish one operation.
-func WithOperationTimeout(d time.Duration) DaemonOption {
+func WithOperationTimeout(d time.Duration) Option {
 	return func(c *daemonConfig) { c.operationTimeout = orDefault(d, c.operationTimeout) }
 }
 
 // WithReadTimeout bounds one read of a control topic to its end; a read that
 // does not finish in time leaves the view not caught up (it resumes where it
 // stopped).
-func WithReadTimeout(d time.Duration) DaemonOption {
+func WithReadTimeout(d time.Duration) Option {
 	return func(c *daemonConfig) { c.readTimeout = orDefault(d, c.readTimeout) }
 }
 
 // WithBootstrap is quoted in operator hints (the exact commands to run).
-func WithBootstrap(servers string) DaemonOption {
+func WithBootstrap(servers string) Option {
 	return func(c *daemonConfig) { c.bootstrap = servers }
 }
 
@@ -202,11 +205,11 @@ func HeartbeatHint(session time.Duration) string {
 // topic is controlTopic.
 func GroupFor(controlTopic string) string { return "kcleanup-worker." + controlTopic }
 
-// ErrDaemonConfig marks an invalid Daemon configuration.
-var ErrDaemonConfig = errors.New("invalid worker configuration")
+// ErrConfig marks an invalid Daemon configuration.
+var ErrConfig = errors.New("invalid worker configuration")
 
-// NewDaemon configures a replica. It connects to nothing until Run.
-func NewDaemon(c *Cluster, opts ...DaemonOption) (*Daemon, error) {
+// New configures a replica. It connects to nothing until Run.
+func New(c *worker.Cluster, opts ...Option) (*Daemon, error) {
 	cfg := daemonConfig{
 		sessionTimeout:    DefaultSessionTimeout,
 		heartbeatInterval: DefaultHeartbeatInterval,
@@ -230,7 +233,7 @@ func NewDaemon(c *Cluster, opts ...DaemonOption) (*Daemon, error) {
 		cfg.group = GroupFor(cfg.topics[0])
 	}
 	if cfg.actor == "" {
-		cfg.actor = "worker/" + Actor()
+		cfg.actor = "worker/" + worker.Actor()
 	}
 	if cfg.logger == nil {
 		cfg.logger = slog.Default()
@@ -252,7 +255,7 @@ func NewDaemon(c *Cluster, opts ...DaemonOption) (*Daemon, error) {
 
 func (cfg daemonConfig) check() error {
 	bad := func(format string, args ...any) error {
-		return errors.Mark(errors.Newf(format, args...), ErrDaemonConfig)
+		return errors.Mark(errors.Newf(format, args...), ErrConfig)
 	}
 	if len(cfg.topics) == 0 {
 		return errors.WithHint(bad("no control topic to serve"), "give --control-topic once per control topic")
@@ -422,7 +425,7 @@ func (d *Daemon) pollMember(ctx context.Context, member *kgo.Client) {
 		}
 		fs.EachError(func(topic string, p int32, err error) {
 			if errors.Is(err, kerr.GroupAuthorizationFailed) {
-				named := d.cluster.denied(err, permGroupRead(d.cfg.group)).Error()
+				named := d.cluster.GroupDenied(err, d.cfg.group).Error()
 				d.groupDenied.Store(&named)
 				d.groupRefused(err, named)
 				err = errors.New(named)

@@ -1,4 +1,4 @@
-package worker_test
+package daemon_test
 
 // Integration tests of the worker fleet: real Apache Kafka broker
 // (kafkatest.Bootstrap), real `kcleanup worker` processes, crashes by
@@ -30,9 +30,11 @@ import (
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/fsm"
 	"github.com/kcleanup/kcleanup/worker"
+	"github.com/kcleanup/kcleanup/worker/daemon"
 	"github.com/kcleanup/kcleanup/worker/gate"
 	"github.com/kcleanup/kcleanup/worker/invariant"
 	"github.com/kcleanup/kcleanup/worker/kafkatest"
+	"github.com/kcleanup/kcleanup/worker/report"
 )
 
 // envBinary points at a prebuilt kcleanup binary; otherwise it is built once.
@@ -331,7 +333,7 @@ func (p *proc) owns(ctl string) bool {
 		return false
 	}
 	defer resp.Body.Close()
-	var st worker.TopicStatus
+	var st report.TopicStatus
 	if json.NewDecoder(resp.Body).Decode(&st) != nil {
 		return false
 	}
@@ -623,7 +625,7 @@ func TestFailoverTime(t *testing.T) {
 	}
 	slices.Sort(took)
 	t.Logf("failover with session timeout %s, heartbeat %s: median %s (min %s, max %s)",
-		worker.DefaultSessionTimeout, worker.DefaultHeartbeatInterval,
+		daemon.DefaultSessionTimeout, daemon.DefaultHeartbeatInterval,
 		took[len(took)/2].Round(10*time.Millisecond), took[0].Round(10*time.Millisecond), took[len(took)-1].Round(10*time.Millisecond))
 	for _, p := range live {
 		p.terminate(t)

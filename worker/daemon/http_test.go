@@ -1,4 +1,4 @@
-package worker
+package daemon
 
 import (
 	"context"
@@ -16,8 +16,11 @@ import (
 
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/fsm"
+	"github.com/kcleanup/kcleanup/worker"
 	"github.com/kcleanup/kcleanup/worker/gate"
 	"github.com/kcleanup/kcleanup/worker/kafkatest"
+	"github.com/kcleanup/kcleanup/worker/report"
+	"github.com/kcleanup/kcleanup/worker/workertest"
 )
 
 // answer is one HTTP response, body read.
@@ -58,7 +61,7 @@ func marker(topic, id string, offs events.Offsets) string {
 // appliedFixture is a daemon serving one control topic on which plan C1
 // (0:150, 1:120) is APPLIED, behind an httptest server.
 type appliedFixture struct {
-	c        *Cluster
+	c        *worker.Cluster
 	r        *running
 	url      string
 	id, ctl  string
@@ -66,11 +69,11 @@ type appliedFixture struct {
 	validate string // URL of /v1/validate
 }
 
-func newAppliedFixture(t *testing.T, opts ...DaemonOption) appliedFixture {
+func newAppliedFixture(t *testing.T, opts ...Option) appliedFixture {
 	t.Helper()
 	c := fakeGroupCluster(t)
 	id, ctl := setup(t, c, "action-state")
-	plan := mustPlan(t, "C1", "action-state", id, events.Offsets{0: 150, 1: 120})
+	plan := workertest.MustPlan(t, "C1", "action-state", id, events.Offsets{0: 150, 1: 120})
 	commit(t, c, ctl, plan)
 	r := startDaemon(t, c, append(fastOptions(t, ctl), opts...)...)
 	srv := httptest.NewServer(r.d.Handler())
@@ -83,7 +86,7 @@ func newAppliedFixture(t *testing.T, opts ...DaemonOption) appliedFixture {
 func TestHealthAndReadinessBeforeAndAfterTheFirstRead(t *testing.T) {
 	c := fakeGroupCluster(t)
 	id, ctl := setup(t, c, "action-state")
-	d, err := NewDaemon(c, fastOptions(t, ctl)...)
+	d, err := New(c, fastOptions(t, ctl)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,12 +123,12 @@ func TestHealthAndReadinessBeforeAndAfterTheFirstRead(t *testing.T) {
 
 func TestStatusServesTheStatusDocument(t *testing.T) {
 	f := newAppliedFixture(t)
-	var st TopicStatus
+	var st report.TopicStatus
 	var a answer
 	// The view reads every poll interval: wait until it has seen APPLIED.
 	kafkatest.Eventually(t, 20*time.Second, "status shows the operation APPLIED", func() bool {
 		a = do(t, "GET", f.url+"/v1/status?controlTopic="+f.ctl, "")
-		st = TopicStatus{}
+		st = report.TopicStatus{}
 		a.decode(t, &st)
 		return a.code == 200 && len(st.Operations) == 1 && st.Operations[0].State == fsm.Applied
 	})
@@ -167,7 +170,7 @@ func TestStatusServesTheStatusDocument(t *testing.T) {
 	}
 	// The data topic's offsets, for the console's bars.
 	kafkatest.Eventually(t, 20*time.Second, "status lists the data topic's offsets", func() bool {
-		st = TopicStatus{}
+		st = report.TopicStatus{}
 		do(t, "GET", f.url+"/v1/status?controlTopic="+f.ctl, "").decode(t, &st)
 		return st.DataTopic != nil && st.DataTopic.LogStart.Equal(events.Offsets{0: 150, 1: 120})
 	})
@@ -175,17 +178,17 @@ func TestStatusServesTheStatusDocument(t *testing.T) {
 		t.Fatalf("dataTopic %+v", d)
 	}
 
-	var all WorkerStatus
+	var all report.WorkerStatus
 	kafkatest.Eventually(t, 20*time.Second, "status describes the fleet", func() bool {
-		all = WorkerStatus{}
+		all = report.WorkerStatus{}
 		do(t, "GET", f.url+"/v1/status", "").decode(t, &all)
 		return all.Fleet != nil && len(all.Fleet.Members) == 1 && slices.Equal(all.Fleet.Members[0].ControlTopics, []string{f.ctl})
 	})
 	if m := all.Fleet.Members[0]; !m.Self || m.MemberID == "" || all.Fleet.Error != "" {
 		t.Fatalf("fleet %+v", all.Fleet)
 	}
-	validateWorkerStatus(t, []byte(do(t, "GET", f.url+"/v1/status", "").body))
-	validateWorkerStatus(t, []byte(do(t, "GET", f.url+"/v1/status?all=true", "").body))
+	workertest.ValidateWorkerStatus(t, []byte(do(t, "GET", f.url+"/v1/status", "").body))
+	workertest.ValidateWorkerStatus(t, []byte(do(t, "GET", f.url+"/v1/status?all=true", "").body))
 	if all.Group != GroupFor(f.ctl) || len(all.ControlTopics) != 1 || all.ControlTopics[0].ControlTopic != f.ctl {
 		t.Fatalf("worker status %+v", all)
 	}
@@ -196,9 +199,9 @@ func TestStatusServesTheStatusDocument(t *testing.T) {
 	if st.Complete || st.OperationCounts[fsm.Applied] != 1 {
 		t.Fatalf("default view: complete %v, counts %v", st.Complete, st.OperationCounts)
 	}
-	var complete TopicStatus
+	var complete report.TopicStatus
 	do(t, "GET", f.url+"/v1/status?all=true&controlTopic="+f.ctl, "").decode(t, &complete)
-	if !complete.Complete || len(complete.Operations) != 1 || complete.SchemaVersion != StatusSchemaVersion {
+	if !complete.Complete || len(complete.Operations) != 1 || complete.SchemaVersion != report.StatusSchemaVersion {
 		t.Fatalf("?all=true: %+v", complete.Status)
 	}
 	if a := do(t, "GET", f.url+"/v1/status?all=yes", ""); a.code != 400 || !strings.Contains(a.body, "all=true") {
@@ -295,10 +298,10 @@ func TestValidateVerdicts(t *testing.T) {
 	})
 }
 
-func produceRaw(t *testing.T, c *Cluster, topic, key, value string) {
+func produceRaw(t *testing.T, c *worker.Cluster, topic, key, value string) {
 	t.Helper()
 	r := &kgo.Record{Topic: topic, Partition: 0, Key: []byte(key), Value: []byte(value)}
-	if err := c.cl.ProduceSync(context.Background(), r).FirstErr(); err != nil {
+	if err := c.Client().ProduceSync(context.Background(), r).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -325,8 +328,8 @@ func TestValidatePicksTheControlTopicByBinding(t *testing.T) {
 	c := fakeGroupCluster(t)
 	idA, ctlA := setup(t, c, "a")
 	idB, ctlB := setup(t, c, "b")
-	commit(t, c, ctlA, mustPlan(t, "A1", "a", idA, events.Offsets{0: 10, 1: 10}))
-	commit(t, c, ctlB, mustPlan(t, "B1", "b", idB, events.Offsets{0: 50, 1: 50}))
+	commit(t, c, ctlA, workertest.MustPlan(t, "A1", "a", idA, events.Offsets{0: 10, 1: 10}))
+	commit(t, c, ctlB, workertest.MustPlan(t, "B1", "b", idB, events.Offsets{0: 50, 1: 50}))
 	r := startDaemon(t, c, fastOptions(t, ctlA, ctlB)...)
 	srv := httptest.NewServer(r.d.Handler())
 	defer srv.Close()
@@ -344,7 +347,7 @@ func TestValidatePicksTheControlTopicByBinding(t *testing.T) {
 	}
 	// Both operations are finished: one replica owns both control topics.
 	kafkatest.Eventually(t, 20*time.Second, "both APPLIED", func() bool {
-		var ws WorkerStatus
+		var ws report.WorkerStatus
 		do(t, "GET", srv.URL+"/v1/status", "").decode(t, &ws)
 		n := 0
 		for _, ts := range ws.ControlTopics {
@@ -359,7 +362,7 @@ func TestValidatePicksTheControlTopicByBinding(t *testing.T) {
 // A page added with WithPage takes the paths the API does not serve, and
 // the API keeps its own.
 func TestWithPageServesNextToTheAPI(t *testing.T) {
-	d, err := NewDaemon(&Cluster{}, WithControlTopics("a.kcleanup"),
+	d, err := New(&worker.Cluster{}, WithControlTopics("a.kcleanup"),
 		WithPage("/", func(d *Daemon) http.Handler {
 			return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 				_, _ = w.Write([]byte("page of " + d.WorkerStatus().ControlTopics[0].ControlTopic))

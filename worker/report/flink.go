@@ -1,8 +1,6 @@
-package worker
+package report
 
 import (
-	"strconv"
-
 	"github.com/cockroachdb/errors"
 
 	"github.com/kcleanup/kcleanup/events"
@@ -82,35 +80,6 @@ func FlinkErrorOf(err error) *FlinkError {
 	}
 	if fe.Offset >= 0 {
 		out.Offset = &fe.Offset
-	}
-	return out
-}
-
-// CheckFlinkControlTopic is doctor's check of a control topic whose records
-// are in Flink Agents' format (st.Format), in place of kcleanup's own
-// settings and projection checks, which do not apply to it: the job's own
-// topic check and fold, and that kcleanup will not write there.
-func CheckFlinkControlTopic(info TopicInfo, st Status) []Finding {
-	subject := "control topic " + info.Name
-	adopt := "to manage its cleanups with kcleanup, start a control topic of kcleanup's own from it: kcleanup adopt --from " + info.Name + " (docs/flink-agents.md)"
-	if st.Format == FormatMixed {
-		return []Finding{{Severity: Block, Subject: subject,
-			Message: "mixes kcleanup's records with Flink Agents' (bare plan-ID keys): a Flink Agents job fails on kcleanup's records, kcleanup cannot read the job's plans; validate cannot tell, and kcleanup decides nothing here",
-			Hint:    "find which tool owns this topic with `kcleanup history --control-topic " + info.Name + "`; give each tool a control topic of its own"}}
-	}
-	out := []Finding{{Severity: Block, Subject: subject,
-		Message: "is in Flink Agents' control format: kcleanup audits and gates it by the job's rules but never writes to it (apply, submit and workers refuse it)",
-		Hint:    adopt}}
-	if err := flinkagents.CheckTopic(info.Name, info.Partitions, info.Configs["cleanup.policy"]); err != nil {
-		out = append(out, Finding{Severity: Block, Subject: subject, Message: "the Flink Agents job refuses it: " + err.Error(), Hint: FlinkErrorOf(err).Hint})
-	}
-	switch fa := st.FlinkAgents; {
-	case fa == nil:
-	case fa.Error != nil:
-		out = append(out, Finding{Severity: Block, Subject: subject, Message: "the Flink Agents job's recovery fails on it: " + fa.Error.Message, Hint: fa.Error.Hint})
-	default:
-		out = append(out, Finding{Severity: OK, Subject: subject,
-			Message: "folded by the Flink Agents job's rules: " + strconv.Itoa(len(fa.Plans)) + " plan(s), effective boundary " + fa.EffectiveBoundary.String()})
 	}
 	return out
 }

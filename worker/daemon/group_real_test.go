@@ -1,4 +1,4 @@
-package worker
+package daemon
 
 import (
 	"context"
@@ -8,8 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kcleanup/kcleanup/worker"
 	"github.com/kcleanup/kcleanup/worker/kafkatest"
 )
 
@@ -22,7 +24,7 @@ func TestWorkerTheGroupRefusesIsNotReady(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs a Kafka broker")
 	}
-	c, err := Connect(kgo.SeedBrokers(kafkatest.Bootstrap(t)))
+	c, err := worker.Connect(kgo.SeedBrokers(kafkatest.Bootstrap(t)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +35,7 @@ func TestWorkerTheGroupRefusesIsNotReady(t *testing.T) {
 	if _, err := c.CreateControlTopic(ctx, ctl, 1); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _, _ = c.adm.DeleteTopic(context.Background(), ctl) })
+	t.Cleanup(func() { _, _ = kadm.NewClient(c.Client()).DeleteTopic(context.Background(), ctl) })
 
 	for _, tc := range []struct {
 		name    string
@@ -44,7 +46,7 @@ func TestWorkerTheGroupRefusesIsNotReady(t *testing.T) {
 		{"default session timeout", DefaultSessionTimeout, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d, err := NewDaemon(c, WithControlTopics(ctl), WithGroup(ctl+"."+strings.ReplaceAll(tc.name, " ", "-")),
+			d, err := New(c, WithControlTopics(ctl), WithGroup(ctl+"."+strings.ReplaceAll(tc.name, " ", "-")),
 				WithGroupTimings(tc.session, 500*time.Millisecond, 0), WithPollInterval(100*time.Millisecond),
 				WithShutdownGrace(time.Second), WithLogger(testLogger(t)))
 			if err != nil {

@@ -1,4 +1,4 @@
-package worker
+package daemon
 
 import (
 	"context"
@@ -8,24 +8,14 @@ import (
 	"github.com/cockroachdb/errors"
 
 	"github.com/kcleanup/kcleanup/events"
+	"github.com/kcleanup/kcleanup/worker"
 	"github.com/kcleanup/kcleanup/worker/gate"
+	"github.com/kcleanup/kcleanup/worker/report"
 )
 
 // maxValidateBody bounds a /v1/validate request: markers of thousands of
 // subtasks fit easily.
 const maxValidateBody = 4 << 20
-
-// notAVerdict is the answer to a request the gate did not judge (bad
-// request, unknown control topic, shutting down): the verdict document with
-// allowed false, so a client that reads only that field fails closed.
-func notAVerdict(topic string, reason gate.Reason, err error) gate.Verdict {
-	r := gate.Refusal{Reason: reason, Class: reason.Class(), Message: err.Error(), Hints: errors.GetAllHints(err)}
-	if r.Hints == nil {
-		r.Hints = []string{}
-	}
-	return gate.Verdict{SchemaVersion: gate.SchemaVersion, Class: r.Class, ControlTopic: topic,
-		Reason: r.Reason, Message: r.Message, Hints: r.Hints, Refusals: []gate.Refusal{r}, Notes: []string{}, Checked: []gate.Checked{}}
-}
 
 // writeVerdict answers with the status of the verdict's class: 200 allowed,
 // 409 refused, 503 cannot tell, 400 invalid (404 for an unknown control
@@ -44,12 +34,12 @@ func writeVerdict(w http.ResponseWriter, v gate.Verdict) {
 func (d *Daemon) serveValidate(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxValidateBody))
 	if err != nil {
-		writeVerdict(w, notAVerdict("", gate.BadRequest, errors.Wrap(err, "read request body")))
+		writeVerdict(w, report.Unjudged("", gate.BadRequest, errors.Wrap(err, "read request body")))
 		return
 	}
 	markers, err := events.ParseMarkers(body)
 	if err != nil {
-		writeVerdict(w, notAVerdict("", gate.BadRequest, err))
+		writeVerdict(w, report.Unjudged("", gate.BadRequest, err))
 		return
 	}
 	topic, code, err := d.validateTopic(r.URL.Query().Get("controlTopic"), markers)
@@ -58,32 +48,32 @@ func (d *Daemon) serveValidate(w http.ResponseWriter, r *http.Request) {
 		if code == http.StatusNotFound {
 			reason = gate.UnknownControlTopic
 		}
-		writeVerdict(w, notAVerdict(topic, reason, err))
+		writeVerdict(w, report.Unjudged(topic, reason, err))
 		return
 	}
 	d.mu.Lock()
 	stopping := d.stopping
 	d.mu.Unlock()
 	if stopping {
-		writeVerdict(w, notAVerdict(topic, gate.ShuttingDown, errors.New("this worker is shutting down; ask another replica")))
+		writeVerdict(w, report.Unjudged(topic, gate.ShuttingDown, errors.New("this worker is shutting down; ask another replica")))
 		return
 	}
 	v := d.views[topic]
 	if !v.acquire(r.Context()) {
-		writeVerdict(w, notAVerdict(topic, gate.NotCaughtUp, errors.Wrap(r.Context().Err(), "wait for the projection")))
+		writeVerdict(w, report.Unjudged(topic, gate.NotCaughtUp, errors.Wrap(r.Context().Err(), "wait for the projection")))
 		return
 	}
 	defer v.release()
 	ctx, cancel := context.WithTimeout(r.Context(), d.cfg.readTimeout)
 	defer cancel()
-	writeVerdict(w, d.cluster.Validate(ctx, markers, ValidateOptions{
+	writeVerdict(w, d.cluster.Validate(ctx, markers, worker.ValidateOptions{
 		ControlTopic: topic,
 		// A worker is told its control topics: a missing one proves nothing.
 		Explicit:  true,
 		Bootstrap: d.cfg.bootstrap,
-		Read: func(ctx context.Context) (*Projection, error) {
+		Read: func(ctx context.Context) (*worker.Projection, error) {
 			if v.proj == nil {
-				return nil, errors.Mark(errors.Newf("control topic %q is not being read", v.topic), ErrNotCaughtUp)
+				return nil, errors.Mark(errors.Newf("control topic %q is not being read", v.topic), worker.ErrNotCaughtUp)
 			}
 			return v.proj, v.refresh(ctx)
 		},

@@ -1,4 +1,4 @@
-package worker
+package daemon
 
 // The least-privilege ACLs of docs/deploy.md, as tests on the real broker over SASL_SSL with
 // StandardAuthorizer and allow.everyone.if.no.acl.found=false.
@@ -19,6 +19,7 @@ import (
 
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/fsm"
+	"github.com/kcleanup/kcleanup/worker"
 	"github.com/kcleanup/kcleanup/worker/clientconfig"
 	"github.com/kcleanup/kcleanup/worker/kafkatest"
 )
@@ -27,8 +28,8 @@ import (
 // plan to offset 40/30, and a SCRAM user with no ACL yet.
 type aclEnv struct {
 	s          kafkatest.SecureBroker
-	admin      *kgo.Client // super user (PLAINTEXT)
-	super      *Cluster    // kcleanup over PLAINTEXT, as a super user
+	admin      *kgo.Client     // super user (PLAINTEXT)
+	super      *worker.Cluster // kcleanup over PLAINTEXT, as a super user
 	data, ctl  string
 	plan       events.Plan
 	user       string
@@ -41,17 +42,17 @@ func newACLEnv(t *testing.T) *aclEnv {
 	s := kafkatest.Secure(t)
 	e := &aclEnv{s: s, admin: kafkatest.Client(t, s.Plaintext)}
 	var err error
-	if e.super, err = Connect(kgo.SeedBrokers(s.Plaintext)); err != nil {
+	if e.super, err = worker.Connect(kgo.SeedBrokers(s.Plaintext)); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(e.super.Close)
 	e.data = kafkatest.NewTopic(t, e.admin, "acl-data", 2, map[string]string{"cleanup.policy": "compact,delete", "retention.ms": "-1", "retention.bytes": "-1"})
 	kafkatest.Produce(t, e.admin, e.data, 0, 100)
 	kafkatest.Produce(t, e.admin, e.data, 1, 100)
-	e.ctl = ControlTopicFor(e.data)
+	e.ctl = worker.ControlTopicFor(e.data)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := e.super.EnsureControlTopic(ctx, e.ctl, e.data, Options{}); err != nil {
+	if err := e.super.EnsureControlTopic(ctx, e.ctl, e.data, worker.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _, _ = kadm.NewClient(e.admin).DeleteTopics(context.Background(), e.ctl) })
@@ -85,7 +86,7 @@ func (e *aclEnv) workerACLs() []kafkatest.ACL {
 }
 
 // userCluster connects as the test's user over SASL_SSL, as kcleanup does.
-func (e *aclEnv) userCluster(t *testing.T) *Cluster {
+func (e *aclEnv) userCluster(t *testing.T) *worker.Cluster {
 	t.Helper()
 	cfg, err := clientconfig.Load(e.configPath)
 	if err != nil {
@@ -95,7 +96,7 @@ func (e *aclEnv) userCluster(t *testing.T) *Cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := Connect(append([]kgo.Opt{kgo.SeedBrokers(e.s.SASLSSL)}, opts...)...)
+	c, err := worker.Connect(append([]kgo.Opt{kgo.SeedBrokers(e.s.SASLSSL)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +145,7 @@ func TestApplyWithTheDocumentedACLs(t *testing.T) {
 		t.Fatalf("%+v", err)
 	}
 	defer proj.Close()
-	out, err := c.Apply(ctx, proj, e.plan, Options{Actor: "test"})
+	out, err := c.Apply(ctx, proj, e.plan, worker.Options{Actor: "test"})
 	if err != nil {
 		t.Fatalf("apply: %+v", err)
 	}
@@ -199,7 +200,7 @@ func TestApplyWithoutEachDocumentedACL(t *testing.T) {
 					return err
 				}
 				defer proj.Close()
-				_, err = c.Apply(ctx, proj, e.plan, Options{Actor: "test"})
+				_, err = c.Apply(ctx, proj, e.plan, worker.Options{Actor: "test"})
 				return err
 			}()
 			if err == nil {
@@ -210,7 +211,7 @@ func TestApplyWithoutEachDocumentedACL(t *testing.T) {
 			}
 			op := aclOpName(drop.Operation)
 			want := "grant " + op + " on topic " + drop.Name + " to " + e.principal
-			if !strings.Contains(err.Error(), want) || !errors.Is(err, ErrUnauthorized) {
+			if !strings.Contains(err.Error(), want) || !errors.Is(err, worker.ErrUnauthorized) {
 				t.Fatalf("error %q\ndoes not name %q (or is not ErrUnauthorized)", err, want)
 			}
 			if after := e.snapshot(t); after != before {

@@ -1,4 +1,4 @@
-package worker
+package report
 
 import (
 	"fmt"
@@ -12,7 +12,7 @@ import (
 
 // statusLog folds applied operations, then one committed and one planned,
 // with rejected records between them, into a projection.
-func statusLog(t *testing.T, applied, rejected int) *Projection {
+func statusLog(t *testing.T, applied, rejected int) Source {
 	t.Helper()
 	s := projector.New()
 	off := int64(0)
@@ -49,7 +49,7 @@ func statusLog(t *testing.T, applied, rejected int) *Projection {
 	}
 	op(applied, events.Committed)
 	op(applied+1, events.Planned)
-	return &Projection{Topic: "action-state.kcleanup", State: s, Next: off}
+	return Source{ControlTopic: "action-state.kcleanup", State: s, ReadTo: off, Format: FormatKcleanup}
 }
 
 func TestSummaryOfStaysSmallAndCountsEverything(t *testing.T) {

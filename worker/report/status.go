@@ -1,4 +1,4 @@
-package worker
+package report
 
 import (
 	"time"
@@ -6,6 +6,7 @@ import (
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/fsm"
 	"github.com/kcleanup/kcleanup/projector"
+	"github.com/kcleanup/kcleanup/projector/flinkagents"
 )
 
 // StatusSchemaVersion versions the status document (docs/schema/status.schema.json).
@@ -179,23 +180,36 @@ type BlockedOperation struct {
 	RetryAt time.Time `json:"retryAt"`
 }
 
+// Source is what a status document is built from: the fold of one control
+// topic and what its reader saw beside it (worker.Projection.Source).
+type Source struct {
+	ControlTopic string
+	State        *projector.State
+	// ReadTo is the offset after the last control record read.
+	ReadTo int64
+	// Format is the control format of the records read; Flink is their fold
+	// by Flink Agents' rules when Format is FormatFlinkAgents, else nil.
+	Format Format
+	Flink  *flinkagents.Fold
+}
+
 // StatusOf builds the complete status document of a projection (status
 // --all, /v1/status?all=true): every operation and rejected record. It reads
 // the projection and must run on the goroutine that folds into it. Lists are
 // never null, so a consumer can iterate them without a check.
-func StatusOf(proj *Projection) Status { return statusOf(proj, true) }
+func StatusOf(src Source) Status { return statusOf(src, true) }
 
 // SummaryOf builds the default view of the status document, which stays
 // small however long the history: the boundary, every operation not APPLIED,
 // the most recent others and rejected records, and counts of everything.
-func SummaryOf(proj *Projection) Status { return statusOf(proj, false) }
+func SummaryOf(src Source) Status { return statusOf(src, false) }
 
-func statusOf(proj *Projection, complete bool) Status {
-	s := proj.State
+func statusOf(src Source, complete bool) Status {
+	s := src.State
 	st := Status{
 		SchemaVersion:   StatusSchemaVersion,
-		ControlTopic:    proj.Topic,
-		ReadTo:          proj.Next,
+		ControlTopic:    src.ControlTopic,
+		ReadTo:          src.ReadTo,
 		Boundary:        s.Boundary(),
 		BoundarySetBy:   map[int32]string{},
 		Complete:        complete,
@@ -208,9 +222,9 @@ func statusOf(proj *Projection, complete bool) Status {
 		Retractions:     []PendingRetraction{},
 	}
 	st.Topic, st.TopicID, _ = s.Binding()
-	st.Format = proj.Format()
-	if fold := proj.FlinkFold(); fold != nil {
-		st.FlinkAgents = FlinkStatusOf(fold)
+	st.Format = src.Format
+	if src.Flink != nil {
+		st.FlinkAgents = FlinkStatusOf(src.Flink)
 	}
 	st.Degraded, st.DegradedReason = s.Degraded()
 	for p := range st.Boundary {

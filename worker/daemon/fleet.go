@@ -1,4 +1,4 @@
-package worker
+package daemon
 
 import (
 	"context"
@@ -7,32 +7,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kcleanup/kcleanup/worker/report"
 )
-
-// FleetStatus is the worker fleet as this replica last saw it: the members
-// of its consumer group and the control topics each owns. It is what the
-// group coordinator answered to DescribeGroups, not a promise: ownership
-// can move at any moment, and safety never depends on it.
-type FleetStatus struct {
-	Members     []FleetMember `json:"members"`
-	DescribedAt time.Time     `json:"describedAt"`
-	// Error is why the last description failed (Members are then those of
-	// the last success, if any).
-	Error string `json:"error,omitempty"`
-}
-
-// FleetMember is one replica in the group.
-type FleetMember struct {
-	MemberID string `json:"memberId"`
-	ClientID string `json:"clientId"`
-	// Host is the member's address as the broker sees it.
-	Host string `json:"host"`
-	// ControlTopics are the control topics assigned to it: it finishes
-	// their operations.
-	ControlTopics []string `json:"controlTopics"`
-	// Self marks the replica that served this document.
-	Self bool `json:"self"`
-}
 
 // fleetEvery is how often a replica describes its group for /v1/status.
 const fleetEvery = 3 * time.Second
@@ -48,10 +25,10 @@ func (d *Daemon) describeFleet(ctx context.Context, member *kgo.Client) {
 	}
 }
 
-func (d *Daemon) describeOnce(ctx context.Context, adm *kadm.Client, member *kgo.Client) *FleetStatus {
+func (d *Daemon) describeOnce(ctx context.Context, adm *kadm.Client, member *kgo.Client) *report.FleetStatus {
 	ctx, cancel := context.WithTimeout(ctx, d.cfg.readTimeout)
 	defer cancel()
-	f := &FleetStatus{Members: []FleetMember{}, DescribedAt: time.Now().UTC()}
+	f := &report.FleetStatus{Members: []report.FleetMember{}, DescribedAt: time.Now().UTC()}
 	described, err := adm.DescribeGroups(ctx, d.cfg.group)
 	if err == nil {
 		err = described.Error()
@@ -65,7 +42,7 @@ func (d *Daemon) describeOnce(ctx context.Context, adm *kadm.Client, member *kgo
 	}
 	self, _ := member.GroupMetadata()
 	for _, m := range described[d.cfg.group].Members {
-		fm := FleetMember{MemberID: m.MemberID, ClientID: m.ClientID, Host: m.ClientHost, ControlTopics: []string{}, Self: m.MemberID == self}
+		fm := report.FleetMember{MemberID: m.MemberID, ClientID: m.ClientID, Host: m.ClientHost, ControlTopics: []string{}, Self: m.MemberID == self}
 		if a, ok := m.Assigned.AsConsumer(); ok {
 			for _, t := range a.Topics {
 				if len(t.Partitions) > 0 {
@@ -76,7 +53,7 @@ func (d *Daemon) describeOnce(ctx context.Context, adm *kadm.Client, member *kgo
 		slices.Sort(fm.ControlTopics)
 		f.Members = append(f.Members, fm)
 	}
-	slices.SortFunc(f.Members, func(a, b FleetMember) int {
+	slices.SortFunc(f.Members, func(a, b report.FleetMember) int {
 		if a.MemberID < b.MemberID {
 			return -1
 		}

@@ -1,4 +1,4 @@
-package worker
+package daemon
 
 import (
 	"context"
@@ -11,7 +11,10 @@ import (
 
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/projector"
+	"github.com/kcleanup/kcleanup/worker"
 	"github.com/kcleanup/kcleanup/worker/kafkatest"
+	"github.com/kcleanup/kcleanup/worker/report"
+	"github.com/kcleanup/kcleanup/worker/workertest"
 )
 
 // The fleet's own maintenance (a repair of an overwritten key, a retraction
@@ -21,27 +24,27 @@ import (
 func TestMaintenanceIsNotABadWrite(t *testing.T) {
 	c := fakeGroupCluster(t)
 	id, ctl := setup(t, c, "action-state")
-	plan := mustPlan(t, "C1", "action-state", id, events.Offsets{0: 150, 1: 120})
+	plan := workertest.MustPlan(t, "C1", "action-state", id, events.Offsets{0: 150, 1: 120})
 	commit(t, c, ctl, plan)
 	ctx := context.Background()
 	// Someone else: a record kcleanup rejects (a grace period old, so a
 	// worker retracts it at once) and a tombstone over an accepted key.
-	old := &kgo.Record{Topic: ctl, Partition: 0, Key: []byte("not-a-key"), Value: []byte("{}"), Timestamp: time.Now().Add(-2 * RetractionGrace)}
+	old := &kgo.Record{Topic: ctl, Partition: 0, Key: []byte("not-a-key"), Value: []byte("{}"), Timestamp: time.Now().Add(-2 * worker.RetractionGrace)}
 	over := &kgo.Record{Topic: ctl, Partition: 0, Key: []byte(events.Key(plan.PlanID, events.Planned))}
-	if err := c.cl.ProduceSync(ctx, old, over).FirstErr(); err != nil {
+	if err := c.Client().ProduceSync(ctx, old, over).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
 
 	r := startDaemon(t, c, append(fastOptions(t, ctl), WithActor("worker/test-7"))...)
 	srv := httptest.NewServer(r.d.Handler())
 	defer srv.Close()
-	var st TopicStatus
+	var st report.TopicStatus
 	kafkatest.Eventually(t, 20*time.Second, "a repair and a retraction by the worker", func() bool {
-		st = TopicStatus{}
+		st = report.TopicStatus{}
 		getJSON(t, srv.URL+"/v1/status?controlTopic="+ctl, &st)
 		return st.MaintenanceCounts[projector.MaintenanceRepair] > 0 && st.MaintenanceCounts[projector.MaintenanceRetraction] == 1
 	})
-	var retraction *MaintenanceRecord
+	var retraction *report.MaintenanceRecord
 	for i, m := range st.Maintenance {
 		if m.Kind == projector.MaintenanceRetraction {
 			retraction = &st.Maintenance[i]

@@ -1,4 +1,4 @@
-package worker
+package daemon
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/fsm"
 	"github.com/kcleanup/kcleanup/projector"
+	"github.com/kcleanup/kcleanup/worker"
+	"github.com/kcleanup/kcleanup/worker/report"
 )
 
 // view is a replica's read-only projection of one control topic it serves,
@@ -18,7 +20,7 @@ import (
 type view struct {
 	d     *Daemon
 	topic string
-	proj  *Projection
+	proj  *worker.Projection
 	lock  chan struct{} // capacity 1: send to acquire, receive to release
 	snap  atomic.Pointer[snapshot]
 
@@ -27,14 +29,14 @@ type view struct {
 
 // snapshot is what a view knew after its last read.
 type snapshot struct {
-	status     Status    // complete
-	summary    Status    // the default view
-	caughtUpAt time.Time // end of the last read that reached the end
-	err        error     // the last read's error; nil when it reached the end
-	lag        int64     // records between the projection and the end seen
+	status     report.Status // complete
+	summary    report.Status // the default view
+	caughtUpAt time.Time     // end of the last read that reached the end
+	err        error         // the last read's error; nil when it reached the end
+	lag        int64         // records between the projection and the end seen
 	byState    map[fsm.State]int
 	rejected   map[projector.Reason]int
-	data       *DataTopicOffsets // nil until listed once
+	data       *report.DataTopicOffsets // nil until listed once
 }
 
 // dataOffsetsEvery is how often a view lists the data topic's log starts
@@ -43,8 +45,8 @@ const dataOffsetsEvery = 2 * time.Second
 
 func newView(d *Daemon, topic string) *view {
 	v := &view{d: d, topic: topic, lock: make(chan struct{}, 1)}
-	empty := &Projection{Topic: topic, State: projector.New()}
-	v.snap.Store(&snapshot{status: StatusOf(empty), summary: SummaryOf(empty)})
+	empty := &worker.Projection{Topic: topic, State: projector.New()}
+	v.snap.Store(&snapshot{status: report.StatusOf(empty.Source()), summary: report.SummaryOf(empty.Source())})
 	return v
 }
 
@@ -118,7 +120,7 @@ func (v *view) listDataTopic(ctx context.Context, s, old *snapshot) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, v.d.cfg.readTimeout)
 	defer cancel()
-	d := &DataTopicOffsets{ListedAt: time.Now().UTC()}
+	d := &report.DataTopicOffsets{ListedAt: time.Now().UTC()}
 	start, err := v.d.cluster.StartOffsets(ctx, topic)
 	var end events.Offsets
 	if err == nil {
@@ -157,8 +159,8 @@ func (v *view) publish(ctx context.Context, readErr error) {
 		}
 	}
 	if s.byState == nil || old.status.ReadTo != v.proj.Next {
-		s.status = StatusOf(v.proj)
-		s.summary = SummaryOf(v.proj)
+		s.status = report.StatusOf(v.proj.Source())
+		s.summary = report.SummaryOf(v.proj.Source())
 		s.byState = map[fsm.State]int{}
 		for _, op := range s.status.Operations {
 			s.byState[op.State]++
@@ -180,15 +182,12 @@ func (v *view) publish(ctx context.Context, readErr error) {
 func (v *view) lagAfterError(ctx context.Context, last int64) int64 {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	ends, err := v.d.cluster.adm.ListCommittedOffsets(ctx, v.topic)
-	if err != nil {
+	ends, err := v.d.cluster.CommittedOffsets(ctx, v.topic)
+	end, ok := ends[0]
+	if err != nil || !ok {
 		return last
 	}
-	end, ok := ends.Lookup(v.topic, 0)
-	if !ok || end.Err != nil {
-		return last
-	}
-	return max(end.Offset-v.proj.Next, 0)
+	return max(end-v.proj.Next, 0)
 }
 
 // caughtUp reports whether the view read to the end within the ready

@@ -1,4 +1,4 @@
-package worker
+package daemon
 
 import (
 	"context"
@@ -11,24 +11,27 @@ import (
 
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/fsm"
+	"github.com/kcleanup/kcleanup/worker"
 	"github.com/kcleanup/kcleanup/worker/kafkatest"
+	"github.com/kcleanup/kcleanup/worker/report"
+	"github.com/kcleanup/kcleanup/worker/workertest"
 )
 
 // A COMMITTED whose plan is above the high watermark (any producer can
 // write one; apply refuses the plan) is blocked with its reason, and an
 // attempt appends nothing: no DELETING per attempt.
 func TestFinishBlocksAPlanAboveTheHighWatermark(t *testing.T) {
-	c, _ := fakeCluster(t)
+	c, _ := workertest.FakeCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	id := dataTopic(t, c, "action-state", 2, 100)
-	ctl := ControlTopicFor("action-state")
-	proj := controlProjection(t, ctx, c, ctl, "action-state")
-	o := Options{Actor: "script"}
+	id := workertest.DataTopic(t, c, "action-state", 2, 100)
+	ctl := worker.ControlTopicFor("action-state")
+	proj := workertest.ControlProjection(t, ctx, c, ctl, "action-state")
+	o := worker.Options{Actor: "script"}
 
-	plan := mustPlan(t, "C9", "action-state", id, events.Offsets{0: 50, 1: 500})
+	plan := workertest.MustPlan(t, "C9", "action-state", id, events.Offsets{0: 50, 1: 500})
 	for _, e := range []events.Event{events.Planned, events.Committed} {
-		env := envelope(e, plan, o)
+		env := workertest.Envelope(e, plan, o.Actor)
 		if e == events.Committed {
 			env.Boundary = plan.Offsets.Clone()
 		}
@@ -38,7 +41,7 @@ func TestFinishBlocksAPlanAboveTheHighWatermark(t *testing.T) {
 	}
 	for attempt := 1; attempt <= 3; attempt++ {
 		out, err := c.Finish(ctx, proj, plan.PlanID, o)
-		if !errors.Is(err, ErrBlocked) || !permanent(err) {
+		if !errors.Is(err, worker.ErrBlocked) || !permanent(err) {
 			t.Fatalf("attempt %d: %v; want a blocked error", attempt, err)
 		}
 		if !strings.Contains(err.Error(), "action-state-1: the plan deletes up to offset 500, above the high watermark 100") {
@@ -66,10 +69,10 @@ func TestFinishBlocksAPlanAboveTheHighWatermark(t *testing.T) {
 func TestDaemonBlocksAPlanAboveTheHighWatermark(t *testing.T) {
 	c := fakeGroupCluster(t)
 	id, ctl := setup(t, c, "action-state")
-	plan := mustPlan(t, "C9", "action-state", id, events.Offsets{0: 150, 1: 900})
+	plan := workertest.MustPlan(t, "C9", "action-state", id, events.Offsets{0: 150, 1: 900})
 	ctx := context.Background()
 	for _, e := range []events.Event{events.Planned, events.Committed} {
-		env := envelope(e, plan, Options{Actor: "script"})
+		env := workertest.Envelope(e, plan, "script")
 		if e == events.Committed {
 			env.Boundary = plan.Offsets.Clone()
 		}
@@ -80,9 +83,9 @@ func TestDaemonBlocksAPlanAboveTheHighWatermark(t *testing.T) {
 	r := startDaemon(t, c, fastOptions(t, ctl)...)
 	srv := httptest.NewServer(r.d.Handler())
 	defer srv.Close()
-	var st TopicStatus
+	var st report.TopicStatus
 	kafkatest.Eventually(t, 20*time.Second, "the operation shows as blocked", func() bool {
-		st = TopicStatus{}
+		st = report.TopicStatus{}
 		getJSON(t, srv.URL+"/v1/status?controlTopic="+ctl, &st)
 		return len(st.Blocked) == 1
 	})
