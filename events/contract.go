@@ -48,4 +48,7 @@ type Envelope struct {
 	Boundary Offsets
 	// LogStart holds the log-start offsets observed before APPLIED; nil for other events.
 	LogStart Offsets
+	// Mirror is the body of a mirror event (MirrorAttached, MirrorDetached;
+	// SchemaVersion MirrorSchemaVersion, no plan); nil for the others.
+	Mirror *Mirror
 }

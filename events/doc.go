@@ -85,6 +85,28 @@
 // not skip such a record, since it may carry a commit the reader cannot see:
 // the projection fails closed (docs/design.md §5) until the reader is upgraded.
 //
+// # Mirror events
+//
+// MIRROR_ATTACHED and MIRROR_DETACHED attach and detach a Flink Agents
+// mirror (a topic in Flink Agents' control format that workers keep in
+// step with the boundary). Key: MirrorKey(topic, event) =
+// "mirror/<topic>/<EVENT>". Value (docs/schema/mirror-event.schema.json):
+//
+//	{"schemaVersion":2,"event":"MIRROR_ATTACHED","mirrorTopic":"action-state.flink",
+//	 "mirrorTopicId":"<22-char topic ID>","at":…,"actor":…,"reason":"…"}
+//
+// They are schema version 2 (MirrorSchemaVersion) on purpose: a kcleanup
+// that predates them reads every value whose schemaVersion is above 1 as
+// ErrNewerSchema, whatever its key, so its projection degrades and it
+// commits and deletes nothing, rather than deleting without the mirror.
+// Decode returns them as an Envelope with Mirror set and no plan. Their
+// decoding is as strict as the envelope's, in this order: schemaVersion 2
+// (above: ErrNewerSchema; 1 or anything else: ErrMalformed), the key, the
+// body's event and mirrorTopic against the key, an unknown mirror event
+// under a well-formed key (ErrUnknownEvent), then every field: exactly the
+// seven, a legal topic name, a valid topic ID, at as for envelopes, actor
+// and reason printable and not blank.
+//
 // Out of scope here, and the projector's job: whether a transition is allowed,
 // whether a COMMITTED boundary is the maximum of the previous boundary and the
 // plan, and whether APPLIED's logStart reaches the plan's offsets.

@@ -76,6 +76,9 @@ func unknownEvent(field, ev string) *DecodeError {
 // UTC, and boundary and logStart when they are non-nil. Encode does not
 // check the envelope; Validate does.
 func (e Envelope) Encode() (key, value []byte) {
+	if e.Mirror != nil {
+		return e.encodeMirror()
+	}
 	b := make([]byte, 0, 256+32*(len(e.Plan.Offsets)+len(e.Boundary)+len(e.LogStart)))
 	b = append(b, `{"schemaVersion":`...)
 	b = strconv.AppendInt(b, SchemaVersion, 10)
@@ -185,6 +188,9 @@ func decode(d *Decoder, key, value []byte) (Envelope, error) {
 	}
 	if !utf8.Valid(value) {
 		return Envelope{}, malformed(&fieldError{Reason: "is not valid UTF-8"})
+	}
+	if IsMirrorKey(key) {
+		return decodeMirror(key, value)
 	}
 	keyID, keyEvent, keyErr := ParseKey(key)
 	w := envelopeJSON{Plan: planField{d: d, keyID: keyID}}

@@ -162,6 +162,7 @@ func pointerPath(p jsontext.Pointer) string {
 type shape struct {
 	kind                         kind
 	schemaVersion, event, planID scalar
+	mirrorTopic                  scalar // a mirror event's mirrorTopic
 	plan                         kind   // kind of the "plan" member, kindInvalid when absent
 	planSchemaVersion            scalar // the plan object's schemaVersion
 }
@@ -286,6 +287,8 @@ func note(sh *shape, name string, k jsontext.Kind, tok jsontext.Token) {
 		sh.event = s
 	case "planId":
 		sh.planID = s
+	case "mirrorTopic":
+		sh.mirrorTopic = s
 	case "plan":
 		sh.plan = s.kind
 	}

@@ -254,3 +254,20 @@ func rfc3339Samples() []string {
 	}
 	return out
 }
+
+func TestMirrorEventSchemaMatchesEncoder(t *testing.T) {
+	s := loadSchema(t, "mirror-event.schema.json")
+	checkObject(t, s, mirrorFields)
+	if got := strs(t, at(t, s, "properties", "event", "enum")); !slices.Equal(got, []string{string(MirrorAttached), string(MirrorDetached)}) {
+		t.Errorf("event enum = %v", got)
+	}
+	if v := at(t, s, "properties", "schemaVersion", "const"); v != float64(MirrorSchemaVersion) {
+		t.Errorf("schemaVersion const = %v, want %d", v, MirrorSchemaVersion)
+	}
+	for _, e := range []Event{MirrorAttached, MirrorDetached} {
+		_, value := mirrorEvent(e).Encode()
+		if got := written(t, value); !slices.Equal(got, mirrorFields) {
+			t.Errorf("%s: Encode writes %v, schema requires %v", e, got, mirrorFields)
+		}
+	}
+}

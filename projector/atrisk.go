@@ -38,7 +38,7 @@ func (s *State) AtRisk() (bool, string) {
 		if w.evidence {
 			risks = append(risks, fmt.Sprintf(
 				"key %s holds the evidence (offset %d) that plan %s's COMMITTED was accepted and erased, and was overwritten at offset %d: if the log cleaner runs before a worker re-appends it, the boundary read from this control topic falls below the plan %s",
-				k, o.proofStep(eventIndex(w.event)).Offset, o.plan.PlanID, w.at, o.plan.Offsets))
+				k, o.proofStep(eventIndex(w.event)).Offset, o.id, w.at, o.offs.offsets()))
 			continue
 		}
 		if w.event == events.Committed && s.disputed(w.op) {
@@ -56,8 +56,9 @@ func (s *State) AtRisk() (bool, string) {
 		e, off := o.firstEvidence()
 		risks = append(risks, fmt.Sprintf(
 			"plan %s has a %s at offset %d but no COMMITTED: workers write it only after reading the COMMITTED back, so that COMMITTED was accepted and then erased (overwritten, then compacted); the boundary keeps the plan %s and nothing is deleted for it; a worker re-appends the COMMITTED once the data topic's log start is at or above the plan on every partition (nothing left to delete), otherwise check the plan and re-apply it with kcleanup apply",
-			o.plan.PlanID, e, off, o.plan.Offsets))
+			o.id, e, off, o.offs.offsets()))
 	}
+	risks = append(risks, s.mirrorAtRisk()...)
 	switch len(risks) {
 	case 0:
 		return false, ""
@@ -75,7 +76,7 @@ func (s *State) AtRisk() (bool, string) {
 func (s *State) Unconfirmed() []Operation {
 	out := make([]Operation, 0, len(s.unconfirmed))
 	for _, oi := range slices.Sorted(maps.Keys(s.unconfirmed)) {
-		out = append(out, s.ops[oi].export())
+		out = append(out, s.export(s.ops[oi]))
 	}
 	return out
 }
@@ -117,7 +118,7 @@ func (s *State) applyEvidence(offset int64, c change) {
 	if oi < 0 {
 		oi = s.newOp(env.Plan)
 		o := s.ops[oi]
-		o.state = fsm.Planned
+		o.setState(fsm.Planned)
 		o.implied |= eventBit(events.Planned)
 	}
 	o := s.ops[oi]
@@ -125,14 +126,14 @@ func (s *State) applyEvidence(offset int64, c change) {
 	if o.evidence&bit == 0 {
 		o.evidence |= bit
 		if o.proof == nil {
-			o.proof = new([4]Step)
+			o.proof = new(proof)
 		}
-		o.proof[i] = Step{Offset: offset, Event: env.Event, At: env.At, Actor: s.intern(env.Actor)}
+		o.proof.steps[i] = Step{Offset: offset, Event: env.Event, At: env.At, Actor: s.intern(env.Actor)}
 		if env.Event == events.Applied {
-			o.proofLogStart = env.LogStart
+			o.proof.logStart = env.LogStart
 		}
 	}
-	key := events.Key(o.plan.PlanID, env.Event)
+	key := events.Key(o.id, env.Event)
 	if w, ok := s.overwritten[key]; ok && w.evidence {
 		delete(s.overwritten, key) // a repair re-appended the evidence
 	}
@@ -148,22 +149,22 @@ func (s *State) confirm(oi int32) {
 		return
 	}
 	for _, e := range []events.Event{events.Deleting, events.Applied} {
-		key := events.Key(o.plan.PlanID, e)
+		key := events.Key(o.id, e)
 		if w, ok := s.overwritten[key]; ok && w.evidence {
 			delete(s.overwritten, key)
 		}
 	}
-	o.evidence, o.proof, o.proofLogStart = 0, nil, nil
+	o.evidence, o.proof = 0, nil
 	delete(s.unconfirmed, oi)
 }
 
 // sameEvidence reports whether env says what the evidence under its key
 // said: the same plan, and for APPLIED the same log start.
-func sameEvidence(o *op, env *events.Envelope) bool {
-	if !samePlan(o.plan, env.Plan) || env.PlanID != o.plan.PlanID {
+func (s *State) sameEvidence(o *op, env *events.Envelope) bool {
+	if !s.samePlan(o, env.Plan) || env.PlanID != o.id {
 		return false
 	}
-	return env.Event != events.Applied || env.LogStart.Equal(o.proofLogStart)
+	return env.Event != events.Applied || env.LogStart.Equal(o.proofLogStart())
 }
 
 // firstEvidence is the earliest evidence record of the operation.
@@ -189,13 +190,13 @@ func (s *State) reencodeEvidence(oi int32, e events.Event) (Record, bool) {
 	env := events.Envelope{
 		SchemaVersion: events.SchemaVersion,
 		Event:         e,
-		PlanID:        o.plan.PlanID,
-		Plan:          clonePlan(o.plan),
+		PlanID:        o.id,
+		Plan:          s.plan(o),
 		At:            st.At,
 		Actor:         st.Actor,
 	}
 	if e == events.Applied {
-		env.LogStart = o.proofLogStart.Clone()
+		env.LogStart = o.proofLogStart().Clone()
 	}
 	key, value := env.Encode()
 	return Record{Offset: st.Offset, Key: key, Value: value, Timestamp: st.At}, true
@@ -217,7 +218,8 @@ func (s *State) Boundary() events.Offsets {
 		b = events.Offsets{}
 	}
 	for oi := range s.unconfirmed {
-		for p, off := range s.ops[oi].plan.Offsets {
+		for _, po := range s.ops[oi].offs {
+			p, off := po.p, po.off
 			if cur, ok := b[p]; !ok || off > cur {
 				b[p] = off
 			}
@@ -237,16 +239,17 @@ func (s *State) BoundarySetBy(p int32) string {
 	top, ok := s.boundary[p]
 	first := int32(-1)
 	for oi := range s.unconfirmed {
-		off, has := s.ops[oi].plan.Offsets[p]
+		off, has := s.ops[oi].offs.get(p)
 		if !has || ok && off <= top {
 			continue
 		}
-		if first < 0 || off > s.ops[first].plan.Offsets[p] || off == s.ops[first].plan.Offsets[p] && oi < first {
+		firstOff, _ := s.ops[max(first, 0)].offs.get(p)
+		if first < 0 || off > firstOff || off == firstOff && oi < first {
 			first = oi
 		}
 	}
 	if first >= 0 {
-		return s.ops[first].plan.PlanID
+		return s.ops[first].id
 	}
 	return by
 }
@@ -267,7 +270,7 @@ func (o *op) proofStep(i int) Step {
 	if o.proof == nil || i < 0 {
 		return Step{}
 	}
-	return o.proof[i]
+	return o.proof.steps[i]
 }
 
 // proofSteps is every proof step (zero without evidence).
@@ -275,5 +278,14 @@ func (o *op) proofSteps() [4]Step {
 	if o.proof == nil {
 		return [4]Step{}
 	}
-	return *o.proof
+	return o.proof.steps
+}
+
+// proofLogStart is the log start of the APPLIED kept as evidence (nil
+// without).
+func (o *op) proofLogStart() events.Offsets {
+	if o.proof == nil {
+		return nil
+	}
+	return o.proof.logStart
 }

@@ -71,7 +71,7 @@ func (s *State) disputed(oi int32) bool {
 		return false
 	}
 	o := s.ops[oi]
-	w, ok := s.overwritten[events.Key(o.plan.PlanID, events.Committed)]
+	w, ok := s.overwritten[events.Key(o.id, events.Committed)]
 	if !ok || !w.retracted || w.evidence {
 		return false
 	}
@@ -117,7 +117,7 @@ func (s *State) Disputed() []string {
 	var out []string
 	for _, w := range s.overwritten {
 		if w.event == events.Committed && s.disputed(w.op) {
-			out = append(out, s.ops[w.op].plan.PlanID)
+			out = append(out, s.ops[w.op].id)
 		}
 	}
 	slices.Sort(out)

@@ -29,9 +29,10 @@ func (s *State) Digest() string {
 		d.line("overwritten", strconv.Quote(k), strconv.FormatInt(s.overwritten[k].at, 10), strconv.FormatBool(s.overwritten[k].evidence))
 	}
 	for _, o := range s.ops {
-		d.line("copies", o.plan.PlanID, strconv.Itoa(int(o.held)), strconv.FormatInt(o.latest[0], 10),
+		d.line("copies", o.id, strconv.Itoa(int(o.held)), strconv.FormatInt(o.latest[0], 10),
 			strconv.FormatInt(o.latest[1], 10), strconv.FormatInt(o.latest[2], 10), strconv.FormatInt(o.latest[3], 10))
 	}
+	s.writeMirrorRepairs(d)
 	d.line("commits", strconv.Itoa(len(s.commits)), "reorder-from", strconv.Itoa(s.reorderFrom))
 	for _, r := range s.Retractions() {
 		d.line("retraction", strconv.Quote(string(r.Key)), strconv.FormatInt(r.Offset, 10), formatTime(r.Timestamp))
@@ -59,21 +60,21 @@ func (s *State) writeCore(h hash.Hash) {
 		d.line("boundary", strconv.Itoa(int(p)), strconv.FormatInt(s.boundary[p], 10), s.setBy[p])
 	}
 	for _, o := range s.ops {
-		pl := o.plan
-		d.line("op", pl.PlanID, string(o.state), strconv.Quote(pl.SourceRecoveryPoint), strconv.Quote(pl.Topic),
-			strconv.Quote(pl.TopicID), formatOffsets(pl.Offsets), formatOffsets(o.boundary), formatOffsets(o.logStart),
-			strconv.Itoa(o.deletes), strconv.Itoa(int(o.accepted)), strconv.Itoa(int(o.implied)), strconv.FormatBool(o.covered))
-		for _, h := range o.history {
-			st := h.Step()
+		pl := s.plan(o)
+		d.line("op", pl.PlanID, string(o.state()), strconv.Quote(pl.SourceRecoveryPoint), strconv.Quote(pl.Topic),
+			strconv.Quote(pl.TopicID), formatOffsets(pl.Offsets), formatOffsets(o.boundaryOffsets()), formatOffsets(o.logStartOffsets()),
+			strconv.Itoa(int(o.deletes)), strconv.Itoa(int(o.accepted)), strconv.Itoa(int(o.implied)), strconv.FormatBool(o.covered))
+		for _, st := range s.exportSteps(o) {
 			d.line("step", strconv.FormatInt(st.Offset, 10), string(st.Event), formatTime(st.At), strconv.Quote(st.Actor))
 		}
 		if o.evidence != 0 {
-			d.line("evidence", strconv.Itoa(int(o.evidence)), formatOffsets(o.proofLogStart))
+			d.line("evidence", strconv.Itoa(int(o.evidence)), formatOffsets(o.proofLogStart()))
 			for _, st := range o.proofSteps() {
 				d.line("proof", strconv.FormatInt(st.Offset, 10), string(st.Event), formatTime(st.At), strconv.Quote(st.Actor))
 			}
 		}
 	}
+	s.writeMirrorCore(d)
 }
 
 // coreDigest hashes writeCore alone; tests use it to prove a rejection

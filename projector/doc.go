@@ -89,6 +89,41 @@
 // COMMITTED, rule 7). Operation.Implied lists the steps a later transition
 // implied; History holds only accepted records.
 //
+// # The Flink Agents mirror (rules M1-M5)
+//
+// Records under a mirror key ("mirror/<topic>/<EVENT>", events.MirrorKey)
+// are the mirror events, MIRROR_ATTACHED and MIRROR_DETACHED (envelope
+// schema version 2). They never touch an operation, the binding or the
+// boundary; they decide which Flink Agents mirror is attached (Mirror):
+//
+//	M1. A tombstone, or a value events.Decode refuses, under a mirror key
+//	    is rejected as any record is (ReasonTombstone, ReasonMalformed,
+//	    ReasonBadKey; ReasonNewerSchema and ReasonUnknownEvent degrade the
+//	    projection), unless the key holds an accepted mirror event: then it
+//	    is ReasonOverwritesAccepted (M5).
+//	M2. Every valid mirror event is accepted, in offset order; it is a
+//	    Duplicate when its key holds an accepted event of the same content
+//	    (event, topic, topic ID; not at, actor or reason) and it changes
+//	    nothing.
+//	M3. MIRROR_ATTACHED attaches its topic (with its topic ID), replacing
+//	    any mirror attached before.
+//	M4. MIRROR_DETACHED of the attached topic detaches it; of any other
+//	    topic it changes nothing. So the attached mirror is the topic of
+//	    the latest accepted ATTACHED, unless a DETACHED of that topic
+//	    follows it. Compaction keeps the latest record of every key, and
+//	    with it those two records and their order: the compacted log
+//	    attaches the same mirror (TestPropertyMirrorCompaction).
+//	M5. An overwrite of one of those two deciding records is listed in
+//	    Repairs (the deciding ATTACHED, then the DETACHED after it if any,
+//	    re-encoded) and makes AtRisk true until they are appended again;
+//	    an overwrite of any other mirror key decides nothing and needs no
+//	    repair. A key that never held an accepted mirror event is listed
+//	    in Retractions like any other.
+//
+// MirrorHistory lists every accepted mirror event with what it changed, for
+// the audit; the verdicts are in Audit like every record's.
+// testdata/mirror shows each rule.
+//
 // # Degraded
 //
 // A record from a newer kcleanup makes the projection degraded for good

@@ -701,6 +701,36 @@ func TestPropertyStepDecodedIsStep(t *testing.T) {
 	}
 }
 
+// StepDecodedLean is StepDecoded without an accepted verdict's Key and
+// Detail: the same state, audit included, and every other verdict field.
+func TestPropertyStepDecodedLean(t *testing.T) {
+	for seed := uint64(1); seed <= 100; seed++ {
+		log := newGenerator(seed).run(40 + int(seed%80))
+		decoded := DecodeAll(log, 2)
+		a, b := New(KeepAudit()), New(KeepAudit())
+		accepted := 0
+		for i, r := range log {
+			va, vb := a.Step(r), b.StepDecodedLean(decoded[i])
+			if va.Outcome == Accepted {
+				accepted++
+				if vb.Key != "" || vb.Detail != "" {
+					t.Fatalf("seed %d offset %d: lean verdict has key %q, detail %q", seed, r.Offset, vb.Key, vb.Detail)
+				}
+				va.Key, va.Detail = "", ""
+			}
+			if va != vb {
+				t.Fatalf("seed %d offset %d: Step %+v, StepDecodedLean %+v", seed, r.Offset, va, vb)
+			}
+		}
+		if accepted == 0 {
+			t.Fatalf("seed %d: no record accepted: the test checks nothing", seed)
+		}
+		if a.Digest() != b.Digest() || !slices.Equal(a.Audit(), b.Audit()) {
+			t.Fatalf("seed %d: the lean fold's state or audit differs", seed)
+		}
+	}
+}
+
 // TestPropertyCleanerBeforeRepairs: the log cleaner runs at a random point,
 // before the workers' repairs and retractions (a control topic whose
 // min.compaction.lag.ms is too short, a fleet stopped too long). It keeps

@@ -19,7 +19,10 @@ import (
 //     re-appended, or whose latest COMMITTED copy is after them;
 //   - every key holding evidence of an erased COMMITTED (rule 7 of the
 //     package doc) that a later record overwrote: the evidence record is
-//     re-appended, and folding it is ReasonCommitMissing again.
+//     re-appended, and folding it is ReasonCommitMissing again;
+//   - last, when a tombstone or an undecodable value overwrote a mirror
+//     event that decides which mirror is attached (rule M5 of the package
+//     doc): the deciding ATTACHED, and the DETACHED after it if any.
 //
 // Its Offset and Timestamp are those of the accepted record, for reference;
 // the caller appends Key and Value in the order returned. The value is
@@ -27,6 +30,10 @@ import (
 // accepted content, so folding it is a duplicate, and it clears the key: once
 // all are appended, Repairs is empty.
 func (s *State) Repairs() []Record {
+	return append(s.planRepairs(), s.mirrorRepairs()...)
+}
+
+func (s *State) planRepairs() []Record {
 	from := s.reorderFrom
 	for _, w := range s.overwritten {
 		if w.event == events.Committed && !w.evidence && !s.disputed(w.op) {
@@ -89,22 +96,23 @@ func (s *State) reencode(oi int32, e events.Event) (Record, bool) {
 	if !ok {
 		return Record{}, false // cannot happen: only accepted events are wanted
 	}
+	at := st.at()
 	env := events.Envelope{
 		SchemaVersion: events.SchemaVersion,
 		Event:         e,
-		PlanID:        o.plan.PlanID,
-		Plan:          clonePlan(o.plan),
-		At:            st.At,
-		Actor:         st.Actor,
+		PlanID:        o.id,
+		Plan:          s.plan(o),
+		At:            at,
+		Actor:         s.actorNames[st.actor],
 	}
 	switch e {
 	case events.Committed:
-		env.Boundary = o.boundary.Clone()
+		env.Boundary = o.boundaryOffsets().Clone()
 	case events.Applied:
-		env.LogStart = o.logStart.Clone()
+		env.LogStart = o.logStartOffsets().Clone()
 	}
 	key, value := env.Encode()
-	return Record{Offset: st.Offset, Key: key, Value: value, Timestamp: st.At}, true
+	return Record{Offset: st.offset, Key: key, Value: value, Timestamp: at}, true
 }
 
 // Retractions returns, oldest first, every non-empty key under which every

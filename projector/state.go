@@ -65,36 +65,114 @@ type State struct {
 	// Allocated with the first conflict.
 	conflicts map[string][]int32
 
-	actors map[string]string // interned actor names: few writers, many records
+	// actors numbers the actor names history steps refer to: few writers,
+	// many records.
+	actors     map[string]uint32
+	actorNames []string
 
 	decoder *events.Decoder // Step's: it checks each distinct plan once
+
+	lean bool // within StepDecodedLean
+
+	mirror mirrors // the Flink Agents mirror events (mirror.go)
 }
 
-// op is the internal form of an Operation.
+// op is the internal form of an Operation, kept small: a projection holds
+// every operation of its control topic (B5 in docs/benchmarks.md). The
+// plan's topic and topic ID are the State's binding (every accepted plan
+// has them).
 type op struct {
-	plan     events.Plan
-	state    fsm.State
-	history  []step
-	boundary events.Offsets
-	logStart events.Offsets
-	deletes  int
-	accepted uint8 // bit per event (eventBit) whose key holds an accepted record
-	implied  uint8 // bit per event implied by a later transition, never accepted
-	held     uint8 // bit per event whose key holds an accepted or duplicate record
-	covered  bool  // its COMMITTED raised nothing
-	commitAt int64 // offset of the accepted COMMITTED, for Pending's order
-	seq      int32 // index in State.commits once COMMITTED
-	// latest is, per event (eventIndex), the offset of the latest record
-	// under its key with the accepted content: where compaction keeps it.
-	latest [4]int64
+	id, srp string // plan ID and source recovery point
+	offs    offs   // the plan's offsets
+	history history
+	// boundary and logStart are what its COMMITTED and APPLIED said; nil
+	// before, and nil with boundaryIsPlan or logStartIsPlan when equal to
+	// the plan's offsets (the usual case, which then costs nothing).
+	boundary       events.Offsets
+	logStart       events.Offsets
+	boundaryIsPlan bool
+	logStartIsPlan bool
+	accepted       uint8 // bit per event (eventBit) whose key holds an accepted record
+	implied        uint8 // bit per event implied by a later transition, never accepted
+	held           uint8 // bit per event whose key holds an accepted or duplicate record
+	covered        bool  // its COMMITTED raised nothing
 	// evidence is a bit per event (DELETING, APPLIED) whose key holds a
 	// record of this plan although no COMMITTED was accepted: proof is the
 	// first such record, re-encoded by Repairs when overwritten.
 	evidence uint8
-	// proof is allocated with the first evidence: few operations have any,
-	// and four steps inline would more than double every op.
-	proof         *[4]Step
-	proofLogStart events.Offsets
+	stage    uint8 // index in stages: an fsm.State is a 16-byte string
+	steps    int32 // in history
+	deletes  int32
+	seq      int32 // index in State.commits once COMMITTED
+	// latest is, per event (eventIndex), the offset of the latest record
+	// under its key with the accepted content: where compaction keeps it.
+	latest [4]int64
+	// proof is allocated with the first evidence: few operations have any.
+	proof *proof
+}
+
+// stages are the states an operation can be in, as op.stage numbers them.
+var stages = [...]fsm.State{fsm.None, fsm.Planned, fsm.Committed, fsm.Deleting, fsm.Applied}
+
+func (o *op) state() fsm.State { return stages[o.stage] }
+
+// setState records a state fsm.Next returned: always one of stages.
+func (o *op) setState(st fsm.State) {
+	for i, s := range stages {
+		if s == st {
+			o.stage = uint8(i)
+			return
+		}
+	}
+}
+
+// proof is an operation's evidence of an erased COMMITTED.
+type proof struct {
+	steps    [4]Step
+	logStart events.Offsets
+}
+
+// boundaryOffsets is what its COMMITTED said (nil before); a new map when
+// it equals the plan.
+func (o *op) boundaryOffsets() events.Offsets {
+	if o.boundaryIsPlan {
+		return o.offs.offsets()
+	}
+	return o.boundary
+}
+
+// logStartOffsets is what its APPLIED said (nil before); a new map when it
+// equals the plan.
+func (o *op) logStartOffsets() events.Offsets {
+	if o.logStartIsPlan {
+		return o.offs.offsets()
+	}
+	return o.logStart
+}
+
+// sameBoundary and sameLogStart compare without building a map.
+func (o *op) sameBoundary(m events.Offsets) bool {
+	if o.boundaryIsPlan {
+		return o.offs.equal(m)
+	}
+	return o.boundary.Equal(m)
+}
+
+func (o *op) sameLogStart(m events.Offsets) bool {
+	if o.logStartIsPlan {
+		return o.offs.equal(m)
+	}
+	return o.logStart.Equal(m)
+}
+
+// plan is the operation's plan in its exported form (a new map).
+func (s *State) plan(o *op) events.Plan {
+	return events.Plan{PlanID: o.id, SourceRecoveryPoint: o.srp, Topic: s.topic, TopicID: s.topicID, Offsets: o.offs.offsets()}
+}
+
+// samePlan reports whether p is the operation's plan.
+func (s *State) samePlan(o *op, p events.Plan) bool {
+	return o.id == p.PlanID && o.srp == p.SourceRecoveryPoint && s.topic == p.Topic && s.topicID == p.TopicID && o.offs.equal(p.Offsets)
 }
 
 // auditEntry is one folded record. op ≥ 0: accepted, idx indexes the
@@ -137,7 +215,8 @@ func New(opts ...Option) *State {
 		misordered:   map[int32]bool{},
 		rejectedOnly: map[string]retraction{},
 		unconfirmed:  map[int32]bool{},
-		actors:       map[string]string{},
+		actors:       map[string]uint32{},
+		mirror:       mirrors{held: map[string]mirrorRecord{}, overwritten: map[string]int64{}},
 	}
 	for _, o := range opts {
 		o(s)
@@ -202,14 +281,14 @@ func (s *State) Operation(planID string) (Operation, bool) {
 	if !ok {
 		return Operation{}, false
 	}
-	return s.ops[i].export(), true
+	return s.export(s.ops[i]), true
 }
 
 // Operations returns every operation in the order their PLANNED was accepted.
 func (s *State) Operations() []Operation {
 	out := make([]Operation, len(s.ops))
 	for i, o := range s.ops {
-		out[i] = o.export()
+		out[i] = s.export(o)
 	}
 	return out
 }
@@ -219,14 +298,16 @@ func (s *State) Operations() []Operation {
 func (s *State) Pending() []Operation {
 	var pending []*op
 	for _, o := range s.ops {
-		if o.state == fsm.Committed || o.state == fsm.Deleting {
+		if o.state() == fsm.Committed || o.state() == fsm.Deleting {
 			pending = append(pending, o)
 		}
 	}
-	slices.SortFunc(pending, func(a, b *op) int { return compareInt64(a.commitAt, b.commitAt) })
+	slices.SortFunc(pending, func(a, b *op) int {
+		return compareInt64(a.acceptedOffset(events.Committed), b.acceptedOffset(events.Committed))
+	})
 	out := make([]Operation, len(pending))
 	for i, o := range pending {
-		out[i] = o.export()
+		out[i] = s.export(o)
 	}
 	return out
 }
@@ -283,29 +364,29 @@ func (s *State) verdictOf(e auditEntry) Verdict {
 		return s.others[e.idx]
 	}
 	o := s.ops[e.op]
-	st := o.history[e.idx].Step()
+	st := s.exportStep(o.history.at(int(e.idx)))
 	return Verdict{
 		Offset:  e.offset,
-		Key:     events.Key(o.plan.PlanID, st.Event),
+		Key:     events.Key(o.id, st.Event),
 		Event:   st.Event,
-		PlanID:  o.plan.PlanID,
+		PlanID:  o.id,
 		Outcome: Accepted,
-		Detail:  o.describe(int(e.idx)),
+		Detail:  s.describe(o, int(e.idx)),
 		At:      st.At,
 		Actor:   st.Actor,
 		Covered: st.Event == events.Committed && o.covered,
 	}
 }
 
-func (o *op) export() Operation {
+func (s *State) export(o *op) Operation {
 	return Operation{
-		PlanID:         o.plan.PlanID,
-		Plan:           clonePlan(o.plan),
-		State:          o.state,
-		History:        o.steps(),
-		Boundary:       o.boundary.Clone(),
-		LogStart:       o.logStart.Clone(),
-		DeleteAttempts: o.deletes,
+		PlanID:         o.id,
+		Plan:           s.plan(o),
+		State:          o.state(),
+		History:        s.exportSteps(o),
+		Boundary:       o.boundaryOffsets().Clone(),
+		LogStart:       o.logStartOffsets().Clone(),
+		DeleteAttempts: int(o.deletes),
 		Implied:        o.impliedEvents(),
 		Covered:        o.covered,
 		Evidence:       o.evidenceEvents(),
@@ -332,48 +413,31 @@ func (o *op) impliedEvents() []events.Event {
 	return out
 }
 
-func clonePlan(p events.Plan) events.Plan {
-	p.Offsets = p.Offsets.Clone()
-	return p
-}
-
 // firstStep returns the first accepted step of event e.
-func (o *op) firstStep(e events.Event) (Step, bool) {
-	for _, st := range o.history {
+func (o *op) firstStep(e events.Event) (step, bool) {
+	for _, st := range o.history.all() {
 		if st.event() == e {
-			return st.Step(), true
+			return st, true
 		}
 	}
-	return Step{}, false
+	return step{}, false
 }
 
-// step is how an operation keeps a Step: 40 bytes instead of 64 (a
-// time.Time takes 24, an Event 16, and there are four events).
-type step struct {
-	offset int64
-	sec    int64 // at, in Unix seconds and nanoseconds (in UTC, as decoded)
-	nsec   int32
-	ev     uint8 // eventIndex
-	actor  string
+// newStep is the step of an accepted record.
+func (s *State) newStep(offset int64, e events.Event, at time.Time, actor string) step {
+	return step{offset: offset, sec: at.Unix(), nsec: int32(at.Nanosecond()), ev: uint8(eventIndex(e)), actor: s.actorIndex(actor)}
 }
 
-func newStep(offset int64, e events.Event, at time.Time, actor string) step {
-	return step{offset: offset, sec: at.Unix(), nsec: int32(at.Nanosecond()), ev: uint8(eventIndex(e)), actor: actor}
+// exportStep is the exported form of a step.
+func (s *State) exportStep(st step) Step {
+	return Step{Offset: st.offset, Event: st.event(), At: st.at(), Actor: s.actorNames[st.actor]}
 }
 
-func (st step) event() events.Event { return lifecycle[st.ev] }
-func (st step) at() time.Time       { return time.Unix(st.sec, int64(st.nsec)).UTC() }
-
-// Step is the exported form.
-func (st step) Step() Step {
-	return Step{Offset: st.offset, Event: st.event(), At: st.at(), Actor: st.actor}
-}
-
-// steps is the history in its exported form.
-func (o *op) steps() []Step {
-	out := make([]Step, len(o.history))
-	for i, st := range o.history {
-		out[i] = st.Step()
+// exportSteps is the history in its exported form.
+func (s *State) exportSteps(o *op) []Step {
+	out := make([]Step, 0, o.steps)
+	for _, st := range o.history.all() {
+		out = append(out, s.exportStep(st))
 	}
 	return out
 }
@@ -388,13 +452,20 @@ func compareInt64(a, b int64) int {
 	return 0
 }
 
+// actorIndex numbers an actor name.
+func (s *State) actorIndex(actor string) uint32 {
+	if i, ok := s.actors[actor]; ok {
+		return i
+	}
+	i := uint32(len(s.actorNames))
+	s.actors[actor] = i
+	s.actorNames = append(s.actorNames, actor)
+	return i
+}
+
 // intern returns one shared copy of an actor name.
 func (s *State) intern(actor string) string {
-	if a, ok := s.actors[actor]; ok {
-		return a
-	}
-	s.actors[actor] = actor
-	return actor
+	return s.actorNames[s.actorIndex(actor)]
 }
 
 // verdictAt is the time a verdict reports: the envelope's, else the record's.
@@ -409,7 +480,7 @@ func verdictAt(env *events.Envelope, r Record) time.Time {
 func (s *State) OperationCounts() map[fsm.State]int {
 	n := map[fsm.State]int{}
 	for _, o := range s.ops {
-		n[o.state]++
+		n[o.state()]++
 	}
 	return n
 }
@@ -421,13 +492,13 @@ func (s *State) OperationCounts() map[fsm.State]int {
 func (s *State) Unfinished(recent int) []Operation {
 	var keep []*op
 	for i, o := range s.ops {
-		if o.state != fsm.Applied || i >= len(s.ops)-recent {
+		if o.state() != fsm.Applied || i >= len(s.ops)-recent {
 			keep = append(keep, o)
 		}
 	}
 	out := make([]Operation, len(keep))
 	for i, o := range keep {
-		out[i] = o.export()
+		out[i] = s.export(o)
 	}
 	return out
 }

@@ -60,6 +60,20 @@ func (s *State) StepDecoded(d Decoded) Verdict {
 	return s.fold(d.Record, d.Envelope, d.Err)
 }
 
+// StepDecodedLean is StepDecoded for a reader that keeps no verdicts: the
+// same state, and the same verdict except that an accepted record's has no
+// Key and no Detail (building them costs as much as the rest of the fold;
+// Audit and Operations still say them). Rejected and duplicate verdicts are
+// StepDecoded's.
+func (s *State) StepDecodedLean(d Decoded) Verdict {
+	if d.Offset < s.next {
+		return s.outOfOrder(d.Record)
+	}
+	s.lean = true
+	defer func() { s.lean = false }()
+	return s.fold(d.Record, d.Envelope, d.Err)
+}
+
 func (s *State) outOfOrder(r Record) Verdict {
 	detail := fmt.Sprintf("offset %d is at or below offset %d, already folded; ignored", r.Offset, s.next-1)
 	if r.Offset < 0 {
@@ -73,6 +87,9 @@ func (s *State) outOfOrder(r Record) Verdict {
 // fold is Step after decoding: Decode's result is passed in so that the
 // benchmark can tell the fold's cost from the decoder's.
 func (s *State) fold(r Record, env events.Envelope, decodeErr error) Verdict {
+	if events.IsMirrorKey(r.Key) {
+		return s.foldMirror(r, env, decodeErr)
+	}
 	s.next = r.Offset + 1
 	v, step := s.decide(r, env, decodeErr)
 	oi := int32(-1)
@@ -81,7 +98,14 @@ func (s *State) fold(r Record, env events.Envelope, decodeErr error) Verdict {
 		if s.audited {
 			s.audit = append(s.audit, e)
 		}
-		v, oi = s.verdictOf(e), e.op
+		if s.lean {
+			o := s.ops[e.op]
+			v = Verdict{Offset: r.Offset, Event: step.env.Event, PlanID: o.id, Outcome: Accepted,
+				At: step.env.At, Actor: s.intern(step.env.Actor), Covered: step.env.Event == events.Committed && o.covered}
+		} else {
+			v = s.verdictOf(e)
+		}
+		oi = e.op
 	} else {
 		if len(r.Headers) > 0 {
 			if v.Maintenance = maintenance(r, v); v.Maintenance != nil {
@@ -125,7 +149,11 @@ type change struct {
 // that is not accepted may change (Degraded, Repairs).
 func (s *State) decide(r Record, env events.Envelope, err error) (Verdict, change) {
 	v := Verdict{Offset: r.Offset, Key: string(r.Key), At: r.Timestamp}
-	v.PlanID, v.Event = keyParts(r.Key)
+	if err == nil && r.Value != nil {
+		v.PlanID, v.Event = env.PlanID, env.Event // Decode checked them against the key
+	} else {
+		v.PlanID, v.Event = keyParts(r.Key)
+	}
 	// The operation and whether this key already holds an accepted record
 	// come from the key alone, so even an undecodable value or a tombstone
 	// on an accepted key is caught as an overwrite.
@@ -167,17 +195,17 @@ func (s *State) decide(r Record, env events.Envelope, err error) (Verdict, chang
 	}
 	v.At, v.Actor, v.Event, v.PlanID = verdictAt(&env, r), env.Actor, env.Event, env.PlanID
 
-	if evidenceKey && !sameEvidence(o, &env) {
+	if evidenceKey && !s.sameEvidence(o, &env) {
 		return s.overwrite(v, oi, "other content (plan or logStart differ)"), change{}
 	}
 
 	if acceptedKey {
-		if !sameContent(o, &env) {
+		if !s.sameContent(o, &env) {
 			return s.overwrite(v, oi, "other content ("+contentDiff(o, &env)+")"), change{}
 		}
 		repairs, wasOverwritten := s.overwritten[v.Key]
 		delete(s.overwritten, v.Key)
-		if env.Event == events.Deleting && o.state == fsm.Deleting && !o.hasStep(&env) {
+		if env.Event == events.Deleting && o.state() == fsm.Deleting && !s.hasStep(o, &env) {
 			// A worker retrying DeleteRecords announces the attempt again.
 			// The same at and actor as an accepted attempt is that attempt
 			// re-appended (a repair, a producer retry), not a new one.
@@ -227,11 +255,11 @@ func (s *State) decidePlanned(v Verdict, env events.Envelope, o *op) (Verdict, c
 		if o.accepted&eventBit(events.Committed) == 0 {
 			e, off := o.firstEvidence()
 			v.Detail = fmt.Sprintf("plan %s is already %s (its PLANNED was implied by the %s at offset %d, evidence of an erased COMMITTED); no change",
-				o.plan.PlanID, o.state, e, off)
+				o.id, o.state(), e, off)
 			return v, change{}
 		}
 		v.Detail = fmt.Sprintf("plan %s is already %s (its PLANNED was implied by the COMMITTED at offset %d); no change",
-			o.plan.PlanID, o.state, o.acceptedOffset(events.Committed))
+			o.id, o.state(), o.acceptedOffset(events.Committed))
 		return v, change{}
 	}
 	if v, wrong := s.wrongTopic(v, env.Plan); wrong {
@@ -260,7 +288,7 @@ func (s *State) decideCommitted(v Verdict, env events.Envelope, oi int32, o *op)
 		}
 		from, implied, oi = planned, eventBit(events.Planned), -1
 	} else {
-		from = o.state
+		from = o.state()
 	}
 	to, err := fsm.Next(from, env.Event)
 	if err != nil {
@@ -289,38 +317,50 @@ func (s *State) decideCommitted(v Verdict, env events.Envelope, oi int32, o *op)
 //     seen yet (in a compacted log, a later copy of it moved).
 func (s *State) commitRules(v Verdict, env events.Envelope) (change, Verdict, bool) {
 	plan, field := env.Plan.Offsets, env.Boundary
-	for _, p := range plan.Partitions() {
-		if f, ok := field[p]; !ok || f < plan[p] {
-			return change{}, reject(v, ReasonBoundaryMismatch, fmt.Sprintf(
-				"boundary field is %s but the plan is %s: the boundary after a commit is never below its own plan (partition %d)",
-				field.String(), plan.String(), p)), false
-		}
+	// Each rule first looks for a failing partition in map order (no sort:
+	// this runs for every COMMITTED) and names the lowest one only when
+	// there is one, so the words do not depend on the map's order.
+	if p, bad := lowest(plan, func(p int32) bool { f, ok := field[p]; return !ok || f < plan[p] }); bad {
+		return change{}, reject(v, ReasonBoundaryMismatch, fmt.Sprintf(
+			"boundary field is %s but the plan is %s: the boundary after a commit is never below its own plan (partition %d)",
+			field.String(), plan.String(), p)), false
 	}
-	var raised []int32
-	for _, p := range field.Partitions() {
-		if b, ok := s.boundary[p]; !ok || field[p] > b {
+	raises := func(p int32) bool { b, ok := s.boundary[p]; return !ok || field[p] > b }
+	firstRaised, raisesAny := lowest(field, raises)
+	if !raisesAny {
+		return change{boundary: s.boundary, covered: true}, v, true
+	}
+	if p, bad := lowest(plan, func(p int32) bool { b, ok := s.boundary[p]; return ok && plan[p] < b }); bad {
+		s.noteConflict(v.Key, plan)
+		return change{}, reject(v, ReasonBoundaryRegression, fmt.Sprintf(
+			"partition %d: plan offset %d is below the committed boundary %d (set by plan %s), while the commit would raise partition %d; the boundary never moves backward (a plan below it is accepted only when it raises nothing)",
+			p, plan[p], s.boundary[p], s.setBy[p], firstRaised)), false
+	}
+	if p, bad := lowest(s.boundary, func(p int32) bool { f, ok := field[p]; return !ok || f < s.boundary[p] }); bad {
+		return change{}, reject(v, ReasonBoundaryMismatch, fmt.Sprintf(
+			"boundary field is %s but the current boundary is %s: a commit that raises the boundary must include all of it (partition %d); was it computed on an older view?",
+			field.String(), s.boundary.String(), p)), false
+	}
+	raised := make([]int32, 0, len(field))
+	for p := range field {
+		if raises(p) {
 			raised = append(raised, p)
 		}
 	}
-	if len(raised) == 0 {
-		return change{boundary: s.boundary, covered: true}, v, true
-	}
-	for _, p := range plan.Partitions() {
-		if b, ok := s.boundary[p]; ok && plan[p] < b {
-			s.noteConflict(v.Key, plan)
-			return change{}, reject(v, ReasonBoundaryRegression, fmt.Sprintf(
-				"partition %d: plan offset %d is below the committed boundary %d (set by plan %s), while the commit would raise partition %d; the boundary never moves backward (a plan below it is accepted only when it raises nothing)",
-				p, plan[p], b, s.setBy[p], raised[0])), false
-		}
-	}
-	for _, p := range s.boundary.Partitions() {
-		if f, ok := field[p]; !ok || f < s.boundary[p] {
-			return change{}, reject(v, ReasonBoundaryMismatch, fmt.Sprintf(
-				"boundary field is %s but the current boundary is %s: a commit that raises the boundary must include all of it (partition %d); was it computed on an older view?",
-				field.String(), s.boundary.String(), p)), false
-		}
-	}
 	return change{boundary: nextBoundary(s.boundary, field), raised: raised}, v, true
+}
+
+// lowest returns the lowest partition of o for which bad is true, and
+// whether there is one.
+func lowest(o events.Offsets, bad func(p int32) bool) (int32, bool) {
+	var first int32
+	found := false
+	for p := range o {
+		if (!found || p < first) && bad(p) {
+			first, found = p, true
+		}
+	}
+	return first, found
 }
 
 // nextBoundary is the pointwise max of two boundaries over the union of
@@ -339,18 +379,18 @@ func nextBoundary(current, field events.Offsets) events.Offsets {
 }
 
 func (s *State) decideDeleting(v Verdict, env events.Envelope, oi int32, o *op) (Verdict, change) {
-	if o == nil || o.state == fsm.Planned {
+	if o == nil || o.state() == fsm.Planned {
 		return s.evidenceOf(v, env, oi, o)
 	}
-	if o.state == fsm.Applied {
+	if o.state() == fsm.Applied {
 		// Its APPLIED came first and implied DELETING (in a compacted log,
 		// a later copy of DELETING lands after APPLIED).
 		v.Outcome = Duplicate
 		v.Detail = fmt.Sprintf("plan %s is already APPLIED (its DELETING was implied by the APPLIED at offset %d); no change",
-			o.plan.PlanID, o.acceptedOffset(events.Applied))
+			o.id, o.acceptedOffset(events.Applied))
 		return v, change{}
 	}
-	to, err := fsm.Next(o.state, env.Event)
+	to, err := fsm.Next(o.state(), env.Event)
 	if err != nil {
 		return reject(v, ReasonInvalidTransition, err.Error()), change{}
 	}
@@ -362,10 +402,10 @@ func (s *State) decideDeleting(v Verdict, env events.Envelope, oi int32, o *op) 
 // implies DELETING. APPLIED for a PLANNED or unknown operation stays
 // rejected: COMMITTED is the point of no return and must be explicit.
 func (s *State) decideApplied(v Verdict, env events.Envelope, oi int32, o *op) (Verdict, change) {
-	if o == nil || o.state == fsm.Planned {
+	if o == nil || o.state() == fsm.Planned {
 		return s.evidenceOf(v, env, oi, o)
 	}
-	from := o.state
+	from := o.state()
 	var implied uint8
 	if from == fsm.Committed {
 		deleting, err := fsm.Next(fsm.Committed, events.Deleting)
@@ -378,16 +418,17 @@ func (s *State) decideApplied(v Verdict, env events.Envelope, oi int32, o *op) (
 	if err != nil {
 		return reject(v, ReasonInvalidTransition, err.Error()), change{}
 	}
-	plan := o.plan.Offsets
-	for _, p := range plan.Partitions() {
-		ls, ok := env.LogStart[p]
+	// The plan's offsets are sorted: the first failing partition is the
+	// lowest.
+	for _, po := range o.offs {
+		ls, ok := env.LogStart[po.p]
 		if !ok {
 			return reject(v, ReasonLogStartBelowPlan, fmt.Sprintf(
-				"partition %d: no log-start offset reported; every plan partition must be verified", p)), change{}
+				"partition %d: no log-start offset reported; every plan partition must be verified", po.p)), change{}
 		}
-		if ls < plan[p] {
+		if ls < po.off {
 			return reject(v, ReasonLogStartBelowPlan, fmt.Sprintf(
-				"partition %d: log start %d is below the plan offset %d; records below the plan are not all deleted", p, ls, plan[p])), change{}
+				"partition %d: log start %d is below the plan offset %d; records below the plan are not all deleted", po.p, ls, po.off)), change{}
 		}
 	}
 	return Verdict{Outcome: Accepted}, change{env: env, op: oi, to: to, implied: implied}
@@ -401,23 +442,22 @@ func (s *State) apply(offset int64, c change) auditEntry {
 		oi = s.newOp(env.Plan)
 	}
 	o := s.ops[oi]
-	o.state = c.to
+	o.setState(c.to)
 	o.accepted |= eventBit(env.Event)
 	o.implied |= c.implied
 	switch env.Event {
 	case events.Committed:
-		// Maps are never mutated, so share: a commit's boundary field is
-		// usually its own plan (a plan over every partition, above the
-		// boundary) or the boundary it leaves.
+		// A commit's boundary field is usually its own plan (a plan over
+		// every partition, above the boundary) or the boundary it leaves;
+		// maps are never mutated, so the latter is shared.
 		switch {
-		case env.Boundary.Equal(o.plan.Offsets):
-			o.boundary = o.plan.Offsets
+		case o.offs.equal(env.Boundary):
+			o.boundary, o.boundaryIsPlan = nil, true
 		case env.Boundary.Equal(c.boundary):
 			o.boundary = c.boundary
 		default:
 			o.boundary = env.Boundary
 		}
-		o.commitAt = offset
 		o.covered = c.covered
 		s.raise(o, c)
 		s.confirm(oi)
@@ -427,14 +467,15 @@ func (s *State) apply(offset int64, c change) auditEntry {
 		o.deletes++
 	case events.Applied:
 		o.logStart = env.LogStart
-		if env.LogStart.Equal(o.plan.Offsets) {
+		if o.offs.equal(env.LogStart) {
 			// DeleteRecords sets the log start to the plan offset exactly,
-			// so this is the usual case; maps are never mutated, so share.
-			o.logStart = o.plan.Offsets
+			// so this is the usual case.
+			o.logStart, o.logStartIsPlan = nil, true
 		}
 	}
-	o.history = append(o.history, newStep(offset, env.Event, env.At, s.intern(env.Actor)))
-	return auditEntry{offset: offset, op: oi, idx: int32(len(o.history) - 1)}
+	o.history = o.history.append(o.history.last(), s.newStep(offset, env.Event, env.At, env.Actor))
+	o.steps++
+	return auditEntry{offset: offset, op: oi, idx: o.steps - 1}
 }
 
 // newOp adds the operation of a plan (binding the control topic to the
@@ -443,10 +484,9 @@ func (s *State) newOp(p events.Plan) int32 {
 	if !s.bound {
 		s.bound, s.topic, s.topicID = true, p.Topic, p.TopicID
 	}
-	// Share the binding's strings: every plan names the same topic.
-	p.Topic, p.TopicID = s.topic, s.topicID
 	oi := int32(len(s.ops))
-	s.ops = append(s.ops, &op{plan: p, seq: -1})
+	// Room for the usual four steps (about 40 bytes) from the start.
+	s.ops = append(s.ops, &op{id: p.PlanID, srp: p.SourceRecoveryPoint, offs: compactOffsets(p.Offsets), seq: -1, history: make(history, 0, 48)})
 	s.byPlan[p.PlanID] = oi
 	return oi
 }
@@ -456,13 +496,13 @@ func (s *State) newOp(p events.Plan) int32 {
 func (s *State) raise(o *op, c change) {
 	s.boundary = c.boundary
 	for _, p := range c.raised {
-		s.setBy[p] = o.plan.PlanID
+		s.setBy[p] = o.id
 	}
 	// A plan whose own offset is the boundary names it better than a
 	// commit whose field carried it there.
-	for p, off := range o.plan.Offsets {
-		if s.boundary[p] == off && s.planOffset(s.setBy[p], p) != off {
-			s.setBy[p] = o.plan.PlanID
+	for _, po := range o.offs {
+		if s.boundary[po.p] == po.off && s.planOffset(s.setBy[po.p], po.p) != po.off {
+			s.setBy[po.p] = o.id
 		}
 	}
 }
@@ -471,7 +511,7 @@ func (s *State) raise(o *op, c change) {
 // unknown.
 func (s *State) planOffset(planID string, p int32) int64 {
 	if i, ok := s.byPlan[planID]; ok {
-		if off, ok := s.ops[i].plan.Offsets[p]; ok {
+		if off, ok := s.ops[i].offs.get(p); ok {
 			return off
 		}
 	}
@@ -560,32 +600,26 @@ func (o *op) commitMisplaced() bool {
 // sameContent reports whether env says what the accepted record of its key
 // said: event, planId, plan, boundary and logStart; never at or actor, so a
 // retry by another writer is a duplicate.
-func sameContent(o *op, env *events.Envelope) bool {
-	if !samePlan(o.plan, env.Plan) || env.PlanID != o.plan.PlanID {
+func (s *State) sameContent(o *op, env *events.Envelope) bool {
+	if !s.samePlan(o, env.Plan) || env.PlanID != o.id {
 		return false
 	}
-	var boundary, logStart events.Offsets
 	switch env.Event {
 	case events.Committed:
-		boundary = o.boundary
+		return o.sameBoundary(env.Boundary) && len(env.LogStart) == 0
 	case events.Applied:
-		logStart = o.logStart
+		return len(env.Boundary) == 0 && o.sameLogStart(env.LogStart)
 	}
-	return env.Boundary.Equal(boundary) && env.LogStart.Equal(logStart)
-}
-
-func samePlan(a, b events.Plan) bool {
-	return a.PlanID == b.PlanID && a.SourceRecoveryPoint == b.SourceRecoveryPoint &&
-		a.Topic == b.Topic && a.TopicID == b.TopicID && a.Offsets.Equal(b.Offsets)
+	return len(env.Boundary) == 0 && len(env.LogStart) == 0
 }
 
 // contentDiff names what differs, for the overwrite detail.
 func contentDiff(o *op, env *events.Envelope) string {
 	switch {
-	case env.Event == events.Committed && !env.Boundary.Equal(o.boundary):
-		return fmt.Sprintf("boundary %s, accepted %s", env.Boundary.String(), o.boundary.String())
-	case env.Event == events.Applied && !env.LogStart.Equal(o.logStart):
-		return fmt.Sprintf("logStart %s, accepted %s", env.LogStart.String(), o.logStart.String())
+	case env.Event == events.Committed && !o.sameBoundary(env.Boundary):
+		return fmt.Sprintf("boundary %s, accepted %s", env.Boundary.String(), o.boundaryOffsets().String())
+	case env.Event == events.Applied && !o.sameLogStart(env.LogStart):
+		return fmt.Sprintf("logStart %s, accepted %s", env.LogStart.String(), o.logStartOffsets().String())
 	}
 	return "plan or event fields differ"
 }
@@ -598,7 +632,7 @@ func (s *State) overwrite(v Verdict, oi int32, what string) Verdict {
 		s.markOverwritten(v.Key, oi, v.Event, v.Offset, true)
 		return reject(v, ReasonOverwritesAccepted, fmt.Sprintf(
 			"OVERWRITE: key %s holds, at offset %d, the evidence that plan %s's COMMITTED was accepted and erased, and this record is %s; compaction would erase the evidence, so it must be re-appended (Repairs)",
-			v.Key, o.proofStep(eventIndex(v.Event)).Offset, o.plan.PlanID, what))
+			v.Key, o.proofStep(eventIndex(v.Event)).Offset, o.id, what))
 	}
 	s.markOverwritten(v.Key, oi, v.Event, v.Offset, false)
 	return reject(v, ReasonOverwritesAccepted, fmt.Sprintf(
@@ -623,9 +657,13 @@ func (s *State) degrade(offset int64, key string, err error) {
 
 // hasStep reports whether the history holds a step of env's event written
 // at the same time by the same actor.
-func (o *op) hasStep(env *events.Envelope) bool {
-	for _, st := range o.history {
-		if st.event() == env.Event && st.actor == env.Actor && st.at().Equal(env.At) {
+func (s *State) hasStep(o *op, env *events.Envelope) bool {
+	actor, known := s.actors[env.Actor]
+	if !known {
+		return false
+	}
+	for _, st := range o.history.all() {
+		if st.event() == env.Event && st.actor == actor && st.at().Equal(env.At) {
 			return true
 		}
 	}
@@ -635,18 +673,17 @@ func (o *op) hasStep(env *events.Envelope) bool {
 // acceptedOffset is the offset of the first accepted record of event e.
 func (o *op) acceptedOffset(e events.Event) int64 {
 	if st, ok := o.firstStep(e); ok {
-		return st.Offset
+		return st.offset
 	}
 	return -1
 }
 
 // describe is the detail of the accepted verdict of history step i. It is
 // derived from the state, so Step and Audit report the same words.
-func (o *op) describe(i int) string {
-	st := o.history[i].Step()
-	switch st.Event {
+func (s *State) describe(o *op, i int) string {
+	switch o.history.at(i).event() {
 	case events.Planned:
-		return fmt.Sprintf("planned %s from %s: offsets %s", o.plan.Topic, o.plan.SourceRecoveryPoint, o.plan.Offsets.String())
+		return fmt.Sprintf("planned %s from %s: offsets %s", s.topic, o.srp, o.offs.offsets().String())
 	case events.Committed:
 		what := "committed"
 		if o.implied&eventBit(events.Planned) != 0 {
@@ -655,10 +692,13 @@ func (o *op) describe(i int) string {
 		if o.covered {
 			return what + ": covered by the current boundary; raises nothing"
 		}
-		return what + ": boundary now " + o.boundary.String()
+		return what + ": boundary now " + o.boundaryOffsets().String()
 	case events.Deleting:
 		n := 0
-		for _, h := range o.history[:i+1] {
+		for j, h := range o.history.all() {
+			if j > i {
+				break
+			}
 			if h.event() == events.Deleting {
 				n++
 			}
@@ -672,7 +712,7 @@ func (o *op) describe(i int) string {
 		if o.implied&eventBit(events.Deleting) != 0 {
 			what += " (DELETING implied)"
 		}
-		return what + ": log start " + o.logStart.String()
+		return what + ": log start " + o.logStartOffsets().String()
 	}
 	return ""
 }

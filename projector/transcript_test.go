@@ -27,7 +27,9 @@ import (
 //	    plan), APPLIED's logstart to the plan. tamper edits the plan's first
 //	    offset without fixing its ID; tombstone folds a nil value; raw uses
 //	    its value, or else the input text, as the record value (key= required).
-//	state       the projection: boundary, binding, operations, rejections, repairs
+//	mirror off=5 event=MIRROR_ATTACHED|MIRROR_DETACHED topic=m [tid=T2] [reason=..] [actor=..]
+//	    fold one mirror event (the topic ID defaults to T2)
+//	state       the projection: boundary, binding, mirror, operations, rejections, repairs
 //	audit       every verdict in log order
 //	pending     the operations a worker must finish
 //	    [maint=KIND] adds a worker's maintenance headers (also to repair and retract)
@@ -81,6 +83,20 @@ func (tr *transcript) run(t *testing.T, d *datadriven.TestData) string {
 		return tr.plan(t, d)
 	case "record":
 		return tr.record(t, d)
+	case "mirror":
+		var off int64
+		var ev, topic string
+		tid, reason, actor := "T2", "the transcript", "operator"
+		d.ScanArgs(t, "off", &off)
+		d.ScanArgs(t, "event", &ev)
+		d.ScanArgs(t, "topic", &topic)
+		d.MaybeScanArgs(t, "tid", &tid)
+		d.MaybeScanArgs(t, "reason", &reason)
+		d.MaybeScanArgs(t, "actor", &actor)
+		env := events.NewMirrorEvent(events.Event(ev), events.Mirror{Topic: topic, TopicID: tr.topicID(t, tid), Reason: reason},
+			testEpoch.Add(time.Duration(off)*time.Second), actor)
+		k, v := env.Encode()
+		return tr.fold(Record{Offset: off, Key: k, Value: v, Timestamp: testEpoch.Add(time.Duration(off) * time.Second), Headers: maintHeaders(d)})
 	case "state":
 		return tr.show(tr.s)
 	case "audit":
@@ -329,6 +345,11 @@ func (tr *transcript) show(s *State) string {
 	}
 	if ok, why := s.Degraded(); ok {
 		fmt.Fprintf(&b, "degraded: %s\n", why)
+	}
+	if m, ok := s.Mirror(); ok {
+		fmt.Fprintf(&b, "mirror: %s %s (attached at %d)\n", m.Topic, m.TopicID, m.Offset)
+	} else if len(s.MirrorHistory()) > 0 {
+		b.WriteString("mirror: none\n")
 	}
 	for _, o := range s.Operations() {
 		fmt.Fprintf(&b, "op %s %s", o.PlanID, o.State)

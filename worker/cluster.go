@@ -156,6 +156,14 @@ func (c *Cluster) EndOffsets(ctx context.Context, topic string) (events.Offsets,
 	return out, c.denied(err, Permission{"Describe", "topic", topic, "list the topic's offsets"})
 }
 
+// CommittedOffsets lists the last stable offset of every partition of a topic: the end a
+// read_committed reader reaches.
+func (c *Cluster) CommittedOffsets(ctx context.Context, topic string) (events.Offsets, error) {
+	lo, err := c.adm.ListCommittedOffsets(ctx, topic)
+	out, err := listed(lo, err, topic, "last stable")
+	return out, c.denied(err, Permission{"Describe", "topic", topic, "list the topic's offsets"})
+}
+
 func listed(lo kadm.ListedOffsets, err error, topic, what string) (events.Offsets, error) {
 	if err != nil {
 		return nil, errors.Wrapf(err, "list %s offsets of topic %q", what, topic)

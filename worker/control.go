@@ -19,6 +19,7 @@ import (
 	"github.com/kcleanup/kcleanup/projector"
 	"github.com/kcleanup/kcleanup/projector/flinkagents"
 	"github.com/kcleanup/kcleanup/worker/gate"
+	"github.com/kcleanup/kcleanup/worker/report"
 )
 
 // ErrNotCaughtUp means a projection could not prove it has read the control
@@ -193,7 +194,12 @@ func (p *Projection) readTo(ctx context.Context, end int64) error {
 		}()
 		for b := range batches {
 			for _, d := range b.decoded {
-				v := p.State.StepDecoded(d)
+				var v projector.Verdict
+				if p.onVerdict != nil {
+					v = p.State.StepDecoded(d)
+				} else {
+					v = p.State.StepDecodedLean(d) // no detail text nobody reads
+				}
 				p.formats.count(d, v)
 				p.foldFlink(d)
 				if v.Outcome == projector.Rejected {
@@ -357,7 +363,7 @@ const RetractionGrace = time.Minute
 // repaired, so that compaction cannot erase its history, but no record
 // under a bare plan-ID key is ever tombstoned.
 func (p *Projection) Repair(ctx context.Context) error {
-	if p.Format() == FormatFlinkAgents {
+	if p.Format() == report.FormatFlinkAgents {
 		return p.writable()
 	}
 	var recs []*kgo.Record

@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -11,6 +12,8 @@ import (
 
 	"github.com/kcleanup/kcleanup/fsm"
 	"github.com/kcleanup/kcleanup/projector"
+	"github.com/kcleanup/kcleanup/projector/flinkagents"
+	"github.com/kcleanup/kcleanup/worker/report"
 )
 
 // The Kafka APIs kcleanup cannot work without.
@@ -83,7 +86,7 @@ func CheckControlTopicDurability(info TopicInfo, bootstrap string) []Finding {
 // A different ID means the topic was deleted and recreated since: every
 // plan for it will be rejected, and the old boundary says nothing about the
 // new incarnation.
-func CheckBinding(st Status, live TopicInfo) []Finding {
+func CheckBinding(st report.Status, live TopicInfo) []Finding {
 	subject := "data topic " + live.Name
 	switch {
 	case st.Topic == "":
@@ -106,7 +109,7 @@ func CheckBinding(st Status, live TopicInfo) []Finding {
 // operations stuck in COMMITTED or DELETING for longer than stuckAfter
 // (measured from the "at" of their last accepted record to now), and
 // accepted records listed for repair (key overwritten, or out of order) and not yet re-appended.
-func CheckProjection(st Status, now time.Time, stuckAfter time.Duration) []Finding {
+func CheckProjection(st report.Status, now time.Time, stuckAfter time.Duration) []Finding {
 	subject := "control topic " + st.ControlTopic
 	var out []Finding
 	if st.Degraded {
@@ -166,4 +169,33 @@ func maintenanceSummary(counts map[string]int) string {
 		}
 	}
 	return strings.Join(parts, ", ")
+}
+
+// CheckFlinkControlTopic is doctor's check of a control topic whose records
+// are in Flink Agents' format (st.Format), in place of kcleanup's own
+// settings and projection checks, which do not apply to it: the job's own
+// topic check and fold, and that kcleanup will not write there.
+func CheckFlinkControlTopic(info TopicInfo, st report.Status) []Finding {
+	subject := "control topic " + info.Name
+	adopt := "to manage its cleanups with kcleanup, start a control topic of kcleanup's own from it: kcleanup adopt --from " + info.Name + " (docs/flink-agents.md)"
+	if st.Format == report.FormatMixed {
+		return []Finding{{Severity: Block, Subject: subject,
+			Message: "mixes kcleanup's records with Flink Agents' (bare plan-ID keys): a Flink Agents job fails on kcleanup's records, kcleanup cannot read the job's plans; validate cannot tell, and kcleanup decides nothing here",
+			Hint:    "find which tool owns this topic with `kcleanup history --control-topic " + info.Name + "`; give each tool a control topic of its own"}}
+	}
+	out := []Finding{{Severity: Block, Subject: subject,
+		Message: "is in Flink Agents' control format: kcleanup audits and gates it by the job's rules but never writes to it (apply, submit and workers refuse it)",
+		Hint:    adopt}}
+	if err := flinkagents.CheckTopic(info.Name, info.Partitions, info.Configs["cleanup.policy"]); err != nil {
+		out = append(out, Finding{Severity: Block, Subject: subject, Message: "the Flink Agents job refuses it: " + err.Error(), Hint: report.FlinkErrorOf(err).Hint})
+	}
+	switch fa := st.FlinkAgents; {
+	case fa == nil:
+	case fa.Error != nil:
+		out = append(out, Finding{Severity: Block, Subject: subject, Message: "the Flink Agents job's recovery fails on it: " + fa.Error.Message, Hint: fa.Error.Hint})
+	default:
+		out = append(out, Finding{Severity: OK, Subject: subject,
+			Message: "folded by the Flink Agents job's rules: " + strconv.Itoa(len(fa.Plans)) + " plan(s), effective boundary " + fa.EffectiveBoundary.String()})
+	}
+	return out
 }

@@ -180,33 +180,15 @@ func (c *Cluster) denied(err error, p Permission) error {
 	return errors.Mark(errors.Mark(err, ErrUnauthorized), ErrBlocked)
 }
 
+// GroupDenied is denied for a consumer group's authorization error: it names the Read ACL on
+// the group that the worker fleet needs.
+func (c *Cluster) GroupDenied(err error, group string) error {
+	return c.denied(err, permGroupRead(group))
+}
+
 // IsAuthorizationError reports whether err is a Kafka authorization failure.
 func IsAuthorizationError(err error) bool {
 	return errors.Is(err, ErrUnauthorized) || errors.Is(err, kerr.TopicAuthorizationFailed) ||
 		errors.Is(err, kerr.GroupAuthorizationFailed) || errors.Is(err, kerr.ClusterAuthorizationFailed) ||
 		errors.Is(err, kerr.TransactionalIDAuthorizationFailed)
-}
-
-// unauthorized says, per control topic this replica serves, why a missing ACL blocks it: its
-// projection cannot read the control topic, or (on the owner) an operation is blocked. Topics
-// without such a block are absent.
-func (d *Daemon) unauthorized() map[string]string {
-	out := map[string]string{}
-	group := d.groupDenied.Load()
-	for _, t := range d.cfg.topics {
-		if group != nil && d.owned(t) == nil {
-			out[t] = *group
-			continue
-		}
-		if s := d.views[t].snap.Load(); s != nil && s.err != nil && IsAuthorizationError(s.err) {
-			out[t] = s.err.Error()
-			continue
-		}
-		if o := d.owned(t); o != nil {
-			if why, ok := o.denied(); ok {
-				out[t] = why
-			}
-		}
-	}
-	return out
 }

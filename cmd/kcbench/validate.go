@@ -16,6 +16,7 @@ import (
 
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/worker"
+	"github.com/kcleanup/kcleanup/worker/daemon"
 )
 
 // validate is B6: the recovery gate's throughput with the physical check on
@@ -74,8 +75,8 @@ func (b *bencher) validate(ctx context.Context) error {
 	markers := []events.Marker{{Topic: data, TopicID: info.ID, Offsets: at(600)}}
 	body := string(markers[0].Encode())
 
-	d, err := worker.NewDaemon(c, worker.WithControlTopics(control), worker.WithBootstrap(b.cfg.bootstrap),
-		worker.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	d, err := daemon.New(c, daemon.WithControlTopics(control), daemon.WithBootstrap(b.cfg.bootstrap),
+		daemon.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kcleanup/kcleanup/worker"
+	"github.com/kcleanup/kcleanup/worker/report"
 )
 
 // initOptions are the flags of `kcleanup init`.
@@ -128,6 +129,6 @@ func initTopics(ctx context.Context, c *worker.Cluster, g globalOptions, topic, 
 		return rep, err
 	}
 	defer proj.Close()
-	rep.Findings = append(rep.Findings, worker.CheckBinding(worker.StatusOf(proj), data)...)
+	rep.Findings = append(rep.Findings, worker.CheckBinding(report.StatusOf(proj.Source()), data)...)
 	return rep, nil
 }

@@ -9,8 +9,8 @@ import (
 	"github.com/cockroachdb/errors"
 	"github.com/spf13/cobra"
 
-	"github.com/kcleanup/kcleanup/worker"
 	"github.com/kcleanup/kcleanup/worker/console"
+	"github.com/kcleanup/kcleanup/worker/daemon"
 )
 
 // Flags of `kcleanup worker` and their environment fallbacks (flag > environment > default).
@@ -98,10 +98,10 @@ itself with SIGKILL at that step of an operation (see docs/deploy.md).`,
 	allowBlank(f, flagWorkerHTTPAddr)
 	f.String(flagWorkerLogFormat, "text", "log `format` on stderr: text or json (env "+envWorkerLogFormat+")")
 	f.String(flagWorkerLogLevel, "info", "log `level`: debug, info, warn or error (env "+envWorkerLogLevel+")")
-	f.Duration(flagWorkerSession, worker.DefaultSessionTimeout,
+	f.Duration(flagWorkerSession, daemon.DefaultSessionTimeout,
 		"consumer-group session timeout: how long a dead owner keeps its control topics (at least the broker's group.min.session.timeout.ms)")
-	f.Duration(flagWorkerHeartbeat, worker.DefaultHeartbeatInterval, "consumer-group heartbeat interval (below a third of the session timeout)")
-	f.Duration(flagWorkerBlocked, worker.DefaultBlockedRetry,
+	f.Duration(flagWorkerHeartbeat, daemon.DefaultHeartbeatInterval, "consumer-group heartbeat interval (below a third of the session timeout)")
+	f.Duration(flagWorkerBlocked, daemon.DefaultBlockedRetry,
 		"how long an operation blocked for a cause an operator must remove waits before the next attempt")
 	return cmd
 }
@@ -156,7 +156,7 @@ func parseWorkerFlags(cmd *cobra.Command, g globalOptions) (workerOptions, error
 		// Checked before connecting: the group would evict the member
 		// between two heartbeats, and it would own nothing.
 		return o, usageError(errors.WithHint(errors.Newf("--%s %s must be below --%s %s",
-			flagWorkerHeartbeat, o.heartbeat, flagWorkerSession, o.session), worker.HeartbeatHint(o.session)))
+			flagWorkerHeartbeat, o.heartbeat, flagWorkerSession, o.session), daemon.HeartbeatHint(o.session)))
 	}
 	return o, nil
 }
@@ -179,18 +179,18 @@ func runWorker(cmd *cobra.Command, g globalOptions, o workerOptions) error {
 		return err
 	}
 	defer c.Close()
-	opts := []worker.DaemonOption{
-		worker.WithControlTopics(o.topics...),
-		worker.WithGroup(o.group),
-		worker.WithHTTPAddr(o.httpAddr),
+	opts := []daemon.Option{
+		daemon.WithControlTopics(o.topics...),
+		daemon.WithGroup(o.group),
+		daemon.WithHTTPAddr(o.httpAddr),
 		console.Mount(), // the operator console at /
-		worker.WithLogger(log),
-		worker.WithGroupTimings(o.session, o.heartbeat, 0),
-		worker.WithBlockedRetry(o.blockedRetry),
-		worker.WithBootstrap(g.bootstrap()),
+		daemon.WithLogger(log),
+		daemon.WithGroupTimings(o.session, o.heartbeat, 0),
+		daemon.WithBlockedRetry(o.blockedRetry),
+		daemon.WithBootstrap(g.bootstrap()),
 	}
-	d, err := worker.NewDaemon(c, opts...)
-	if errors.Is(err, worker.ErrDaemonConfig) {
+	d, err := daemon.New(c, opts...)
+	if errors.Is(err, daemon.ErrConfig) {
 		return usageError(err)
 	}
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kcleanup/kcleanup/worker"
+	"github.com/kcleanup/kcleanup/worker/daemon"
 )
 
 // clearWorkerEnv unsets the worker's environment fallbacks too.
@@ -53,7 +54,7 @@ func TestWorkerFlags(t *testing.T) {
 		t.Fatalf("topics %q, want a b c d", o.topics)
 	}
 	if o.httpAddr != defaultHTTPAddr || o.logFormat != "text" || o.group != "" ||
-		o.session != worker.DefaultSessionTimeout || o.heartbeat != worker.DefaultHeartbeatInterval {
+		o.session != daemon.DefaultSessionTimeout || o.heartbeat != daemon.DefaultHeartbeatInterval {
 		t.Fatalf("defaults %+v", o)
 	}
 

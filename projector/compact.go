@@ -1,0 +1,142 @@
+package projector
+
+import (
+	"encoding/binary"
+	"iter"
+	"slices"
+	"time"
+
+	"github.com/kcleanup/kcleanup/events"
+)
+
+// This file holds the compact forms an operation keeps its plan's offsets
+// and its history in. A projection holds every operation of a control topic
+// for as long as it runs, and each operation is read by few rules; so they
+// are stored for size (docs/benchmarks.md, B5), and expanded into the
+// exported types (events.Offsets, Step) only when read.
+
+// partOffset is one partition's offset.
+type partOffset struct {
+	p   int32
+	off int64
+}
+
+// offs is a plan's offsets sorted by partition: 16 bytes a partition, where
+// an events.Offsets map takes at least 192 bytes for up to eight.
+type offs []partOffset
+
+func compactOffsets(m events.Offsets) offs {
+	c := make(offs, 0, len(m))
+	for p, off := range m {
+		c = append(c, partOffset{p, off})
+	}
+	slices.SortFunc(c, func(a, b partOffset) int { return int(a.p) - int(b.p) })
+	return c
+}
+
+// get is the offset of partition p.
+func (c offs) get(p int32) (int64, bool) {
+	if len(c) <= 8 {
+		for _, po := range c {
+			if po.p == p {
+				return po.off, true
+			}
+		}
+		return 0, false
+	}
+	i, ok := slices.BinarySearchFunc(c, p, func(po partOffset, p int32) int { return int(po.p) - int(p) })
+	if !ok {
+		return 0, false
+	}
+	return c[i].off, true
+}
+
+// equal reports whether m holds exactly these partitions and offsets.
+func (c offs) equal(m events.Offsets) bool {
+	if len(c) != len(m) {
+		return false
+	}
+	for _, po := range c {
+		if off, ok := m[po.p]; !ok || off != po.off {
+			return false
+		}
+	}
+	return true
+}
+
+// offsets is the exported form (a new map).
+func (c offs) offsets() events.Offsets {
+	m := make(events.Offsets, len(c))
+	for _, po := range c {
+		m[po.p] = po.off
+	}
+	return m
+}
+
+// step is one accepted record of an operation's history, decoded.
+type step struct {
+	offset int64
+	sec    int64 // at, in Unix seconds and nanoseconds (in UTC, as decoded)
+	nsec   int32
+	ev     uint8  // eventIndex
+	actor  uint32 // index in State.actorNames
+}
+
+func (st step) event() events.Event { return lifecycle[st.ev] }
+func (st step) at() time.Time       { return time.Unix(st.sec, int64(st.nsec)).UTC() }
+
+// history is an operation's accepted steps, each encoded as varints: event
+// and actor, then offset, seconds and nanoseconds as differences from the
+// step before. A step takes about 8 bytes (the first about 16) instead of
+// the 40 of a struct; every value round-trips exactly.
+type history []byte
+
+func (h history) append(last, st step) history {
+	b := []byte(h)
+	b = binary.AppendUvarint(b, uint64(st.ev)|uint64(st.actor)<<2)
+	b = binary.AppendVarint(b, st.offset-last.offset)
+	b = binary.AppendVarint(b, st.sec-last.sec)
+	b = binary.AppendVarint(b, int64(st.nsec)-int64(last.nsec))
+	return history(b)
+}
+
+// all yields the steps in order, with their index.
+func (h history) all() iter.Seq2[int, step] {
+	return func(yield func(int, step) bool) {
+		var st step
+		for i, b := 0, []byte(h); len(b) > 0; i++ {
+			head, n := binary.Uvarint(b)
+			b = b[n:]
+			dOff, n := binary.Varint(b)
+			b = b[n:]
+			dSec, n := binary.Varint(b)
+			b = b[n:]
+			dNsec, n := binary.Varint(b)
+			b = b[n:]
+			st = step{offset: st.offset + dOff, sec: st.sec + dSec, nsec: int32(int64(st.nsec) + dNsec),
+				ev: uint8(head & 3), actor: uint32(head >> 2)}
+			if !yield(i, st) {
+				return
+			}
+		}
+	}
+}
+
+// at returns step i.
+func (h history) at(i int) step {
+	for j, st := range h.all() {
+		if j == i {
+			return st
+		}
+	}
+	return step{}
+}
+
+// last returns the last step (zero when there is none).
+func (h history) last() step {
+	var out step
+	for _, st := range h.all() {
+		out = st
+	}
+	return out
+}
