@@ -38,6 +38,9 @@
 //     configs still allow the deletion, and it has every plan offset (at
 //     or below the high watermark). Otherwise Blocked, before DELETING is
 //     appended, so a worker retrying a blocked operation appends nothing.
+//     Blocked too, while records are left to delete, when the projection
+//     is at risk (projector.State.AtRisk): other readers take a DELETING as
+//     proof that the COMMITTED was read back accepted (testdata/atrisk).
 //     Permissions for finishing, then append DELETING (a retry if already DELETING). Recheck again, then
 //     Delete the partitions whose log start is below the plan; only for an
 //     operation the projection shows DELETING.

@@ -472,6 +472,14 @@ func (r *Run) rechecked(st *projector.State, rep Report) Step {
 		return Step{Kind: Blocked, Err: err}
 	}
 	if r.phase == phaseRechecked {
+		// A view on which nothing would be deleted announces no deletion
+		// either: a DELETING is evidence, for every other reader, that this
+		// writer read the COMMITTED back accepted (docs/design.md §6).
+		if leftToDelete(r.plan, rep.Topic) {
+			if err := atRisk(st); err != nil {
+				return Step{Kind: Blocked, Err: err}
+			}
+		}
 		// And every ACL the rest needs, so that a principal that cannot
 		// finish writes nothing.
 		r.phase = phasePermittedFinish
@@ -505,6 +513,17 @@ func (r *Run) rechecked(st *projector.State, rep Report) Step {
 	}
 	r.phase = phaseDeleted
 	return Step{Kind: Delete, Topic: r.plan.Topic, Delete: to, Of: len(r.plan.Offsets)}
+}
+
+// leftToDelete reports whether a partition of the plan has its log start
+// below the plan's offset.
+func leftToDelete(plan events.Plan, t Topic) bool {
+	for p, off := range plan.Offsets {
+		if t.Start[p] < off {
+			return true
+		}
+	}
+	return false
 }
 
 // blocked is why the live topic no longer allows this plan's deletion, or nil.

@@ -85,6 +85,9 @@ func (p *process) start(w *world) bool {
 	}
 	p.deliver(w, w.next)
 	p.repair(w)
+	if len(p.proj.Disputed()) > 0 {
+		w.res.Disputed++
+	}
 	pending := p.proj.Pending()
 	if len(pending) == 0 {
 		p.backoff = w.tick + 5
@@ -152,17 +155,27 @@ func (p *process) deliver(w *world, end int64) {
 func (p *process) repair(w *world) {
 	n := 0
 	for _, r := range p.proj.Repairs() {
-		w.appendRecord(r.Key, r.Value)
+		w.appendRecord(r.Key, r.Value, p.maintenance(projector.MaintenanceRepair)...)
 		n++
 	}
 	for _, r := range p.proj.Retractions() {
 		if w.now().Sub(r.Timestamp) >= secs(w.cfg.Grace) {
-			w.appendRecord(r.Key, nil)
+			w.appendRecord(r.Key, nil, p.maintenance(projector.MaintenanceRetraction)...)
 			n++
 		}
 	}
 	if n > 0 {
 		p.deliver(w, w.next)
+	}
+}
+
+// maintenance is the headers a worker puts on its maintenance records
+// (worker.Projection.Repair does the same).
+func (p *process) maintenance(kind string) []projector.Header {
+	return []projector.Header{
+		{Key: projector.HeaderMaintenance, Value: []byte(kind)},
+		{Key: projector.HeaderActor, Value: []byte(p.actor)},
+		{Key: projector.HeaderReason, Value: []byte(kind + " by the simulated worker")},
 	}
 }
 

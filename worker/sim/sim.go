@@ -69,6 +69,10 @@ type Result struct {
 	Ticks  int
 	// Records is the control topic's length (offsets appended).
 	Records int64
+	// Disputed counts the worker passes that found their projection
+	// disputed (projector.State.Disputed: the log cleaner showed a
+	// conflict the other way): the window docs/design.md §5 describes.
+	Disputed int
 }
 
 // entry is one record on the simulated control topic.
@@ -176,8 +180,8 @@ func (w *world) makePlans() []events.Plan {
 func (w *world) now() time.Time { return epoch.Add(time.Duration(w.tick) * time.Second) }
 
 // appendRecord puts one record on the control topic and returns its offset.
-func (w *world) appendRecord(key, value []byte) int64 {
-	r := projector.Record{Offset: w.next, Key: key, Value: value, Timestamp: w.now()}
+func (w *world) appendRecord(key, value []byte, headers ...projector.Header) int64 {
+	r := projector.Record{Offset: w.next, Key: key, Value: value, Timestamp: w.now(), Headers: headers}
 	w.next++
 	w.log = append(w.log, entry{rec: r, tick: w.tick})
 	w.full = append(w.full, r)
