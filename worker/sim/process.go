@@ -29,6 +29,7 @@ type process struct {
 	// backoff: a worker waits until this tick before its next pass.
 	backoff     int
 	frozenUntil int
+	opened      int // worker: the tick its projection was started from the log's start
 	dead        bool
 	diedAt      int
 	replaced    bool
@@ -37,7 +38,7 @@ type process struct {
 }
 
 func (w *world) newWorker(i int) *process {
-	return &process{index: i, worker: true, proj: projector.New(), actor: fmt.Sprintf("worker-%d@%d", i, w.tick)}
+	return &process{index: i, worker: true, proj: projector.New(), opened: w.tick, actor: fmt.Sprintf("worker-%d@%d", i, w.tick)}
 }
 
 func (w *world) newApply(plan events.Plan, i int) *process {
@@ -87,6 +88,13 @@ func (p *process) start(w *world) bool {
 	p.repair(w)
 	if len(p.proj.Disputed()) > 0 {
 		w.res.Disputed++
+		if w.tick-p.opened >= w.cfg.Grace {
+			// The daemon's reread: a fresh projection from the start of
+			// the log as it is now.
+			p.proj, p.read, p.opened = projector.New(), 0, w.tick
+			p.deliver(w, w.next)
+			p.repair(w)
+		}
 	}
 	pending := p.proj.Pending()
 	if len(pending) == 0 {

@@ -297,6 +297,9 @@ func (w *world) settled() bool {
 		if !p.dead && (p.run != nil || (!p.worker && !p.done)) {
 			return false
 		}
+		if !p.dead && p.worker && len(p.proj.Disputed()) > 0 {
+			return false // its next pass reads the log afresh
+		}
 	}
 	st := invariant.Fold(w.records())
 	return len(st.Pending()) == 0 && len(st.Repairs()) == 0
@@ -319,6 +322,15 @@ func (w *world) check() []error {
 		invariant.WantAllApplied())
 	if got, want := invariant.Fold(recs).Boundary(), invariant.Fold(w.full).Boundary(); !got.Equal(want) {
 		errs = append(errs, errors.Newf("compaction: the control topic's boundary is %s, its full history's %s", got, want))
+	}
+	// I3 for the views: every live worker's projection names the winners
+	// the log does (a disputed one would read afresh, docs/design.md §5).
+	for _, p := range w.procs {
+		if !p.dead && p.worker {
+			if ids := p.proj.Disputed(); len(ids) > 0 {
+				errs = append(errs, errors.Newf("I3: worker %d's projection still shows a disputed conflict (plans %v)", p.index, ids))
+			}
+		}
 	}
 	return errs
 }
