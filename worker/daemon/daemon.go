@@ -87,6 +87,9 @@ type daemonConfig struct {
 	blockedRetry     time.Duration
 	grace            time.Duration
 	bootstrap        string
+	// rereadAfter: a projection showing a disputed conflict is read afresh
+	// at most this often (worker.RetractionGrace; tests shorten it).
+	rereadAfter time.Duration
 }
 
 // Defaults of a Daemon. The group timings make failover take about the
@@ -253,6 +256,7 @@ func New(c *worker.Cluster, opts ...Option) (*Daemon, error) {
 		backoffMin:        DefaultBackoffMin,
 		backoffMax:        DefaultBackoffMax,
 		blockedRetry:      DefaultBlockedRetry,
+		rereadAfter:       worker.RetractionGrace,
 		grace:             DefaultShutdownGrace,
 	}
 	for _, o := range opts {

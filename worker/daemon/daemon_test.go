@@ -13,7 +13,6 @@ import (
 
 	"github.com/cockroachdb/errors"
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -410,22 +409,3 @@ func TestBackoffDoublesUpToTheCap(t *testing.T) {
 		}
 	}
 }
-
-func TestPermanentClassification(t *testing.T) {
-	for _, tc := range []struct {
-		err  error
-		want bool
-	}{
-		{errors.Mark(errors.New("topic recreated"), worker.ErrBlocked), true},
-		{errors.Wrap(errors.Mark(errors.New("newer record"), worker.ErrDegraded), "finish"), true},
-		{errors.Wrap(errKerrTopicAuth(), "delete records"), true},
-		{errors.New("connection refused"), false},
-		{errors.Mark(errors.New("not caught up"), worker.ErrNotCaughtUp), false},
-	} {
-		if got := permanent(tc.err); got != tc.want {
-			t.Errorf("permanent(%v) = %v, want %v", tc.err, got, tc.want)
-		}
-	}
-}
-
-func errKerrTopicAuth() error { return kerr.TopicAuthorizationFailed }
