@@ -66,6 +66,24 @@ type TopicInfo = protocol.Topic
 // TopicID.String uses padded standard base64, which is not Kafka's text form.
 func TopicIDString(id [16]byte) string { return base64.RawURLEncoding.EncodeToString(id[:]) }
 
+// ListTopics names every topic of the cluster the principal may describe,
+// but Kafka's internal ones, sorted, from one Metadata request (a fleet that
+// serves control topics by a regular expression looks for new ones with it).
+func (c *Cluster) ListTopics(ctx context.Context) ([]string, error) {
+	td, err := c.adm.ListTopics(ctx)
+	if err != nil {
+		return nil, errors.Wrap(err, "list topics")
+	}
+	var names []string
+	for name, t := range td {
+		if t.Err == nil {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
 // TopicMetadata returns a topic's ID and partitions from an uncached Metadata
 // request: kadm.Metadata may answer from a cache for seconds, long enough to
 // miss a deleted and recreated topic.

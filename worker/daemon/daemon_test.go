@@ -373,6 +373,8 @@ func TestNewRejectsBadConfigurations(t *testing.T) {
 		"heartbeat too slow": {WithControlTopics("a"),
 			WithGroupTimings(6*time.Second, 6*time.Second, 10*time.Second)},
 		"grace beyond rebalance": {WithControlTopics("a"), WithShutdownGrace(20 * time.Second)},
+		"names and a regex":      {WithControlTopics("a"), WithControlTopicRegex(`\.kcleanup$`)},
+		"regex that fails":       {WithControlTopicRegex(`(`)},
 	} {
 		if _, err := New(c, opts...); !errors.Is(err, ErrConfig) {
 			t.Errorf("%s: err %v, want ErrConfig", name, err)
@@ -384,6 +386,13 @@ func TestNewRejectsBadConfigurations(t *testing.T) {
 	}
 	if d.Group() != "kcleanup-worker.orders.kcleanup" {
 		t.Fatalf("default group %q", d.Group())
+	}
+	d, err = New(c, WithControlTopicRegex(`^orders\..*\.kcleanup$`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Group() != `kcleanup-worker.regex.^orders\..*\.kcleanup$` || len(d.ControlTopics()) != 0 {
+		t.Fatalf("by regex: group %q, serving %v before discovery", d.Group(), d.ControlTopics())
 	}
 }
 

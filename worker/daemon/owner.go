@@ -52,6 +52,12 @@ type attempt struct {
 
 // own starts a runner for a control topic this replica was assigned.
 func (d *Daemon) own(topic string) {
+	// The group may assign a topic its regex matches before discovery
+	// found it: serve it first (status, readiness and metrics read the view).
+	if d.view(topic) == nil && (!d.matches(topic) || !d.addView(topic)) {
+		d.log.Warn("assigned a control topic it cannot serve; not owning it", "control_topic", topic)
+		return
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.stopping || d.owners[topic] != nil || d.runCtx == nil {
