@@ -35,6 +35,12 @@
 //   - the pages WithPage mounts, such as the console (worker/console), which
 //     render only what /v1/status serves.
 //
+// The control topics are named (WithControlTopics), or matched by a regular
+// expression (WithControlTopicRegex, discover.go): then views are added at
+// run time, by a periodic listing of the cluster's topics and by the group
+// assigning a topic not yet found, and the group subscribes with the same
+// expression; views are never removed while the replica runs.
+//
 // The documents it serves are package report's; the verdict is package
 // gate's. Time enters here (timers, backoff, "since"), never below.
 package daemon

@@ -205,7 +205,7 @@ func (p *process) execute(w *world, s protocol.Step) protocol.Report {
 		case Fail:
 			return protocol.Report{Err: errors.New("sim: metadata request failed")}
 		case Denied:
-			return protocol.Report{Err: errors.Mark(errors.New("sim: TOPIC_AUTHORIZATION_FAILED"), protocol.ErrBlocked)}
+			return protocol.Report{Err: errors.New("sim: TOPIC_AUTHORIZATION_FAILED"), Code: protocol.CodeTopicAuthorizationFailed}
 		}
 		return protocol.Report{Topic: w.snapshot()}
 	case protocol.Permissions:
@@ -213,7 +213,8 @@ func (p *process) execute(w *world, s protocol.Step) protocol.Report {
 		case Fail:
 			return protocol.Report{Err: errors.New("sim: metadata request failed")}
 		case Denied:
-			return protocol.Report{Err: errors.Mark(errors.New("sim: not authorized to DeleteRecords"), protocol.ErrBlocked)}
+			// The brokers say the principal lacks one of the ACLs asked for.
+			return protocol.Report{Denied: s.Need[len(s.Need)-1:]}
 		}
 		return protocol.Report{}
 	case protocol.Append:
@@ -291,7 +292,11 @@ func (p *process) deleteStep(w *world, s protocol.Step) protocol.Report {
 	case PartTransient, PartPermanent:
 		ps := s.Delete.Partitions()
 		part := ps[w.rng.IntN(len(ps))]
-		failing[part] = protocol.Deleted{Partition: part, Err: errors.Newf("sim: %s", f), Permanent: f == PartPermanent}
+		code := int16(6) // NOT_LEADER_OR_FOLLOWER: a retry may pass
+		if f == PartPermanent {
+			code = protocol.CodePolicyViolation
+		}
+		failing[part] = protocol.Deleted{Partition: part, Err: errors.Newf("sim: %s", f), Code: code}
 	}
 	w.checkCommitted(planID)
 	return protocol.Report{Deleted: w.deleteNow(s.Delete, failing)}

@@ -348,7 +348,7 @@ func (w *world) deleteNow(to events.Offsets, failing map[int32]protocol.Deleted)
 			continue
 		}
 		if to[p] > w.topic.End[p] {
-			out = append(out, protocol.Deleted{Partition: p, Err: errors.New("OFFSET_OUT_OF_RANGE")})
+			out = append(out, protocol.Deleted{Partition: p, Err: errors.New("OFFSET_OUT_OF_RANGE"), Code: protocol.CodeOffsetOutOfRange})
 			continue
 		}
 		if b, ok := boundary[p]; !ok || to[p] > b {
