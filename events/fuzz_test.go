@@ -272,13 +272,18 @@ func FuzzOffsets(f *testing.F) {
 		if err != nil {
 			return
 		}
-		fast, ok := offsetsFast(raw)
+		fast, ok := offsetsFast(raw, nil)
 		slow, ferr := offsetsTokens(raw)
 		switch {
 		case ok && ferr != nil:
 			t.Fatalf("%q: fast path accepts what the token reader rejects: %v", raw, ferr)
 		case ok && !fast.Equal(slow):
 			t.Fatalf("%q: fast %v, tokens %v", raw, fast, slow)
+		}
+		// Into a reused map that held other partitions: the same answer.
+		reused, okReused := offsetsFast(raw, Offsets{7: 7, 1 << 20: 3})
+		if okReused != ok || ok && !reused.Equal(fast) {
+			t.Fatalf("%q: into a reused map %v (%v), fresh %v (%v)", raw, reused, okReused, fast, ok)
 		}
 	})
 }

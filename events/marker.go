@@ -35,6 +35,14 @@ func ParseMarkers(data []byte) ([]Marker, error) {
 // A UTF-8 byte order mark at the start is skipped (editors on Windows write
 // one). An error of each stops the reading and is returned as it is.
 func ReadMarkers(r io.Reader, each func(i int, m Marker) error) error {
+	return ReadMarkersReusing(r, func(i int, m Marker) (bool, error) { return true, each(i, m) })
+}
+
+// ReadMarkersReusing is ReadMarkers for a reader that keeps few markers:
+// when each returns keep false, the next marker's offsets are decoded into
+// the map of this one (emptied first), so that reading a large file makes
+// no garbage map per marker (PlanBuilder keeps only the first marker).
+func ReadMarkersReusing(r io.Reader, each func(i int, m Marker) (keep bool, err error)) error {
 	br := bufio.NewReaderSize(r, 64<<10)
 	if bom, err := br.Peek(3); err == nil && bytes.Equal(bom, utf8BOM) {
 		br.Discard(3)
@@ -49,14 +57,15 @@ func ReadMarkers(r io.Reader, each func(i int, m Marker) error) error {
 		if err != nil {
 			return errors.Newf("invalid markers: %s", streamError(dec, err).Error())
 		}
-		m, ferr := decodeMarker(raw)
+		m, ferr := decodeMarker(raw, nil)
 		if ferr != nil {
 			return errors.Newf("invalid marker: %s", ferr.Error())
 		}
 		if err := endOfStream(dec); err != nil {
 			return err
 		}
-		return each(0, m)
+		_, err = each(0, m)
+		return err
 	case '[':
 	case 0:
 		_, err := dec.ReadValue()
@@ -70,6 +79,7 @@ func ReadMarkers(r io.Reader, each func(i int, m Marker) error) error {
 	if _, err := dec.ReadToken(); err != nil {
 		return errors.Newf("invalid markers: %s", streamError(dec, err).Error())
 	}
+	var reuse Offsets
 	i := 0
 	for ; ; i++ {
 		k := dec.PeekKind()
@@ -83,12 +93,17 @@ func ReadMarkers(r io.Reader, each func(i int, m Marker) error) error {
 		if k != '{' {
 			return errors.Newf("invalid marker %d: %s", i, wrongKind("", kindOf(k), "a marker object").Error())
 		}
-		m, ferr := decodeMarker(raw)
+		m, ferr := decodeMarker(raw, reuse)
 		if ferr != nil {
 			return errors.Newf("invalid marker %d: %s", i, ferr.Error())
 		}
-		if err := each(i, m); err != nil {
+		keep, err := each(i, m)
+		if err != nil {
 			return err
+		}
+		reuse = nil
+		if !keep {
+			reuse = m.Offsets
 		}
 	}
 	if _, err := dec.ReadToken(); err != nil {
@@ -128,8 +143,9 @@ type markerJSON struct {
 }
 
 // decodeMarker reads one marker object strictly.
-func decodeMarker(raw []byte) (Marker, *fieldError) {
+func decodeMarker(raw []byte, reuse Offsets) (Marker, *fieldError) {
 	var w markerJSON
+	w.Offsets.reuse = reuse
 	if ferr := decodeStrict(raw, &w, markerFields); ferr != nil {
 		return Marker{}, ferr
 	}
@@ -177,44 +193,85 @@ func (m Marker) Encode() []byte {
 // plan offset of each partition is the minimum over the markers (the oldest
 // record any subtask still needs).
 func BuildPlan(recoveryPoint string, markers []Marker) (Plan, error) {
-	if ferr := checkRecoveryPoint("sourceRecoveryPoint", recoveryPoint); ferr != nil {
-		return Plan{}, errors.Newf("cannot build a plan: recovery point: %s", ferr.Reason)
+	b, err := NewPlanBuilder(recoveryPoint)
+	if err != nil {
+		return Plan{}, err
 	}
-	if len(markers) == 0 {
+	for _, m := range markers {
+		if err := b.Add(m); err != nil {
+			return Plan{}, err
+		}
+	}
+	return b.Plan()
+}
+
+// PlanBuilder is BuildPlan one marker at a time, with the same checks and
+// errors (markers are numbered in the order they are added). With
+// ReadMarkers it builds the plan of a markers file of any size while
+// holding one marker and the running minimum, never the whole file.
+type PlanBuilder struct {
+	recoveryPoint string
+	n             int    // markers added
+	first         Marker // marker 0: topic, topic ID and partition set
+	mins          minimum
+	dense         bool
+}
+
+// NewPlanBuilder starts the plan of a recovery point (checked first, as
+// BuildPlan does).
+func NewPlanBuilder(recoveryPoint string) (*PlanBuilder, error) {
+	if ferr := checkRecoveryPoint("sourceRecoveryPoint", recoveryPoint); ferr != nil {
+		return nil, errors.Newf("cannot build a plan: recovery point: %s", ferr.Reason)
+	}
+	return &PlanBuilder{recoveryPoint: recoveryPoint}, nil
+}
+
+// Add takes the next marker into the plan. After an error the builder must
+// not be used: the plan is refused.
+func (b *PlanBuilder) Add(m Marker) error {
+	i := b.n
+	b.n++
+	if i == 0 {
+		if ferr := m.check(); ferr != nil {
+			return errors.Newf("cannot build a plan: marker 0: %s", ferr.Error())
+		}
+		b.first = m
+		b.mins, b.dense = newMinimum(m.Offsets)
+		return nil
+	}
+	first := b.first
+	if m.Topic != first.Topic {
+		return errors.Newf("cannot build a plan: marker %d names topic %q but marker 0 names %q: expected one topic", i, m.Topic, first.Topic)
+	}
+	if m.TopicID != first.TopicID {
+		return errors.Newf("cannot build a plan: marker %d names topic ID %q but marker 0 names %q: expected one topic incarnation", i, m.TopicID, first.TopicID)
+	}
+	if len(m.Offsets) != len(first.Offsets) {
+		return partitionSetError(i, m.Offsets, first.Offsets)
+	}
+	for p, off := range m.Offsets {
+		if off < 0 {
+			return errors.Newf("cannot build a plan: marker %d: partition %d has offset %d: expected an offset of 0 or more", i, p, off)
+		}
+		// Equal lengths plus every partition known means equal sets.
+		if !b.mins.lower(p, off, b.dense) {
+			return partitionSetError(i, m.Offsets, first.Offsets)
+		}
+	}
+	return nil
+}
+
+// Plan is the plan of the markers added.
+func (b *PlanBuilder) Plan() (Plan, error) {
+	if b.n == 0 {
 		return Plan{}, errors.New("cannot build a plan: no markers: expected the markers of every subtask of the recovery point")
 	}
-	first := markers[0]
-	if ferr := first.check(); ferr != nil {
-		return Plan{}, errors.Newf("cannot build a plan: marker 0: %s", ferr.Error())
-	}
-	mins, dense := newMinimum(first.Offsets)
-	for i := 1; i < len(markers); i++ {
-		m := markers[i]
-		if m.Topic != first.Topic {
-			return Plan{}, errors.Newf("cannot build a plan: marker %d names topic %q but marker 0 names %q: expected one topic", i, m.Topic, first.Topic)
-		}
-		if m.TopicID != first.TopicID {
-			return Plan{}, errors.Newf("cannot build a plan: marker %d names topic ID %q but marker 0 names %q: expected one topic incarnation", i, m.TopicID, first.TopicID)
-		}
-		if len(m.Offsets) != len(first.Offsets) {
-			return Plan{}, partitionSetError(i, m.Offsets, first.Offsets)
-		}
-		for p, off := range m.Offsets {
-			if off < 0 {
-				return Plan{}, errors.Newf("cannot build a plan: marker %d: partition %d has offset %d: expected an offset of 0 or more", i, p, off)
-			}
-			// Equal lengths plus every partition known means equal sets.
-			if !mins.lower(p, off, dense) {
-				return Plan{}, partitionSetError(i, m.Offsets, first.Offsets)
-			}
-		}
-	}
-	offsets := mins.offsets(first.Offsets, dense)
+	offsets := b.mins.offsets(b.first.Offsets, b.dense)
 	return Plan{
-		PlanID:              ComputePlanID(recoveryPoint, first.Topic, first.TopicID, offsets),
-		SourceRecoveryPoint: recoveryPoint,
-		Topic:               first.Topic,
-		TopicID:             first.TopicID,
+		PlanID:              ComputePlanID(b.recoveryPoint, b.first.Topic, b.first.TopicID, offsets),
+		SourceRecoveryPoint: b.recoveryPoint,
+		Topic:               b.first.Topic,
+		TopicID:             b.first.TopicID,
 		Offsets:             offsets,
 	}, nil
 }

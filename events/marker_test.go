@@ -271,3 +271,66 @@ func TestReadMarkersStreamsAndSkipsABOM(t *testing.T) {
 		}
 	}
 }
+
+// A PlanBuilder fed by ReadMarkersReusing, which decodes each marker into the
+// map of the one before, builds BuildPlan's plan: the builder keeps only the
+// first marker, whose map is never reused.
+func TestPlanBuilderStreamsAsBuildPlan(t *testing.T) {
+	var ms []Marker
+	var doc strings.Builder
+	doc.WriteString("[")
+	for i := range 7 {
+		m := Marker{Topic: "t", TopicID: "ZxTq8s5fQ9mKpL2vN4wR7A", Offsets: Offsets{}}
+		for p := range 5 {
+			m.Offsets[int32(p)] = int64((i*31+p*17)%50 + 1)
+		}
+		if i > 0 {
+			doc.WriteString(",")
+		}
+		doc.Write(m.Encode())
+		ms = append(ms, m)
+	}
+	doc.WriteString("]")
+	want, err := BuildPlan("chk-1", ms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := NewPlanBuilder("chk-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	err = ReadMarkersReusing(strings.NewReader(doc.String()), func(i int, m Marker) (bool, error) {
+		if !m.Offsets.Equal(ms[i].Offsets) {
+			t.Fatalf("marker %d read as %v, want %v", i, m.Offsets, ms[i].Offsets)
+		}
+		seen++
+		return i == 0, b.Add(m)
+	})
+	if err != nil || seen != len(ms) {
+		t.Fatalf("ReadMarkersReusing: %v after %d markers", err, seen)
+	}
+	got, err := b.Plan()
+	if err != nil || got.PlanID != want.PlanID || !got.Offsets.Equal(want.Offsets) {
+		t.Fatalf("builder plan %v (%v), BuildPlan %v", got, err, want)
+	}
+	// The builder refuses what BuildPlan refuses, with the same words.
+	bad := ms[1]
+	bad.Topic = "other"
+	_, wantErr := BuildPlan("chk-1", []Marker{ms[0], bad})
+	b, _ = NewPlanBuilder("chk-1")
+	if err := b.Add(ms[0]); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Add(bad); err == nil || wantErr == nil || err.Error() != wantErr.Error() {
+		t.Fatalf("builder error %v, BuildPlan error %v", err, wantErr)
+	}
+	if _, err := NewPlanBuilder(""); err == nil {
+		t.Fatal("a blank recovery point is accepted")
+	}
+	if b, _ := NewPlanBuilder("chk-1"); b != nil {
+		if _, err := b.Plan(); err == nil || !strings.Contains(err.Error(), "no markers") {
+			t.Fatalf("no markers: %v", err)
+		}
+	}
+}

@@ -72,6 +72,9 @@ func validateOffsets(field string, o Offsets) *fieldError {
 type offsetsField struct {
 	v   Offsets
 	set bool
+	// reuse, when not nil, is an emptied map offsetsFast fills instead of
+	// making one (ReadMarkersReusing).
+	reuse Offsets
 }
 
 const offsetsExpected = `an object of partition to offset, like {"0":100}`
@@ -85,7 +88,7 @@ func (f *offsetsField) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 	if err != nil {
 		return err
 	}
-	o, ok := offsetsFast(raw)
+	o, ok := offsetsFast(raw, f.reuse)
 	if !ok {
 		var ferr *fieldError
 		if o, ferr = offsetsTokens(raw); ferr != nil {
@@ -105,12 +108,17 @@ func (f *offsetsField) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 // and cannot size the map: offset maps have one entry per partition, and
 // markers of 10,000 partitions spent three quarters of their decoding there
 // (docs/benchmarks.md, B4).
-func offsetsFast(raw []byte) (Offsets, bool) {
+func offsetsFast(raw []byte, reuse Offsets) (Offsets, bool) {
 	n := bytes.Count(raw, []byte{':'})
 	if n == 0 || raw[0] != '{' {
 		return nil, false
 	}
-	o := make(Offsets, n)
+	o := reuse
+	if o == nil {
+		o = make(Offsets, n)
+	} else {
+		clear(o)
+	}
 	i := 1
 	for {
 		i = skipSpace(raw, i)

@@ -1,4 +1,4 @@
-package worker
+package worker_test
 
 import (
 	"context"
@@ -7,96 +7,26 @@ import (
 	"time"
 
 	"github.com/cockroachdb/errors"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/fsm"
 	"github.com/kcleanup/kcleanup/projector"
+	"github.com/kcleanup/kcleanup/worker"
+	"github.com/kcleanup/kcleanup/worker/workertest"
 )
 
-// fakeCluster starts an in-process kfake broker. kfake is trusted here only
-// for the protocol's bookkeeping; Kafka's behaviour is proven against the
-// real broker in the integration tests.
-func fakeCluster(t *testing.T) (*Cluster, string) {
-	t.Helper()
-	fk, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(fk.Close)
-	addr := fk.ListenAddrs()[0]
-	c, err := Connect(kgo.SeedBrokers(addr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	return c, addr
-}
-
-// dataTopic creates a data topic with the required configs and n records in
-// each partition, and returns its topic ID.
-func dataTopic(t *testing.T, c *Cluster, name string, partitions int32, n int) string {
-	t.Helper()
-	ctx := context.Background()
-	s := func(v string) *string { return &v }
-	_, err := c.adm.CreateTopic(ctx, partitions, 1, map[string]*string{
-		"cleanup.policy": s("compact,delete"), "retention.ms": s("-1"), "retention.bytes": s("-1"),
-	}, name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rs []*kgo.Record
-	for p := int32(0); p < partitions; p++ {
-		for i := 0; i < n; i++ {
-			rs = append(rs, &kgo.Record{Topic: name, Partition: p, Key: []byte{byte(i)}, Value: []byte("v")})
-		}
-	}
-	if err := c.cl.ProduceSync(ctx, rs...).FirstErr(); err != nil {
-		t.Fatal(err)
-	}
-	info, err := c.TopicMetadata(ctx, name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return info.ID
-}
-
-// controlProjection creates a data topic's control topic and opens a
-// caught-up projection of it, closed at the end of the test.
-func controlProjection(t *testing.T, ctx context.Context, c *Cluster, ctl, dataTopic string) *Projection {
-	t.Helper()
-	if err := c.EnsureControlTopic(ctx, ctl, dataTopic, Options{}); err != nil {
-		t.Fatal(err)
-	}
-	proj, err := c.Project(ctx, ctl)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(proj.Close)
-	return proj
-}
-
-func mustPlan(t *testing.T, rp, topic, id string, offs events.Offsets) events.Plan {
-	t.Helper()
-	p, err := events.BuildPlan(rp, []events.Marker{{Topic: topic, TopicID: id, Offsets: offs}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
 func TestApplyOnFakeWalksTheLifecycle(t *testing.T) {
-	c, _ := fakeCluster(t)
+	c, _ := workertest.FakeCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	id := dataTopic(t, c, "action-state", 2, 200)
-	ctl := ControlTopicFor("action-state")
-	proj := controlProjection(t, ctx, c, ctl, "action-state")
+	id := workertest.DataTopic(t, c, "action-state", 2, 200)
+	ctl := worker.ControlTopicFor("action-state")
+	proj := workertest.ControlProjection(t, ctx, c, ctl, "action-state")
 
 	var steps []string
-	o := Options{Observe: func(p Progress) { steps = append(steps, p.Step) }}
-	c1 := mustPlan(t, "C1", "action-state", id, events.Offsets{0: 150, 1: 120})
+	o := worker.Options{Observe: func(p worker.Progress) { steps = append(steps, p.Step) }}
+	c1 := workertest.MustPlan(t, "C1", "action-state", id, events.Offsets{0: 150, 1: 120})
 	out, err := c.Apply(ctx, proj, c1, o)
 	if err != nil {
 		t.Fatalf("apply: %+v", err)
@@ -132,16 +62,16 @@ func TestApplyOnFakeWalksTheLifecycle(t *testing.T) {
 	}
 
 	// Applying again is a no-op that says so.
-	again, err := c.Apply(ctx, fresh, c1, Options{})
+	again, err := c.Apply(ctx, fresh, c1, worker.Options{})
 	if err != nil || !again.Already {
 		t.Fatalf("re-apply: %+v %v", again, err)
 	}
 
 	// C0 is older: it is refused before anything is written.
 	before := fresh.State.Next()
-	c0 := mustPlan(t, "C0", "action-state", id, events.Offsets{0: 100, 1: 120})
-	_, err = c.Apply(ctx, fresh, c0, Options{})
-	if !errors.Is(err, ErrRejected) || !strings.Contains(err.Error(), "below the committed boundary 150") {
+	c0 := workertest.MustPlan(t, "C0", "action-state", id, events.Offsets{0: 100, 1: 120})
+	_, err = c.Apply(ctx, fresh, c0, worker.Options{})
+	if !errors.Is(err, worker.ErrRejected) || !strings.Contains(err.Error(), "below the committed boundary 150") {
 		t.Fatalf("apply C0: %v", err)
 	}
 	if err := fresh.CatchUp(ctx); err != nil {
@@ -153,14 +83,14 @@ func TestApplyOnFakeWalksTheLifecycle(t *testing.T) {
 }
 
 func TestApplyResumesAfterNoWait(t *testing.T) {
-	c, _ := fakeCluster(t)
+	c, _ := workertest.FakeCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	id := dataTopic(t, c, "t", 1, 50)
-	ctl := ControlTopicFor("t")
-	proj := controlProjection(t, ctx, c, ctl, "t")
-	plan := mustPlan(t, "cp", "t", id, events.Offsets{0: 40})
-	out, err := c.Apply(ctx, proj, plan, Options{NoWait: true})
+	id := workertest.DataTopic(t, c, "t", 1, 50)
+	ctl := worker.ControlTopicFor("t")
+	proj := workertest.ControlProjection(t, ctx, c, ctl, "t")
+	plan := workertest.MustPlan(t, "cp", "t", id, events.Offsets{0: 40})
+	out, err := c.Apply(ctx, proj, plan, worker.Options{NoWait: true})
 	if err != nil || out.State != fsm.Committed {
 		t.Fatalf("no-wait: %+v %v", out, err)
 	}
@@ -178,10 +108,10 @@ func TestApplyResumesAfterNoWait(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer other.Close()
-	if _, err := c.Finish(ctx, other, plan.PlanID, Options{Actor: "w2"}); err != nil {
+	if _, err := c.Finish(ctx, other, plan.PlanID, worker.Options{Actor: "w2"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Finish(ctx, proj, plan.PlanID, Options{Actor: "w1"}); err != nil {
+	if _, err := c.Finish(ctx, proj, plan.PlanID, worker.Options{Actor: "w1"}); err != nil {
 		t.Fatal(err)
 	}
 	final, err := c.Project(ctx, ctl, projector.KeepAudit())
@@ -204,22 +134,22 @@ func TestApplyResumesAfterNoWait(t *testing.T) {
 // RetractionGrace, so that compaction erases the rejected record; a young
 // one is left for its writer to retry under.
 func TestRepairRetractsRejectedKeysAfterTheGrace(t *testing.T) {
-	c, _ := fakeCluster(t)
+	c, _ := workertest.FakeCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	id := dataTopic(t, c, "t", 1, 10)
-	ctl := ControlTopicFor("t")
-	if err := c.EnsureControlTopic(ctx, ctl, "t", Options{}); err != nil {
+	id := workertest.DataTopic(t, c, "t", 1, 10)
+	ctl := worker.ControlTopicFor("t")
+	if err := c.EnsureControlTopic(ctx, ctl, "t", worker.Options{}); err != nil {
 		t.Fatal(err)
 	}
-	plan := mustPlan(t, "cp", "t", id, events.Offsets{0: 5})
+	plan := workertest.MustPlan(t, "cp", "t", id, events.Offsets{0: 5})
 	// COMMITTED for a plan whose boundary field is wrong: rejected.
-	bad := envelope(events.Committed, plan, Options{})
+	bad := workertest.Envelope(events.Committed, plan, "")
 	bad.Boundary = events.Offsets{0: 1}
 	key, value := bad.Encode()
-	old := &kgo.Record{Topic: ctl, Partition: 0, Key: key, Value: value, Timestamp: time.Now().Add(-2 * RetractionGrace)}
+	old := &kgo.Record{Topic: ctl, Partition: 0, Key: key, Value: value, Timestamp: time.Now().Add(-2 * worker.RetractionGrace)}
 	young := &kgo.Record{Topic: ctl, Partition: 0, Key: []byte("garbage"), Value: []byte("{"), Timestamp: time.Now()}
-	if err := c.cl.ProduceSync(ctx, old, young).FirstErr(); err != nil {
+	if err := c.Client().ProduceSync(ctx, old, young).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
 	proj, err := c.Project(ctx, ctl, projector.KeepAudit())

@@ -9,12 +9,12 @@ import (
 	"github.com/kcleanup/kcleanup/worker/gate"
 )
 
-// controlTopicSafe blocks cleanup on a control topic whose settings let the
+// ControlTopicSafe blocks cleanup on a control topic whose settings let the
 // log cleaner outrun repairs (the rules of package gate, the ones init,
 // doctor and the recovery gate apply): deleting while the log may lose the
 // decision that allowed it is what the safety argument forbids. Repairs go
 // on: they are what protects the log.
-func (c *Cluster) controlTopicSafe(ctx context.Context, controlTopic, bootstrap string) error {
+func (c *Cluster) ControlTopicSafe(ctx context.Context, controlTopic, bootstrap string) error {
 	info, err := c.TopicMetadata(ctx, controlTopic)
 	if err != nil {
 		return err

@@ -19,6 +19,7 @@ import (
 	"github.com/kcleanup/kcleanup/projector"
 	"github.com/kcleanup/kcleanup/projector/flinkagents"
 	"github.com/kcleanup/kcleanup/worker/gate"
+	"github.com/kcleanup/kcleanup/worker/report"
 )
 
 // ErrNotCaughtUp means a projection could not prove it has read the control
@@ -170,7 +171,7 @@ func (p *Projection) CatchUp(ctx context.Context) error {
 	case errors.Is(err, ErrNotCaughtUp):
 		return err
 	case err != nil:
-		return p.cluster.denied(err, Permission{"Describe", "topic", p.Topic, "read the end of the control topic"})
+		return p.cluster.denied(err, Permission{Operation: "Describe", ResourceType: "topic", Resource: p.Topic, For: "read the end of the control topic"})
 	}
 	return p.readTo(ctx, end)
 }
@@ -362,7 +363,7 @@ const RetractionGrace = time.Minute
 // repaired, so that compaction cannot erase its history, but no record
 // under a bare plan-ID key is ever tombstoned.
 func (p *Projection) Repair(ctx context.Context) error {
-	if p.Format() == FormatFlinkAgents {
+	if p.Format() == report.FormatFlinkAgents {
 		return p.writable()
 	}
 	var recs []*kgo.Record

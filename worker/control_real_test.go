@@ -1,4 +1,4 @@
-package worker
+package worker_test
 
 import (
 	"context"
@@ -6,11 +6,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/projector"
+	"github.com/kcleanup/kcleanup/worker"
 	"github.com/kcleanup/kcleanup/worker/kafkatest"
+	"github.com/kcleanup/kcleanup/worker/workertest"
 )
 
 // A plan over enough partitions makes control records larger
@@ -21,7 +24,7 @@ func TestLargeControlRecordsFit(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs a Kafka broker")
 	}
-	c, err := Connect(kgo.SeedBrokers(kafkatest.Bootstrap(t)))
+	c, err := worker.Connect(kgo.SeedBrokers(kafkatest.Bootstrap(t)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +35,7 @@ func TestLargeControlRecordsFit(t *testing.T) {
 	if _, err := c.CreateControlTopic(ctx, ctl, 1); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _, _ = c.adm.DeleteTopic(context.Background(), ctl) })
+	t.Cleanup(func() { _, _ = kadm.NewClient(c.Client()).DeleteTopic(context.Background(), ctl) })
 
 	offs := events.Offsets{}
 	for p := int32(0); p < 200_000; p++ {
@@ -42,7 +45,7 @@ func TestLargeControlRecordsFit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := envelope(events.Planned, plan, Options{})
+	env := workertest.Envelope(events.Planned, plan, "")
 	if _, v := env.Encode(); len(v) <= 3<<20 {
 		t.Fatalf("record is %d bytes; the test needs one above 3 MiB (compression)", len(v))
 	}

@@ -1,6 +1,11 @@
-// Package worker is everything of kcleanup that talks to Kafka: reading a
-// control topic into a projection, the executor of the apply protocol (package protocol), and the
-// replicated worker daemon that finishes interrupted operations.
+// Package worker is the executor of kcleanup: everything that talks to
+// Kafka. It reads a control topic into a projection (Project, CatchUp and
+// Cluster.stableEnd: no read is trusted before it reached the high watermark
+// listed first), executes the steps of the apply protocol (package protocol)
+// against Kafka, adopts a Flink Agents control topic, re-commits an erased
+// COMMITTED, reads Flink Agents topics as the job does, gathers the facts of
+// the recovery gate (Cluster.Validate; the rules are package gate's), probes
+// permissions, and holds the failpoints of the crash tests.
 //
 // The protocol is decided by package protocol (protocol.Run: a pure state
 // machine, transcript-tested); Apply, Finish, Submit and Preflight
@@ -13,21 +18,16 @@
 // process acts only on a COMMITTED it read back from the log, through a
 // projection that proved it was caught up.
 //
-// # The worker daemon
+// Where the rest of the worker lives:
 //
-// Daemon (daemon*.go) is one replica of `kcleanup worker`. Replicas join one
-// consumer group over their control topics and use it only to decide who
-// acts: the owner of a control topic's partition reads it live with a
-// projection of its own, repairs overwritten keys and calls Finish for every
-// pending operation, with capped exponential backoff for transient failures
-// and a long retry interval for blocked ones (ErrBlocked, ErrDegraded, denied
-// authorization). Every replica also keeps a read-only projection of every
-// control topic it serves, behind Handler (http*.go): /healthz, /readyz,
-// /metrics (metrics.go, prometheus/client_golang with a custom collector for the snapshot gauges), /v1/status (StatusOf,
-// the document `kcleanup status -o json` prints too) and /v1/validate
-// (Cluster.Validate, the recovery gate `kcleanup validate` runs too), which
-// fails closed. Ownership moves on revocation (the
-// step in flight may end within a grace), on loss and on shutdown (the
-// replica leaves the group). Because every step is idempotent, a paused owner
-// that wakes up after losing the group does no harm.
+//   - worker/daemon: the long-running replicated worker (`kcleanup worker`):
+//     group ownership, views, loops, HTTP, metrics. It imports worker.
+//   - worker/report: the pure documents the CLI and HTTP both render (the
+//     status document, the worker status, formats). worker imports it:
+//     Projection.Source is what report.StatusOf builds the status from.
+//   - worker/workertest: fixtures the tests of worker and the packages above
+//     it share (a Cluster on kfake, a data topic, a projection, a plan).
+//
+// Imports flow one way: cmd → worker/daemon → worker → worker/report →
+// (worker/gate, worker/protocol) → projector → fsm → events.
 package worker

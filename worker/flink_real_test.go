@@ -1,4 +1,4 @@
-package worker
+package worker_test
 
 import (
 	"context"
@@ -13,13 +13,16 @@ import (
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/fsm"
 	"github.com/kcleanup/kcleanup/projector/flinkagents"
+	"github.com/kcleanup/kcleanup/worker"
 	"github.com/kcleanup/kcleanup/worker/kafkatest"
+	"github.com/kcleanup/kcleanup/worker/report"
+	"github.com/kcleanup/kcleanup/worker/workertest"
 )
 
 // flinkFixture is a data topic with 100 records per partition and a control
 // topic in Flink Agents' format, on the real broker.
 type flinkFixture struct {
-	c         *Cluster
+	c         *worker.Cluster
 	cl        *kgo.Client
 	data, ctl string
 	id        string
@@ -42,7 +45,7 @@ func newFlinkFixture(t *testing.T) *flinkFixture {
 	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
-	c, err := Connect(kgo.SeedBrokers(boot))
+	c, err := worker.Connect(kgo.SeedBrokers(boot))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +149,7 @@ func TestFlinkTopicReadAndAdopt(t *testing.T) {
 	if !src.Boundary.Equal(b) {
 		t.Fatalf("prepared boundary %v, want %v", src.Boundary, b)
 	}
-	ad, err := f.c.Adopt(ctx, src, proj, Options{})
+	ad, err := f.c.Adopt(ctx, src, proj, worker.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +171,7 @@ func TestFlinkTopicReadAndAdopt(t *testing.T) {
 	}
 	// kcleanup's own gate now refuses what the job refuses.
 	if v := f.c.Validate(ctx, []events.Marker{{Topic: f.data, TopicID: f.id, Offsets: events.Offsets{0: 59, 1: 90}}},
-		ValidateOptions{ControlTopic: proj.Topic, Explicit: true}); v.Allowed {
+		worker.ValidateOptions{ControlTopic: proj.Topic, Explicit: true}); v.Allowed {
 		t.Fatal("kcleanup allowed a recovery point the job refuses")
 	}
 
@@ -177,7 +180,7 @@ func TestFlinkTopicReadAndAdopt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, err := f.c.Adopt(ctx, src, proj, Options{})
+	again, err := f.c.Adopt(ctx, src, proj, worker.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,7 +217,7 @@ func TestFlinkTopicOpenTransactionIsNotCaughtUp(t *testing.T) {
 
 	short, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	if ft, err := f.c.ReadFlinkTopic(short, f.ctl); !errors.Is(err, ErrNotCaughtUp) || !strings.Contains(fmt.Sprint(err), "transaction is still open") {
+	if ft, err := f.c.ReadFlinkTopic(short, f.ctl); !errors.Is(err, worker.ErrNotCaughtUp) || !strings.Contains(fmt.Sprint(err), "transaction is still open") {
 		t.Fatalf("read with an open transaction: %v (fold %+v), want ErrNotCaughtUp naming the transaction", err, ft)
 	}
 	if err := tx.EndTransaction(ctx, kgo.TryAbort); err != nil {
@@ -241,7 +244,7 @@ func TestFlinkAdoptRefusesWhatTheJobCannotRead(t *testing.T) {
 	p1 := f.plan(t, "chk-1", events.Offsets{0: 30, 1: 20})
 	f.write(t, flinkRec("APPLIED", p1), &kgo.Record{Key: []byte(p1.PlanID)}) // a tombstone
 	_, err := f.c.PrepareAdoption(ctx, f.ctl)
-	if !errors.Is(err, ErrRejected) || !strings.Contains(err.Error(), "tombstone") {
+	if !errors.Is(err, worker.ErrRejected) || !strings.Contains(err.Error(), "tombstone") {
 		t.Fatalf("adopt over a tombstone: %v", err)
 	}
 }
@@ -263,17 +266,17 @@ func TestFlinkTopicIsNeverWritten(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer proj.Close()
-	if got := proj.Format(); got != FormatFlinkAgents {
-		t.Fatalf("format %q, want %q", got, FormatFlinkAgents)
+	if got := proj.Format(); got != report.FormatFlinkAgents {
+		t.Fatalf("format %q, want %q", got, report.FormatFlinkAgents)
 	}
 	if len(proj.State.Retractions()) == 0 {
 		t.Fatal("the test needs keys the fold would retract")
 	}
 	end := proj.Next
-	if _, err := proj.Decide(ctx, envelope(events.Planned, p1, Options{})); !errors.Is(err, ErrBlocked) || !strings.Contains(err.Error(), "never writes") {
+	if _, err := proj.Decide(ctx, workertest.Envelope(events.Planned, p1, "")); !errors.Is(err, worker.ErrBlocked) || !strings.Contains(err.Error(), "never writes") {
 		t.Fatalf("Decide on a Flink Agents topic: %v", err)
 	}
-	if err := proj.Repair(ctx); !errors.Is(err, ErrBlocked) {
+	if err := proj.Repair(ctx); !errors.Is(err, worker.ErrBlocked) {
 		t.Fatalf("Repair on a Flink Agents topic: %v", err)
 	}
 	ends, err := f.c.EndOffsets(ctx, f.ctl)
@@ -292,19 +295,19 @@ func TestMixedTopicRepairsButNeverRetractsFlinkKeys(t *testing.T) {
 	f := newFlinkFixture(t)
 	ctx := ctxT(t, 60*time.Second)
 	p1 := f.plan(t, "chk-1", events.Offsets{0: 30, 1: 20})
-	key, value := envelope(events.Planned, p1, Options{}).Encode()
+	key, value := workertest.Envelope(events.Planned, p1, "").Encode()
 	old := flinkRec("COMMITTED", p1)
-	old.Timestamp = time.Now().Add(-2 * RetractionGrace) // past the grace: a retraction candidate
+	old.Timestamp = time.Now().Add(-2 * worker.RetractionGrace) // past the grace: a retraction candidate
 	f.write(t, &kgo.Record{Key: key, Value: value}, old)
 	proj, err := f.c.Project(ctx, f.ctl)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer proj.Close()
-	if got := proj.Format(); got != FormatMixed {
-		t.Fatalf("format %q, want %q", got, FormatMixed)
+	if got := proj.Format(); got != report.FormatMixed {
+		t.Fatalf("format %q, want %q", got, report.FormatMixed)
 	}
-	if _, err := proj.Decide(ctx, envelope(events.Planned, p1, Options{})); !errors.Is(err, ErrBlocked) {
+	if _, err := proj.Decide(ctx, workertest.Envelope(events.Planned, p1, "")); !errors.Is(err, worker.ErrBlocked) {
 		t.Fatalf("Decide on a mixed topic: %v", err)
 	}
 	if rs := proj.State.Retractions(); len(rs) != 1 || string(rs[0].Key) != p1.PlanID {

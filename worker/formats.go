@@ -5,25 +5,7 @@ import (
 
 	"github.com/kcleanup/kcleanup/projector"
 	"github.com/kcleanup/kcleanup/projector/flinkagents"
-)
-
-// Format is the control format a control topic's records are in.
-type Format string
-
-const (
-	// FormatNone: no record read yet.
-	FormatNone Format = ""
-	// FormatKcleanup: kcleanup's own records ("<planId>/<EVENT>" keys),
-	// possibly with rejected ones.
-	FormatKcleanup Format = "kcleanup"
-	// FormatFlinkAgents: records keyed by a bare plan ID, as Flink Agents'
-	// own cleanup tool writes them (projector/flinkagents folds them), and
-	// none of kcleanup's.
-	FormatFlinkAgents Format = "flink-agents"
-	// FormatMixed: both. Neither fold can be trusted: a Flink Agents job
-	// fails on kcleanup's records, and kcleanup's fold rejects Flink
-	// Agents' plans as unreadable.
-	FormatMixed Format = "mixed"
+	"github.com/kcleanup/kcleanup/worker/report"
 )
 
 // formatCount counts records by the format of their key.
@@ -47,16 +29,16 @@ func (f *formatCount) count(d projector.Decoded, v projector.Verdict) {
 }
 
 // Format says which control format the records read so far are in.
-func (p *Projection) Format() Format {
+func (p *Projection) Format() report.Format {
 	switch f := p.formats; {
 	case f.flink > 0 && f.kcleanup > 0:
-		return FormatMixed
+		return report.FormatMixed
 	case f.flink > 0:
-		return FormatFlinkAgents
+		return report.FormatFlinkAgents
 	case f.kcleanup > 0 || f.other > 0:
-		return FormatKcleanup
+		return report.FormatKcleanup
 	}
-	return FormatNone
+	return report.FormatNone
 }
 
 // writable refuses every new event on a control topic that holds a record
@@ -88,11 +70,18 @@ func (p *Projection) foldFlink(d projector.Decoded) {
 	p.flink.Step(flinkagents.Record{Offset: d.Offset, Key: d.Key, Value: d.Value})
 }
 
+// Source is what the status document of the projection is built from
+// (report.StatusOf). Like every read of the projection, it must run on the
+// goroutine that folds into it.
+func (p *Projection) Source() report.Source {
+	return report.Source{ControlTopic: p.Topic, State: p.State, ReadTo: p.Next, Format: p.Format(), Flink: p.FlinkFold()}
+}
+
 // FlinkFold is the fold of the control topic by Flink Agents' own rules
 // when its records are in that format (Format() == FormatFlinkAgents), else
 // nil. It is the projection's: read it under the same exclusion.
 func (p *Projection) FlinkFold() *flinkagents.Fold {
-	if p.Format() != FormatFlinkAgents {
+	if p.Format() != report.FormatFlinkAgents {
 		return nil
 	}
 	return p.flink

@@ -1,4 +1,4 @@
-package worker
+package worker_test
 
 // Adversarial cases of the recovery gate (issue #9) on the real broker,
 // through Cluster.Validate (what `kcleanup validate` and POST /v1/validate
@@ -14,8 +14,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kcleanup/kcleanup/events"
+	"github.com/kcleanup/kcleanup/worker"
 	"github.com/kcleanup/kcleanup/worker/gate"
 	"github.com/kcleanup/kcleanup/worker/kafkatest"
+	"github.com/kcleanup/kcleanup/worker/workertest"
 )
 
 func TestValidateAdversarialOnTheRealBroker(t *testing.T) {
@@ -24,19 +26,19 @@ func TestValidateAdversarialOnTheRealBroker(t *testing.T) {
 	}
 	bootstrap := kafkatest.Bootstrap(t)
 	cl := kafkatest.Client(t, bootstrap)
-	c, err := Connect(kgo.SeedBrokers(bootstrap))
+	c, err := worker.Connect(kgo.SeedBrokers(bootstrap))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
 	adm := kadm.NewClient(cl)
-	ctx, cancel := context.WithTimeout(context.Background(), realTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), workertest.RealTimeout)
 	defer cancel()
 
-	live := applied(t, c, cl, "adv-live")
-	other := applied(t, c, cl, "adv-other")
-	opts := func(ctl string) ValidateOptions {
-		return ValidateOptions{ControlTopic: ctl, Explicit: true, Bootstrap: bootstrap}
+	live := workertest.Applied(t, c, cl, "adv-live")
+	other := workertest.Applied(t, c, cl, "adv-other")
+	opts := func(ctl string) worker.ValidateOptions {
+		return worker.ValidateOptions{ControlTopic: ctl, Explicit: true, Bootstrap: bootstrap}
 	}
 	check := func(t *testing.T, v gate.Verdict, class gate.Class, reason gate.Reason) {
 		t.Helper()
@@ -44,53 +46,53 @@ func TestValidateAdversarialOnTheRealBroker(t *testing.T) {
 			t.Fatalf("verdict %s %s, want %s %s: %s %+v", v.Class, v.Reason, class, reason, v.Message, v.Refusals)
 		}
 	}
-	m := func(rc realCase, id string, offs events.Offsets) []events.Marker {
-		return []events.Marker{{Topic: rc.topic, TopicID: id, Offsets: offs}}
+	m := func(rc workertest.RealCase, id string, offs events.Offsets) []events.Marker {
+		return []events.Marker{{Topic: rc.Topic, TopicID: id, Offsets: offs}}
 	}
 
 	t.Run("edges of the live range", func(t *testing.T) {
 		to := kadm.Offsets{}
-		to.AddOffset(live.topic, 1, 140, -1) // one partition only, outside kcleanup
+		to.AddOffset(live.Topic, 1, 140, -1) // one partition only, outside kcleanup
 		if resp, err := adm.DeleteRecords(ctx, to); err != nil || resp.Error() != nil {
 			t.Fatalf("delete records: %v %v", err, resp.Error())
 		}
-		check(t, c.Validate(ctx, m(live, live.id, events.Offsets{0: 150, 1: 140}), opts(live.ctl)), gate.Allowed, "")
-		check(t, c.Validate(ctx, m(live, live.id, events.Offsets{0: 150, 1: 139}), opts(live.ctl)), gate.Refused, gate.OutOfRange)
-		check(t, c.Validate(ctx, m(live, live.id, events.Offsets{0: 200, 1: 200}), opts(live.ctl)), gate.Allowed, "")
-		check(t, c.Validate(ctx, m(live, live.id, events.Offsets{0: 201, 1: 200}), opts(live.ctl)), gate.Refused, gate.OutOfRange)
-		check(t, c.Validate(ctx, m(live, live.id, events.Offsets{0: 149, 1: 150}), opts(live.ctl)), gate.Refused, gate.BelowBoundary)
+		check(t, c.Validate(ctx, m(live, live.ID, events.Offsets{0: 150, 1: 140}), opts(live.Ctl)), gate.Allowed, "")
+		check(t, c.Validate(ctx, m(live, live.ID, events.Offsets{0: 150, 1: 139}), opts(live.Ctl)), gate.Refused, gate.OutOfRange)
+		check(t, c.Validate(ctx, m(live, live.ID, events.Offsets{0: 200, 1: 200}), opts(live.Ctl)), gate.Allowed, "")
+		check(t, c.Validate(ctx, m(live, live.ID, events.Offsets{0: 201, 1: 200}), opts(live.Ctl)), gate.Refused, gate.OutOfRange)
+		check(t, c.Validate(ctx, m(live, live.ID, events.Offsets{0: 149, 1: 150}), opts(live.Ctl)), gate.Refused, gate.BelowBoundary)
 	})
 	t.Run("partition sets", func(t *testing.T) {
-		check(t, c.Validate(ctx, m(live, live.id, events.Offsets{0: 160}), opts(live.ctl)), gate.Refused, "")
-		check(t, c.Validate(ctx, m(live, live.id, events.Offsets{0: 160, 1: 160, 2: 0}), opts(live.ctl)), gate.Refused, gate.UnknownPartition)
-		two := append(m(live, live.id, events.Offsets{0: 160, 1: 160}), m(live, live.id, events.Offsets{0: 100, 1: 160})...)
-		check(t, c.Validate(ctx, two, opts(live.ctl)), gate.Refused, gate.BelowBoundary)
+		check(t, c.Validate(ctx, m(live, live.ID, events.Offsets{0: 160}), opts(live.Ctl)), gate.Refused, "")
+		check(t, c.Validate(ctx, m(live, live.ID, events.Offsets{0: 160, 1: 160, 2: 0}), opts(live.Ctl)), gate.Refused, gate.UnknownPartition)
+		two := append(m(live, live.ID, events.Offsets{0: 160, 1: 160}), m(live, live.ID, events.Offsets{0: 100, 1: 160})...)
+		check(t, c.Validate(ctx, two, opts(live.Ctl)), gate.Refused, gate.BelowBoundary)
 	})
 	t.Run("two topic IDs", func(t *testing.T) {
-		ms := append(m(live, live.id, events.Offsets{0: 160, 1: 160}), m(live, other.id, events.Offsets{0: 160, 1: 160})...)
-		v := c.Validate(ctx, ms, opts(live.ctl))
+		ms := append(m(live, live.ID, events.Offsets{0: 160, 1: 160}), m(live, other.ID, events.Offsets{0: 160, 1: 160})...)
+		v := c.Validate(ctx, ms, opts(live.Ctl))
 		if v.Allowed {
 			t.Fatalf("allowed: %+v", v)
 		}
 	})
 	t.Run("control topic of another topic", func(t *testing.T) {
-		check(t, c.Validate(ctx, m(live, live.id, events.Offsets{0: 160, 1: 160}), opts(other.ctl)), gate.CannotTell, gate.TopicMismatch)
+		check(t, c.Validate(ctx, m(live, live.ID, events.Offsets{0: 160, 1: 160}), opts(other.Ctl)), gate.CannotTell, gate.TopicMismatch)
 	})
 	t.Run("control topic is the data topic", func(t *testing.T) {
-		check(t, c.Validate(ctx, m(live, live.id, events.Offsets{0: 160, 1: 160}), opts(live.topic)), gate.CannotTell, gate.ControlTopicPartitions)
+		check(t, c.Validate(ctx, m(live, live.ID, events.Offsets{0: 160, 1: 160}), opts(live.Topic)), gate.CannotTell, gate.ControlTopicPartitions)
 	})
 	t.Run("control topic is __consumer_offsets", func(t *testing.T) {
-		v := c.Validate(ctx, m(live, live.id, events.Offsets{0: 160, 1: 160}), opts("__consumer_offsets"))
+		v := c.Validate(ctx, m(live, live.ID, events.Offsets{0: 160, 1: 160}), opts("__consumer_offsets"))
 		check(t, v, gate.CannotTell, "")
 	})
 	t.Run("unreachable cluster", func(t *testing.T) {
-		dead, err := Connect(kgo.SeedBrokers("127.0.0.1:1"))
+		dead, err := worker.Connect(kgo.SeedBrokers("127.0.0.1:1"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer dead.Close()
 		short, cancel := context.WithTimeout(ctx, time.Second)
 		defer cancel()
-		check(t, dead.Validate(short, m(live, live.id, events.Offsets{0: 160, 1: 160}), opts(live.ctl)), gate.CannotTell, "")
+		check(t, dead.Validate(short, m(live, live.ID, events.Offsets{0: 160, 1: 160}), opts(live.Ctl)), gate.CannotTell, "")
 	})
 }

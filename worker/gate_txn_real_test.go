@@ -1,4 +1,4 @@
-package worker
+package worker_test
 
 import (
 	"context"
@@ -10,8 +10,10 @@ import (
 
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/projector"
+	"github.com/kcleanup/kcleanup/worker"
 	"github.com/kcleanup/kcleanup/worker/gate"
 	"github.com/kcleanup/kcleanup/worker/kafkatest"
+	"github.com/kcleanup/kcleanup/worker/workertest"
 )
 
 // An open transaction on the control topic holds its last stable offset
@@ -25,18 +27,18 @@ func TestValidateOpenTransactionOnTheControlTopicIsNotCaughtUp(t *testing.T) {
 	}
 	bootstrap := kafkatest.Bootstrap(t)
 	cl := kafkatest.Client(t, bootstrap)
-	c, err := Connect(kgo.SeedBrokers(bootstrap))
+	c, err := worker.Connect(kgo.SeedBrokers(bootstrap))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
-	ctx, cancel := context.WithTimeout(context.Background(), realTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), workertest.RealTimeout)
 	defer cancel()
 
-	live := applied(t, c, cl, "gate-open-txn")
-	proj := controlProjection(t, ctx, c, live.ctl, live.topic)
-	c2 := mustPlan(t, "C2", live.topic, live.id, events.Offsets{0: 180, 1: 120})
-	if v, err := c.Submit(ctx, proj, c2, Options{Actor: "test/submit"}); err != nil || v.Outcome != projector.Accepted {
+	live := workertest.Applied(t, c, cl, "gate-open-txn")
+	proj := workertest.ControlProjection(t, ctx, c, live.Ctl, live.Topic)
+	c2 := workertest.MustPlan(t, "C2", live.Topic, live.ID, events.Offsets{0: 180, 1: 120})
+	if v, err := c.Submit(ctx, proj, c2, worker.Options{Actor: "test/submit"}); err != nil || v.Outcome != projector.Accepted {
 		t.Fatalf("submit C2: %v %+v", err, v)
 	}
 
@@ -49,17 +51,17 @@ func TestValidateOpenTransactionOnTheControlTopicIsNotCaughtUp(t *testing.T) {
 	if err := txn.BeginTransaction(); err != nil {
 		t.Fatal(err)
 	}
-	if err := txn.ProduceSync(ctx, &kgo.Record{Topic: live.ctl, Partition: 0, Key: []byte("x"), Value: []byte("x")}).FirstErr(); err != nil {
+	if err := txn.ProduceSync(ctx, &kgo.Record{Topic: live.Ctl, Partition: 0, Key: []byte("x"), Value: []byte("x")}).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
 	commit := events.Envelope{SchemaVersion: 1, Event: events.Committed, PlanID: c2.PlanID, Plan: c2, At: time.Now().UTC(),
 		Actor: "test/worker", Boundary: events.Offsets{0: 180, 1: 120}}
-	if _, err := c.Append(ctx, live.ctl, commit); err != nil {
+	if _, err := c.Append(ctx, live.Ctl, commit); err != nil {
 		t.Fatal(err)
 	}
 
-	markers := []events.Marker{{Topic: live.topic, TopicID: live.id, Offsets: events.Offsets{0: 160, 1: 120}}}
-	opts := ValidateOptions{ControlTopic: live.ctl, Explicit: true, Bootstrap: bootstrap}
+	markers := []events.Marker{{Topic: live.Topic, TopicID: live.ID, Offsets: events.Offsets{0: 160, 1: 120}}}
+	opts := worker.ValidateOptions{ControlTopic: live.Ctl, Explicit: true, Bootstrap: bootstrap}
 	v := c.Validate(ctx, markers, opts)
 	if v.Allowed || v.Class != gate.CannotTell || v.Reason != gate.NotCaughtUp || !strings.Contains(v.Message, "a transaction is still open at offset") {
 		t.Fatalf("with a transaction open before COMMITTED C2 (0=180): %s %s: %s %+v", v.Class, v.Reason, v.Message, v.Notes)

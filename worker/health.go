@@ -3,14 +3,9 @@ package worker
 import (
 	"context"
 	"fmt"
-	"strings"
-	"time"
 
 	"github.com/cockroachdb/errors"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/kcleanup/kcleanup/fsm"
-	"github.com/kcleanup/kcleanup/projector"
 )
 
 // The Kafka APIs kcleanup cannot work without.
@@ -63,107 +58,4 @@ func (c *Cluster) CheckBrokers(ctx context.Context) ([]Finding, error) {
 		return nil, errors.New("the cluster's metadata lists no broker")
 	}
 	return out, nil
-}
-
-// CheckControlTopicDurability warns when a replicated control topic lets a
-// write be acknowledged by a single replica: docs/design.md §4 asks for
-// min.insync.replicas of at least 2 with three or more replicas.
-func CheckControlTopicDurability(info TopicInfo, bootstrap string) []Finding {
-	if info.Replicas < 3 || info.Configs["min.insync.replicas"] != "1" {
-		return nil
-	}
-	return []Finding{finding(Warn, "control topic "+info.Name,
-		fmt.Sprintf("has %d replicas but min.insync.replicas=1: one broker's loss could lose a committed decision", info.Replicas),
-		fmt.Sprintf("kafka-configs --bootstrap-server %s --alter --entity-type topics --entity-name %s --add-config min.insync.replicas=2",
-			bootstrap, info.Name))}
-}
-
-// CheckBinding compares the data topic a control topic governs (st.Topic,
-// st.TopicID, empty until the first accepted PLANNED) with the live topic.
-// A different ID means the topic was deleted and recreated since: every
-// plan for it will be rejected, and the old boundary says nothing about the
-// new incarnation.
-func CheckBinding(st Status, live TopicInfo) []Finding {
-	subject := "data topic " + live.Name
-	switch {
-	case st.Topic == "":
-		return []Finding{finding(OK, subject, fmt.Sprintf("control topic %s governs no topic yet: the first accepted plan binds it", st.ControlTopic), "")}
-	case st.Topic != live.Name:
-		return []Finding{finding(Block, subject,
-			fmt.Sprintf("control topic %s governs topic %s, not %s", st.ControlTopic, st.Topic, live.Name),
-			fmt.Sprintf("use the control topic of %s (the default is %s)", live.Name, ControlTopicFor(live.Name)))}
-	case st.TopicID != live.ID:
-		return []Finding{finding(Block, subject,
-			fmt.Sprintf("has topic ID %s, but control topic %s governs ID %s: the topic was deleted and recreated",
-				live.ID, st.ControlTopic, st.TopicID),
-			fmt.Sprintf("give the new incarnation a new control topic: kcleanup init --topic %s --control-topic <new name>, then plan from its markers", live.Name))}
-	}
-	return []Finding{finding(OK, subject, fmt.Sprintf("topic ID %s is the one control topic %s governs", live.ID, st.ControlTopic), "")}
-}
-
-// CheckProjection reports the health of a control topic's projection:
-// degraded (blocks: nothing may be approved or deleted), rejected records,
-// operations stuck in COMMITTED or DELETING for longer than stuckAfter
-// (measured from the "at" of their last accepted record to now), and
-// accepted records listed for repair (key overwritten, or out of order) and not yet re-appended.
-func CheckProjection(st Status, now time.Time, stuckAfter time.Duration) []Finding {
-	subject := "control topic " + st.ControlTopic
-	var out []Finding
-	if st.Degraded {
-		out = append(out, finding(Block, subject, "degraded: "+st.DegradedReason,
-			"upgrade kcleanup to a version that understands every record of the control topic; until then nothing is approved or deleted"))
-	}
-	if st.AtRisk {
-		out = append(out, finding(Block, subject, "history at risk: "+st.AtRiskReason,
-			fmt.Sprintf("the recovery gate cannot tell until it is repaired; run a worker (kcleanup worker --control-topic %s) and check the control topic's settings", st.ControlTopic)))
-	}
-	if n := len(st.Maintenance); n > 0 {
-		last := st.Maintenance[n-1]
-		out = append(out, finding(OK, subject,
-			fmt.Sprintf("%d maintenance record(s) by the worker fleet (%s); the last at offset %d by %s: %s %s",
-				n, maintenanceSummary(st.MaintenanceCounts), last.Offset, last.Actor, last.Kind, last.Reason), ""))
-	}
-	if n := len(st.Rejected); n > 0 {
-		last := st.Rejected[n-1]
-		out = append(out, finding(Warn, subject,
-			fmt.Sprintf("%d record(s) rejected; the last at offset %d: %s: %s", n, last.Offset, last.Reason, last.Detail),
-			fmt.Sprintf("rejected records change nothing; `kcleanup history --control-topic %s` shows each with its reason and writer", st.ControlTopic)))
-	}
-	for _, op := range st.Operations {
-		if op.State != fsm.Committed && op.State != fsm.Deleting {
-			continue
-		}
-		age := now.Sub(op.UpdatedAt)
-		if age < stuckAfter {
-			out = append(out, finding(OK, subject,
-				fmt.Sprintf("plan %s is %s since %s: deletion in progress", op.PlanID, op.State, op.UpdatedAt.Format(time.RFC3339)), ""))
-			continue
-		}
-		out = append(out, finding(Warn, subject,
-			fmt.Sprintf("plan %s has been %s since %s (%s): no worker finished it (%d delete attempt(s))",
-				op.PlanID, op.State, op.UpdatedAt.Format(time.RFC3339), age.Round(time.Second), op.DeleteAttempts),
-			fmt.Sprintf("the boundary is committed and recovery enforces it; to delete, run a worker (kcleanup worker --control-topic %s) or re-run `kcleanup apply <plan file>`", st.ControlTopic)))
-	}
-	if st.UnrepairedKeys > 0 {
-		out = append(out, finding(Warn, subject,
-			fmt.Sprintf("%d accepted record(s) are listed for repair (key overwritten, or out of compaction-safe order); a worker re-appends them", st.UnrepairedKeys),
-			"every kcleanup write re-appends them: a running worker does at once, or submit or apply any plan"))
-	}
-	if len(out) == 0 {
-		out = append(out, finding(OK, subject,
-			fmt.Sprintf("read to offset %d: %d operation(s), boundary on %d partition(s), nothing rejected",
-				st.ReadTo, len(st.Operations), len(st.Boundary)), ""))
-	}
-	return out
-}
-
-// maintenanceSummary is "3 repair, 1 retraction" in a fixed order.
-func maintenanceSummary(counts map[string]int) string {
-	var parts []string
-	for _, k := range []string{projector.MaintenanceRepair, projector.MaintenanceRetraction, projector.MaintenanceRecommit} {
-		if n := counts[k]; n > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", n, k))
-		}
-	}
-	return strings.Join(parts, ", ")
 }

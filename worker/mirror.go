@@ -16,13 +16,9 @@ import (
 )
 
 // MirrorTransactionalID is the one transactional.id every kcleanup process
-// writes a mirror topic with. A writer's InitProducerID fences every
-// earlier writer of the same mirror (their produce and commit fail) and
-// aborts its open transaction, so the read-check-write of WriteMirror is
-// linearizable across workers and apply processes (docs/design.md, "The
-// Flink Agents mirror"). Its ACLs: Write and Describe on this
-// transactional ID (docs/deploy.md, "Kafka ACLs").
-func MirrorTransactionalID(mirrorTopic string) string { return "kcleanup-mirror-" + mirrorTopic }
+// writes a mirror topic with (protocol.MirrorTransactionalID). Its ACLs:
+// Write and Describe on it (docs/deploy.md, "Kafka ACLs").
+func MirrorTransactionalID(mirrorTopic string) string { return protocol.MirrorTransactionalID(mirrorTopic) }
 
 // mirrorWriteAttempts bounds the re-runs of a fenced write (another writer
 // took over between our fence and our commit).
@@ -131,29 +127,12 @@ func (c *Cluster) mirrorDenied(err error, topic string) error {
 	return c.denied(err, permMirrorWrite(topic))
 }
 
-// Permissions of the mirror (docs/deploy.md, "Kafka ACLs").
-func permMirrorRead(mirror string) Permission {
-	return Permission{"Read", "topic", mirror, "read the Flink Agents mirror topic"}
-}
-
-func permMirrorWrite(mirror string) Permission {
-	return Permission{"Write", "topic", mirror, "write the Flink Agents mirror topic"}
-}
-
-func permMirrorDescribeConfigs(mirror string) Permission {
-	return Permission{"DescribeConfigs", "topic", mirror, "check the mirror topic's cleanup.policy"}
-}
-
-func permMirrorTxn(mirror string) Permission {
-	return Permission{"Write", "transactional-id", MirrorTransactionalID(mirror), "write the mirror in a transaction (Write and Describe on the transactional ID)"}
-}
-
-// MirrorPermissions are what keeping a mirror in step needs. The
-// transactional ID's cannot be asked of Metadata: a missing one shows as
-// TRANSACTIONAL_ID_AUTHORIZATION_FAILED at the first write, naming it.
-func MirrorPermissions(mirror string) []Permission {
-	return []Permission{permMirrorRead(mirror), permMirrorWrite(mirror), permMirrorDescribeConfigs(mirror), permMirrorTxn(mirror)}
-}
+// The permissions of the mirror (protocol's).
+var (
+	permMirrorRead  = protocol.MirrorRead
+	permMirrorWrite = protocol.MirrorWriteTopic
+	permMirrorTxn   = protocol.MirrorTxn
+)
 
 // AttachMirror attaches a Flink Agents mirror to the control topic: it
 // checks the mirror topic (one partition, cleanup.policy=compact, a fold
@@ -248,7 +227,7 @@ func (c *Cluster) DetachMirror(ctx context.Context, proj *Projection, reason str
 // SyncMirror brings the attached mirror up to the boundary
 // (protocol.NewMirrorSync); nothing when no mirror is attached.
 func (c *Cluster) SyncMirror(ctx context.Context, proj *Projection, o Options) error {
-	_, err := c.execute(ctx, proj, protocol.NewMirrorSync(o.config(proj)), o)
+	_, err := c.execute(ctx, proj, protocol.NewMirrorSync(c.config(proj, o)), o)
 	return err
 }
 

@@ -1,4 +1,4 @@
-package worker
+package worker_test
 
 import (
 	"context"
@@ -9,38 +9,40 @@ import (
 	"github.com/cockroachdb/errors"
 
 	"github.com/kcleanup/kcleanup/events"
+	"github.com/kcleanup/kcleanup/worker"
+	"github.com/kcleanup/kcleanup/worker/workertest"
 )
 
 func TestPreviewOnFake(t *testing.T) {
-	c, _ := fakeCluster(t)
+	c, _ := workertest.FakeCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	id := dataTopic(t, c, "t", 2, 100)
-	ctl := ControlTopicFor("t")
+	id := workertest.DataTopic(t, c, "t", 2, 100)
+	ctl := worker.ControlTopicFor("t")
 
 	// No control topic: no boundary, and Preview does not create one.
-	pv, err := c.Preview(ctx, ctl, mustPlan(t, "C1", "t", id, events.Offsets{0: 40, 1: 60}), Options{})
+	pv, err := c.Preview(ctx, ctl, workertest.MustPlan(t, "C1", "t", id, events.Offsets{0: 40, 1: 60}), worker.Options{})
 	if err != nil || pv.Refusal != nil {
 		t.Fatalf("preview: %v %v", err, pv.Refusal)
 	}
-	want := []PartitionPreview{
+	want := []worker.PartitionPreview{
 		{Partition: 0, PlanOffset: 40, LogStart: 0, HighWatermark: 100, NewLogStart: 40, Deletable: 40},
 		{Partition: 1, PlanOffset: 60, LogStart: 0, HighWatermark: 100, NewLogStart: 60, Deletable: 60},
 	}
 	if pv.ControlTopicExists || len(pv.Partitions) != 2 || pv.Partitions[0] != want[0] || pv.Partitions[1] != want[1] {
 		t.Fatalf("preview %+v", pv)
 	}
-	if _, err := c.TopicMetadata(ctx, ctl); !errors.Is(err, ErrTopicNotFound) {
+	if _, err := c.TopicMetadata(ctx, ctl); !errors.Is(err, worker.ErrTopicNotFound) {
 		t.Fatalf("control topic after Preview: %v", err)
 	}
 
 	// Commit C1; a plan below it previews with the boundary and a refusal.
-	proj := controlProjection(t, ctx, c, ctl, "t")
-	c1 := mustPlan(t, "C1", "t", id, events.Offsets{0: 40, 1: 60})
-	if _, err := c.Apply(ctx, proj, c1, Options{NoWait: true}); err != nil {
+	proj := workertest.ControlProjection(t, ctx, c, ctl, "t")
+	c1 := workertest.MustPlan(t, "C1", "t", id, events.Offsets{0: 40, 1: 60})
+	if _, err := c.Apply(ctx, proj, c1, worker.Options{NoWait: true}); err != nil {
 		t.Fatal(err)
 	}
-	pv, err = c.Preview(ctx, ctl, mustPlan(t, "C0", "t", id, events.Offsets{0: 50, 1: 30}), Options{})
+	pv, err = c.Preview(ctx, ctl, workertest.MustPlan(t, "C0", "t", id, events.Offsets{0: 50, 1: 30}), worker.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,42 +50,42 @@ func TestPreviewOnFake(t *testing.T) {
 	if !pv.ControlTopicExists || p1.Boundary == nil || *p1.Boundary != 60 || p1.BoundarySetBy != c1.PlanID {
 		t.Fatalf("preview %+v", pv)
 	}
-	if !errors.Is(pv.Refusal, ErrRejected) || !strings.Contains(pv.Refusal.Error(), "partition 1: plan offset 30 is below the committed boundary 60") ||
+	if !errors.Is(pv.Refusal, worker.ErrRejected) || !strings.Contains(pv.Refusal.Error(), "partition 1: plan offset 30 is below the committed boundary 60") ||
 		strings.Contains(pv.Refusal.Error(), "partition 0") {
 		t.Fatalf("refusal %v", pv.Refusal)
 	}
 
 	// A partition the topic lacks has no row; Preflight names it.
-	pv, err = c.Preview(ctx, ctl, mustPlan(t, "C2", "t", id, events.Offsets{0: 50, 1: 70, 2: 5}), Options{})
+	pv, err = c.Preview(ctx, ctl, workertest.MustPlan(t, "C2", "t", id, events.Offsets{0: 50, 1: 70, 2: 5}), worker.Options{})
 	if err != nil || len(pv.Partitions) != 2 || pv.Refusal == nil || !strings.Contains(pv.Refusal.Error(), "has partitions [0 1] but the plan covers [0 1 2]") {
 		t.Fatalf("extra partition: %+v %v", pv, err)
 	}
 }
 
 func TestPrepareControlTopicOnlyForAPlanThatPasses(t *testing.T) {
-	c, _ := fakeCluster(t)
+	c, _ := workertest.FakeCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	id := dataTopic(t, c, "t", 1, 10)
-	ctl := ControlTopicFor("t")
+	id := workertest.DataTopic(t, c, "t", 1, 10)
+	ctl := worker.ControlTopicFor("t")
 
-	err := c.PrepareControlTopic(ctx, ctl, mustPlan(t, "C1", "t", id, events.Offsets{0: 11}), Options{})
-	if !errors.Is(err, ErrRejected) || !strings.Contains(err.Error(), "outside the available range [0, 10]") {
+	err := c.PrepareControlTopic(ctx, ctl, workertest.MustPlan(t, "C1", "t", id, events.Offsets{0: 11}), worker.Options{})
+	if !errors.Is(err, worker.ErrRejected) || !strings.Contains(err.Error(), "outside the available range [0, 10]") {
 		t.Fatalf("plan above the high watermark: %v", err)
 	}
-	if _, err := c.TopicMetadata(ctx, ctl); !errors.Is(err, ErrTopicNotFound) {
+	if _, err := c.TopicMetadata(ctx, ctl); !errors.Is(err, worker.ErrTopicNotFound) {
 		t.Fatalf("a refused plan created the control topic: %v", err)
 	}
 	var said []string
-	o := Options{Observe: func(p Progress) { said = append(said, p.Step) }}
-	if err := c.PrepareControlTopic(ctx, ctl, mustPlan(t, "C1", "t", id, events.Offsets{0: 10}), o); err != nil {
+	o := worker.Options{Observe: func(p worker.Progress) { said = append(said, p.Step) }}
+	if err := c.PrepareControlTopic(ctx, ctl, workertest.MustPlan(t, "C1", "t", id, events.Offsets{0: 10}), o); err != nil {
 		t.Fatal(err)
 	}
 	if info, err := c.TopicMetadata(ctx, ctl); err != nil || len(info.Partitions) != 1 || strings.Join(said, ",") != "init" {
 		t.Fatalf("control topic %+v %v; steps %v", info, err, said)
 	}
 	// An existing control topic is only checked.
-	if err := c.PrepareControlTopic(ctx, ctl, mustPlan(t, "C1", "t", id, events.Offsets{0: 10}), o); err != nil || len(said) != 1 {
+	if err := c.PrepareControlTopic(ctx, ctl, workertest.MustPlan(t, "C1", "t", id, events.Offsets{0: 10}), o); err != nil || len(said) != 1 {
 		t.Fatalf("second prepare: %v, steps %v", err, said)
 	}
 }

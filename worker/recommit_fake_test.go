@@ -1,4 +1,4 @@
-package worker
+package worker_test
 
 import (
 	"context"
@@ -8,32 +8,34 @@ import (
 
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/fsm"
+	"github.com/kcleanup/kcleanup/worker"
+	"github.com/kcleanup/kcleanup/worker/workertest"
 )
 
 // A control topic whose latest COMMITTED the cleaner erased: the plan's
 // DELETING and APPLIED survive. Recommit appends a COMMITTED again only
 // where nothing more would be deleted, and Finish then deletes nothing.
 func TestRecommitOnlyWhereNothingMoreIsDeleted(t *testing.T) {
-	c, _ := fakeCluster(t)
+	c, _ := workertest.FakeCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	id := dataTopic(t, c, "action-state", 1, 400)
-	ctl := ControlTopicFor("action-state")
-	proj := controlProjection(t, ctx, c, ctl, "action-state")
-	o := Options{Actor: "test"}
+	id := workertest.DataTopic(t, c, "action-state", 1, 400)
+	ctl := worker.ControlTopicFor("action-state")
+	proj := workertest.ControlProjection(t, ctx, c, ctl, "action-state")
+	o := worker.Options{Actor: "test"}
 
-	p1 := mustPlan(t, "C1", "action-state", id, events.Offsets{0: 100})
+	p1 := workertest.MustPlan(t, "C1", "action-state", id, events.Offsets{0: 100})
 	if _, err := c.Apply(ctx, proj, p1, o); err != nil {
 		t.Fatalf("apply p1: %+v", err)
 	}
 	// p2 was applied (log start 300), then its COMMITTED was erased: the
 	// log holds its PLANNED, DELETING and APPLIED only.
-	p2 := mustPlan(t, "C2", "action-state", id, events.Offsets{0: 300})
+	p2 := workertest.MustPlan(t, "C2", "action-state", id, events.Offsets{0: 300})
 	if _, err := c.DeleteRecords(ctx, "action-state", events.Offsets{0: 300}); err != nil {
 		t.Fatal(err)
 	}
 	for _, e := range []events.Event{events.Planned, events.Deleting, events.Applied} {
-		env := envelope(e, p2, o)
+		env := workertest.Envelope(e, p2, o.Actor)
 		if e == events.Applied {
 			env.LogStart = events.Offsets{0: 300}
 		}
@@ -42,9 +44,9 @@ func TestRecommitOnlyWhereNothingMoreIsDeleted(t *testing.T) {
 		}
 	}
 	// p3's DELETING is forged: nothing was deleted up to 350.
-	p3 := mustPlan(t, "C3", "action-state", id, events.Offsets{0: 350})
+	p3 := workertest.MustPlan(t, "C3", "action-state", id, events.Offsets{0: 350})
 	for _, e := range []events.Event{events.Planned, events.Deleting} {
-		if _, err := c.Append(ctx, ctl, envelope(e, p3, o)); err != nil {
+		if _, err := c.Append(ctx, ctl, workertest.Envelope(e, p3, o.Actor)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"flag"
 	"fmt"
@@ -435,6 +436,29 @@ func childPlan(m, p, runs int) (childResult, error) {
 		return nil, err
 	}
 	res["parse peakAboveInputMB"] -= base
+
+	// What kcleanup plan does with a markers file: stream the markers into
+	// a PlanBuilder, never holding them all.
+	base = heapAfterGC()
+	err = measureRuns(res, "stream ", runs, func() error {
+		pb, err := events.NewPlanBuilder("chk-bench")
+		if err != nil {
+			return err
+		}
+		keepFirst := func(i int, mk events.Marker) (bool, error) { return i == 0, pb.Add(mk) }
+		if err := events.ReadMarkersReusing(bytes.NewReader(doc), keepFirst); err != nil {
+			return err
+		}
+		plan, err := pb.Plan()
+		if err == nil && len(plan.Offsets) != p {
+			err = errors.Newf("stream: %d partitions, want %d", len(plan.Offsets), p)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	res["stream peakAboveInputMB"] -= base
 	runtime.KeepAlive(doc)
 	return res, nil
 }

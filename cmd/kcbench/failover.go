@@ -21,6 +21,7 @@ import (
 
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/worker"
+	"github.com/kcleanup/kcleanup/worker/daemon"
 )
 
 // failoverWorkers is how many `kcleanup worker` replicas B3 runs.
@@ -28,7 +29,7 @@ const failoverWorkers = 3
 
 // failoverSession is the session timeout the workers are given: the
 // default, passed explicitly so that the report names what was measured.
-var failoverSession = worker.DefaultSessionTimeout
+var failoverSession = daemon.DefaultSessionTimeout
 
 // failover is B3: three worker processes; `apply --no-wait` commits a plan;
 // the worker that owns the control topic is SIGKILLed the moment COMMITTED

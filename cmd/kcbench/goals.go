@@ -46,23 +46,39 @@ func (rep *Report) goals() []Goal {
 	if r, ok := rep.largest("B5 growth", "projector fold with the audit, as history (in process)"); ok {
 		add("B5 growth", "history's projection (reported, no goal)", true, "%.0f B/record (%s)", r.Extra["retainedBytesPerRecord"], r.Case)
 	}
-	if r, ok := rep.largest("B4 plan", "events.ParseMarkers, one JSON array (in process)"); ok {
-		in, above := r.Extra["parseInputMB"], r.Extra["parse peakAboveInputMB"]
+	// kcleanup plan streams a markers file into a PlanBuilder; ParseMarkers,
+	// which returns every marker, is reported beside it.
+	const b4Goal = "markers file to plan (kcleanup plan) ≤ 1.0 s, heap peak ≤ 2× the input"
+	if r, ok := rep.largest("B4 plan", "events.ReadMarkers into a PlanBuilder, as kcleanup plan (in process)"); ok {
+		in, above := r.Extra["parseInputMB"], r.Extra["stream peakAboveInputMB"]
 		total := 0.0
 		if in > 0 {
 			total = (in + above) / in
 		}
-		add("B4 plan", "ParseMarkers ≤ 1.0 s, heap peak ≤ 2× the input", r.Median <= 1.0 && total <= 2.0,
+		add("B4 plan", b4Goal, r.Median <= 1.0 && total <= 2.0,
 			"%s, heap peak %.0f MB above the %.0f MB input (%.2f× the input in all) (%s)", formatSeconds(r.Median), above, in, total, r.Case)
 	} else {
-		missing("B4 plan", "ParseMarkers ≤ 1.0 s, heap peak ≤ 2× the input")
+		missing("B4 plan", b4Goal)
+	}
+	if r, ok := rep.largest("B4 plan", "events.ParseMarkers, one JSON array (in process)"); ok {
+		in, above := r.Extra["parseInputMB"], r.Extra["parse peakAboveInputMB"]
+		add("B4 plan", "ParseMarkers, every marker returned (reported, no goal)", true,
+			"%s, heap peak %.0f MB above the %.0f MB input (%s)", formatSeconds(r.Median), above, in, r.Case)
 	}
 	if r, ok := rep.find("B2 apply", "100 partitions", "worker.Cluster.Apply (library, in process)"); ok && len(r.Ratios) > 0 {
 		add("B2 apply", "100 partitions ≤ 1.5× the floor", r.Ratios[0].Value <= 1.5, "%.2f× (%s)", r.Ratios[0].Value, r.Note)
 	} else {
 		missing("B2 apply", "100 partitions ≤ 1.5× the floor")
 	}
-	missing("B6 fleet", "3 workers, 1,000 control topics by regex: time to ready, heap per control topic, failover of one replica's share")
+	const b6Goal = "3 workers, 1,000 control topics by regex: time to ready, heap per control topic, failover of one replica's share (reported, no bound)"
+	start, okStart := rep.largest("B6 fleet", "start to ready: every control topic read and owned (3 processes)")
+	fail, okFail := rep.largest("B6 fleet", "failover: one replica SIGKILLed until its share is owned again")
+	if okStart && okFail {
+		add("B6 fleet", b6Goal, true, "ready in %s, %.0f KB heap per control topic, failover %s (%.0f control topics moved) (%s)",
+			formatSeconds(start.Median), start.Extra["heapPerControlTopicKB"], formatSeconds(fail.Median), fail.Extra["ownedByVictim"], start.Case)
+	} else {
+		missing("B6 fleet", b6Goal)
+	}
 	return out
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/worker"
 	"github.com/kcleanup/kcleanup/worker/kafkatest"
+	"github.com/kcleanup/kcleanup/worker/report"
 )
 
 // flinkControl creates a control topic in Flink Agents' format holding recs
@@ -109,11 +110,11 @@ func TestValidateFlinkAgentsControlTopic(t *testing.T) {
 
 	// status and history read it by the job's rules too.
 	code, out, stderr := e.run(t, "status", "--control-topic", ctl, "-o", "json")
-	var st worker.Status
+	var st report.Status
 	if code != 0 || json.Unmarshal([]byte(out), &st) != nil {
 		t.Fatalf("status: exit %d\n%s%s", code, out, stderr)
 	}
-	if st.Format != worker.FormatFlinkAgents || st.FlinkAgents == nil || !st.FlinkAgents.EffectiveBoundary.Equal(events.Offsets{0: 60, 1: 20}) ||
+	if st.Format != report.FormatFlinkAgents || st.FlinkAgents == nil || !st.FlinkAgents.EffectiveBoundary.Equal(events.Offsets{0: 60, 1: 20}) ||
 		len(st.FlinkAgents.Plans) != 2 || st.FlinkAgents.BoundarySetBy[0] != p2.PlanID {
 		t.Fatalf("status of a Flink Agents topic: %+v", st.FlinkAgents)
 	}

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/kcleanup/kcleanup/worker"
+	"github.com/kcleanup/kcleanup/worker/report"
 )
 
 // A control record's key and a verdict's detail are whatever a writer chose, up to a megabyte.
@@ -12,12 +12,12 @@ import (
 const (
 	tableKeyLimit    = 80               // bytes of a key in a table row
 	tableDetailLimit = 300              // bytes of a detail in a table row
-	jsonTextLimit    = worker.TextLimit // bytes of a key or a detail in a JSON document
+	jsonTextLimit    = report.TextLimit // bytes of a key or a detail in a JSON document
 	flagAll          = "all"            // status and history: everything, whole
 )
 
-// clip is worker.Clip: the one way views cut text.
-func clip(s string, limit int) string { return worker.Clip(s, limit) }
+// clip is report.Clip: the one way views cut text.
+func clip(s string, limit int) string { return report.Clip(s, limit) }
 
 // clipCut is clip for text a document may already have cut (its length then in n, the
 // document's "…Bytes" field): the length it says is always that of the whole text.

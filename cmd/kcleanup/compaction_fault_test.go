@@ -17,7 +17,9 @@ import (
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/fsm"
 	"github.com/kcleanup/kcleanup/worker"
+	"github.com/kcleanup/kcleanup/worker/daemon"
 	"github.com/kcleanup/kcleanup/worker/kafkatest"
+	"github.com/kcleanup/kcleanup/worker/report"
 )
 
 // TestCompactionNeverOutrunsSafety is the fault of issue #9 item 5, on the real broker with
@@ -136,8 +138,8 @@ func TestCompactionNeverOutrunsSafety(t *testing.T) {
 
 	// A new owner: it finds the evidence, re-appends p2's COMMITTED (the log start is at the
 	// plan: nothing more would be deleted), and blocks the operation on the unsafe settings.
-	d, err := worker.NewDaemon(c, worker.WithControlTopics(ctl), worker.WithPollInterval(100*time.Millisecond),
-		worker.WithBootstrap(e.bootstrap), worker.WithShutdownGrace(time.Second))
+	d, err := daemon.New(c, daemon.WithControlTopics(ctl), daemon.WithPollInterval(100*time.Millisecond),
+		daemon.WithBootstrap(e.bootstrap), daemon.WithShutdownGrace(time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +156,7 @@ func TestCompactionNeverOutrunsSafety(t *testing.T) {
 	}()
 	var blocked string
 	kafkatest.Eventually(t, 60*time.Second, "the new owner blocks p2 on the control topic's settings", func() bool {
-		var st worker.TopicStatus
+		var st report.TopicStatus
 		if code := getStatus(t, srv.URL+"/v1/status?controlTopic="+ctl, &st); code != http.StatusOK {
 			return false
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kcleanup/kcleanup/worker"
+	"github.com/kcleanup/kcleanup/worker/report"
 )
 
 // doctorOptions are the flags of `kcleanup doctor`.
@@ -107,7 +108,7 @@ func diagnose(ctx context.Context, c *worker.Cluster, g globalOptions, o doctorO
 	}
 
 	// The control topic and its projection; they also tell which data topic to check.
-	var status *worker.Status
+	var status *report.Status
 	if err := step(func(ctx context.Context) error {
 		info, err := c.DescribeTopic(ctx, rep.ControlTopic)
 		if errors.Is(err, worker.ErrTopicNotFound) {
@@ -132,23 +133,23 @@ func diagnose(ctx context.Context, c *worker.Cluster, g globalOptions, o doctorO
 				return err
 			}
 			defer proj.Close()
-			st := worker.StatusOf(proj)
+			st := report.StatusOf(proj.Source())
 			status = &st
-			projection = worker.CheckProjection(st, time.Now(), o.stuckAfter)
+			projection = report.CheckProjection(st, time.Now(), o.stuckAfter)
 			if rep.Topic == "" {
 				rep.Topic = st.Topic
 			}
 		}
-		if status != nil && (status.Format == worker.FormatFlinkAgents || status.Format == worker.FormatMixed) {
+		if status != nil && (status.Format == report.FormatFlinkAgents || status.Format == report.FormatMixed) {
 			// Not kcleanup's topic: its settings and fold rules do not apply.
-			add(worker.CheckFlinkControlTopic(info, *status)...)
+			add(report.CheckFlinkControlTopic(info, *status)...)
 			if fa := status.FlinkAgents; rep.Topic == "" && fa != nil && len(fa.Plans) > 0 {
 				rep.Topic = fa.Plans[0].Topic
 			}
 			return nil
 		}
-		add(worker.CheckControlTopic(info, rep.Topic, info.Replicas, g.bootstrap())...)
-		add(worker.CheckControlTopicDurability(info, g.bootstrap())...)
+		add(report.CheckControlTopic(info, rep.Topic, info.Replicas, g.bootstrap())...)
+		add(report.CheckControlTopicDurability(info, g.bootstrap())...)
 		add(projection...)
 		return nil
 	}); err != nil {
@@ -173,7 +174,7 @@ func diagnose(ctx context.Context, c *worker.Cluster, g globalOptions, o doctorO
 		}
 		add(worker.CheckDataTopic(info, g.bootstrap())...)
 		if status != nil {
-			add(worker.CheckBinding(*status, info)...)
+			add(report.CheckBinding(*status, info)...)
 		}
 		return nil
 	})

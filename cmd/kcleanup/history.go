@@ -16,6 +16,7 @@ import (
 	"github.com/kcleanup/kcleanup/projector/flinkagents"
 	"github.com/kcleanup/kcleanup/worker"
 	"github.com/kcleanup/kcleanup/worker/console"
+	"github.com/kcleanup/kcleanup/worker/report"
 )
 
 // shortPlanID is how many hex digits of a plan ID tables show where space is short (JSON
@@ -102,7 +103,7 @@ type flinkHistoryEntry struct {
 	// Verdict is "folded", "fails" (the job's fold stops here: Error says
 	// why) or "unread" (after a failure the job reads no further).
 	Verdict string             `json:"verdict"`
-	Error   *worker.FlinkError `json:"error,omitempty"`
+	Error   *report.FlinkError `json:"error,omitempty"`
 }
 
 // verdictEntry is one projector.Verdict in JSON.
@@ -178,7 +179,7 @@ func runHistory(ctx context.Context, w io.Writer, g globalOptions, controlTopic,
 
 // writeReport writes the audit report (worker/console) of what the read gave.
 func writeReport(w io.Writer, proj *worker.Projection, audit []projector.Verdict) error {
-	return console.Render(w, console.FromLog(worker.StatusOf(proj), audit))
+	return console.Render(w, console.FromLog(report.StatusOf(proj.Source()), audit))
 }
 
 // resolvePlanID expands a plan ID prefix to the one plan of the log that has it.
@@ -276,7 +277,7 @@ func flinkHistory(w io.Writer, g globalOptions, proj *worker.Projection, fold *f
 		case e.Unread:
 			h.Verdict = "unread"
 		case e.Err != nil:
-			h.Verdict, h.Error = "fails", worker.FlinkErrorOf(e.Err)
+			h.Verdict, h.Error = "fails", report.FlinkErrorOf(e.Err)
 		}
 		if plan != "" && !strings.HasPrefix(h.PlanID, plan) && !strings.HasPrefix(h.Key, plan) {
 			continue

@@ -24,6 +24,7 @@ import (
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/worker"
 	"github.com/kcleanup/kcleanup/worker/kafkatest"
+	"github.com/kcleanup/kcleanup/worker/report"
 )
 
 // opTestTimeout bounds every wait of the helpers and is the --timeout the commands get.
@@ -266,7 +267,7 @@ func (e *opEnv) cluster(t *testing.T) (*worker.Cluster, context.Context) {
 }
 
 // status is the projection of a control topic as kcleanup status would show it.
-func (e *opEnv) status(t *testing.T, control string) worker.Status {
+func (e *opEnv) status(t *testing.T, control string) report.Status {
 	t.Helper()
 	c, ctx := e.cluster(t)
 	proj, err := c.Project(ctx, control)
@@ -274,7 +275,7 @@ func (e *opEnv) status(t *testing.T, control string) worker.Status {
 		t.Fatal(err)
 	}
 	defer proj.Close()
-	return worker.StatusOf(proj)
+	return report.StatusOf(proj.Source())
 }
 
 // opControlRecord is one record of a control topic, as read raw.

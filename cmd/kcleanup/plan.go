@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -146,25 +147,36 @@ func buildPlanFromFiles(files []string, recoveryPoint string, stdin io.Reader) (
 	if err := stdinOnce("markers", files); err != nil {
 		return events.Plan{}, err
 	}
-	var markers []events.Marker
-	var origin []string // origin[i] is the file of markers[i]
+	// Markers stream into the builder one at a time (a file of 1,000
+	// markers × 10,000 partitions is 142 MB of JSON, and three times that as
+	// maps). A plan error waits until every file has been read, so that a
+	// file that does not parse is reported first, whatever its place.
+	b, planErr := events.NewPlanBuilder(recoveryPoint)
+	var origin []string // origin[i] is the file of marker i
 	for _, name := range files {
 		data, err := readInput(name, stdin)
 		if err != nil {
 			return events.Plan{}, err
 		}
-		ms, err := events.ParseMarkers(data)
+		err = events.ReadMarkersReusing(bytes.NewReader(data), func(_ int, m events.Marker) (bool, error) {
+			first := len(origin) == 0 // the builder keeps marker 0 only
+			origin = append(origin, name)
+			if planErr == nil {
+				planErr = b.Add(m)
+			}
+			return first, nil
+		})
 		if err != nil {
 			return events.Plan{}, errors.WithHint(decodeError(err, "markers file", name, data),
 				"a markers file holds one marker object or a JSON array of them: "+
 					`{"schemaVersion":1,"topic":"T","topicId":"ID","offsets":{"0":100}}`)
 		}
-		for range ms {
-			origin = append(origin, name)
-		}
-		markers = append(markers, ms...)
 	}
-	plan, err := events.BuildPlan(recoveryPoint, markers)
+	var plan events.Plan
+	err := planErr
+	if err == nil {
+		plan, err = b.Plan()
+	}
 	if err != nil {
 		if len(files) > 1 {
 			err = errors.WithHint(err, "markers are numbered from 0 across all files: "+describeOrigin(origin))

@@ -15,6 +15,7 @@ import (
 	"github.com/kcleanup/kcleanup/fsm"
 	"github.com/kcleanup/kcleanup/projector"
 	"github.com/kcleanup/kcleanup/worker"
+	"github.com/kcleanup/kcleanup/worker/report"
 )
 
 // flagTopic is the local --topic flag of the commands that read a control topic (status,
@@ -93,9 +94,9 @@ func runStatus(ctx context.Context, w io.Writer, g globalOptions, controlTopic s
 		return err
 	}
 	defer done()
-	st := worker.SummaryOf(proj)
+	st := report.SummaryOf(proj.Source())
 	if all {
-		st = worker.StatusOf(proj)
+		st = report.StatusOf(proj.Source())
 	}
 	if g.output == outputJSON {
 		return writeJSON(w, st)
@@ -104,7 +105,7 @@ func runStatus(ctx context.Context, w io.Writer, g globalOptions, controlTopic s
 }
 
 // printStatus renders the status document for people: a summary, then one table per section.
-func printStatus(w io.Writer, st worker.Status, full bool) error {
+func printStatus(w io.Writer, st report.Status, full bool) error {
 	if st.FlinkAgents != nil {
 		return printFlinkStatus(w, st)
 	}
@@ -121,7 +122,7 @@ func printStatus(w io.Writer, st worker.Status, full bool) error {
 	} else {
 		fmt.Fprintf(tw, "Degraded:\tno\n")
 	}
-	if st.Format == worker.FormatMixed {
+	if st.Format == report.FormatMixed {
 		fmt.Fprintf(tw, "Format:\tMIXED: kcleanup's records and Flink Agents' (bare plan-ID keys); neither fold holds, validate cannot tell, kcleanup writes nothing here\n")
 	}
 	if st.UnrepairedKeys > 0 {
@@ -153,7 +154,7 @@ func printStatus(w io.Writer, st worker.Status, full bool) error {
 		fmt.Fprintf(w, "Operations: %s\n", countByState(st.OperationCounts))
 		if st.OperationsOmitted > 0 {
 			fmt.Fprintf(w, "  showing every one not APPLIED and the %d most recent; %d older APPLIED not shown (--all lists them)\n",
-				worker.RecentOperations, st.OperationsOmitted)
+				report.RecentOperations, st.OperationsOmitted)
 		}
 		tw = newTable(w)
 		fmt.Fprintln(tw, "  PLAN\tSTATE\tRECOVERY POINT\tOFFSETS\tUPDATED\tBY")
@@ -222,7 +223,7 @@ func countByReason(n map[projector.Reason]int) string {
 	return strings.Join(parts, ", ")
 }
 
-func countPending(ops []worker.OperationStatus) int {
+func countPending(ops []report.OperationStatus) int {
 	n := 0
 	for _, op := range ops {
 		if op.State == fsm.Committed || op.State == fsm.Deleting {

@@ -5,13 +5,13 @@ import (
 	"io"
 
 	"github.com/kcleanup/kcleanup/projector/flinkagents"
-	"github.com/kcleanup/kcleanup/worker"
+	"github.com/kcleanup/kcleanup/worker/report"
 )
 
 // printFlinkStatus renders a control topic in Flink Agents' format as the
 // job folds it: its effective boundary, or why the job cannot recover from
 // it, and every plan.
-func printFlinkStatus(w io.Writer, st worker.Status) error {
+func printFlinkStatus(w io.Writer, st report.Status) error {
 	fa := st.FlinkAgents
 	tw := newTable(w)
 	fmt.Fprintf(tw, "Control topic:\t%s (read to offset %d, its end when the read began)\n", st.ControlTopic, st.ReadTo)

@@ -18,8 +18,10 @@ import (
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/projector"
 	"github.com/kcleanup/kcleanup/worker"
+	"github.com/kcleanup/kcleanup/worker/daemon"
 	"github.com/kcleanup/kcleanup/worker/gate"
 	"github.com/kcleanup/kcleanup/worker/kafkatest"
+	"github.com/kcleanup/kcleanup/worker/report"
 )
 
 func TestMain(m *testing.M) { kafkatest.Main(m) }
@@ -125,9 +127,9 @@ func TestBrowserShowsAPlanAppliedWhileThePageIsOpen(t *testing.T) {
 	}
 	t.Cleanup(c.Close)
 
-	d, err := worker.NewDaemon(c, worker.WithControlTopics(ctl), worker.WithPollInterval(100*time.Millisecond),
-		worker.WithGroupTimings(6*time.Second, time.Second, 10*time.Second), Mount(),
-		worker.WithLogger(slog.New(slog.NewTextHandler(testLog{t}, nil))))
+	d, err := daemon.New(c, daemon.WithControlTopics(ctl), daemon.WithPollInterval(100*time.Millisecond),
+		daemon.WithGroupTimings(6*time.Second, time.Second, 10*time.Second), Mount(),
+		daemon.WithLogger(slog.New(slog.NewTextHandler(testLog{t}, nil))))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,7 +230,7 @@ func (l testLog) Write(p []byte) (int, error) {
 func TestScreenshotsOfEachView(t *testing.T) {
 	ctx := browser(t)
 	ws, now := fleetStatus(t)
-	srv := httptest.NewServer(Handler(func(bool) worker.WorkerStatus { return ws }))
+	srv := httptest.NewServer(Handler(func(bool) report.WorkerStatus { return ws }))
 	t.Cleanup(srv.Close)
 	_ = now // the handler uses the real clock: the fixture's pending plan shows as blocked either way
 	do(t, ctx, "open the console", chromedp.Navigate(srv.URL+"/"), chromedp.WaitVisible("#main"))
@@ -243,7 +245,7 @@ func TestScreenshotsOfEachView(t *testing.T) {
 	proj := projection(recs)
 	file := filepath.Join(t.TempDir(), "report.html")
 	var b bytes.Buffer
-	if err := Render(&b, FromLog(worker.StatusOf(proj), proj.State.Audit())); err != nil {
+	if err := Render(&b, FromLog(report.StatusOf(proj), proj.State.Audit())); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(file, b.Bytes(), 0o644); err != nil {

@@ -9,12 +9,12 @@
 // Two pure builders make a View, and Render writes it:
 //
 //   - FromWorker(status, now): the console of one replica, from its
-//     /v1/status document (worker.WorkerStatus) and nothing else, so the
+//     /v1/status document (report.WorkerStatus) and nothing else, so the
 //     page shows no more than /v1/status does. now only tells a stuck
 //     operation (COMMITTED or DELETING for longer than StuckAfter) from a
 //     pending one.
 //   - FromLog(status, audit): the report of one control topic, from a
-//     replay (worker.StatusOf and projector.State.Audit). No clock and no
+//     replay (report.StatusOf and projector.State.Audit). No clock and no
 //     live offset enters it: the same log renders the same bytes. Its first
 //     part (what the log decided: binding, degraded, boundary, operations
 //     and their timeline) is the same for the log after compaction (I5): a
@@ -24,7 +24,7 @@
 // Handler serves the console: GET / is the whole page, GET /console/main
 // the content the page's script fetches every two seconds (with an ETag,
 // so an unchanged page costs a 304) and swaps in without a reload, keeping
-// the keyboard focus. Mount adds it to a worker.Daemon. The page works
+// the keyboard focus. Mount adds it to a daemon.Daemon. The page works
 // without its script too (reload to update), loads nothing from elsewhere
 // (its Content-Security-Policy forbids it), and reflows on small screens.
 //

@@ -7,6 +7,7 @@ import (
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/projector"
 	"github.com/kcleanup/kcleanup/worker"
+	"github.com/kcleanup/kcleanup/worker/report"
 )
 
 // The fixed story the golden files render: the C0/C1 example of docs/design.md §1
@@ -102,36 +103,36 @@ func story(t *testing.T) (recs []projector.Record, c1, c2 events.Plan) {
 }
 
 // projection folds records into what a worker or `kcleanup history` holds.
-func projection(recs []projector.Record) *worker.Projection {
+func projection(recs []projector.Record) report.Source {
 	s := fold(recs)
 	next := int64(0)
 	if n := len(recs); n > 0 {
 		next = recs[n-1].Offset + 1
 	}
-	return &worker.Projection{Topic: fxControl, State: s, Next: next, End: next}
+	return report.Source{ControlTopic: fxControl, State: s, ReadTo: next}
 }
 
 // fleetStatus is the /v1/status document of a replica that owns the story's
 // control topic and serves a second one it cannot read.
-func fleetStatus(t *testing.T) (worker.WorkerStatus, time.Time) {
+func fleetStatus(t *testing.T) (report.WorkerStatus, time.Time) {
 	recs, _, c2 := story(t)
-	st := worker.StatusOf(projection(recs))
+	st := report.StatusOf(projection(recs))
 	caught := t0.Add(20 * time.Minute)
-	owned := worker.TopicStatus{Status: st, Owned: true, CaughtUp: true, CaughtUpAt: &caught,
-		DataTopic: &worker.DataTopicOffsets{LogStart: events.Offsets{0: 150, 1: 120},
+	owned := report.TopicStatus{Status: st, Owned: true, CaughtUp: true, CaughtUpAt: &caught,
+		DataTopic: &report.DataTopicOffsets{LogStart: events.Offsets{0: 150, 1: 120},
 			HighWatermark: events.Offsets{0: 200, 1: 200}, ListedAt: caught}}
-	owned.Blocked = []worker.BlockedOperation{{PlanID: c2.PlanID,
+	owned.Blocked = []report.BlockedOperation{{PlanID: c2.PlanID,
 		Reason: "topic action-state was recreated: its topic ID is now Zm9vYmFyYmF6cXV4cXV1eA, the plan's is b3bvWsPXRsmVE0xrjM3xJA",
 		Since:  t0.Add(10*time.Minute + 3*time.Second), RetryAt: t0.Add(22 * time.Minute)}}
-	other := worker.StatusOf(&worker.Projection{Topic: "payments.kcleanup", State: projector.New()})
-	unread := worker.TopicStatus{Status: other, ReadError: "unable to dial: dial tcp 10.0.0.7:9092: connect: connection refused", LagRecords: 0}
-	fleet := &worker.FleetStatus{DescribedAt: caught, Members: []worker.FleetMember{
+	other := report.StatusOf(report.Source{ControlTopic: "payments.kcleanup", State: projector.New()})
+	unread := report.TopicStatus{Status: other, ReadError: "unable to dial: dial tcp 10.0.0.7:9092: connect: connection refused", LagRecords: 0}
+	fleet := &report.FleetStatus{DescribedAt: caught, Members: []report.FleetMember{
 		{MemberID: "kcleanup-3f1c2a9e-5b7d-4c1e-9a2b-1d0e8f7a6b5c", ClientID: "kcleanup", Host: "/10.0.0.11",
 			ControlTopics: []string{"action-state.kcleanup"}, Self: true},
 		{MemberID: "kcleanup-8a4b6c2d-1e3f-4a5b-8c7d-9e0f1a2b3c4d", ClientID: "kcleanup", Host: "/10.0.0.12",
 			ControlTopics: []string{"payments.kcleanup"}},
 		{MemberID: "kcleanup-c5d6e7f8-9a0b-4c1d-8e2f-3a4b5c6d7e8f", ClientID: "kcleanup", Host: "/10.0.0.13", ControlTopics: []string{}},
 	}}
-	return worker.WorkerStatus{SchemaVersion: worker.StatusSchemaVersion, Group: "kcleanup-worker.action-state.kcleanup",
-		Actor: "worker/kc-1/17", ControlTopics: []worker.TopicStatus{owned, unread}, Fleet: fleet}, caught
+	return report.WorkerStatus{SchemaVersion: report.StatusSchemaVersion, Group: "kcleanup-worker.action-state.kcleanup",
+		Actor: "worker/kc-1/17", ControlTopics: []report.TopicStatus{owned, unread}, Fleet: fleet}, caught
 }

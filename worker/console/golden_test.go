@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/kcleanup/kcleanup/worker"
+	"github.com/kcleanup/kcleanup/worker/report"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/ (review them as a diff)")
@@ -66,9 +66,9 @@ func TestConsolePageGolden(t *testing.T) {
 func TestReportGolden(t *testing.T) {
 	recs, _, _ := story(t)
 	proj := projection(recs)
-	report, err := render(FromLog(worker.StatusOf(proj), proj.State.Audit()), false)
+	page, err := render(FromLog(report.StatusOf(proj), proj.State.Audit()), false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "report.html", report)
+	golden(t, "report.html", page)
 }

@@ -6,7 +6,8 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/kcleanup/kcleanup/worker"
+	"github.com/kcleanup/kcleanup/worker/daemon"
+	"github.com/kcleanup/kcleanup/worker/report"
 )
 
 // Handler serves the console of a replica:
@@ -19,7 +20,7 @@ import (
 // most recent rejected records, counts of all). status is the replica's
 // /v1/status document (Daemon.WorkerStatusView): the console renders that
 // and nothing else.
-func Handler(status func(all bool) worker.WorkerStatus) http.Handler {
+func Handler(status func(all bool) report.WorkerStatus) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) { serve(w, r, status, false) })
 	mux.HandleFunc("GET /console/main", func(w http.ResponseWriter, r *http.Request) { serve(w, r, status, true) })
@@ -28,13 +29,13 @@ func Handler(status func(all bool) worker.WorkerStatus) http.Handler {
 
 // Mount adds the console to a worker daemon's HTTP server: it takes every
 // path the API does not (and answers 404 to those it does not know).
-func Mount() worker.DaemonOption {
-	return worker.WithPage("/", page)
+func Mount() daemon.Option {
+	return daemon.WithPage("/", page)
 }
 
-func page(d *worker.Daemon) http.Handler { return Handler(d.WorkerStatusView) }
+func page(d *daemon.Daemon) http.Handler { return Handler(d.WorkerStatusView) }
 
-func serve(w http.ResponseWriter, r *http.Request, status func(all bool) worker.WorkerStatus, main bool) {
+func serve(w http.ResponseWriter, r *http.Request, status func(all bool) report.WorkerStatus, main bool) {
 	all := false
 	switch v := r.URL.Query().Get("all"); v {
 	case "", "false":

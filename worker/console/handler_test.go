@@ -9,12 +9,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kcleanup/kcleanup/worker"
+	"github.com/kcleanup/kcleanup/worker/report"
 )
 
 func TestHandlerServesThePageAndItsContent(t *testing.T) {
 	ws, _ := fleetStatus(t)
-	srv := httptest.NewServer(Handler(func(bool) worker.WorkerStatus { return ws }))
+	srv := httptest.NewServer(Handler(func(bool) report.WorkerStatus { return ws }))
 	defer srv.Close()
 
 	get := func(path, etag string) *http.Response {
@@ -55,7 +55,7 @@ func TestPagesReferToNothingOutside(t *testing.T) {
 	recs, _, _ := story(t)
 	proj := projection(recs)
 	external := regexp.MustCompile(`(?i)(src|href)\s*=\s*"?(https?:)?//|@import|url\(`)
-	for name, v := range map[string]View{"console": FromWorker(ws, now), "report": FromLog(worker.StatusOf(proj), proj.State.Audit())} {
+	for name, v := range map[string]View{"console": FromWorker(ws, now), "report": FromLog(report.StatusOf(proj), proj.State.Audit())} {
 		b, err := render(v, false)
 		if err != nil {
 			t.Fatal(err)
@@ -69,11 +69,11 @@ func TestPagesReferToNothingOutside(t *testing.T) {
 // A mirror's state shows as the status document words it, whatever its
 // shape (the Flink Agents mirror adds the field).
 func TestMirrorShowsWhatTheStatusSays(t *testing.T) {
-	if got := mirrorOf(worker.TopicStatus{}); got != "" {
+	if got := mirrorOf(report.TopicStatus{}); got != "" {
 		t.Errorf("no mirror: %q, want nothing", got)
 	}
 	withMirror := struct {
-		worker.TopicStatus
+		report.TopicStatus
 		Mirror map[string]any `json:"mirror"`
 	}{Mirror: map[string]any{"topic": "action-state.flink", "lagging": true, "boundary": map[string]int{"0": 150}}}
 	if got, want := mirrorOf(withMirror), `boundary: {"0":150} · lagging: true · topic: action-state.flink`; got != want {
@@ -86,7 +86,7 @@ func TestMirrorShowsWhatTheStatusSays(t *testing.T) {
 func TestConsoleShowsTheDefaultViewAndAllOnRequest(t *testing.T) {
 	ws, _ := fleetStatus(t)
 	var asked []bool
-	srv := httptest.NewServer(Handler(func(all bool) worker.WorkerStatus {
+	srv := httptest.NewServer(Handler(func(all bool) report.WorkerStatus {
 		asked = append(asked, all)
 		v := ws
 		v.ControlTopics = slices.Clone(ws.ControlTopics)

@@ -11,12 +11,13 @@ import (
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/projector"
 	"github.com/kcleanup/kcleanup/worker"
+	"github.com/kcleanup/kcleanup/worker/report"
 )
 
 // FromWorker builds the console of a replica from its status document,
 // and nothing else: the page shows no more than /v1/status does. now is
 // the only clock, used to tell a stuck operation from a pending one.
-func FromWorker(ws worker.WorkerStatus, now time.Time) View {
+func FromWorker(ws report.WorkerStatus, now time.Time) View {
 	v := View{Title: "kcleanup console", Live: true, Worker: &Replica{Group: ws.Group, Actor: ws.Actor, Ready: true}}
 	owner := map[string]string{}
 	if f := ws.Fleet; f != nil {
@@ -94,7 +95,7 @@ func mirrorOf(ts any) string {
 	return strings.Join(parts, " · ")
 }
 
-func liveTopic(ts worker.TopicStatus, now time.Time) Topic {
+func liveTopic(ts report.TopicStatus, now time.Time) Topic {
 	st := ts.Status
 	t := header(st)
 	t.Fleet = &Fleet{Owned: ts.Owned, CaughtUp: ts.CaughtUp, LagRecords: ts.LagRecords, ReadError: singleLine(ts.ReadError),
@@ -134,13 +135,13 @@ func liveTopic(ts worker.TopicStatus, now time.Time) Topic {
 		}
 	}
 
-	blocked := map[string]worker.BlockedOperation{}
+	blocked := map[string]report.BlockedOperation{}
 	for _, b := range st.Blocked {
 		blocked[b.PlanID] = b
 	}
 	// Rejected records show on their plan's lane, except the fleet's own
 	// retraction tombstones (listed under maintenance).
-	rejectedBy := map[string][]worker.RejectedRecord{}
+	rejectedBy := map[string][]report.RejectedRecord{}
 	seen := map[string]bool{}
 	for _, r := range st.Rejected {
 		retraction := r.Reason == projector.ReasonTombstone && seen[r.Key]
@@ -206,7 +207,7 @@ func liveTopic(ts worker.TopicStatus, now time.Time) Topic {
 
 // doneMaintenance lists the records the fleet wrote (status "maintenance"),
 // leaving out the offsets in skip.
-func doneMaintenance(ms []worker.MaintenanceRecord, skip map[string]bool) []MaintenanceRow {
+func doneMaintenance(ms []report.MaintenanceRecord, skip map[string]bool) []MaintenanceRow {
 	var out []MaintenanceRow
 	for _, m := range ms {
 		if skip[fmt.Sprint(m.Offset)] {
@@ -223,7 +224,7 @@ func doneMaintenance(ms []worker.MaintenanceRecord, skip map[string]bool) []Main
 
 // retractedBy maps each key a retraction tombstone was written for to its
 // offset.
-func retractedBy(ms []worker.MaintenanceRecord) map[string]int64 {
+func retractedBy(ms []report.MaintenanceRecord) map[string]int64 {
 	out := map[string]int64{}
 	for _, m := range ms {
 		if m.Kind == "retraction" {
@@ -236,7 +237,7 @@ func retractedBy(ms []worker.MaintenanceRecord) map[string]int64 {
 // rejectedRows lists the rejected records with what became of each, and
 // adds to maint the maintenance they show was done: a tombstone on a key of
 // rejected records is a retraction.
-func rejectedRows(rs []worker.RejectedRecord, repairing, retracting map[string]bool, retracted map[string]int64, maint []MaintenanceRow) ([]RejectedRow, []MaintenanceRow) {
+func rejectedRows(rs []report.RejectedRecord, repairing, retracting map[string]bool, retracted map[string]int64, maint []MaintenanceRow) ([]RejectedRow, []MaintenanceRow) {
 	retractedAt := map[string]int64{}
 	for k, o := range retracted {
 		retractedAt[k] = o

@@ -10,7 +10,7 @@ import (
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/fsm"
 	"github.com/kcleanup/kcleanup/projector"
-	"github.com/kcleanup/kcleanup/worker"
+	"github.com/kcleanup/kcleanup/worker/report"
 )
 
 // View is what one page shows: the live console of a worker, or the audit
@@ -281,7 +281,7 @@ func pending(s fsm.State) bool { return s == fsm.Committed || s == fsm.Deleting 
 const pendingHint = "a running worker finishes it, or re-run `kcleanup apply PLAN.json`"
 
 // header fills what every topic shows from the status document.
-func header(st worker.Status) Topic {
+func header(st report.Status) Topic {
 	return Topic{
 		Anchor:       anchor(st.ControlTopic),
 		ControlTopic: st.ControlTopic,
@@ -292,7 +292,7 @@ func header(st worker.Status) Topic {
 }
 
 // omitted says what a default view of the status document left out.
-func omitted(st worker.Status, t *Topic) {
+func omitted(st report.Status, t *Topic) {
 	if st.Complete {
 		return
 	}
@@ -315,7 +315,7 @@ func countsText(counts map[fsm.State]int) string {
 }
 
 // stateAlerts are the alerts the status document alone supports.
-func stateAlerts(st worker.Status) []Alert {
+func stateAlerts(st report.Status) []Alert {
 	var out []Alert
 	if st.Degraded {
 		out = append(out, Alert{Level: "bad", Title: "Degraded",
@@ -332,7 +332,7 @@ func stateAlerts(st worker.Status) []Alert {
 			Text: "no plan was accepted yet: the first accepted PLANNED binds this control topic to its data topic",
 			Hint: "`kcleanup plan` then `kcleanup apply PLAN.json`"})
 	}
-	if st.Format == worker.FormatFlinkAgents || st.Format == worker.FormatMixed {
+	if st.Format == report.FormatFlinkAgents || st.Format == report.FormatMixed {
 		out = append(out, Alert{Level: "warn", Title: "Flink Agents records",
 			Text: fmt.Sprintf("this control topic holds records in Flink Agents' format (%s): kcleanup's fold shown here rejects them", st.Format),
 			Hint: "`kcleanup status` shows the topic as the Flink Agents job folds it"})
@@ -347,7 +347,7 @@ func stateAlerts(st worker.Status) []Alert {
 
 // bars builds one bar per partition from the boundary, the plans and, where
 // known, the log starts and high watermarks.
-func bars(st worker.Status, logStart, hwm events.Offsets) []Bar {
+func bars(st report.Status, logStart, hwm events.Offsets) []Bar {
 	parts := map[int32]bool{}
 	for p := range st.Boundary {
 		parts[p] = true
@@ -502,7 +502,7 @@ func lifecycleOrder(e events.Event) int {
 	return 4
 }
 
-func lane(op worker.OperationStatus) Lane {
+func lane(op report.OperationStatus) Lane {
 	l := Lane{PlanID: op.PlanID, PlanShort: short(op.PlanID), State: op.State,
 		RecoveryPoint: op.SourceRecoveryPoint, Offsets: op.Offsets.String(), Attempts: op.DeleteAttempts}
 	if op.Boundary != nil {

@@ -7,11 +7,11 @@ import (
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/fsm"
 	"github.com/kcleanup/kcleanup/projector"
-	"github.com/kcleanup/kcleanup/worker"
+	"github.com/kcleanup/kcleanup/worker/report"
 )
 
 // FromLog builds the audit report of one control topic from what a replay
-// of its log gave: the status document (worker.StatusOf) and the verdict on
+// of its log gave: the status document (report.StatusOf) and the verdict on
 // every record (projector.State.Audit). It reads no clock and no live
 // offsets, so the same log gives the same report, byte for byte.
 //
@@ -22,7 +22,7 @@ import (
 // keeps. The records part lists the records as read, with every verdict and
 // reason, the rejected records and the fleet's maintenance; compaction
 // removes superseded copies and retracted records from it.
-func FromLog(st worker.Status, audit []projector.Verdict) View {
+func FromLog(st report.Status, audit []projector.Verdict) View {
 	v := View{Title: "kcleanup audit report: " + st.ControlTopic,
 		Report: &ReportInfo{ControlTopic: st.ControlTopic, ReadTo: st.ReadTo, Records: len(audit)}}
 	t := header(st)
@@ -172,7 +172,7 @@ func stateOrder(s fsm.State) int {
 	return -1
 }
 
-func countPending(ops []worker.OperationStatus) int {
+func countPending(ops []report.OperationStatus) int {
 	n := 0
 	for _, op := range ops {
 		if pending(op.State) {

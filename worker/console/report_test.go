@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/kcleanup/kcleanup/projector"
-	"github.com/kcleanup/kcleanup/worker"
+	"github.com/kcleanup/kcleanup/worker/report"
 )
 
 // compact is what the log cleaner leaves of a log: the latest record of
@@ -27,11 +27,11 @@ func compact(log []projector.Record, dropTombstones bool) []projector.Record {
 	return out
 }
 
-func report(t *testing.T, recs []projector.Record, readTo int64) []byte {
+func auditReport(t *testing.T, recs []projector.Record, readTo int64) []byte {
 	t.Helper()
 	proj := projection(recs)
-	proj.Next = readTo // Kafka's end offset does not move when the cleaner runs
-	b, err := render(FromLog(worker.StatusOf(proj), proj.State.Audit()), false)
+	proj.ReadTo = readTo // Kafka's end offset does not move when the cleaner runs
+	b, err := render(FromLog(report.StatusOf(proj), proj.State.Audit()), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,8 +56,8 @@ func decisions(t *testing.T, report []byte) []byte {
 func TestReportIsTheSameAfterCompaction(t *testing.T) {
 	full, _, _ := story(t)
 	readTo := full[len(full)-1].Offset + 1
-	want := report(t, full, readTo)
-	if !bytes.Equal(want, report(t, full, readTo)) {
+	want := auditReport(t, full, readTo)
+	if !bytes.Equal(want, auditReport(t, full, readTo)) {
 		t.Fatal("two reports of the same log differ")
 	}
 	for _, drop := range []bool{false, true} {
@@ -65,7 +65,7 @@ func TestReportIsTheSameAfterCompaction(t *testing.T) {
 		if len(c) >= len(full) {
 			t.Fatalf("compaction removed nothing (tombstones dropped %t)", drop)
 		}
-		got := report(t, c, readTo)
+		got := auditReport(t, c, readTo)
 		if w, g := decisions(t, want), decisions(t, got); !bytes.Equal(w, g) {
 			t.Errorf("tombstones dropped %t: the decisions differ after compaction; first difference at byte %d:\nfull:      %s\ncompacted: %s",
 				drop, firstDiff(w, g), excerpt(w, firstDiff(w, g)), excerpt(g, firstDiff(w, g)))
@@ -73,7 +73,7 @@ func TestReportIsTheSameAfterCompaction(t *testing.T) {
 	}
 	// The records part is the log as read: the full one lists the rejected
 	// records the compacted one no longer holds.
-	c := report(t, compact(full, true), readTo)
+	c := auditReport(t, compact(full, true), readTo)
 	for _, s := range []string{"boundary-regression", "malformed"} {
 		if !strings.Contains(string(want), s) {
 			t.Errorf("the full report does not list the %s record", s)

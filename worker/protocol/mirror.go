@@ -334,12 +334,45 @@ func mirrorName(st *projector.State) string {
 	return ""
 }
 
-// mirrorToCheck names the attached mirror in a Permissions step: the
-// executor checks its ACLs too when the scope includes finishing.
-func mirrorToCheck(st *projector.State, _ Scope) MirrorRecord {
+// withMirrorNeeds adds to need what keeping the attached mirror in step
+// needs, when one is attached.
+func withMirrorNeeds(st *projector.State, need []Permission) []Permission {
 	att, ok := st.Mirror()
 	if !ok {
-		return MirrorRecord{}
+		return need
 	}
-	return MirrorRecord{Topic: att.Topic, TopicID: att.TopicID}
+	return append(need, MirrorNeeds(att.Topic)...)
+}
+
+// MirrorTransactionalID is the one transactional.id every kcleanup process
+// writes a mirror topic with: a writer's InitProducerID fences every
+// earlier writer of the same mirror, which makes the mirror writes
+// linearizable (docs/design.md §11).
+func MirrorTransactionalID(mirrorTopic string) string { return "kcleanup-mirror-" + mirrorTopic }
+
+// MirrorRead: reading the mirror as the job does (docs/deploy.md, "Kafka ACLs").
+func MirrorRead(mirror string) Permission {
+	return Permission{"Read", "topic", mirror, "read the Flink Agents mirror topic"}
+}
+
+// MirrorWriteTopic: writing the mirror's records.
+func MirrorWriteTopic(mirror string) Permission {
+	return Permission{"Write", "topic", mirror, "write the Flink Agents mirror topic"}
+}
+
+// MirrorDescribeConfigs: the mirror's cleanup.policy, checked before writing.
+func MirrorDescribeConfigs(mirror string) Permission {
+	return Permission{"DescribeConfigs", "topic", mirror, "check the mirror topic's cleanup.policy"}
+}
+
+// MirrorTxn: the mirror writer's transactional ID (Write, which implies Describe).
+func MirrorTxn(mirror string) Permission {
+	return Permission{"Write", "transactional-id", MirrorTransactionalID(mirror), "write the mirror in a transaction (Write and Describe on the transactional ID)"}
+}
+
+// MirrorNeeds are what keeping a mirror in step needs. The transactional
+// ID's cannot be asked of Metadata: a missing one shows as
+// TRANSACTIONAL_ID_AUTHORIZATION_FAILED at the first write, naming it.
+func MirrorNeeds(mirror string) []Permission {
+	return []Permission{MirrorRead(mirror), MirrorWriteTopic(mirror), MirrorDescribeConfigs(mirror), MirrorTxn(mirror)}
 }

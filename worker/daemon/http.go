@@ -1,0 +1,170 @@
+package daemon
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/kcleanup/kcleanup/worker/report"
+)
+
+// Handler serves the replica's HTTP API:
+//
+//	GET  /healthz      200 while the process runs
+//	GET  /readyz       200 when every served control topic was read to its end
+//	                   within the ready window; 503 with the reasons otherwise
+//	GET  /metrics      Prometheus metrics (prometheus/client_golang)
+//	GET  /v1/status    every served control topic (?controlTopic= for one;
+//	                   ?all=true for every operation and rejected record)
+//	POST /v1/validate  the recovery gate: markers in, a verdict out
+//
+// and whatever was added with WithPage (the console, at /).
+func (d *Daemon) Handler() http.Handler {
+	mux := http.NewServeMux()
+	for _, p := range d.cfg.pages {
+		mux.Handle(p.pattern, p.page(d))
+	}
+	mux.HandleFunc("GET /healthz", d.serveHealth)
+	mux.HandleFunc("GET /readyz", d.serveReady)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(d.registry, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /v1/status", d.serveStatus)
+	mux.HandleFunc("POST /v1/validate", d.serveValidate)
+	return mux
+}
+
+func writeJSONStatus(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+func (d *Daemon) serveHealth(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	_, _ = w.Write([]byte("ok\n"))
+}
+
+// readiness is the body of /readyz.
+type readiness struct {
+	Ready bool `json:"ready"`
+	// NotReady says, per control topic, why it is not caught up.
+	NotReady map[string]string `json:"notReady,omitempty"`
+	// Group says why the consumer group has not admitted this replica.
+	Group  string `json:"group,omitempty"`
+	Reason string `json:"reason,omitempty"`
+	// Unauthorized says, per control topic, which missing ACL blocks this replica. It fails
+	// readiness only through NotReady (a projection that cannot read its control topic);
+	// an operation blocked by a missing Write or Delete leaves the replica ready, because
+	// it still serves status and validation correctly (docs/deploy.md).
+	Unauthorized map[string]string `json:"unauthorized,omitempty"`
+}
+
+func (d *Daemon) serveReady(w http.ResponseWriter, _ *http.Request) {
+	d.mu.Lock()
+	stopping := d.stopping
+	d.mu.Unlock()
+	if stopping {
+		writeJSONStatus(w, http.StatusServiceUnavailable, readiness{Reason: "shutting down"})
+		return
+	}
+	r := readiness{Ready: true}
+	// A member the group does not admit owns nothing, and never will if the
+	// broker refuses its settings.
+	admitted, why := d.groupReady()
+	if u := d.unauthorized(); len(u) > 0 {
+		r.Unauthorized = u
+	}
+	for _, t := range d.servedTopics() {
+		if ok, why := d.view(t).snap.Load().caughtUp(d.cfg.readyWindow); !ok {
+			if r.NotReady == nil {
+				r.NotReady = map[string]string{}
+			}
+			r.NotReady[t] = why
+			r.Ready = false
+		}
+	}
+	if !r.Ready {
+		r.Reason = "not caught up with every control topic"
+	}
+	if !admitted {
+		r.Ready, r.Reason, r.Group = false, why, why
+	}
+	if !r.Ready {
+		writeJSONStatus(w, http.StatusServiceUnavailable, r)
+		return
+	}
+	writeJSONStatus(w, http.StatusOK, r)
+}
+
+// topicStatus assembles a TopicStatus from the view's last snapshot: the
+// complete document when all, else the default view.
+func (d *Daemon) topicStatus(topic string, all bool) report.TopicStatus {
+	s := d.view(topic).snap.Load()
+	ts := report.TopicStatus{Status: s.summary, LagRecords: s.lag}
+	if all {
+		ts.Status = s.status
+	}
+	ts.Blocked = []report.BlockedOperation{}
+	if o := d.owned(topic); o != nil {
+		ts.Owned = true
+		ts.Blocked = o.blocked()
+	}
+	ts.CaughtUp, _ = s.caughtUp(d.cfg.readyWindow)
+	if !s.caughtUpAt.IsZero() {
+		at := s.caughtUpAt.UTC()
+		ts.CaughtUpAt = &at
+	}
+	if s.err != nil {
+		ts.ReadError = s.err.Error()
+	}
+	ts.DataTopic = s.data
+	return ts
+}
+
+// apiError is the body of every error answer.
+type apiError struct {
+	Error string   `json:"error"`
+	Hints []string `json:"hints,omitempty"`
+}
+
+func (d *Daemon) serveStatus(w http.ResponseWriter, r *http.Request) {
+	all := false
+	switch v := r.URL.Query().Get("all"); v {
+	case "", "false":
+	case "true":
+		all = true
+	default:
+		writeJSONStatus(w, http.StatusBadRequest, apiError{Error: "all=" + v + " is not true or false",
+			Hints: []string{"ask /v1/status for the default view, /v1/status?all=true for every operation and rejected record"}})
+		return
+	}
+	if t := r.URL.Query().Get("controlTopic"); t != "" {
+		if d.view(t) == nil {
+			writeJSONStatus(w, http.StatusNotFound, apiError{Error: "this worker does not serve control topic " + t})
+			return
+		}
+		writeJSONStatus(w, http.StatusOK, d.topicStatus(t, all))
+		return
+	}
+	writeJSONStatus(w, http.StatusOK, d.WorkerStatusView(all))
+}
+
+// WorkerStatus is the document /v1/status?all=true serves: every control
+// topic this replica serves, complete, from the snapshots of its last reads
+// (it never waits for Kafka). Pages served next to the API (the console)
+// render only this.
+func (d *Daemon) WorkerStatus() report.WorkerStatus { return d.WorkerStatusView(true) }
+
+// WorkerStatusView is /v1/status: the default view of every control topic
+// (see Status.Complete), or the complete document when all.
+func (d *Daemon) WorkerStatusView(all bool) report.WorkerStatus {
+	ws := report.WorkerStatus{SchemaVersion: report.StatusSchemaVersion, Group: d.cfg.group, Actor: d.cfg.actor}
+	for _, t := range d.servedTopics() {
+		ws.ControlTopics = append(ws.ControlTopics, d.topicStatus(t, all))
+	}
+	ws.Fleet = d.fleet.Load()
+	return ws
+}

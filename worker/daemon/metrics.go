@@ -1,0 +1,222 @@
+package daemon
+
+import (
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/kcleanup/kcleanup/fsm"
+	"github.com/kcleanup/kcleanup/projector"
+)
+
+// The worker's metrics, served by prometheus/client_golang: each replica
+// has a registry of its own with the Go runtime and process collectors, the
+// counters and histograms of what this process did (metrics), and a custom
+// collector (snapshotCollector) that reads the gauges about each control
+// topic from the views' snapshots at scrape time.
+
+// deleteBuckets are the upper bounds (seconds) of the DeleteRecords latency
+// histogram.
+var deleteBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
+
+// attemptResults are the values of the result label of
+// kcleanup_finish_attempts_total.
+var attemptResults = []string{"applied", "retry", "blocked"}
+
+type metrics struct {
+	takeovers prometheus.Counter
+	attempts  *prometheus.CounterVec   // control_topic, result
+	deletes   *prometheus.HistogramVec // control_topic
+	steps     *prometheus.HistogramVec // control_topic, step
+}
+
+func newMetrics() *metrics {
+	return &metrics{
+		takeovers: prometheus.NewCounter(prometheus.CounterOpts{Name: "kcleanup_takeovers_total",
+			Help: "Times this replica took ownership of a control topic."}),
+		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kcleanup_finish_attempts_total",
+			Help: "Attempts to finish an operation, by result: applied, retry (transient failure) or blocked."},
+			[]string{"control_topic", "result"}),
+		deletes: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "kcleanup_delete_records_seconds",
+			Help: "Latency of DeleteRecords requests sent by this replica.", Buckets: deleteBuckets},
+			[]string{"control_topic"}),
+		steps: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "kcleanup_protocol_step_seconds",
+			Help:    "Duration of each protocol step this replica executed (package protocol's step kinds: describe, permissions, append, catch-up, recheck, delete, verify).",
+			Buckets: prometheus.DefBuckets},
+			[]string{"control_topic", "step"}),
+	}
+}
+
+// registry is a replica's registry: runtime and process metrics, its own
+// counters, and the snapshot gauges of topics.
+func (m *metrics) registry(d *Daemon, topics []string) *prometheus.Registry {
+	for _, t := range topics {
+		m.serve(t)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		m.takeovers, m.attempts, m.deletes, m.steps, snapshotCollector{d})
+	return reg
+}
+
+// serve makes every series of a served control topic exist, at 0, from the
+// next scrape.
+func (m *metrics) serve(topic string) {
+	for _, r := range attemptResults {
+		m.attempts.WithLabelValues(topic, r)
+	}
+}
+
+func (m *metrics) takeover() { m.takeovers.Inc() }
+
+func (m *metrics) attempt(topic, result string) { m.attempts.WithLabelValues(topic, result).Inc() }
+
+func (m *metrics) observeDelete(topic string, took time.Duration) {
+	m.deletes.WithLabelValues(topic).Observe(took.Seconds())
+}
+
+func (m *metrics) observeStep(topic, step string, took time.Duration) {
+	m.steps.WithLabelValues(topic, step).Observe(took.Seconds())
+}
+
+// attemptCount and takeoverCount read the counters (tests).
+func (m *metrics) attemptCount(topic, result string) float64 {
+	return counterValue(m.attempts.WithLabelValues(topic, result))
+}
+
+func (m *metrics) takeoverCount() float64 { return counterValue(m.takeovers) }
+
+func counterValue(c prometheus.Counter) float64 {
+	var pm dto.Metric
+	if err := c.Write(&pm); err != nil {
+		return 0
+	}
+	return pm.GetCounter().GetValue()
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// snapshotCollector reads the gauges about every control topic from the
+// views' snapshots, in the order topics are served.
+type snapshotCollector struct{ d *Daemon }
+
+// Describe sends nothing: the families depend on what the snapshots hold
+// (an unchecked collector).
+func (snapshotCollector) Describe(chan<- *prometheus.Desc) {}
+
+// emitter builds const metrics, a Desc per family.
+type emitter struct {
+	ch    chan<- prometheus.Metric
+	descs map[string]*prometheus.Desc
+}
+
+func (e emitter) emit(typ prometheus.ValueType, name, help string, value float64, labels ...string) {
+	var names, values []string
+	for i := 0; i+1 < len(labels); i += 2 {
+		names, values = append(names, labels[i]), append(values, labels[i+1])
+	}
+	key := name + "|" + strings.Join(names, ",")
+	desc := e.descs[key]
+	if desc == nil {
+		desc = prometheus.NewDesc(name, help, names, nil)
+		e.descs[key] = desc
+	}
+	e.ch <- prometheus.MustNewConstMetric(desc, typ, value, values...)
+}
+
+// Collect writes every gauge of the replica's control topics.
+func (c snapshotCollector) Collect(ch chan<- prometheus.Metric) {
+	d := c.d
+	e := emitter{ch: ch, descs: map[string]*prometheus.Desc{}}
+	gauge := func(name, help string, v float64, labels ...string) {
+		e.emit(prometheus.GaugeValue, name, help, v, labels...)
+	}
+	counter := func(name, help string, v float64, labels ...string) {
+		e.emit(prometheus.CounterValue, name, help, v, labels...)
+	}
+	topics := d.servedTopics()
+	snaps := make([]*snapshot, len(topics))
+	owners := make([]*owner, len(topics))
+	for i, t := range topics {
+		snaps[i] = d.view(t).snap.Load()
+		owners[i] = d.owned(t)
+	}
+	states := []fsm.State{fsm.Planned, fsm.Committed, fsm.Deleting, fsm.Applied}
+	for i, t := range topics {
+		for _, st := range states {
+			gauge("kcleanup_operations", "Operations on the control topic, by lifecycle state.", float64(snaps[i].byState[st]), "control_topic", t, "state", string(st))
+		}
+	}
+	for i, t := range topics {
+		st := snaps[i].status
+		for _, p := range st.Boundary.Partitions() {
+			gauge("kcleanup_boundary", "Committed cleanup boundary: records below it may be deleted and recovery points that need them are refused.",
+				float64(st.Boundary[p]), "control_topic", t, "topic", st.Topic, "partition", strconv.Itoa(int(p)))
+		}
+	}
+	for i, t := range topics {
+		gauge("kcleanup_projection_lag_records", "Control records between this replica's projection and the end of the control topic at its last read.", float64(snaps[i].lag), "control_topic", t)
+	}
+	for i, t := range topics {
+		ok, _ := snaps[i].caughtUp(d.cfg.readyWindow)
+		gauge("kcleanup_projection_caught_up", "1 when the projection read the control topic to its end within the ready window.", b2f(ok), "control_topic", t)
+	}
+	for i, t := range topics {
+		gauge("kcleanup_projection_degraded", "1 when the control topic holds records from a newer kcleanup: nothing is deleted or approved until an upgrade.", b2f(snaps[i].status.Degraded), "control_topic", t)
+	}
+	for i, t := range topics {
+		for _, r := range projector.Reasons() {
+			if r == projector.ReasonOutOfOrder { // never recorded by the fold
+				continue
+			}
+			counter("kcleanup_rejected_records_total", "Control records the fold rejected, by reason (counted from the start of the control topic).", float64(snaps[i].rejected[r]), "control_topic", t, "reason", string(r))
+		}
+	}
+	for i, t := range topics {
+		for _, k := range []string{projector.MaintenanceRepair, projector.MaintenanceRetraction, projector.MaintenanceRecommit} {
+			counter("kcleanup_maintenance_records_total", "Records the worker fleet wrote to keep the control topic safe to compact (repairs, retraction tombstones, re-commits), by kind, from their headers (counted from the start of the control topic). They are not rejected records.",
+				float64(snaps[i].status.MaintenanceCounts[k]), "control_topic", t, "kind", k)
+		}
+	}
+	for i, t := range topics {
+		gauge("kcleanup_history_at_risk", "1 when accepted history is missing from the control topic or may be erased by the log cleaner: the recovery gate cannot tell until it is repaired.", b2f(snaps[i].status.AtRisk), "control_topic", t)
+	}
+	for i, t := range topics {
+		n := 0
+		if owners[i] != nil {
+			n = len(owners[i].blocked())
+		}
+		gauge("kcleanup_blocked_operations", "Pending operations this replica stopped retrying for a cause an operator must remove (only the owner knows).", float64(n), "control_topic", t)
+	}
+	denied := d.unauthorized()
+	for _, t := range topics {
+		_, blocked := denied[t]
+		gauge("kcleanup_unauthorized", "1 when a missing ACL blocks this replica on the control topic: its projection cannot read it, or (owner) an operation is blocked; /readyz names the ACL.", b2f(blocked), "control_topic", t)
+	}
+	owned := 0
+	for i, t := range topics {
+		if owners[i] != nil {
+			owned++
+		}
+		gauge("kcleanup_owner", "1 when this replica owns the control topic and finishes its operations.", b2f(owners[i] != nil), "control_topic", t)
+	}
+	gauge("kcleanup_owned_partitions", "Control partitions this replica owns.", float64(owned))
+	d.mu.Lock()
+	admitted, refusals := d.group.admitted, maps.Clone(d.group.refusals)
+	d.mu.Unlock()
+	gauge("kcleanup_group_admitted", "1 when the consumer group admitted this replica; 0 while joining or refused (see /readyz for why).", b2f(admitted))
+	for _, code := range slices.Sorted(maps.Keys(refusals)) {
+		counter("kcleanup_group_errors_total", "Errors of the consumer-group session (the group refused or dropped this replica), by Kafka error code.", float64(refusals[code]), "error", code)
+	}
+}

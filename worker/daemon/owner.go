@@ -1,0 +1,385 @@
+package daemon
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cockroachdb/errors"
+
+	"github.com/kcleanup/kcleanup/projector"
+	"github.com/kcleanup/kcleanup/worker"
+	"github.com/kcleanup/kcleanup/worker/report"
+)
+
+// owner drives the pending operations of one control topic while this
+// replica owns it. Its loop runs on one goroutine, which alone touches its
+// projection; the retry table is also read by HTTP handlers, under mu.
+type owner struct {
+	topic string
+	since time.Time
+	// soft ends when no new work may start; hard abandons the step in flight.
+	soft, hard         context.Context
+	stopSoft, stopHard context.CancelFunc
+	done               chan struct{}
+	busy               atomic.Bool // an attempt to finish an operation is in flight
+
+	mu       sync.Mutex
+	attempts map[string]*attempt // by plan ID, only for pending operations
+
+	// settingsAt and settingsErr are the last check of the control topic's
+	// settings (ControlTopicSafe), owner goroutine only.
+	settingsAt  time.Time
+	settingsErr error
+	// mirrorSynced is what the mirror was last brought up to (syncMirror),
+	// owner goroutine only.
+	mirrorSynced string
+}
+
+// settingsEvery is how often an owner re-checks its control topic's
+// settings: an operator's fix is seen within it.
+const settingsEvery = 10 * time.Second
+
+// attempt is the retry state of one pending operation.
+type attempt struct {
+	failures int
+	next     time.Time // no new attempt before this
+	blocked  bool      // the last failure needs an operator (or time)
+	denied   bool      // ...and it was a missing ACL
+	reason   string
+	since    time.Time // first failure of the current streak
+}
+
+// own starts a runner for a control topic this replica was assigned.
+func (d *Daemon) own(topic string) {
+	// The group may assign a topic its regex matches before discovery
+	// found it: serve it first (status, readiness and metrics read the view).
+	if d.view(topic) == nil && (!d.matches(topic) || !d.addView(topic)) {
+		d.log.Warn("assigned a control topic it cannot serve; not owning it", "control_topic", topic)
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.stopping || d.owners[topic] != nil || d.runCtx == nil {
+		return
+	}
+	o := &owner{topic: topic, since: time.Now(), done: make(chan struct{}), attempts: map[string]*attempt{}}
+	o.soft, o.stopSoft = context.WithCancel(d.runCtx)
+	o.hard, o.stopHard = context.WithCancel(context.WithoutCancel(d.runCtx))
+	d.owners[topic] = o
+	d.metrics.takeover()
+	d.log.Info("took ownership of control topic", "control_topic", topic, "group", d.cfg.group)
+	d.wg.Add(1)
+	go func() {
+		defer d.wg.Done()
+		defer close(o.done)
+		defer o.stopHard()
+		d.runOwner(o)
+	}()
+}
+
+// disown stops the runner of a control topic: no new step starts, the step
+// in flight may run on for grace, then it is abandoned. Abandoning is safe
+// because every step is idempotent and the next owner starts from the log.
+func (d *Daemon) disown(topic string, grace time.Duration, why string) {
+	d.mu.Lock()
+	o := d.owners[topic]
+	delete(d.owners, topic)
+	d.mu.Unlock()
+	if o == nil {
+		return
+	}
+	o.stopSoft()
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-o.done:
+	case <-t.C:
+		busy := o.busy.Load()
+		o.stopHard()
+		<-o.done
+		if busy {
+			d.log.Warn("abandoned the step in flight; the next owner resumes the operation", "control_topic", topic, "grace", grace.String())
+		}
+	}
+	d.log.Info("released control topic", "control_topic", topic, "why", why, "owned_for", time.Since(o.since).Round(time.Millisecond).String())
+}
+
+// owned reports the owner of a control topic, or nil.
+func (d *Daemon) owned(topic string) *owner {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.owners[topic]
+}
+
+// ownedTopics lists the control topics this replica owns, sorted.
+func (d *Daemon) ownedTopics() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.Sorted(maps.Keys(d.owners))
+}
+
+// runOwner is the loop of one owned control topic: read the log to its end,
+// re-append what the projection lists as repairs (overwritten or out-of-order keys) and tombstone retracted keys, finish each due pending operation, wait a poll
+// interval (or until the next retry is due), again.
+func (d *Daemon) runOwner(o *owner) {
+	log := d.log.With("control_topic", o.topic)
+	proj, err := d.cluster.OpenProjection(o.topic)
+	if err != nil {
+		log.Error("cannot read control topic", errAttr(err))
+		return
+	}
+	defer func() { proj.Close() }() // the one open when the loop ends (see reread)
+	proj.Actor = d.cfg.actor
+	opened := time.Now()
+	opts := worker.Options{
+		Actor:     d.cfg.actor,
+		Bootstrap: d.cfg.bootstrap,
+		Observe: func(p worker.Progress) {
+			log.Info(p.Message, "step", p.Step)
+		},
+		DeleteRecordsTook: func(took time.Duration, _ error) {
+			d.metrics.observeDelete(o.topic, took)
+		},
+		StepTook: func(step string, took time.Duration) {
+			d.metrics.observeStep(o.topic, step, took)
+		},
+	}
+	readFailures := 0
+	for o.soft.Err() == nil {
+		wait := d.cfg.pollInterval
+		if err := d.pass(o, proj, opts); err != nil {
+			if o.soft.Err() != nil {
+				return
+			}
+			readFailures++
+			wait = backoff(d.cfg.backoffMin, d.cfg.backoffMax, readFailures)
+			log.Warn("cannot read control topic; will retry", errAttr(err), "attempt", readFailures, "retry_in", wait.String())
+		} else {
+			readFailures = 0
+			if due := o.nextDue(); !due.IsZero() {
+				wait = min(wait, max(time.Until(due), 0))
+			}
+		}
+		if fresh := d.reread(o, proj, opened); fresh != nil {
+			proj, opened = fresh, time.Now()
+		}
+		sleep(o.soft, wait)
+	}
+}
+
+// reread returns a fresh projection of the control topic (and closes proj)
+// when proj shows a disputed conflict (projector.State.Disputed: the log
+// cleaner showed it a conflict the other way, docs/design.md §5) and was
+// opened at least worker.RetractionGrace ago (the retraction's writer has
+// had its grace; then the cleaner's lag decides); nil otherwise. A disputed
+// projection repairs neither side and deletes nothing; a read made once
+// the cleaner has removed the retracted loser names the full log's winner.
+// The fresh projection is read to the end by the next pass.
+func (d *Daemon) reread(o *owner, proj *worker.Projection, opened time.Time) *worker.Projection {
+	plans := proj.State.Disputed()
+	if len(plans) == 0 || time.Since(opened) < d.cfg.rereadAfter {
+		return nil
+	}
+	fresh, err := d.cluster.OpenProjection(o.topic)
+	if err != nil {
+		d.log.Warn("control topic shows a disputed conflict; cannot open a fresh reader, will retry", "control_topic", o.topic, "plans", plans, errAttr(err))
+		return nil
+	}
+	d.log.Warn("control topic shows a disputed conflict; reading it afresh", "control_topic", o.topic, "plans", plans)
+	proj.Close()
+	fresh.Actor = d.cfg.actor
+	return fresh
+}
+
+// pass is one round of the owner loop. It returns an error only when the
+// control topic could not be read or repaired; failures of an operation are
+// recorded in its attempt and logged.
+func (d *Daemon) pass(o *owner, proj *worker.Projection, opts worker.Options) error {
+	ctx, cancel := context.WithTimeout(o.hard, d.cfg.readTimeout)
+	defer cancel()
+	if err := proj.CatchUp(ctx); err != nil {
+		return err
+	}
+	if n := len(proj.State.Repairs()); n > 0 {
+		d.log.Warn("re-appending accepted records listed for repair (key overwritten, or out of order)", "control_topic", o.topic, "keys", n)
+	}
+	// Also tombstones keys that hold only rejected records, once past the
+	// grace period; a no-op when there is nothing to do.
+	if err := proj.Repair(ctx); err != nil {
+		return err
+	}
+	// An operation whose COMMITTED the cleaner erased: re-commit it only
+	// where nothing more would be deleted (see Recommit).
+	lines, err := d.cluster.Recommit(ctx, proj, opts)
+	for _, line := range lines {
+		d.log.Warn("history at risk: "+line, "control_topic", o.topic)
+	}
+	if err != nil {
+		return err
+	}
+	d.syncMirror(ctx, o, proj, opts)
+	pending := proj.State.Pending()
+	o.keepOnly(pending)
+	if len(pending) > 0 && time.Since(o.settingsAt) >= settingsEvery {
+		o.settingsAt, o.settingsErr = time.Now(), d.cluster.ControlTopicSafe(ctx, o.topic, d.cfg.bootstrap)
+	}
+	for _, op := range pending {
+		if o.soft.Err() != nil {
+			return nil
+		}
+		if !o.due(op.PlanID, time.Now()) {
+			continue
+		}
+		if err := o.settingsErr; err != nil {
+			// A control topic whose cleaner may outrun repairs blocks every
+			// deletion (its repairs above still run); one whose settings
+			// cannot be read now is retried as transient.
+			if !errors.Is(err, worker.ErrBlocked) {
+				a := o.failed(op.PlanID, false, err, d.cfg)
+				d.metrics.attempt(o.topic, "retry")
+				d.log.Warn("cannot check the control topic's settings; will retry", "control_topic", o.topic, "plan", op.PlanID,
+					errAttr(err), "retry_in", time.Until(a.next).Round(time.Millisecond).String())
+				o.settingsAt = time.Time{}
+				continue
+			}
+			a := o.failed(op.PlanID, true, err, d.cfg)
+			d.metrics.attempt(o.topic, "blocked")
+			d.log.Error("operation blocked: it stays in its state until the cause is removed", "control_topic", o.topic,
+				"plan", op.PlanID, "state", op.State, errAttr(err), "hints", errors.GetAllHints(err), "retry_at", a.next.Format(time.RFC3339))
+			continue
+		}
+		d.finish(o, proj, op, opts)
+	}
+	return nil
+}
+
+// finish makes one attempt to drive one operation to APPLIED.
+func (d *Daemon) finish(o *owner, proj *worker.Projection, op projector.Operation, opts worker.Options) {
+	log := d.log.With("control_topic", o.topic, "plan", op.PlanID)
+	log.Info("finishing operation", "state", op.State, "delete_attempts", op.DeleteAttempts)
+	ctx, cancel := context.WithTimeout(o.hard, d.cfg.operationTimeout)
+	defer cancel()
+	o.busy.Store(true)
+	defer o.busy.Store(false)
+	began := time.Now()
+	out, err := d.cluster.Finish(ctx, proj, op.PlanID, opts)
+	took := time.Since(began).Round(time.Millisecond)
+	switch {
+	case err == nil:
+		o.succeeded(op.PlanID)
+		d.metrics.attempt(o.topic, "applied")
+		log.Info("operation applied", "state", out.State, "already", out.Already, "log_start", out.LogStart, "took", took.String())
+	case o.hard.Err() != nil:
+		log.Info("step in flight abandoned; the next owner resumes it", errAttr(err))
+	case worker.Permanent(err):
+		a := o.failed(op.PlanID, true, err, d.cfg)
+		d.metrics.attempt(o.topic, "blocked")
+		log.Error("operation blocked: it stays in its state until the cause is removed",
+			"state", out.State, errAttr(err), "hints", errors.GetAllHints(err), "retry_at", a.next.Format(time.RFC3339), "took", took.String())
+	default:
+		a := o.failed(op.PlanID, false, err, d.cfg)
+		d.metrics.attempt(o.topic, "retry")
+		log.Warn("operation attempt failed; will retry", "state", out.State, errAttr(err),
+			"attempt", a.failures, "retry_in", time.Until(a.next).Round(time.Millisecond).String(), "took", took.String())
+	}
+}
+
+// backoff is min·2^(n-1), capped at max.
+func backoff(minD, maxD time.Duration, n int) time.Duration {
+	d := minD
+	for i := 1; i < n && d < maxD; i++ {
+		d *= 2
+	}
+	return min(d, maxD)
+}
+
+func (o *owner) due(planID string, now time.Time) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	a := o.attempts[planID]
+	return a == nil || !now.Before(a.next)
+}
+
+// nextDue is the earliest time a waiting operation may be retried.
+func (o *owner) nextDue() time.Time {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var next time.Time
+	for _, a := range o.attempts {
+		if next.IsZero() || a.next.Before(next) {
+			next = a.next
+		}
+	}
+	return next
+}
+
+func (o *owner) succeeded(planID string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	delete(o.attempts, planID)
+}
+
+func (o *owner) failed(planID string, blocked bool, err error, cfg daemonConfig) attempt {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	a := o.attempts[planID]
+	if a == nil {
+		a = &attempt{since: time.Now()}
+		o.attempts[planID] = a
+	}
+	a.failures++
+	a.blocked, a.reason = blocked, err.Error()
+	a.denied = blocked && worker.IsAuthorizationError(err)
+	if blocked {
+		a.next = time.Now().Add(cfg.blockedRetry)
+	} else {
+		a.next = time.Now().Add(backoff(cfg.backoffMin, cfg.backoffMax, a.failures))
+	}
+	return *a
+}
+
+// keepOnly forgets operations that are no longer pending (another writer,
+// or this one, finished them).
+func (o *owner) keepOnly(pending []projector.Operation) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for id := range o.attempts {
+		if !slices.ContainsFunc(pending, func(op projector.Operation) bool { return op.PlanID == id }) {
+			delete(o.attempts, id)
+		}
+	}
+}
+
+// denied returns the reason of the oldest operation blocked by a missing ACL, if any.
+func (o *owner) denied() (string, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var oldest *attempt
+	for _, a := range o.attempts {
+		if a.denied && (oldest == nil || a.since.Before(oldest.since)) {
+			oldest = a
+		}
+	}
+	if oldest == nil {
+		return "", false
+	}
+	return oldest.reason, true
+}
+
+// blocked lists the blocked operations, oldest first.
+func (o *owner) blocked() []report.BlockedOperation {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	out := []report.BlockedOperation{}
+	for id, a := range o.attempts {
+		if a.blocked {
+			out = append(out, report.BlockedOperation{PlanID: id, Reason: a.reason, Since: a.since, RetryAt: a.next})
+		}
+	}
+	slices.SortFunc(out, func(a, b report.BlockedOperation) int { return a.Since.Compare(b.Since) })
+	return out
+}

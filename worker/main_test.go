@@ -1,0 +1,10 @@
+package worker_test
+
+import (
+	"testing"
+
+	"github.com/kcleanup/kcleanup/worker/kafkatest"
+)
+
+// TestMain ends the Docker broker of the real-broker tests, if one was started.
+func TestMain(m *testing.M) { kafkatest.Main(m) }

@@ -1,0 +1,33 @@
+package report
+
+import (
+	"fmt"
+	"unicode/utf8"
+)
+
+// TextLimit is how many bytes of text a record's writer chose (a key, a verdict's detail) the
+// default view of a document shows; the complete view shows it whole.
+const TextLimit = 1024
+
+// Clip returns s when it has at most limit bytes; otherwise its first limit bytes (cut at a
+// character boundary) followed by "… (N bytes)", N the length of s. Every view that cuts text
+// cuts it so.
+func Clip(s string, limit int) string {
+	if len(s) <= limit {
+		return s
+	}
+	cut := limit
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… (%d bytes)", s[:cut], len(s))
+}
+
+// clipField is Clip at TextLimit for a document field, with the full length when it cut (0
+// otherwise) for the field's "…Bytes" companion. whole turns it off (the complete view).
+func clipField(s string, whole bool) (string, int) {
+	if whole || len(s) <= TextLimit {
+		return s, 0
+	}
+	return Clip(s, TextLimit), len(s)
+}
