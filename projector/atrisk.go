@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/fsm"
@@ -24,6 +25,10 @@ import (
 //     (Operation.Evidence): a worker writes those only after reading its
 //     COMMITTED back, so the COMMITTED was accepted and then erased.
 //
+// (A COMMITTED that defeated a conflicting commit and was then retracted by
+// a worker is such an overwrite too, one that is not repaired: the conflict
+// is disputed, see conflicts.go.)
+//
 // AtRisk is pure and cheap: it reads what the fold already keeps.
 func (s *State) AtRisk() (bool, string) {
 	var risks []string
@@ -34,6 +39,12 @@ func (s *State) AtRisk() (bool, string) {
 			risks = append(risks, fmt.Sprintf(
 				"key %s holds the evidence (offset %d) that plan %s's COMMITTED was accepted and erased, and was overwritten at offset %d: if the log cleaner runs before a worker re-appends it, the boundary read from this control topic falls below the plan %s",
 				k, o.proofStep(eventIndex(w.event)).Offset, o.id, w.at, o.offs.offsets()))
+			continue
+		}
+		if w.event == events.Committed && s.disputed(w.op) {
+			risks = append(risks, fmt.Sprintf(
+				"key %s holds the COMMITTED accepted at offset %d, which defeated %s, and a worker's retraction tombstone at offset %d says another reader judged that conflict the other way: the log cleaner may have removed an earlier copy of the other commit, so this reader cannot tell which the full log accepted first; it repairs neither and deletes nothing (read the control topic afresh, e.g. restart the worker, once the cleaner has removed the retracted record)",
+				k, o.acceptedOffset(w.event), strings.Join(s.disputedBy(w.op), ", "), w.at))
 			continue
 		}
 		risks = append(risks, fmt.Sprintf(

@@ -188,6 +188,23 @@
 //     PLANNED could bind a compacted log, or the loser of two conflicting
 //     commits win there.
 //
+// One order cannot be kept: a conflict's loser and a later copy of its
+// winner (a late duplicate, landing right after the loser: no writer
+// controls that). The cleaner removes the winner's first copy once the
+// later one is older than min.compaction.lag, and the loser only once its
+// retraction tombstone, necessarily later, is that old too; in between, a
+// reader sees exactly the records of a log in which the loser came first.
+// Such a reader also sees the worker's retraction tombstone (header
+// kcleanup-maintenance: retraction) over the COMMITTED it accepted: no
+// worker retracts a key its own view accepted, so the conflict is
+// disputed (Disputed; testdata/disputed): the reader repairs neither side
+// (no re-append of the COMMITTED it accepted, no retraction of the commit
+// it defeated), AtRisk holds, and the readers that read the full order,
+// never disputed, retract the true loser; once the cleaner has removed
+// it, every fresh read names the full log's winner. A tombstone without
+// that header (an operator's, another tool's) is an ordinary overwrite and
+// is repaired.
+//
 // With Repairs appended and Retractions tombstoned before the log cleaner
 // runs, the compacted log has the same boundary, the same plans setting it,
 // the same binding and the same operation states as the full log: the

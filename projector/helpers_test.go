@@ -99,6 +99,27 @@ func compact(log []Record, dropTombstones bool) []Record {
 	return out
 }
 
+// compactBelow is one run of Kafka's log cleaner when only the records
+// below offset below are older than min.compaction.lag: such a record is
+// removed when a later record of its key is also below it. Newer records
+// neither go nor remove anything; tombstones stay (delete.retention).
+func compactBelow(log []Record, below int64) []Record {
+	last := map[string]int64{}
+	for _, r := range log {
+		if r.Offset < below {
+			last[string(r.Key)] = r.Offset
+		}
+	}
+	var out []Record
+	for _, r := range log {
+		if l, ok := last[string(r.Key)]; ok && r.Offset < l {
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
 // fold folds records into a new State.
 func fold(records []Record) *State {
 	s := New(KeepAudit())

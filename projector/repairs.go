@@ -36,7 +36,7 @@ func (s *State) Repairs() []Record {
 func (s *State) planRepairs() []Record {
 	from := s.reorderFrom
 	for _, w := range s.overwritten {
-		if w.event == events.Committed && !w.evidence {
+		if w.event == events.Committed && !w.evidence && !s.disputed(w.op) {
 			from = min(from, int(s.ops[w.op].seq))
 		}
 	}
@@ -62,6 +62,9 @@ func (s *State) planRepairs() []Record {
 				out = append(out, r)
 			}
 			continue
+		}
+		if w.event == events.Committed && s.disputed(w.op) {
+			continue // neither side is re-appended (conflicts.go)
 		}
 		wanted[want{w.op, w.event}] = true
 		if w.event == events.Committed {
@@ -135,6 +138,9 @@ func (s *State) Retractions() []Retraction {
 	for k, r := range s.rejectedOnly {
 		if s.holdsEvidence(k) {
 			continue // Repairs re-appends the evidence over it
+		}
+		if s.defeatedByDisputed(k) {
+			continue // it may be the commit the full log accepted (conflicts.go)
 		}
 		out = append(out, Retraction{Key: []byte(k), Offset: r.offset, Timestamp: r.timestamp})
 	}

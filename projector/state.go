@@ -60,6 +60,11 @@ type State struct {
 
 	unconfirmed map[int32]bool
 
+	// conflicts holds, for every COMMITTED key rejected as a boundary
+	// regression, the operations whose commits defeated it (Disputed).
+	// Allocated with the first conflict.
+	conflicts map[string][]int32
+
 	// actors numbers the actor names history steps refer to: few writers,
 	// many records.
 	actors     map[string]uint32
@@ -191,6 +196,9 @@ type overwrite struct {
 	event    events.Event
 	at       int64 // offset of the first overwriting record
 	evidence bool
+	// retracted: one of the overwriting records is a worker's retraction
+	// tombstone: another view rejected every record under the key.
+	retracted bool
 }
 
 // New returns the empty projection: nothing folded, no binding, no boundary.

@@ -169,7 +169,11 @@ func (s *State) decide(r Record, env events.Envelope, err error) (Verdict, chang
 
 	if r.Value == nil {
 		if acceptedKey || evidenceKey {
-			return s.overwrite(v, oi, "a tombstone"), change{}
+			v = s.overwrite(v, oi, "a tombstone")
+			if isRetraction(r) {
+				s.markRetracted(v.Key)
+			}
+			return v, change{}
 		}
 		return reject(v, ReasonTombstone, "a tombstone (nil value) is never a valid control record"), change{}
 	}
@@ -327,6 +331,7 @@ func (s *State) commitRules(v Verdict, env events.Envelope) (change, Verdict, bo
 		return change{boundary: s.boundary, covered: true}, v, true
 	}
 	if p, bad := lowest(plan, func(p int32) bool { b, ok := s.boundary[p]; return ok && plan[p] < b }); bad {
+		s.noteConflict(v.Key, plan)
 		return change{}, reject(v, ReasonBoundaryRegression, fmt.Sprintf(
 			"partition %d: plan offset %d is below the committed boundary %d (set by plan %s), while the commit would raise partition %d; the boundary never moves backward (a plan below it is accepted only when it raises nothing)",
 			p, plan[p], s.boundary[p], s.setBy[p], firstRaised)), false

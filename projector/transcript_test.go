@@ -40,6 +40,11 @@ import (
 //	    validate one marker (or one per input line, in the same syntax)
 //	compact     replay the log compacted by key (tombstones gone with their
 //	            keys) in a fresh projection and print its state
+//	reader below=N  the log cleaner as Kafka runs it with min.compaction.lag:
+//	            only records below offset N are old enough, so a record goes
+//	            when a later record of its key is below N (tombstones stay);
+//	            then a fresh projection reads what is left, printing every
+//	            verdict, and replaces the transcript's projection and log
 //	atrisk      AtRisk(): "not at risk", or "at risk: <sentence>"
 //	digest      whether a second fold of the same records has the same Digest
 //	reset       start over with an empty projection and log
@@ -148,6 +153,16 @@ func (tr *transcript) run(t *testing.T, d *datadriven.TestData) string {
 		return tr.validate(t, d)
 	case "compact":
 		return tr.show(fold(compact(tr.log, true)))
+	case "reader":
+		var below int64
+		d.ScanArgs(t, "below", &below)
+		tr.log = compactBelow(tr.log, below)
+		tr.s = New(KeepAudit())
+		var b strings.Builder
+		for _, r := range tr.log {
+			b.WriteString(tr.names.Replace(tr.verdictLine(tr.s.Step(r))))
+		}
+		return b.String()
 	case "atrisk":
 		if risk, why := tr.s.AtRisk(); risk {
 			return tr.names.Replace("at risk: " + why + "\n")

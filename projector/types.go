@@ -16,8 +16,10 @@ type Record struct {
 	Timestamp time.Time
 	// Headers are the record's Kafka headers. The fold reads only the
 	// maintenance headers (HeaderMaintenance, HeaderActor, HeaderReason),
-	// and only to describe a record: they never change a verdict's outcome
-	// or the state.
+	// to describe a record and, for a retraction tombstone over an accepted
+	// COMMITTED, to tell a disputed conflict (State.Disputed), which changes
+	// only what Repairs and Retractions list: they never change a verdict's
+	// outcome, the boundary or an operation's state.
 	Headers []Header
 }
 

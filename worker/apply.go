@@ -6,12 +6,12 @@ import (
 	"time"
 
 	"github.com/cockroachdb/errors"
-	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/fsm"
 	"github.com/kcleanup/kcleanup/projector"
 	"github.com/kcleanup/kcleanup/worker/protocol"
+	"github.com/kcleanup/kcleanup/worker/report"
 )
 
 // Errors a caller of Apply or Finish can act on (defined by package
@@ -65,8 +65,11 @@ func (o Options) actor() string {
 	return Actor()
 }
 
-func (o Options) config(proj *Projection) protocol.Config {
-	return protocol.Config{ControlTopic: proj.Topic, Bootstrap: o.Bootstrap, NoWait: o.NoWait}
+// config is what the protocol is told of this run: the caller's options and
+// the principal this cluster's client authenticates as.
+func (c *Cluster) config(proj *Projection, o Options) protocol.Config {
+	return protocol.Config{ControlTopic: proj.Topic, Bootstrap: o.Bootstrap, NoWait: o.NoWait,
+		FinishAfter: o.FinishAfter, Principal: c.principal}
 }
 
 // Outcome is where an operation ended up.
@@ -98,20 +101,20 @@ func (c *Cluster) EnsureControlTopic(ctx context.Context, controlTopic, dataTopi
 	if info.Configs, err = c.TopicConfigs(ctx, controlTopic); err != nil {
 		return err
 	}
-	return protocol.FindingsError(CheckControlTopic(info, dataTopic, info.Replicas, o.Bootstrap))
+	return protocol.FindingsError(report.CheckControlTopic(info, dataTopic, info.Replicas, o.Bootstrap))
 }
 
 // Preflight is step 1 of the protocol (protocol.NewPreflight): it checks a
 // plan against the live cluster and the projection, and changes nothing.
 // Every problem is reported, one line each.
 func (c *Cluster) Preflight(ctx context.Context, proj *Projection, plan events.Plan, o Options) error {
-	_, err := c.execute(ctx, proj, protocol.NewPreflight(plan, o.config(proj)), o)
+	_, err := c.execute(ctx, proj, protocol.NewPreflight(plan, c.config(proj, o)), o)
 	return err
 }
 
 // Submit appends PLANNED for a plan that passes Preflight.
 func (c *Cluster) Submit(ctx context.Context, proj *Projection, plan events.Plan, o Options) (projector.Verdict, error) {
-	out, err := c.execute(ctx, proj, protocol.NewSubmit(plan, o.config(proj)), o)
+	out, err := c.execute(ctx, proj, protocol.NewSubmit(plan, c.config(proj, o)), o)
 	return out.verdict, err
 }
 
@@ -119,7 +122,7 @@ func (c *Cluster) Submit(ctx context.Context, proj *Projection, plan events.Plan
 // COMMITTED (the point of no return), then Finish. Re-running it on an
 // interrupted plan resumes it; on an APPLIED plan it reports Already.
 func (c *Cluster) Apply(ctx context.Context, proj *Projection, plan events.Plan, o Options) (Outcome, error) {
-	out, err := c.execute(ctx, proj, protocol.NewApply(plan, o.config(proj)), o)
+	out, err := c.execute(ctx, proj, protocol.NewApply(plan, c.config(proj, o)), o)
 	return out.Outcome, err
 }
 
@@ -128,7 +131,7 @@ func (c *Cluster) Apply(ctx context.Context, proj *Projection, plan events.Plan,
 // is idempotent, so any number of interrupted runs may precede one that
 // completes.
 func (c *Cluster) Finish(ctx context.Context, proj *Projection, planID string, o Options) (Outcome, error) {
-	out, err := c.execute(ctx, proj, protocol.NewFinish(planID, o.config(proj)), o)
+	out, err := c.execute(ctx, proj, protocol.NewFinish(planID, c.config(proj, o)), o)
 	return out.Outcome, err
 }
 
@@ -161,7 +164,7 @@ func (c *Cluster) execute(ctx context.Context, proj *Projection, run *protocol.R
 		case protocol.CatchUp:
 			rep.Err = proj.CatchUp(ctx)
 		case protocol.Permissions:
-			rep.Err = c.CheckPermissions(ctx, permissions(step, proj.Topic, o.FinishAfter), o.Bootstrap)
+			rep.Denied, rep.Err = c.MissingPermissions(ctx, step.Need)
 		case protocol.Describe, protocol.Recheck:
 			rep.Topic, rep.Err = c.DescribeTopic(ctx, step.Topic)
 			rep.Missing = errors.Is(rep.Err, ErrTopicNotFound)
@@ -176,10 +179,10 @@ func (c *Cluster) execute(ctx context.Context, proj *Projection, run *protocol.R
 			if o.DeleteRecordsTook != nil {
 				o.DeleteRecordsTook(time.Since(began), err)
 			}
-			out.Deleted, rep.Err = res, blockedIfDenied(err)
+			out.Deleted, rep.Err = res, err
 			failed := false
 			for _, r := range res {
-				rep.Deleted = append(rep.Deleted, protocol.Deleted{Partition: r.Partition, Err: r.Err, Permanent: permanentDelete(r.Err)})
+				rep.Deleted = append(rep.Deleted, protocol.Deleted{Partition: r.Partition, Err: r.Err, Code: KafkaCode(r.Err)})
 				failed = failed || r.Err != nil
 			}
 			if err == nil && !failed {
@@ -197,19 +200,8 @@ func (c *Cluster) execute(ctx context.Context, proj *Projection, run *protocol.R
 		if o.StepTook != nil {
 			o.StepTook(string(step.Kind), time.Since(stepBegan))
 		}
-		rep.Err = blockedIfDenied(rep.Err)
+		rep.Code = KafkaCode(rep.Err)
 	}
-}
-
-// permissions are the ACLs a Permissions step checks.
-func permissions(step protocol.Step, controlTopic string, finishAfter bool) []Permission {
-	switch step.Scope {
-	case protocol.ScopeApplyNoWait:
-		return ApplyPermissions(controlTopic, step.Topic, !finishAfter)
-	case protocol.ScopeApply:
-		return ApplyPermissions(controlTopic, step.Topic, false)
-	}
-	return FinishPermissions(controlTopic, step.Topic)
 }
 
 // reached names the failpoint of the record just read back, if any.
@@ -222,23 +214,6 @@ func reached(proj *Projection, env events.Envelope) string {
 		return AfterDeleting
 	}
 	return ""
-}
-
-// permanentDelete: a DeleteRecords answer for a partition that retrying
-// cannot change.
-func permanentDelete(err error) bool {
-	return errors.Is(err, kerr.PolicyViolation) || errors.Is(err, kerr.OffsetOutOfRange) || errors.Is(err, kerr.TopicAuthorizationFailed) ||
-		errors.Is(err, kerr.ClusterAuthorizationFailed)
-}
-
-// blockedIfDenied marks a denied request ErrBlocked: the protocol then
-// blocks instead of retrying.
-func blockedIfDenied(err error) error {
-	if err != nil && !errors.Is(err, ErrBlocked) && (errors.Is(err, kerr.TopicAuthorizationFailed) ||
-		errors.Is(err, kerr.ClusterAuthorizationFailed) || errors.Is(err, kerr.SaslAuthenticationFailed)) {
-		return errors.Mark(err, ErrBlocked)
-	}
-	return err
 }
 
 // envelope is a control record for plan, as this writer appends it.

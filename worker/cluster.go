@@ -66,6 +66,24 @@ type TopicInfo = protocol.Topic
 // TopicID.String uses padded standard base64, which is not Kafka's text form.
 func TopicIDString(id [16]byte) string { return base64.RawURLEncoding.EncodeToString(id[:]) }
 
+// ListTopics names every topic of the cluster the principal may describe,
+// but Kafka's internal ones, sorted, from one Metadata request (a fleet that
+// serves control topics by a regular expression looks for new ones with it).
+func (c *Cluster) ListTopics(ctx context.Context) ([]string, error) {
+	td, err := c.adm.ListTopics(ctx)
+	if err != nil {
+		return nil, errors.Wrap(err, "list topics")
+	}
+	var names []string
+	for name, t := range td {
+		if t.Err == nil {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
 // TopicMetadata returns a topic's ID and partitions from an uncached Metadata
 // request: kadm.Metadata may answer from a cache for seconds, long enough to
 // miss a deleted and recreated topic.
@@ -88,7 +106,7 @@ func (c *Cluster) TopicMetadata(ctx context.Context, topic string) (TopicInfo, e
 				return info, errors.Mark(errors.Newf("topic %q does not exist", topic), ErrTopicNotFound)
 			}
 			return info, c.denied(errors.Wrapf(err, "metadata for topic %q", topic),
-				Permission{"Describe", "topic", topic, "read the topic's metadata"})
+				Permission{Operation: "Describe", ResourceType: "topic", Resource: topic, For: "read the topic's metadata"})
 		}
 		for _, p := range t.Partitions {
 			info.Partitions = append(info.Partitions, p.Partition)
@@ -123,7 +141,7 @@ func (c *Cluster) DescribeTopic(ctx context.Context, topic string) (TopicInfo, e
 
 // TopicConfigs returns the effective value of every config of a topic.
 func (c *Cluster) TopicConfigs(ctx context.Context, topic string) (map[string]string, error) {
-	perm := Permission{"DescribeConfigs", "topic", topic, "read the topic's configs"}
+	perm := Permission{Operation: "DescribeConfigs", ResourceType: "topic", Resource: topic, For: "read the topic's configs"}
 	rcs, err := c.adm.DescribeTopicConfigs(ctx, topic)
 	if err != nil {
 		return nil, c.denied(errors.Wrapf(err, "describe configs of topic %q", topic), perm)
@@ -146,14 +164,14 @@ func (c *Cluster) TopicConfigs(ctx context.Context, topic string) (map[string]st
 func (c *Cluster) StartOffsets(ctx context.Context, topic string) (events.Offsets, error) {
 	lo, err := c.adm.ListStartOffsets(ctx, topic)
 	out, err := listed(lo, err, topic, "log-start")
-	return out, c.denied(err, Permission{"Describe", "topic", topic, "list the topic's offsets"})
+	return out, c.denied(err, Permission{Operation: "Describe", ResourceType: "topic", Resource: topic, For: "list the topic's offsets"})
 }
 
 // EndOffsets lists the high watermark of every partition of a topic.
 func (c *Cluster) EndOffsets(ctx context.Context, topic string) (events.Offsets, error) {
 	lo, err := c.adm.ListEndOffsets(ctx, topic)
 	out, err := listed(lo, err, topic, "end")
-	return out, c.denied(err, Permission{"Describe", "topic", topic, "list the topic's offsets"})
+	return out, c.denied(err, Permission{Operation: "Describe", ResourceType: "topic", Resource: topic, For: "list the topic's offsets"})
 }
 
 // CommittedOffsets lists the last stable offset of every partition of a topic: the end a
@@ -161,7 +179,7 @@ func (c *Cluster) EndOffsets(ctx context.Context, topic string) (events.Offsets,
 func (c *Cluster) CommittedOffsets(ctx context.Context, topic string) (events.Offsets, error) {
 	lo, err := c.adm.ListCommittedOffsets(ctx, topic)
 	out, err := listed(lo, err, topic, "last stable")
-	return out, c.denied(err, Permission{"Describe", "topic", topic, "list the topic's offsets"})
+	return out, c.denied(err, Permission{Operation: "Describe", ResourceType: "topic", Resource: topic, For: "list the topic's offsets"})
 }
 
 func listed(lo kadm.ListedOffsets, err error, topic, what string) (events.Offsets, error) {

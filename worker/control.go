@@ -171,7 +171,7 @@ func (p *Projection) CatchUp(ctx context.Context) error {
 	case errors.Is(err, ErrNotCaughtUp):
 		return err
 	case err != nil:
-		return p.cluster.denied(err, Permission{"Describe", "topic", p.Topic, "read the end of the control topic"})
+		return p.cluster.denied(err, Permission{Operation: "Describe", ResourceType: "topic", Resource: p.Topic, For: "read the end of the control topic"})
 	}
 	return p.readTo(ctx, end)
 }

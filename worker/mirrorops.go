@@ -8,6 +8,7 @@ import (
 
 	"github.com/kcleanup/kcleanup/projector"
 	"github.com/kcleanup/kcleanup/worker/mirrorcheck"
+	"github.com/kcleanup/kcleanup/worker/protocol"
 )
 
 // The operator's side of the Flink Agents mirror: read it, create it,
@@ -75,10 +76,10 @@ func (c *Cluster) CreateMirrorTopic(ctx context.Context, name string, replicatio
 // ID's Write cannot be asked of Metadata).
 func mirrorProbe(mirror string) []Permission {
 	return []Permission{
-		{"Describe", "topic", mirror, "read the mirror topic's metadata"},
-		{"Read", "topic", mirror, "read the Flink Agents mirror topic"},
-		{"DescribeConfigs", "topic", mirror, "check the mirror topic's cleanup.policy"},
-		{"Write", "topic", mirror, "write the Flink Agents mirror topic"},
+		{Operation: "Describe", ResourceType: "topic", Resource: mirror, For: "read the mirror topic's metadata"},
+		{Operation: "Read", ResourceType: "topic", Resource: mirror, For: "read the Flink Agents mirror topic"},
+		{Operation: "DescribeConfigs", ResourceType: "topic", Resource: mirror, For: "check the mirror topic's cleanup.policy"},
+		{Operation: "Write", ResourceType: "topic", Resource: mirror, For: "write the Flink Agents mirror topic"},
 	}
 }
 
@@ -99,7 +100,11 @@ func (c *Cluster) AssessMirror(ctx context.Context, st *projector.State, checkWr
 	}
 	var writeErr error
 	if checkWrite && !v.Missing {
-		writeErr = c.CheckPermissions(ctx, mirrorProbe(att.Topic), bootstrap)
+		missing, err := c.MissingPermissions(ctx, mirrorProbe(att.Topic))
+		if err != nil {
+			return mirrorcheck.Assessment{}, true, err
+		}
+		writeErr = protocol.Unauthorized(missing, c.principal, bootstrap)
 	}
 	return mirrorcheck.Assess(att, st, v, writeErr), true, nil
 }

@@ -2,93 +2,42 @@ package worker
 
 import (
 	"context"
-	"fmt"
-	"strings"
 
 	"github.com/cockroachdb/errors"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kcleanup/kcleanup/worker/protocol"
 )
 
-// ErrUnauthorized marks an error caused by a missing ACL. It is also ErrBlocked: retrying
-// cannot help until an operator grants the permission the message names.
-var ErrUnauthorized = errors.New("not authorized")
+// ErrUnauthorized marks an error caused by a missing ACL (protocol.ErrUnauthorized). It is
+// also ErrBlocked: retrying cannot help until an operator grants the permission the message
+// names.
+var ErrUnauthorized = protocol.ErrUnauthorized
 
-// Permission is one ACL a step of the protocol needs, spelled as kafka-acls spells it.
-type Permission struct {
-	Operation    string // Read, Write, Describe, DescribeConfigs, Delete
-	ResourceType string // topic, group
-	Resource     string // its name
-	For          string // what kcleanup does with it, for messages
-}
+// Permission is one ACL a step of the protocol needs, spelled as kafka-acls spells it
+// (protocol.Permission: which ones a run needs is the protocol's decision).
+type Permission = protocol.Permission
 
-// Grant is the ACL to add, as a sentence: "grant Delete on topic action-state to User:w".
-// An unknown principal (TLS, PLAINTEXT) is named as this client's.
-func (p Permission) Grant(principal string) string {
-	if principal == "" {
-		principal = "this client's principal"
-	}
-	return fmt.Sprintf("grant %s on %s %s to %s", p.Operation, p.ResourceType, p.Resource, principal)
-}
-
-// Command is the kafka-acls command that grants it.
-func (p Permission) Command(principal, bootstrap string) string {
-	if principal == "" {
-		principal = "User:<this client's principal>"
-	}
-	if bootstrap == "" {
-		bootstrap = "<broker>"
-	}
-	return fmt.Sprintf("kafka-acls --bootstrap-server %s --command-config admin.properties --add --allow-principal %s --operation %s --%s %s",
-		bootstrap, principal, p.Operation, p.ResourceType, p.Resource)
-}
-
-// Permissions of the protocol (docs/deploy.md, "Kafka ACLs").
-func permControlRead(control string) Permission {
-	return Permission{"Read", "topic", control, "read the control topic"}
-}
-
-func permControlWrite(control string) Permission {
-	return Permission{"Write", "topic", control, "append to the control topic"}
-}
-
-func permControlDescribeConfigs(control string) Permission {
-	return Permission{"DescribeConfigs", "topic", control, "check the control topic's settings before deleting"}
-}
-
-func permDataDescribe(data string) Permission {
-	return Permission{"Describe", "topic", data, "read the data topic's metadata and offsets"}
-}
-
-func permDataDescribeConfigs(data string) Permission {
-	return Permission{"DescribeConfigs", "topic", data, "re-check the data topic's cleanup.policy before deleting"}
-}
-
-func permDataDelete(data string) Permission {
-	return Permission{"Delete", "topic", data, "DeleteRecords on the data topic"}
-}
-
-func permGroupRead(group string) Permission {
-	return Permission{"Read", "group", group, "join the workers' consumer group"}
-}
-
-// FinishPermissions are what finishing a COMMITTED operation needs (apply without --no-wait,
-// and the owning worker): the whole rest of the protocol after the point of no return.
+// FinishPermissions are what finishing a COMMITTED operation needs (protocol.FinishNeeds).
 func FinishPermissions(controlTopic, dataTopic string) []Permission {
-	return []Permission{
-		permControlRead(controlTopic), permControlWrite(controlTopic), permControlDescribeConfigs(controlTopic),
-		permDataDescribe(dataTopic), permDataDescribeConfigs(dataTopic), permDataDelete(dataTopic),
-	}
+	return protocol.FinishNeeds(controlTopic, dataTopic)
 }
 
-// ApplyPermissions are what apply needs before it writes COMMITTED: with --no-wait only the
-// control topic (a worker finishes), otherwise FinishPermissions.
+// ApplyPermissions are what apply needs before it writes COMMITTED (protocol.ApplyNeeds):
+// with --no-wait only the control topic (a worker finishes), otherwise FinishPermissions.
 func ApplyPermissions(controlTopic, dataTopic string, noWait bool) []Permission {
-	if noWait {
-		return []Permission{permControlRead(controlTopic), permControlWrite(controlTopic), permDataDescribe(dataTopic)}
-	}
-	return FinishPermissions(controlTopic, dataTopic)
+	return protocol.ApplyNeeds(controlTopic, dataTopic, noWait, false)
 }
+
+// The permissions the executor names when a request is denied (protocol's).
+var (
+	permControlRead            = protocol.ControlRead
+	permControlWrite           = protocol.ControlWrite
+	permControlDescribeConfigs = protocol.ControlDescribeConfigs
+	permDataDelete             = protocol.DataDelete
+	permGroupRead              = protocol.GroupRead
+)
 
 // SetPrincipal tells the cluster which Kafka principal its client authenticates as
 // ("User:kcleanup-worker"), for messages; "" when unknown.
@@ -103,12 +52,13 @@ var aclOperation = map[string]kmsg.ACLOperation{
 	"Describe": kmsg.ACLOperationDescribe, "DescribeConfigs": kmsg.ACLOperationDescribeConfigs,
 }
 
-// CheckPermissions asks the brokers, in one uncached Metadata request with
+// MissingPermissions asks the brokers, in one uncached Metadata request with
 // IncludeTopicAuthorizedOperations, which operations this client's principal holds on the
-// topics of need, and refuses (ErrUnauthorized, ErrBlocked) with every missing ACL, one line
-// each, and the kafka-acls commands that grant them. Group permissions are not reported by
-// Metadata and are not checked here.
-func (c *Cluster) CheckPermissions(ctx context.Context, need []Permission, bootstrap string) error {
+// topics of need, and returns those of need it does not hold: a fact the protocol judges
+// (protocol.Unauthorized words it, with the kafka-acls commands that grant them). Group
+// permissions are not reported by Metadata and are not checked here. An error means the
+// brokers did not say.
+func (c *Cluster) MissingPermissions(ctx context.Context, need []Permission) ([]Permission, error) {
 	req := kmsg.NewPtrMetadataRequest()
 	req.IncludeTopicAuthorizedOperations = true
 	seen := map[string]bool{}
@@ -122,7 +72,7 @@ func (c *Cluster) CheckPermissions(ctx context.Context, need []Permission, boots
 	}
 	resp, err := req.RequestWith(ctx, c.cl)
 	if err != nil {
-		return errors.Wrap(err, "metadata request for the authorized operations")
+		return nil, errors.Wrap(err, "metadata request for the authorized operations")
 	}
 	ops := map[string]int32{} // topic → authorized operations bit set; absent: denied Describe
 	for _, t := range resp.Topics {
@@ -135,7 +85,7 @@ func (c *Cluster) CheckPermissions(ctx context.Context, need []Permission, boots
 		case errors.Is(err, kerr.TopicAuthorizationFailed):
 			// Not even Describe: every operation is missing.
 		default:
-			return errors.Wrapf(err, "metadata for topic %q", *t.Topic)
+			return nil, errors.Wrapf(err, "metadata for topic %q", *t.Topic)
 		}
 	}
 	var missing []Permission
@@ -152,32 +102,14 @@ func (c *Cluster) CheckPermissions(ctx context.Context, need []Permission, boots
 			missing = append(missing, p)
 		}
 	}
-	return c.unauthorized(missing, bootstrap)
-}
-
-// unauthorized is the error for missing permissions: nil for none.
-func (c *Cluster) unauthorized(missing []Permission, bootstrap string) error {
-	if len(missing) == 0 {
-		return nil
-	}
-	var lines, cmds []string
-	for _, p := range missing {
-		lines = append(lines, fmt.Sprintf("not authorized to %s: %s", p.For, p.Grant(c.principal)))
-		cmds = append(cmds, p.Command(c.principal, bootstrap))
-	}
-	err := errors.Mark(errors.Mark(errors.Newf("%s", strings.Join(lines, "\n")), ErrUnauthorized), ErrBlocked)
-	return errors.WithHintf(err, "an administrator grants them (docs/deploy.md, \"Kafka ACLs\"):\n  %s", strings.Join(cmds, "\n  "))
+	return missing, nil
 }
 
 // denied turns a Kafka authorization error into one that names the permission, keeping err
-// in the chain (errors.Is still finds the Kafka error); any other error is returned as is.
+// in the chain (errors.Is still finds the Kafka error); any other error is returned as is
+// (protocol.DeniedError decides which are).
 func (c *Cluster) denied(err error, p Permission) error {
-	if err == nil || !IsAuthorizationError(err) || errors.Is(err, ErrUnauthorized) {
-		return err
-	}
-	err = errors.Wrapf(err, "not authorized to %s: %s", p.For, p.Grant(c.principal))
-	err = errors.WithHintf(err, "an administrator grants it (docs/deploy.md, \"Kafka ACLs\"): %s", p.Command(c.principal, ""))
-	return errors.Mark(errors.Mark(err, ErrUnauthorized), ErrBlocked)
+	return protocol.DeniedError(err, KafkaCode(err), p, c.principal)
 }
 
 // GroupDenied is denied for a consumer group's authorization error: it names the Read ACL on
@@ -186,9 +118,22 @@ func (c *Cluster) GroupDenied(err error, group string) error {
 	return c.denied(err, permGroupRead(group))
 }
 
-// IsAuthorizationError reports whether err is a Kafka authorization failure.
+// IsAuthorizationError reports whether err is a Kafka authorization failure (a missing ACL:
+// protocol.Denied).
 func IsAuthorizationError(err error) bool {
-	return errors.Is(err, ErrUnauthorized) || errors.Is(err, kerr.TopicAuthorizationFailed) ||
-		errors.Is(err, kerr.GroupAuthorizationFailed) || errors.Is(err, kerr.ClusterAuthorizationFailed) ||
-		errors.Is(err, kerr.TransactionalIDAuthorizationFailed)
+	return errors.Is(err, ErrUnauthorized) || protocol.Denied(KafkaCode(err))
 }
+
+// KafkaCode is the Kafka error code a broker answered somewhere in err's chain, 0 when none:
+// the raw fact the protocol classifies (protocol.PermanentRequest, protocol.PermanentDelete).
+func KafkaCode(err error) int16 {
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		return ke.Code
+	}
+	return 0
+}
+
+// Permanent reports whether retrying soon cannot help a failure of Finish or of a read
+// (protocol.Permanent): a worker then retries on its long blocked schedule.
+func Permanent(err error) bool { return protocol.Permanent(err, KafkaCode(err)) }

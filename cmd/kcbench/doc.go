@@ -12,10 +12,17 @@
 //	             DeleteRecords + ListOffsets program; a line fit per subject
 //	B3 failover  three kcleanup worker processes, the owner SIGKILLed when
 //	             COMMITTED appears; time to APPLIED vs the session timeout
-//	B4 plan      events.BuildPlan and events.ParseMarkers, 1,000 × 10,000
-//	B5 growth    fold rate and retained heap at 10k, 100k and 1M records,
+//	B4 plan      events.BuildPlan, events.ParseMarkers and the markers file
+//	             streamed into an events.PlanBuilder (kcleanup plan's path),
+//	             1,000 × 10,000
+//	B5 growth    fold rate (decoded on every core, folded as a worker's
+//	             reader does) and retained heap at 10k, 100k and 1M records,
 //	             with a heap profile of the largest
-//	B6 validate  the recovery gate with the physical check on: POST
+//	B6 fleet     three kcleanup worker --control-topic-regex processes
+//	             serving 1,000 control topics: start to ready, heap per
+//	             control topic, failover of a SIGKILLed replica's share
+//	             (fleet.go)
+//	B7 validate  the recovery gate with the physical check on: POST
 //	             /v1/validate on an in-process worker (1 and 8 clients) and
 //	             worker.Cluster.Validate, vs the control-topic read alone
 //	             (validate.go; in process, not in a child)

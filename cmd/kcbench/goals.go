@@ -70,7 +70,15 @@ func (rep *Report) goals() []Goal {
 	} else {
 		missing("B2 apply", "100 partitions ≤ 1.5× the floor")
 	}
-	missing("B6 fleet", "3 workers, 1,000 control topics by regex: time to ready, heap per control topic, failover of one replica's share")
+	const b6Goal = "3 workers, 1,000 control topics by regex: time to ready, heap per control topic, failover of one replica's share (reported, no bound)"
+	start, okStart := rep.largest("B6 fleet", "start to ready: every control topic read and owned (3 processes)")
+	fail, okFail := rep.largest("B6 fleet", "failover: one replica SIGKILLed until its share is owned again")
+	if okStart && okFail {
+		add("B6 fleet", b6Goal, true, "ready in %s, %.0f KB heap per control topic, failover %s (%.0f control topics moved) (%s)",
+			formatSeconds(start.Median), start.Extra["heapPerControlTopicKB"], formatSeconds(fail.Median), fail.Extra["ownedByVictim"], start.Case)
+	} else {
+		missing("B6 fleet", b6Goal)
+	}
 	return out
 }
 

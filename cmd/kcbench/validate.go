@@ -122,7 +122,7 @@ func (b *bencher) validate(ctx context.Context) error {
 		{"control topic read to its end only (the gate before the physical check)", 1, catchUp},
 	}
 	c6 := fmt.Sprintf("%d requests, %d partitions", requests, partitions)
-	b.logf("B6 validate: %s, %d runs", c6, b.cfg.runs)
+	b.logf("B7 validate: %s, %d runs", c6, b.cfg.runs)
 	rows := make([]Row, len(subjects))
 	for i, s := range subjects {
 		var runs []float64
@@ -133,7 +133,7 @@ func (b *bencher) validate(ctx context.Context) error {
 			}
 			runs = append(runs, secs)
 		}
-		rows[i] = Row{Bench: "B6 validate", Case: c6, Subject: s.name, RateUnit: "requests/s"}
+		rows[i] = Row{Bench: "B7 validate", Case: c6, Subject: s.name, RateUnit: "requests/s"}
 		rows[i].setRuns(runs)
 		if rows[i].Median > 0 {
 			rows[i].Rate = float64(requests) / rows[i].Median
@@ -144,7 +144,7 @@ func (b *bencher) validate(ctx context.Context) error {
 		rows[i].Ratios = []Ratio{{"control-topic read only", pairedRatio(rows[i].Runs, rows[3].Runs)}}
 	}
 	b.add(rows...)
-	b.note("B6: each /v1/validate request takes its control topic's projection exclusively, so concurrent requests for one control topic queue; the physical check's round trips run in parallel with the control topic's")
+	b.note("B7: each /v1/validate request takes its control topic's projection exclusively, so concurrent requests for one control topic queue; the physical check's round trips run in parallel with the control topic's")
 	return nil
 }
 

@@ -140,7 +140,7 @@ func diagnose(ctx context.Context, c *worker.Cluster, g globalOptions, o doctorO
 			defer proj.Close()
 			st := report.StatusOf(proj.Source())
 			status = &st
-			projection = worker.CheckProjection(st, time.Now(), o.stuckAfter)
+			projection = report.CheckProjection(st, time.Now(), o.stuckAfter)
 			mf, err := checkMirror(ctx, c, g, proj)
 			if err != nil {
 				return err
@@ -152,14 +152,14 @@ func diagnose(ctx context.Context, c *worker.Cluster, g globalOptions, o doctorO
 		}
 		if status != nil && (status.Format == report.FormatFlinkAgents || status.Format == report.FormatMixed) {
 			// Not kcleanup's topic: its settings and fold rules do not apply.
-			add(worker.CheckFlinkControlTopic(info, *status)...)
+			add(report.CheckFlinkControlTopic(info, *status)...)
 			if fa := status.FlinkAgents; rep.Topic == "" && fa != nil && len(fa.Plans) > 0 {
 				rep.Topic = fa.Plans[0].Topic
 			}
 			return nil
 		}
-		add(worker.CheckControlTopic(info, rep.Topic, info.Replicas, g.bootstrap())...)
-		add(worker.CheckControlTopicDurability(info, g.bootstrap())...)
+		add(report.CheckControlTopic(info, rep.Topic, info.Replicas, g.bootstrap())...)
+		add(report.CheckControlTopicDurability(info, g.bootstrap())...)
 		add(projection...)
 		return nil
 	}); err != nil {
@@ -184,7 +184,7 @@ func diagnose(ctx context.Context, c *worker.Cluster, g globalOptions, o doctorO
 		}
 		add(worker.CheckDataTopic(info, g.bootstrap())...)
 		if status != nil {
-			add(worker.CheckBinding(*status, info)...)
+			add(report.CheckBinding(*status, info)...)
 		}
 		return nil
 	})

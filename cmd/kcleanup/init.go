@@ -139,9 +139,9 @@ func initTopics(ctx context.Context, c *worker.Cluster, g globalOptions, topic, 
 	}
 	rep.Findings = append(rep.Findings, worker.Finding{Severity: worker.OK, Subject: "control topic " + control,
 		Message: fmt.Sprintf("%s: %d partition(s), replication factor %d", created, len(info.Partitions), info.Replicas)})
-	checks := worker.CheckControlTopic(info, topic, info.Replicas, g.bootstrap())
+	checks := report.CheckControlTopic(info, topic, info.Replicas, g.bootstrap())
 	rep.Findings = append(rep.Findings, checks...)
-	rep.Findings = append(rep.Findings, worker.CheckControlTopicDurability(info, g.bootstrap())...)
+	rep.Findings = append(rep.Findings, report.CheckControlTopicDurability(info, g.bootstrap())...)
 	if len(worker.Blocking(checks)) > 0 {
 		return rep, nil // the projection of a broken control topic proves nothing
 	}
@@ -152,7 +152,7 @@ func initTopics(ctx context.Context, c *worker.Cluster, g globalOptions, topic, 
 		return rep, err
 	}
 	defer proj.Close()
-	rep.Findings = append(rep.Findings, worker.CheckBinding(report.StatusOf(proj.Source()), data)...)
+	rep.Findings = append(rep.Findings, report.CheckBinding(report.StatusOf(proj.Source()), data)...)
 	return rep, nil
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"io"
 	"log/slog"
+	"regexp"
 	"strings"
 	"time"
 
@@ -16,6 +17,8 @@ import (
 // Flags of `kcleanup worker` and their environment fallbacks (flag > environment > default).
 const (
 	flagWorkerTopics    = "control-topics"
+	flagWorkerRegex     = "control-topic-regex"
+	flagWorkerDiscover  = "discovery-interval"
 	flagWorkerGroup     = "group"
 	flagWorkerHTTPAddr  = "http-addr"
 	flagWorkerLogFormat = "log-format"
@@ -25,6 +28,7 @@ const (
 	flagWorkerBlocked   = "blocked-retry"
 
 	envWorkerTopics    = "KCLEANUP_CONTROL_TOPICS"
+	envWorkerRegex     = "KCLEANUP_CONTROL_TOPIC_REGEX"
 	envWorkerGroup     = "KCLEANUP_GROUP"
 	envWorkerHTTPAddr  = "KCLEANUP_HTTP_ADDR"
 	envWorkerLogFormat = "KCLEANUP_LOG_FORMAT"
@@ -38,6 +42,8 @@ const (
 // workerOptions is the parsed command line of `kcleanup worker`.
 type workerOptions struct {
 	topics       []string
+	regex        string
+	discover     time.Duration
 	group        string
 	httpAddr     string
 	logFormat    string
@@ -68,13 +74,17 @@ dies, another replica takes over within about the session timeout. Every replica
 
 Control topics: --control-topic for one, or --control-topics a,b (repeatable) for several; all
 replicas of a group must serve the same set. The default group is kcleanup-worker.<first control
-topic>. On SIGTERM the replica stops taking work, lets the step in flight end (at most 5s),
+topic>. Or --control-topic-regex RE for every control topic whose name matches RE (Go syntax,
+matched anywhere in the name: anchor it), those created later too (found within
+--discovery-interval, no restart); the group spreads them over the replicas, and its default
+name is kcleanup-worker.regex.<RE>. On SIGTERM the replica stops taking work, lets the step in flight end (at most 5s),
 leaves the group so another replica takes over at once, and exits 0.
 
 Testing aid: KCLEANUP_FAILPOINT=after-deleting or after-delete-records makes the process kill
 itself with SIGKILL at that step of an operation (see docs/deploy.md).`,
 		Example: `  kcleanup worker -b kafka:9092 --control-topic action-state.kcleanup
-  kcleanup worker -b kafka:9092 --control-topics orders.kcleanup,payments.kcleanup --log-format json`,
+  kcleanup worker -b kafka:9092 --control-topics orders.kcleanup,payments.kcleanup --log-format json
+  kcleanup worker -b kafka:9092 --control-topic-regex '^.*\.kcleanup$'`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o, err := parseWorkerFlags(cmd, *g)
 			if err != nil {
@@ -91,6 +101,9 @@ itself with SIGKILL at that step of an operation (see docs/deploy.md).`,
 	allowBlank(f, flagControlTopic)
 	f.StringSlice(flagWorkerTopics, nil,
 		"control `topics` to serve, comma-separated or repeated; adds to --control-topic (env "+envWorkerTopics+")")
+	f.String(flagWorkerRegex, "",
+		"serve every control topic whose name matches this Go regular `expression`, those created later too; instead of --control-topic(s) (env "+envWorkerRegex+")")
+	f.Duration(flagWorkerDiscover, daemon.DefaultDiscoveryInterval, "with --"+flagWorkerRegex+": how often to look for new control topics")
 	f.String(flagWorkerGroup, "",
 		"consumer `group` of the fleet (env "+envWorkerGroup+"; default kcleanup-worker.<first control topic>)")
 	f.String(flagWorkerHTTPAddr, defaultHTTPAddr,
@@ -124,9 +137,23 @@ func parseWorkerFlags(cmd *cobra.Command, g globalOptions) (workerOptions, error
 			o.topics = append(o.topics, t)
 		}
 	}
-	if len(o.topics) == 0 {
+	o.regex, _ = lookupSetting(cmd, flagWorkerRegex, envWorkerRegex, "")
+	o.discover, _ = cmd.Flags().GetDuration(flagWorkerDiscover)
+	switch {
+	case o.regex != "" && len(o.topics) > 0:
+		return o, usageError(errors.WithHint(errors.Newf("control topics are given both by name (%s) and by --%s %q", strings.Join(o.topics, ","), flagWorkerRegex, o.regex),
+			"give --control-topic(s) or --"+flagWorkerRegex+", not both: the expression can match the named topics too"))
+	case o.regex != "":
+		if _, err := regexp.Compile(o.regex); err != nil {
+			return o, usageError(errors.WithHint(errors.Newf("invalid --%s %q: %v", flagWorkerRegex, o.regex, err),
+				`give a Go regular expression (RE2 syntax), for example '^.*\.kcleanup$' for every topic ending in .kcleanup`))
+		}
+		if o.discover <= 0 {
+			return o, usageError(errors.Newf("invalid --%s %s: want a positive duration", flagWorkerDiscover, o.discover))
+		}
+	case len(o.topics) == 0:
 		return o, usageError(errors.WithHint(errors.New("no control topic to serve"),
-			"give --control-topic <topic>, or --control-topics a,b for several"))
+			"give --control-topic <topic>, --control-topics a,b for several, or --"+flagWorkerRegex+" RE for every matching one"))
 	}
 	o.group, _ = lookupSetting(cmd, flagWorkerGroup, envWorkerGroup, "")
 	o.group = strings.TrimSpace(o.group)
@@ -179,8 +206,13 @@ func runWorker(cmd *cobra.Command, g globalOptions, o workerOptions) error {
 		return err
 	}
 	defer c.Close()
+	serve := daemon.WithControlTopics(o.topics...)
+	if o.regex != "" {
+		serve = daemon.WithControlTopicRegex(o.regex)
+	}
 	opts := []daemon.Option{
-		daemon.WithControlTopics(o.topics...),
+		serve,
+		daemon.WithDiscoveryInterval(o.discover),
 		daemon.WithGroup(o.group),
 		daemon.WithHTTPAddr(o.httpAddr),
 		console.Mount(), // the operator console at /

@@ -24,7 +24,7 @@ import (
 func clearWorkerEnv(t *testing.T) {
 	t.Helper()
 	clearEnv(t)
-	for _, k := range []string{envWorkerTopics, envWorkerGroup, envWorkerHTTPAddr, envWorkerLogFormat, envWorkerLogLevel} {
+	for _, k := range []string{envWorkerTopics, envWorkerRegex, envWorkerGroup, envWorkerHTTPAddr, envWorkerLogFormat, envWorkerLogLevel} {
 		t.Setenv(k, "")
 	}
 }
@@ -85,6 +85,9 @@ func TestWorkerUsageErrors(t *testing.T) {
 		{[]string{"worker", "--control-topic", "a", "--heartbeat-interval", "10s"}, "--heartbeat-interval 10s must be below --session-timeout 6s"},
 		{[]string{"worker", "--control-topic", "a", "--heartbeat-interval", "6s"}, "Hint: give --heartbeat-interval at most a third of --session-timeout (2s for --session-timeout=6s)"},
 		{[]string{"worker", "--control-topic", "a", "extra"}, "unknown command"},
+		{[]string{"worker", "--control-topic", "a", "--control-topic-regex", "b"}, "control topics are given both by name (a) and by --control-topic-regex"},
+		{[]string{"worker", "--control-topic-regex", "("}, `invalid --control-topic-regex "(": error parsing regexp`},
+		{[]string{"worker", "--control-topic-regex", "x", "--discovery-interval", "0s"}, "invalid --discovery-interval 0s"},
 	} {
 		code, _, stderr := runCLI(t, tc.args...)
 		if code != exitUsage || !strings.Contains(stderr, tc.want) {

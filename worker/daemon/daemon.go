@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -40,7 +42,14 @@ type Daemon struct {
 	// registry serves /metrics (prometheus/client_golang).
 	registry *prometheus.Registry
 
-	views map[string]*view // one per served control topic, fixed at New
+	// views holds one view per served control topic: fixed at New for
+	// WithControlTopics, added as they are found for WithControlTopicRegex
+	// (discover.go). served lists their topics: as given, or sorted.
+	viewsMu      sync.RWMutex
+	views        map[string]*view
+	served       []string
+	viewsStarted bool           // Run started reading: a new view starts at once
+	viewsWG      sync.WaitGroup // view readers and the loops beside them
 
 	mu       sync.Mutex
 	group    groupState        // whether the consumer group admitted this member
@@ -55,12 +64,15 @@ type Daemon struct {
 
 // daemonConfig holds the settings of a Daemon; Option functions set it.
 type daemonConfig struct {
-	group    string
-	topics   []string
-	httpAddr string
-	pages    []pageConfig
-	actor    string
-	logger   *slog.Logger
+	group         string
+	topics        []string
+	pattern       string         // WithControlTopicRegex
+	regex         *regexp.Regexp // compiled pattern, nil without
+	discoverEvery time.Duration
+	httpAddr      string
+	pages         []pageConfig
+	actor         string
+	logger        *slog.Logger
 
 	sessionTimeout    time.Duration
 	heartbeatInterval time.Duration
@@ -75,6 +87,9 @@ type daemonConfig struct {
 	blockedRetry     time.Duration
 	grace            time.Duration
 	bootstrap        string
+	// rereadAfter: a projection showing a disputed conflict is read afresh
+	// at most this often (worker.RetractionGrace; tests shorten it).
+	rereadAfter time.Duration
 }
 
 // Defaults of a Daemon. The group timings make failover take about the
@@ -103,6 +118,21 @@ func WithGroup(group string) Option { return func(c *daemonConfig) { c.group = g
 // WithControlTopics adds control topics to serve; at least one is required.
 func WithControlTopics(topics ...string) Option {
 	return func(c *daemonConfig) { c.topics = append(c.topics, topics...) }
+}
+
+// WithControlTopicRegex serves every control topic whose name matches the
+// regular expression (Go syntax, matched anywhere in the name: anchor it
+// with ^ and $), those created later too, found within the discovery
+// interval (WithDiscoveryInterval). The consumer group spreads them over the
+// replicas. It replaces WithControlTopics.
+func WithControlTopicRegex(pattern string) Option {
+	return func(c *daemonConfig) { c.pattern = pattern }
+}
+
+// WithDiscoveryInterval sets how often a replica serving control topics by
+// a regular expression lists the cluster's topics for new ones.
+func WithDiscoveryInterval(d time.Duration) Option {
+	return func(c *daemonConfig) { c.discoverEvery = orDefault(d, c.discoverEvery) }
 }
 
 // WithLogger sets the structured logger. Default: slog.Default().
@@ -201,6 +231,10 @@ func HeartbeatHint(session time.Duration) string {
 		max(session/3, time.Millisecond).Round(time.Millisecond), session)
 }
 
+// GroupForRegex is the default consumer group of a fleet that serves the
+// control topics matching pattern.
+func GroupForRegex(pattern string) string { return "kcleanup-worker.regex." + pattern }
+
 // GroupFor is the default consumer group of a fleet whose first control
 // topic is controlTopic.
 func GroupFor(controlTopic string) string { return "kcleanup-worker." + controlTopic }
@@ -215,12 +249,14 @@ func New(c *worker.Cluster, opts ...Option) (*Daemon, error) {
 		heartbeatInterval: DefaultHeartbeatInterval,
 		rebalanceTimeout:  DefaultRebalanceTimeout,
 		pollInterval:      DefaultPollInterval,
+		discoverEvery:     DefaultDiscoveryInterval,
 		readTimeout:       DefaultReadTimeout,
 		readyWindow:       DefaultReadyWindow,
 		operationTimeout:  DefaultOperationTimeout,
 		backoffMin:        DefaultBackoffMin,
 		backoffMax:        DefaultBackoffMax,
 		blockedRetry:      DefaultBlockedRetry,
+		rereadAfter:       worker.RetractionGrace,
 		grace:             DefaultShutdownGrace,
 	}
 	for _, o := range opts {
@@ -229,7 +265,12 @@ func New(c *worker.Cluster, opts ...Option) (*Daemon, error) {
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
-	if cfg.group == "" {
+	if cfg.pattern != "" {
+		cfg.regex = regexp.MustCompile(cfg.pattern) // check compiled it
+	}
+	if cfg.group == "" && cfg.regex != nil {
+		cfg.group = GroupForRegex(cfg.pattern)
+	} else if cfg.group == "" {
 		cfg.group = GroupFor(cfg.topics[0])
 	}
 	if cfg.actor == "" {
@@ -249,6 +290,7 @@ func New(c *worker.Cluster, opts ...Option) (*Daemon, error) {
 	for _, t := range cfg.topics {
 		d.views[t] = newView(d, t)
 	}
+	d.served = slices.Clone(cfg.topics) // in the order given; found by regex: sorted
 	d.registry = d.metrics.registry(d, cfg.topics)
 	return d, nil
 }
@@ -257,8 +299,17 @@ func (cfg daemonConfig) check() error {
 	bad := func(format string, args ...any) error {
 		return errors.Mark(errors.Newf(format, args...), ErrConfig)
 	}
-	if len(cfg.topics) == 0 {
-		return errors.WithHint(bad("no control topic to serve"), "give --control-topic once per control topic")
+	if cfg.pattern != "" {
+		if len(cfg.topics) > 0 {
+			return errors.WithHint(bad("control topics are given both by name (%v) and by regular expression (%q)", cfg.topics, cfg.pattern),
+				"give --control-topic(s) or --control-topic-regex, not both: the expression can match the named topics too")
+		}
+		if _, err := regexp.Compile(cfg.pattern); err != nil {
+			return errors.WithHint(bad("control topic regex %q does not compile: %v", cfg.pattern, err),
+				"give a Go regular expression (RE2 syntax), such as '^.*\\.kcleanup$' for every topic ending in .kcleanup")
+		}
+	} else if len(cfg.topics) == 0 {
+		return errors.WithHint(bad("no control topic to serve"), "give --control-topic once per control topic, or --control-topic-regex")
 	}
 	seen := map[string]bool{}
 	for _, t := range cfg.topics {
@@ -287,8 +338,9 @@ func (cfg daemonConfig) check() error {
 // Group returns the consumer group the replica joins.
 func (d *Daemon) Group() string { return d.cfg.group }
 
-// ControlTopics returns the control topics the replica serves, in order.
-func (d *Daemon) ControlTopics() []string { return slices.Clone(d.cfg.topics) }
+// ControlTopics returns the control topics the replica serves now, sorted:
+// those named at New, or those found so far by its regular expression.
+func (d *Daemon) ControlTopics() []string { return d.servedTopics() }
 
 // Run serves until ctx ends, then shuts down in order: stop taking work,
 // let each step in flight end (at most the shutdown grace), leave the group
@@ -304,10 +356,13 @@ func (d *Daemon) Run(ctx context.Context) error {
 	d.mu.Unlock()
 
 	for _, t := range d.cfg.topics {
-		if err := d.views[t].open(); err != nil {
+		if err := d.view(t).open(); err != nil {
 			d.closeViews()
 			return err
 		}
+	}
+	if d.cfg.regex != nil {
+		d.discoverOnce(ctx) // the views there are before joining; more come later
 	}
 	var srv *http.Server
 	if d.cfg.httpAddr != "" {
@@ -333,18 +388,25 @@ func (d *Daemon) Run(ctx context.Context) error {
 		}
 		return err
 	}
-	d.log.Info("worker started", "group", d.cfg.group, "control_topics", d.cfg.topics, "actor", d.cfg.actor,
-		"session_timeout", d.cfg.sessionTimeout.String(), "heartbeat_interval", d.cfg.heartbeatInterval.String())
+	d.log.Info("worker started", "group", d.cfg.group, "control_topics", d.servedTopics(), "control_topic_regex", d.cfg.pattern,
+		"actor", d.cfg.actor, "session_timeout", d.cfg.sessionTimeout.String(), "heartbeat_interval", d.cfg.heartbeatInterval.String())
 
-	var viewsDone sync.WaitGroup
+	viewsDone := &d.viewsWG
+	d.viewsMu.Lock()
+	d.viewsStarted = true
 	for _, v := range d.views {
 		viewsDone.Add(1)
 		go func() { defer viewsDone.Done(); v.run(runCtx) }()
 	}
+	d.viewsMu.Unlock()
 	memberDone := make(chan struct{})
 	go func() { defer close(memberDone); d.pollMember(runCtx, member) }()
 	viewsDone.Add(1)
 	go func() { defer viewsDone.Done(); d.describeFleet(runCtx, member) }()
+	if d.cfg.regex != nil {
+		viewsDone.Add(1)
+		go func() { defer viewsDone.Done(); d.discover(runCtx) }()
+	}
 
 	<-ctx.Done()
 	d.log.Info("shutting down: no new work; steps in flight may finish", "grace", d.cfg.grace.String())
@@ -383,7 +445,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 }
 
 func (d *Daemon) closeViews() {
-	for _, v := range d.views {
+	for _, v := range d.allViews() {
 		v.close()
 	}
 }
@@ -394,9 +456,16 @@ func (d *Daemon) closeViews() {
 // runs the group (joins, heartbeats, rebalances) in the background whether
 // or not the client polls; pollMember only reports the errors it injects.
 func (d *Daemon) joinGroup() (*kgo.Client, error) {
-	opts := append(d.cluster.ConnOpts(),
+	subscribe := []kgo.Opt{kgo.ConsumeTopics(d.cfg.topics...)}
+	if d.cfg.regex != nil {
+		// franz-go matches the expression against every topic on each
+		// metadata refresh: as often as discovery lists them.
+		subscribe = []kgo.Opt{kgo.ConsumeRegex(), kgo.ConsumeTopics(d.cfg.pattern),
+			kgo.MetadataMinAge(min(d.cfg.discoverEvery, 5*time.Second)), kgo.MetadataMaxAge(d.cfg.discoverEvery)}
+	}
+	opts := append(d.cluster.ConnOpts(), subscribe...)
+	opts = append(opts,
 		kgo.ConsumerGroup(d.cfg.group),
-		kgo.ConsumeTopics(d.cfg.topics...),
 		kgo.SessionTimeout(d.cfg.sessionTimeout),
 		kgo.HeartbeatInterval(d.cfg.heartbeatInterval),
 		kgo.RebalanceTimeout(d.cfg.rebalanceTimeout),
@@ -410,7 +479,7 @@ func (d *Daemon) joinGroup() (*kgo.Client, error) {
 	if err != nil {
 		return nil, errors.Wrap(err, "create consumer-group member")
 	}
-	member.PauseFetchTopics(d.cfg.topics...)
+	member.PauseFetchTopics(d.cfg.topics...) // topics found by regex: paused as assigned
 	return member, nil
 }
 
@@ -444,9 +513,14 @@ func (d *Daemon) pollMember(ctx context.Context, member *kgo.Client) {
 
 // assigned, revoked and lost run on franz-go's group goroutine; they must
 // not call LeaveGroup or Close.
-func (d *Daemon) assigned(_ context.Context, _ *kgo.Client, m map[string][]int32) {
+func (d *Daemon) assigned(_ context.Context, member *kgo.Client, m map[string][]int32) {
 	d.groupAdmitted()        // franz-go calls this after every join, even with nothing new
 	d.groupDenied.Store(nil) // the group let us in
+	if d.cfg.regex != nil {
+		// Before fetching starts (it does once this returns): the member
+		// never fetches, views read with readers of their own.
+		member.PauseFetchTopics(slices.Collect(maps.Keys(m))...)
+	}
 	for topic, ps := range m {
 		if slices.Contains(ps, 0) {
 			d.own(topic)

@@ -13,7 +13,6 @@ import (
 
 	"github.com/cockroachdb/errors"
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -374,6 +373,8 @@ func TestNewRejectsBadConfigurations(t *testing.T) {
 		"heartbeat too slow": {WithControlTopics("a"),
 			WithGroupTimings(6*time.Second, 6*time.Second, 10*time.Second)},
 		"grace beyond rebalance": {WithControlTopics("a"), WithShutdownGrace(20 * time.Second)},
+		"names and a regex":      {WithControlTopics("a"), WithControlTopicRegex(`\.kcleanup$`)},
+		"regex that fails":       {WithControlTopicRegex(`(`)},
 	} {
 		if _, err := New(c, opts...); !errors.Is(err, ErrConfig) {
 			t.Errorf("%s: err %v, want ErrConfig", name, err)
@@ -385,6 +386,13 @@ func TestNewRejectsBadConfigurations(t *testing.T) {
 	}
 	if d.Group() != "kcleanup-worker.orders.kcleanup" {
 		t.Fatalf("default group %q", d.Group())
+	}
+	d, err = New(c, WithControlTopicRegex(`^orders\..*\.kcleanup$`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Group() != `kcleanup-worker.regex.^orders\..*\.kcleanup$` || len(d.ControlTopics()) != 0 {
+		t.Fatalf("by regex: group %q, serving %v before discovery", d.Group(), d.ControlTopics())
 	}
 }
 
@@ -401,22 +409,3 @@ func TestBackoffDoublesUpToTheCap(t *testing.T) {
 		}
 	}
 }
-
-func TestPermanentClassification(t *testing.T) {
-	for _, tc := range []struct {
-		err  error
-		want bool
-	}{
-		{errors.Mark(errors.New("topic recreated"), worker.ErrBlocked), true},
-		{errors.Wrap(errors.Mark(errors.New("newer record"), worker.ErrDegraded), "finish"), true},
-		{errors.Wrap(errKerrTopicAuth(), "delete records"), true},
-		{errors.New("connection refused"), false},
-		{errors.Mark(errors.New("not caught up"), worker.ErrNotCaughtUp), false},
-	} {
-		if got := permanent(tc.err); got != tc.want {
-			t.Errorf("permanent(%v) = %v, want %v", tc.err, got, tc.want)
-		}
-	}
-}
-
-func errKerrTopicAuth() error { return kerr.TopicAuthorizationFailed }

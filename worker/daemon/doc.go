@@ -15,6 +15,12 @@
 // idempotent a paused owner that wakes up after losing the group does no
 // harm (docs/design.md §6).
 //
+// A projection that shows a disputed conflict (projector.State.Disputed: the
+// log cleaner showed it a conflict the other way, docs/design.md §5) repairs
+// neither side and deletes nothing; the owner and the views read the control
+// topic afresh, at most once per worker.RetractionGrace, until a read is not
+// disputed.
+//
 // Every replica also keeps a read-only projection of every control topic it
 // serves (view.go), published as a snapshot, behind Handler (http*.go):
 //
@@ -28,6 +34,12 @@
 //     read to the end first; it fails closed: 503 when it cannot tell)
 //   - the pages WithPage mounts, such as the console (worker/console), which
 //     render only what /v1/status serves.
+//
+// The control topics are named (WithControlTopics), or matched by a regular
+// expression (WithControlTopicRegex, discover.go): then views are added at
+// run time, by a periodic listing of the cluster's topics and by the group
+// assigning a topic not yet found, and the group subscribes with the same
+// expression; views are never removed while the replica runs.
 //
 // The documents it serves are package report's; the verdict is package
 // gate's. Time enters here (timers, backoff, "since"), never below.

@@ -86,8 +86,8 @@ func (d *Daemon) serveReady(w http.ResponseWriter, _ *http.Request) {
 	if m := d.mirrorNotInStep(); len(m) > 0 {
 		r.Mirror = m
 	}
-	for _, t := range d.cfg.topics {
-		if ok, why := d.views[t].snap.Load().caughtUp(d.cfg.readyWindow); !ok {
+	for _, t := range d.servedTopics() {
+		if ok, why := d.view(t).snap.Load().caughtUp(d.cfg.readyWindow); !ok {
 			if r.NotReady == nil {
 				r.NotReady = map[string]string{}
 			}
@@ -111,7 +111,7 @@ func (d *Daemon) serveReady(w http.ResponseWriter, _ *http.Request) {
 // topicStatus assembles a TopicStatus from the view's last snapshot: the
 // complete document when all, else the default view.
 func (d *Daemon) topicStatus(topic string, all bool) report.TopicStatus {
-	s := d.views[topic].snap.Load()
+	s := d.view(topic).snap.Load()
 	ts := report.TopicStatus{Status: s.summary, LagRecords: s.lag}
 	if all {
 		ts.Status = s.status
@@ -151,7 +151,7 @@ func (d *Daemon) serveStatus(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if t := r.URL.Query().Get("controlTopic"); t != "" {
-		if d.views[t] == nil {
+		if d.view(t) == nil {
 			writeJSONStatus(w, http.StatusNotFound, apiError{Error: "this worker does not serve control topic " + t})
 			return
 		}
@@ -171,7 +171,7 @@ func (d *Daemon) WorkerStatus() report.WorkerStatus { return d.WorkerStatusView(
 // (see Status.Complete), or the complete document when all.
 func (d *Daemon) WorkerStatusView(all bool) report.WorkerStatus {
 	ws := report.WorkerStatus{SchemaVersion: report.StatusSchemaVersion, Group: d.cfg.group, Actor: d.cfg.actor}
-	for _, t := range d.cfg.topics {
+	for _, t := range d.servedTopics() {
 		ws.ControlTopics = append(ws.ControlTopics, d.topicStatus(t, all))
 	}
 	ws.Fleet = d.fleet.Load()

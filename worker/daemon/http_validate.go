@@ -58,7 +58,7 @@ func (d *Daemon) serveValidate(w http.ResponseWriter, r *http.Request) {
 		writeVerdict(w, report.Unjudged(topic, gate.ShuttingDown, errors.New("this worker is shutting down; ask another replica")))
 		return
 	}
-	v := d.views[topic]
+	v := d.view(topic)
 	if !v.acquire(r.Context()) {
 		writeVerdict(w, report.Unjudged(topic, gate.NotCaughtUp, errors.Wrap(r.Context().Err(), "wait for the projection")))
 		return
@@ -84,19 +84,27 @@ func (d *Daemon) serveValidate(w http.ResponseWriter, r *http.Request) {
 // one named, the only one served, or the one bound to the markers' topic
 // and topic ID.
 func (d *Daemon) validateTopic(named string, markers []events.Marker) (string, int, error) {
+	served := d.servedTopics()
 	if named != "" {
-		if d.views[named] == nil {
-			return named, http.StatusNotFound, errors.WithHintf(errors.Newf("this worker does not serve control topic %q", named),
-				"it serves %v", d.cfg.topics)
+		if d.view(named) == nil {
+			err := errors.WithHintf(errors.Newf("this worker does not serve control topic %q", named), "it serves %v", served)
+			if d.cfg.regex != nil && d.cfg.regex.MatchString(named) {
+				err = errors.WithHintf(err, "it serves the control topics matching %q that exist; a new one is found within %s of its creation: create it (kcleanup init), then ask again",
+					d.cfg.pattern, d.cfg.discoverEvery)
+			}
+			return named, http.StatusNotFound, err
 		}
 		return named, 0, nil
 	}
-	if len(d.cfg.topics) == 1 {
-		return d.cfg.topics[0], 0, nil
+	// By regex the served set grows at run time: the only topic served now
+	// may not be the markers' (theirs may be found later), so it is picked
+	// only by its binding, like any other.
+	if len(served) == 1 && d.cfg.regex == nil {
+		return served[0], 0, nil
 	}
 	var match []string
-	for _, t := range d.cfg.topics {
-		st := d.views[t].snap.Load().status
+	for _, t := range served {
+		st := d.view(t).snap.Load().status
 		if st.Topic != "" && st.Topic == markers[0].Topic && st.TopicID == markers[0].TopicID {
 			match = append(match, t)
 		}
@@ -105,6 +113,6 @@ func (d *Daemon) validateTopic(named string, markers []events.Marker) (string, i
 		return match[0], 0, nil
 	}
 	return "", http.StatusBadRequest, errors.WithHintf(
-		errors.Newf("this worker serves %d control topics and none governs exactly topic %s (ID %s)", len(d.cfg.topics), markers[0].Topic, markers[0].TopicID),
-		"name one with ?controlTopic=<control topic>; served: %v", d.cfg.topics)
+		errors.Newf("this worker serves %d control topics and none governs exactly topic %s (ID %s)", len(served), markers[0].Topic, markers[0].TopicID),
+		"name one with ?controlTopic=<control topic>; served: %v", served)
 }

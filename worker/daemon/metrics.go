@@ -58,14 +58,20 @@ func newMetrics() *metrics {
 // counters, and the snapshot gauges of topics.
 func (m *metrics) registry(d *Daemon, topics []string) *prometheus.Registry {
 	for _, t := range topics {
-		for _, r := range attemptResults {
-			m.attempts.WithLabelValues(t, r) // every series from the first scrape, at 0
-		}
+		m.serve(t)
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.takeovers, m.attempts, m.deletes, m.steps, snapshotCollector{d})
 	return reg
+}
+
+// serve makes every series of a served control topic exist, at 0, from the
+// next scrape.
+func (m *metrics) serve(topic string) {
+	for _, r := range attemptResults {
+		m.attempts.WithLabelValues(topic, r)
+	}
 }
 
 func (m *metrics) takeover() { m.takeovers.Inc() }
@@ -140,11 +146,11 @@ func (c snapshotCollector) Collect(ch chan<- prometheus.Metric) {
 	counter := func(name, help string, v float64, labels ...string) {
 		e.emit(prometheus.CounterValue, name, help, v, labels...)
 	}
-	topics := d.cfg.topics
+	topics := d.servedTopics()
 	snaps := make([]*snapshot, len(topics))
 	owners := make([]*owner, len(topics))
 	for i, t := range topics {
-		snaps[i] = d.views[t].snap.Load()
+		snaps[i] = d.view(t).snap.Load()
 		owners[i] = d.owned(t)
 	}
 	states := []fsm.State{fsm.Planned, fsm.Committed, fsm.Deleting, fsm.Applied}

@@ -49,8 +49,8 @@ func (v *view) checkMirror(ctx context.Context, s, old *snapshot) {
 // that is not in step, why and what to do (for /readyz).
 func (d *Daemon) mirrorNotInStep() map[string]string {
 	out := map[string]string{}
-	for _, t := range d.cfg.topics {
-		s := d.views[t].snap.Load()
+	for _, t := range d.servedTopics() {
+		s := d.view(t).snap.Load()
 		switch {
 		case s.mirrorErr != "":
 			out[t] = s.mirrorErr

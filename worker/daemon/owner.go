@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/cockroachdb/errors"
-	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/kcleanup/kcleanup/projector"
 	"github.com/kcleanup/kcleanup/worker"
@@ -53,6 +52,12 @@ type attempt struct {
 
 // own starts a runner for a control topic this replica was assigned.
 func (d *Daemon) own(topic string) {
+	// The group may assign a topic its regex matches before discovery
+	// found it: serve it first (status, readiness and metrics read the view).
+	if d.view(topic) == nil && (!d.matches(topic) || !d.addView(topic)) {
+		d.log.Warn("assigned a control topic it cannot serve; not owning it", "control_topic", topic)
+		return
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.stopping || d.owners[topic] != nil || d.runCtx == nil {
@@ -124,8 +129,9 @@ func (d *Daemon) runOwner(o *owner) {
 		log.Error("cannot read control topic", errAttr(err))
 		return
 	}
-	defer proj.Close()
+	defer func() { proj.Close() }() // the one open when the loop ends (see reread)
 	proj.Actor = d.cfg.actor
+	opened := time.Now()
 	opts := worker.Options{
 		Actor:     d.cfg.actor,
 		Bootstrap: d.cfg.bootstrap,
@@ -155,8 +161,35 @@ func (d *Daemon) runOwner(o *owner) {
 				wait = min(wait, max(time.Until(due), 0))
 			}
 		}
+		if fresh := d.reread(o, proj, opened); fresh != nil {
+			proj, opened = fresh, time.Now()
+		}
 		sleep(o.soft, wait)
 	}
+}
+
+// reread returns a fresh projection of the control topic (and closes proj)
+// when proj shows a disputed conflict (projector.State.Disputed: the log
+// cleaner showed it a conflict the other way, docs/design.md §5) and was
+// opened at least worker.RetractionGrace ago (the retraction's writer has
+// had its grace; then the cleaner's lag decides); nil otherwise. A disputed
+// projection repairs neither side and deletes nothing; a read made once
+// the cleaner has removed the retracted loser names the full log's winner.
+// The fresh projection is read to the end by the next pass.
+func (d *Daemon) reread(o *owner, proj *worker.Projection, opened time.Time) *worker.Projection {
+	plans := proj.State.Disputed()
+	if len(plans) == 0 || time.Since(opened) < d.cfg.rereadAfter {
+		return nil
+	}
+	fresh, err := d.cluster.OpenProjection(o.topic)
+	if err != nil {
+		d.log.Warn("control topic shows a disputed conflict; cannot open a fresh reader, will retry", "control_topic", o.topic, "plans", plans, errAttr(err))
+		return nil
+	}
+	d.log.Warn("control topic shows a disputed conflict; reading it afresh", "control_topic", o.topic, "plans", plans)
+	proj.Close()
+	fresh.Actor = d.cfg.actor
+	return fresh
 }
 
 // pass is one round of the owner loop. It returns an error only when the
@@ -238,7 +271,7 @@ func (d *Daemon) finish(o *owner, proj *worker.Projection, op projector.Operatio
 		log.Info("operation applied", "state", out.State, "already", out.Already, "log_start", out.LogStart, "took", took.String())
 	case o.hard.Err() != nil:
 		log.Info("step in flight abandoned; the next owner resumes it", errAttr(err))
-	case permanent(err):
+	case worker.Permanent(err):
 		a := o.failed(op.PlanID, true, err, d.cfg)
 		d.metrics.attempt(o.topic, "blocked")
 		log.Error("operation blocked: it stays in its state until the cause is removed",
@@ -249,16 +282,6 @@ func (d *Daemon) finish(o *owner, proj *worker.Projection, op projector.Operatio
 		log.Warn("operation attempt failed; will retry", "state", out.State, errAttr(err),
 			"attempt", a.failures, "retry_in", time.Until(a.next).Round(time.Millisecond).String(), "took", took.String())
 	}
-}
-
-// permanent reports whether retrying soon cannot help: the topic was
-// recreated or reconfigured, access is denied, or the control topic holds
-// records from a newer kcleanup.
-func permanent(err error) bool {
-	return errors.Is(err, worker.ErrBlocked) || errors.Is(err, worker.ErrDegraded) ||
-		errors.Is(err, kerr.TopicAuthorizationFailed) || errors.Is(err, kerr.GroupAuthorizationFailed) ||
-		errors.Is(err, kerr.ClusterAuthorizationFailed) || errors.Is(err, kerr.TransactionalIDAuthorizationFailed) ||
-		errors.Is(err, kerr.SaslAuthenticationFailed)
 }
 
 // backoff is min·2^(n-1), capped at max.

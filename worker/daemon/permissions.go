@@ -8,12 +8,12 @@ import "github.com/kcleanup/kcleanup/worker"
 func (d *Daemon) unauthorized() map[string]string {
 	out := map[string]string{}
 	group := d.groupDenied.Load()
-	for _, t := range d.cfg.topics {
+	for _, t := range d.servedTopics() {
 		if group != nil && d.owned(t) == nil {
 			out[t] = *group
 			continue
 		}
-		if s := d.views[t].snap.Load(); s != nil && s.err != nil && worker.IsAuthorizationError(s.err) {
+		if s := d.view(t).snap.Load(); s != nil && s.err != nil && worker.IsAuthorizationError(s.err) {
 			out[t] = s.err.Error()
 			continue
 		}

@@ -222,8 +222,15 @@ type proc struct {
 // variables (a failpoint). It returns once the process serves HTTP.
 func (s *scene) startWorker(name string, env ...string) *proc {
 	s.t.Helper()
-	cmd := exec.Command(kcleanupBinary(s.t), "worker", "-b", s.bootstrap, "--control-topic", s.ctl,
-		"--group", s.group, "--http-addr", "127.0.0.1:0", "--log-format", "json")
+	return s.startWorkerServing(name, []string{"--control-topic", s.ctl}, env...)
+}
+
+// startWorkerServing is startWorker with the flags that say which control
+// topics it serves.
+func (s *scene) startWorkerServing(name string, serve []string, env ...string) *proc {
+	s.t.Helper()
+	args := append([]string{"worker", "-b", s.bootstrap}, serve...)
+	cmd := exec.Command(kcleanupBinary(s.t), append(args, "--group", s.group, "--http-addr", "127.0.0.1:0", "--log-format", "json")...)
 	cmd.Env = cleanEnv(env...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {

@@ -25,7 +25,8 @@ type view struct {
 	lock  chan struct{} // capacity 1: send to acquire, receive to release
 	snap  atomic.Pointer[snapshot]
 
-	lastErr string // last read error logged, to log each new one once
+	lastErr string    // last read error logged, to log each new one once
+	opened  time.Time // when proj was opened (reread)
 }
 
 // snapshot is what a view knew after its last read.
@@ -66,7 +67,7 @@ func (v *view) open() error {
 		return err
 	}
 	v.lock <- struct{}{}
-	v.proj = p
+	v.proj, v.opened = p, time.Now()
 	v.release()
 	return nil
 }
@@ -99,7 +100,43 @@ func (v *view) run(ctx context.Context) {
 			v.refresh(ctx)
 			v.release()
 		}
+		v.reread(ctx)
 		sleep(ctx, v.d.cfg.pollInterval)
+	}
+}
+
+// reread replaces a projection that shows a disputed conflict with one read
+// afresh to the end, as the owner does (Daemon.reread): until then the
+// view's gate answers "cannot tell" (AtRisk).
+func (v *view) reread(ctx context.Context) {
+	if !v.acquire(ctx) {
+		return
+	}
+	disputed := v.proj != nil && len(v.proj.State.Disputed()) > 0 && time.Since(v.opened) >= v.d.cfg.rereadAfter
+	v.release()
+	if !disputed {
+		return
+	}
+	fresh, err := v.d.cluster.OpenProjection(v.topic)
+	if err != nil {
+		return // the next round tries again
+	}
+	rctx, cancel := context.WithTimeout(ctx, v.d.cfg.readTimeout)
+	defer cancel()
+	if err := fresh.CatchUp(rctx); err != nil {
+		fresh.Close()
+		return
+	}
+	if !v.acquire(ctx) {
+		fresh.Close()
+		return
+	}
+	old := v.proj
+	v.proj, v.opened = fresh, time.Now()
+	v.release()
+	v.d.log.Info("status view of a disputed control topic read afresh", "control_topic", v.topic)
+	if old != nil {
+		old.Close()
 	}
 }
 

@@ -188,7 +188,11 @@ func Read(ctx context.Context, c *worker.Cluster, topic string, end int64) ([]pr
 			}
 			next = r.Offset + 1
 			if !r.Attrs.IsControl() {
-				out = append(out, projector.Record{Offset: r.Offset, Key: r.Key, Value: r.Value, Timestamp: r.Timestamp})
+				rec := projector.Record{Offset: r.Offset, Key: r.Key, Value: r.Value, Timestamp: r.Timestamp}
+				for _, h := range r.Headers { // a retraction's header tells a disputed conflict
+					rec.Headers = append(rec.Headers, projector.Header{Key: h.Key, Value: h.Value})
+				}
+				out = append(out, rec)
 			}
 		})
 	}

@@ -38,6 +38,9 @@
 //     configs still allow the deletion, and it has every plan offset (at
 //     or below the high watermark). Otherwise Blocked, before DELETING is
 //     appended, so a worker retrying a blocked operation appends nothing.
+//     Blocked too, while records are left to delete, when the projection
+//     is at risk (projector.State.AtRisk): other readers take a DELETING as
+//     proof that the COMMITTED was read back accepted (testdata/atrisk).
 //     Permissions for finishing, then append DELETING (a retry if already DELETING). Recheck again, then
 //     Delete the partitions whose log start is below the plan; only for an
 //     operation the projection shows DELETING.
@@ -45,11 +48,16 @@
 //     may have finished), then append APPLIED with the starts seen.
 //
 // A request that fails as a whole ends the run with Wait (retry later: it
-// may have taken effect, and the next run re-reads everything); one marked
-// ErrBlocked (access denied) ends it Blocked. A DeleteRecords answer that
-// retrying cannot change (policy violation, offset out of range, access
-// denied: the executor marks it Permanent) is Blocked; any other
-// per-partition failure is Wait. Every step is idempotent, so any
+// may have taken effect, and the next run re-reads everything), unless its
+// Kafka error code (Report.Code) says a retry cannot pass (PermanentRequest:
+// access denied, refused credentials): then Blocked. A DeleteRecords answer
+// that retrying cannot change (PermanentDelete on Deleted.Code: policy
+// violation, offset out of range, access denied) is Blocked; any other
+// per-partition failure is Wait. Which ACLs a Permissions step asks for is
+// decided here too (Step.Need: ApplyNeeds, FinishNeeds); the executor
+// answers with those the brokers deny (Report.Denied), and any one blocks
+// the run (Unauthorized). The executor reports these facts and never judges
+// them (access.go, testdata/access). Every step is idempotent, so any
 // number of runs, by any processes, in any interleaving, may precede the one
 // that completes: the simulation checks it.
 //

@@ -23,9 +23,10 @@ const (
 	// before COMMITTED.
 	Describe Kind = "describe"
 	// Permissions: ask the brokers whether this client holds every ACL the
-	// rest of the run needs (Step.Scope), before the step that would leave
-	// work another principal must finish: before COMMITTED, before DELETING.
-	// A missing one comes back as Report.Err marked ErrBlocked.
+	// rest of the run needs (Step.Need: the protocol decides it), before the
+	// step that would leave work another principal must finish: before
+	// COMMITTED, before DELETING. The missing ones come back as
+	// Report.Denied; the run is then Blocked (Unauthorized).
 	Permissions Kind = "permissions"
 	// Append: append Step.Record (the executor sets at and actor) and read
 	// the control topic until it has folded it (Report.Verdict).
@@ -71,22 +72,12 @@ type Progress struct {
 	Message string `json:"message"`
 }
 
-// Scope names the permissions a Permissions step checks.
-type Scope string
-
-// The scopes: what the rest of an Apply needs (with or without NoWait), and
-// what finishing an operation needs.
-const (
-	ScopeApply       Scope = "apply"
-	ScopeApplyNoWait Scope = "apply-no-wait"
-	ScopeFinish      Scope = "finish"
-)
-
 // Step is the next thing to do.
 type Step struct {
 	Kind Kind
-	// Scope is what a Permissions step checks.
-	Scope Scope
+	// Need is what a Permissions step asks the brokers for: every ACL the
+	// rest of the run needs (ApplyNeeds, FinishNeeds).
+	Need []Permission
 	// Topic is the data topic (Describe, Recheck, Delete, Verify).
 	Topic string
 	// Record is the envelope to append (Append), without at and actor.
@@ -117,11 +108,18 @@ type Result struct {
 // Report is what the executor saw doing the previous step.
 type Report struct {
 	// Err: the request failed as a whole; nothing is known of its effect (a
-	// timed-out request may have taken effect). Marked ErrBlocked when
-	// retrying cannot help (access denied).
+	// timed-out request may have taken effect). The executor reports it as
+	// it came; the protocol decides from Code whether a retry can help.
 	Err error
+	// Code is the Kafka error code of Err when the broker answered one (0:
+	// none, or not a Kafka error): the protocol tells by it whether a retry
+	// can help (PermanentRequest).
+	Code int16
 	// Missing: Describe or Recheck found no such topic (Err says so).
 	Missing bool
+	// Denied answers Permissions: the ACLs of Step.Need the brokers say
+	// this client's principal does not hold (none: every one is held).
+	Denied []Permission
 	// Topic answers Describe and Recheck.
 	Topic Topic
 	// Verdict answers Append: the log's verdict on the record, read back.
@@ -137,8 +135,9 @@ type Deleted struct {
 	Partition int32
 	// Err is nil on success.
 	Err error
-	// Permanent: retrying cannot help (policy violation, access denied).
-	Permanent bool
+	// Code is the Kafka error code of Err (0 when none): the protocol tells
+	// by it whether a retry can help (PermanentDelete).
+	Code int16
 }
 
 type mode int
@@ -237,11 +236,23 @@ func (r *Run) Next(st *projector.State, rep Report) Step {
 func (r *Run) next(st *projector.State, rep Report) Step {
 	// Every report that carries a failure of the request as a whole ends the
 	// run: retrying at once would repeat what just failed.
+	// One that cannot pass on a retry (access denied, refused credentials)
+	// blocks instead.
 	if r.phase != phaseStart && rep.Err != nil && !rep.Missing {
-		if errors.Is(rep.Err, ErrBlocked) {
+		switch {
+		case errors.Is(rep.Err, ErrBlocked):
 			return Step{Kind: Blocked, Err: rep.Err}
+		case Denied(rep.Code):
+			return Step{Kind: Blocked, Err: errors.Mark(errors.Mark(rep.Err, ErrUnauthorized), ErrBlocked)}
+		case PermanentRequest(rep.Code):
+			return Step{Kind: Blocked, Err: errors.Mark(rep.Err, ErrBlocked)}
 		}
 		return Step{Kind: Wait, Err: rep.Err}
+	}
+	// A Permissions answer that names a missing ACL blocks before the step
+	// that would need it: nothing more is written.
+	if err := Unauthorized(rep.Denied, r.cfg.Principal, r.cfg.Bootstrap); err != nil {
+		return Step{Kind: Blocked, Err: err}
 	}
 	switch r.phase {
 	case phaseStart:
@@ -324,12 +335,8 @@ func (r *Run) described(st *projector.State, rep Report) Step {
 		return Step{Kind: Done}
 	case modeApply:
 		// Before the point of no return: every ACL the rest of the protocol needs.
-		scope := ScopeApply
-		if r.cfg.NoWait {
-			scope = ScopeApplyNoWait
-		}
 		r.phase = phasePermitted
-		return Step{Kind: Permissions, Scope: scope, Topic: r.plan.Topic,
+		return Step{Kind: Permissions, Need: ApplyNeeds(r.cfg.ControlTopic, r.plan.Topic, r.cfg.NoWait, r.cfg.FinishAfter), Topic: r.plan.Topic,
 			Notes: say("check", "plan %s fits the live topic and the boundary", r.planID)}
 	}
 	return r.permitted(st)
@@ -465,10 +472,18 @@ func (r *Run) rechecked(st *projector.State, rep Report) Step {
 		return Step{Kind: Blocked, Err: err}
 	}
 	if r.phase == phaseRechecked {
+		// A view on which nothing would be deleted announces no deletion
+		// either: a DELETING is evidence, for every other reader, that this
+		// writer read the COMMITTED back accepted (docs/design.md §6).
+		if leftToDelete(r.plan, rep.Topic) {
+			if err := atRisk(st); err != nil {
+				return Step{Kind: Blocked, Err: err}
+			}
+		}
 		// And every ACL the rest needs, so that a principal that cannot
 		// finish writes nothing.
 		r.phase = phasePermittedFinish
-		return Step{Kind: Permissions, Scope: ScopeFinish, Topic: r.plan.Topic}
+		return Step{Kind: Permissions, Need: FinishNeeds(r.cfg.ControlTopic, r.plan.Topic), Topic: r.plan.Topic}
 	}
 	// The last line of defence of I1: a deletion only for an operation the
 	// log, read back, shows past COMMITTED, on a projection with no sign of
@@ -498,6 +513,17 @@ func (r *Run) rechecked(st *projector.State, rep Report) Step {
 	}
 	r.phase = phaseDeleted
 	return Step{Kind: Delete, Topic: r.plan.Topic, Delete: to, Of: len(r.plan.Offsets)}
+}
+
+// leftToDelete reports whether a partition of the plan has its log start
+// below the plan's offset.
+func leftToDelete(plan events.Plan, t Topic) bool {
+	for p, off := range plan.Offsets {
+		if t.Start[p] < off {
+			return true
+		}
+	}
+	return false
 }
 
 // blocked is why the live topic no longer allows this plan's deletion, or nil.
@@ -557,16 +583,20 @@ func (r *Run) deleting(st *projector.State, rep Report) Step {
 // blocks the operation.
 func (r *Run) deleted(rep Report) Step {
 	var lines []string
-	permanent := false
+	permanent, denied := false, false
 	for _, d := range rep.Deleted {
 		if d.Err == nil {
 			continue
 		}
 		lines = append(lines, fmt.Sprintf("%s-%d: %v", r.plan.Topic, d.Partition, d.Err))
-		permanent = permanent || d.Permanent
+		permanent = permanent || PermanentDelete(d.Code)
+		denied = denied || Denied(d.Code)
 	}
 	if len(lines) > 0 {
 		err := errors.Newf("DeleteRecords failed on %d partition(s):\n%s", len(lines), strings.Join(lines, "\n"))
+		if denied {
+			err = errors.Mark(err, ErrUnauthorized)
+		}
 		if permanent {
 			return Step{Kind: Blocked, Err: errors.Mark(err, ErrBlocked)}
 		}

@@ -31,13 +31,19 @@ import (
 //	record plan=p1 event=COMMITTED [boundary=..] [logstart=..]
 //	    another writer appends a record (the run's projection folds it at its
 //	    next catch-up or read-back)
-//	run apply|finish|submit|preflight plan=p1 [nowait]
-//	    one run to its end; each input line alters one step, by number, by
-//	    kind (the first step of that kind) or by kind#n (its n-th):
-//	      <step>: fail <text>       the request fails, nothing happens
+//	run apply|finish|submit|preflight plan=p1 [nowait] [finishafter] [acls]
+//	    one run to its end (acls: print what each Permissions step asks for);
+//	    each input line alters one step, by number, by kind (the first step of
+//	    that kind) or by kind#n (its n-th):
+//	      <step>: fail [code=<n>] <text>  the request fails (with Kafka error
+//	                                code n), nothing happens
 //	      <step>: timeout           it takes effect, then reports a timeout
-//	      <step>: denied            it fails as access denied
-//	      <step>: partition <p> permanent|transient <text>  (delete)
+//	      <step>: denied [<op> ...] access denied: a Permissions step answers
+//	                                that the ACLs of those operations (all
+//	                                when none is named) are missing, any other
+//	                                step fails with TOPIC_AUTHORIZATION_FAILED
+//	      <step>: partition <p> <code> <text>  (delete) partition p answers
+//	                                Kafka error code <code>
 //	      <step>: before <command>  a record or set command runs first
 //	state    boundary and operations of the run's projection
 func TestTranscripts(t *testing.T) {
@@ -62,6 +68,7 @@ type harness struct {
 	pairs   []string
 	tids    map[string]string
 	actors  int
+	acls    bool // print what Permissions steps ask for
 }
 
 func topicID(n byte) string {
@@ -259,7 +266,7 @@ func (h *harness) runProtocol(t *testing.T, d *datadriven.TestData) string {
 	var mode, name string
 	d.ScanArgs(t, "plan", &name)
 	for _, a := range d.CmdArgs {
-		if len(a.Vals) == 0 && a.Key != "nowait" {
+		if len(a.Vals) == 0 && a.Key != "nowait" && a.Key != "finishafter" && a.Key != "acls" {
 			mode = a.Key
 		}
 	}
@@ -267,7 +274,9 @@ func (h *harness) runProtocol(t *testing.T, d *datadriven.TestData) string {
 	if !ok {
 		d.Fatalf(t, "run: unknown plan %q", name)
 	}
-	cfg := Config{ControlTopic: "action-state.kcleanup", Bootstrap: "localhost:9092", NoWait: d.HasArg("nowait")}
+	cfg := Config{ControlTopic: "action-state.kcleanup", Bootstrap: "localhost:9092", NoWait: d.HasArg("nowait"),
+		FinishAfter: d.HasArg("finishafter"), Principal: "User:kcleanup"}
+	h.acls = d.HasArg("acls")
 	var r *Run
 	switch mode {
 	case "apply":
@@ -359,13 +368,31 @@ func (h *harness) describeStep(s Step) string {
 		return fmt.Sprintf("delete %s up to %s (%d of %d partitions)", s.Topic, s.Delete, len(s.Delete), s.Of)
 	case CatchUp:
 		return "catch-up"
+	case Permissions:
+		if h.acls {
+			var need []string
+			for _, p := range s.Need {
+				need = append(need, fmt.Sprintf("%s %s %s", p.Operation, p.ResourceType, p.Resource))
+			}
+			return fmt.Sprintf("permissions %s: %s", s.Topic, strings.Join(need, ", "))
+		}
 	}
 	return fmt.Sprintf("%s %s", s.Kind, s.Topic)
 }
 
 func (h *harness) describeReport(s Step, rep Report) string {
 	if rep.Err != nil {
+		if rep.Code != 0 {
+			return fmt.Sprintf("error: %v (code %d)", rep.Err, rep.Code)
+		}
 		return "error: " + rep.Err.Error()
+	}
+	if len(rep.Denied) > 0 {
+		var denied []string
+		for _, p := range rep.Denied {
+			denied = append(denied, fmt.Sprintf("%s %s %s", p.Operation, p.ResourceType, p.Resource))
+		}
+		return "denied: " + strings.Join(denied, ", ")
 	}
 	switch s.Kind {
 	case Append:
@@ -382,7 +409,7 @@ func (h *harness) describeReport(s Step, rep Report) string {
 		var parts []string
 		for _, d := range rep.Deleted {
 			if d.Err != nil {
-				parts = append(parts, fmt.Sprintf("%d: %v (permanent=%t)", d.Partition, d.Err, d.Permanent))
+				parts = append(parts, fmt.Sprintf("%d: %v (code %d)", d.Partition, d.Err, d.Code))
 			}
 		}
 		return "log start " + h.topic.Start.String() + strings.Join(append([]string{""}, parts...), "; ")
@@ -403,7 +430,7 @@ func (h *harness) terminal(s Step) string {
 	}
 	b.WriteString("\n")
 	if s.Err != nil {
-		for _, class := range []error{ErrBlocked, ErrRejected, ErrSuperseded, ErrDegraded} {
+		for _, class := range []error{ErrBlocked, ErrUnauthorized, ErrRejected, ErrSuperseded, ErrDegraded} {
 			if errors.Is(s.Err, class) {
 				fmt.Fprintf(&b, "  class: %v\n", class)
 			}
@@ -423,9 +450,24 @@ func (h *harness) execute(s Step, f fault, faulty bool) Report {
 	if faulty {
 		switch f.action {
 		case "fail":
-			return Report{Err: errors.New(strings.Join(f.args, " "))}
+			var code int16
+			args := f.args
+			if len(args) > 0 && strings.HasPrefix(args[0], "code=") {
+				n, _ := strconv.Atoi(strings.TrimPrefix(args[0], "code="))
+				code, args = int16(n), args[1:]
+			}
+			return Report{Err: errors.New(strings.Join(args, " ")), Code: code}
 		case "denied":
-			return Report{Err: errors.Mark(errors.New("TOPIC_AUTHORIZATION_FAILED: not authorized"), ErrBlocked)}
+			if s.Kind != Permissions {
+				return Report{Err: errors.New("TOPIC_AUTHORIZATION_FAILED: not authorized"), Code: CodeTopicAuthorizationFailed}
+			}
+			var rep Report
+			for _, p := range s.Need {
+				if len(f.args) == 0 || slices.Contains(f.args, p.Operation) {
+					rep.Denied = append(rep.Denied, p)
+				}
+			}
+			return rep
 		}
 	}
 	rep := h.perform(s, f, faulty)
@@ -462,11 +504,12 @@ func (h *harness) perform(s Step, f fault, faulty bool) Report {
 		var rep Report
 		for _, p := range s.Delete.Partitions() {
 			if faulty && f.action == "partition" && len(f.args) >= 2 && f.args[0] == strconv.Itoa(int(p)) {
-				rep.Deleted = append(rep.Deleted, Deleted{Partition: p, Err: errors.New(strings.Join(f.args[2:], " ")), Permanent: f.args[1] == "permanent"})
+				code, _ := strconv.Atoi(f.args[1])
+				rep.Deleted = append(rep.Deleted, Deleted{Partition: p, Err: errors.New(strings.Join(f.args[2:], " ")), Code: int16(code)})
 				continue
 			}
 			if s.Delete[p] > h.topic.End[p] {
-				rep.Deleted = append(rep.Deleted, Deleted{Partition: p, Err: errors.New("OFFSET_OUT_OF_RANGE")})
+				rep.Deleted = append(rep.Deleted, Deleted{Partition: p, Err: errors.New("OFFSET_OUT_OF_RANGE"), Code: CodeOffsetOutOfRange})
 				continue
 			}
 			h.topic.Start[p] = max(h.topic.Start[p], s.Delete[p])

@@ -19,9 +19,15 @@
 //     and tombstones after delete.retention);
 //   - apply processes commit concurrent, conflicting plans.
 //
+// Workers behave as package worker/daemon's owners: each pass catches up,
+// repairs, and finishes a pending operation; a worker whose projection
+// shows a disputed conflict (docs/design.md §5) reads the log afresh once
+// its projection is Grace ticks old.
+//
 // After every seed, Run stops the faults, lets the workers finish, and
 // checks I1–I5 with worker/invariant on the control topic as it is (and I1
-// at the moment of every deletion, against the full history). The same seed
+// at the moment of every deletion, against the full history), and that no
+// live worker's projection is still disputed. The same seed
 // always gives the same run: a failing seed is replayed with
 //
 //	go test ./worker/sim -run TestSimulation -seed=N -v

@@ -29,6 +29,7 @@ type process struct {
 	// backoff: a worker waits until this tick before its next pass.
 	backoff     int
 	frozenUntil int
+	opened      int // worker: the tick its projection was started from the log's start
 	dead        bool
 	diedAt      int
 	replaced    bool
@@ -37,7 +38,7 @@ type process struct {
 }
 
 func (w *world) newWorker(i int) *process {
-	return &process{index: i, worker: true, proj: projector.New(), actor: fmt.Sprintf("worker-%d@%d", i, w.tick)}
+	return &process{index: i, worker: true, proj: projector.New(), opened: w.tick, actor: fmt.Sprintf("worker-%d@%d", i, w.tick)}
 }
 
 func (w *world) newApply(plan events.Plan, i int) *process {
@@ -85,6 +86,16 @@ func (p *process) start(w *world) bool {
 	}
 	p.deliver(w, w.next)
 	p.repair(w)
+	if len(p.proj.Disputed()) > 0 {
+		w.res.Disputed++
+		if w.tick-p.opened >= w.cfg.Grace {
+			// The daemon's reread: a fresh projection from the start of
+			// the log as it is now.
+			p.proj, p.read, p.opened = projector.New(), 0, w.tick
+			p.deliver(w, w.next)
+			p.repair(w)
+		}
+	}
 	pending := p.proj.Pending()
 	if len(pending) == 0 {
 		p.backoff = w.tick + 5
@@ -152,17 +163,27 @@ func (p *process) deliver(w *world, end int64) {
 func (p *process) repair(w *world) {
 	n := 0
 	for _, r := range p.proj.Repairs() {
-		w.appendRecord(r.Key, r.Value)
+		w.appendRecord(r.Key, r.Value, p.maintenance(projector.MaintenanceRepair)...)
 		n++
 	}
 	for _, r := range p.proj.Retractions() {
 		if w.now().Sub(r.Timestamp) >= secs(w.cfg.Grace) {
-			w.appendRecord(r.Key, nil)
+			w.appendRecord(r.Key, nil, p.maintenance(projector.MaintenanceRetraction)...)
 			n++
 		}
 	}
 	if n > 0 {
 		p.deliver(w, w.next)
+	}
+}
+
+// maintenance is the headers a worker puts on its maintenance records
+// (worker.Projection.Repair does the same).
+func (p *process) maintenance(kind string) []projector.Header {
+	return []projector.Header{
+		{Key: projector.HeaderMaintenance, Value: []byte(kind)},
+		{Key: projector.HeaderActor, Value: []byte(p.actor)},
+		{Key: projector.HeaderReason, Value: []byte(kind + " by the simulated worker")},
 	}
 }
 
@@ -184,7 +205,7 @@ func (p *process) execute(w *world, s protocol.Step) protocol.Report {
 		case Fail:
 			return protocol.Report{Err: errors.New("sim: metadata request failed")}
 		case Denied:
-			return protocol.Report{Err: errors.Mark(errors.New("sim: TOPIC_AUTHORIZATION_FAILED"), protocol.ErrBlocked)}
+			return protocol.Report{Err: errors.New("sim: TOPIC_AUTHORIZATION_FAILED"), Code: protocol.CodeTopicAuthorizationFailed}
 		}
 		return protocol.Report{Topic: w.snapshot()}
 	case protocol.Permissions:
@@ -192,7 +213,8 @@ func (p *process) execute(w *world, s protocol.Step) protocol.Report {
 		case Fail:
 			return protocol.Report{Err: errors.New("sim: metadata request failed")}
 		case Denied:
-			return protocol.Report{Err: errors.Mark(errors.New("sim: not authorized to DeleteRecords"), protocol.ErrBlocked)}
+			// The brokers say the principal lacks one of the ACLs asked for.
+			return protocol.Report{Denied: s.Need[len(s.Need)-1:]}
 		}
 		return protocol.Report{}
 	case protocol.Append:
@@ -270,7 +292,11 @@ func (p *process) deleteStep(w *world, s protocol.Step) protocol.Report {
 	case PartTransient, PartPermanent:
 		ps := s.Delete.Partitions()
 		part := ps[w.rng.IntN(len(ps))]
-		failing[part] = protocol.Deleted{Partition: part, Err: errors.Newf("sim: %s", f), Permanent: f == PartPermanent}
+		code := int16(6) // NOT_LEADER_OR_FOLLOWER: a retry may pass
+		if f == PartPermanent {
+			code = protocol.CodePolicyViolation
+		}
+		failing[part] = protocol.Deleted{Partition: part, Err: errors.Newf("sim: %s", f), Code: code}
 	}
 	w.checkCommitted(planID)
 	return protocol.Report{Deleted: w.deleteNow(s.Delete, failing)}

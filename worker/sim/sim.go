@@ -69,6 +69,10 @@ type Result struct {
 	Ticks  int
 	// Records is the control topic's length (offsets appended).
 	Records int64
+	// Disputed counts the worker passes that found their projection
+	// disputed (projector.State.Disputed: the log cleaner showed a
+	// conflict the other way): the window docs/design.md §5 describes.
+	Disputed int
 }
 
 // entry is one record on the simulated control topic.
@@ -176,8 +180,8 @@ func (w *world) makePlans() []events.Plan {
 func (w *world) now() time.Time { return epoch.Add(time.Duration(w.tick) * time.Second) }
 
 // appendRecord puts one record on the control topic and returns its offset.
-func (w *world) appendRecord(key, value []byte) int64 {
-	r := projector.Record{Offset: w.next, Key: key, Value: value, Timestamp: w.now()}
+func (w *world) appendRecord(key, value []byte, headers ...projector.Header) int64 {
+	r := projector.Record{Offset: w.next, Key: key, Value: value, Timestamp: w.now(), Headers: headers}
 	w.next++
 	w.log = append(w.log, entry{rec: r, tick: w.tick})
 	w.full = append(w.full, r)
@@ -293,6 +297,9 @@ func (w *world) settled() bool {
 		if !p.dead && (p.run != nil || (!p.worker && !p.done)) {
 			return false
 		}
+		if !p.dead && p.worker && len(p.proj.Disputed()) > 0 {
+			return false // its next pass reads the log afresh
+		}
 	}
 	st := invariant.Fold(w.records())
 	return len(st.Pending()) == 0 && len(st.Repairs()) == 0
@@ -316,6 +323,15 @@ func (w *world) check() []error {
 	if got, want := invariant.Fold(recs).Boundary(), invariant.Fold(w.full).Boundary(); !got.Equal(want) {
 		errs = append(errs, errors.Newf("compaction: the control topic's boundary is %s, its full history's %s", got, want))
 	}
+	// I3 for the views: every live worker's projection names the winners
+	// the log does (a disputed one would read afresh, docs/design.md §5).
+	for _, p := range w.procs {
+		if !p.dead && p.worker {
+			if ids := p.proj.Disputed(); len(ids) > 0 {
+				errs = append(errs, errors.Newf("I3: worker %d's projection still shows a disputed conflict (plans %v)", p.index, ids))
+			}
+		}
+	}
 	return errs
 }
 
@@ -332,7 +348,7 @@ func (w *world) deleteNow(to events.Offsets, failing map[int32]protocol.Deleted)
 			continue
 		}
 		if to[p] > w.topic.End[p] {
-			out = append(out, protocol.Deleted{Partition: p, Err: errors.New("OFFSET_OUT_OF_RANGE")})
+			out = append(out, protocol.Deleted{Partition: p, Err: errors.New("OFFSET_OUT_OF_RANGE"), Code: protocol.CodeOffsetOutOfRange})
 			continue
 		}
 		if b, ok := boundary[p]; !ok || to[p] > b {

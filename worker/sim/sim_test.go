@@ -30,6 +30,7 @@ func TestSimulation(t *testing.T) {
 	steps := map[protocol.Kind]int{}
 	failed := 0
 	var records int64
+	disputed, disputedSeeds := 0, 0
 	for seed := first; seed <= last; seed++ {
 		res := Run(seed, cfg)
 		for f, n := range res.Faults {
@@ -39,6 +40,10 @@ func TestSimulation(t *testing.T) {
 			steps[k] += n
 		}
 		records += res.Records
+		if res.Disputed > 0 {
+			disputed += res.Disputed
+			disputedSeeds++
+		}
 		if len(res.Errors) > 0 {
 			failed++
 			var b strings.Builder
@@ -53,6 +58,7 @@ func TestSimulation(t *testing.T) {
 	}
 	n := last - first + 1
 	t.Logf("%d seeds, %d failed; %d control records in all", n, failed, records)
+	t.Logf("%d worker passes in %d seeds read a disputed conflict (docs/design.md §5) and repaired neither side", disputed, disputedSeeds)
 	var lines []string
 	for _, f := range Faults() {
 		lines = append(lines, fmt.Sprintf("  fault %-30s %8d", f, faults[f]))

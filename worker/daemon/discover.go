@@ -1,0 +1,125 @@
+package daemon
+
+import (
+	"context"
+	"slices"
+	"time"
+)
+
+// A fleet that serves control topics by a regular expression
+// (WithControlTopicRegex, `kcleanup worker --control-topic-regex`) finds
+// them at run time: a new job's control topic is served without a restart.
+// Two paths add a topic's view, whichever comes first:
+//
+//   - discover lists the cluster's topics every discovery interval and adds
+//     a view for each new match: every replica serves every control topic
+//     (status, validate, readiness), owned or not;
+//   - the consumer group (subscribed with the same expression; franz-go
+//     refreshes its metadata as often) assigns a new topic to one replica,
+//     whose own adds the view before it takes ownership.
+//
+// A view is never removed while the replica runs: a control topic that is
+// deleted stays served, unreadable, so the replica reports it instead of
+// forgetting it (restart the replicas once it is gone for good).
+
+// DefaultDiscoveryInterval is how often a replica serving control topics by
+// a regular expression looks for new ones.
+const DefaultDiscoveryInterval = 10 * time.Second
+
+// view returns the view of a served control topic, nil when not served.
+func (d *Daemon) view(topic string) *view {
+	d.viewsMu.RLock()
+	defer d.viewsMu.RUnlock()
+	return d.views[topic]
+}
+
+// servedTopics returns the control topics served now, as given or (by regex)
+// sorted (the order of
+// /v1/status, /readyz and /metrics).
+func (d *Daemon) servedTopics() []string {
+	d.viewsMu.RLock()
+	defer d.viewsMu.RUnlock()
+	return slices.Clone(d.served)
+}
+
+// allViews returns every view.
+func (d *Daemon) allViews() []*view {
+	d.viewsMu.RLock()
+	defer d.viewsMu.RUnlock()
+	out := make([]*view, 0, len(d.views))
+	for _, t := range d.served {
+		out = append(out, d.views[t])
+	}
+	return out
+}
+
+// matches reports whether a topic is a control topic this replica serves or
+// would serve once discovered.
+func (d *Daemon) matches(topic string) bool {
+	if d.cfg.regex != nil {
+		return d.cfg.regex.MatchString(topic)
+	}
+	return slices.Contains(d.cfg.topics, topic)
+}
+
+// addView serves a newly found control topic: it opens the view and, once
+// Run has started the views, starts reading it. It reports whether the
+// topic is served (false while shutting down, or when the reader cannot be
+// created: the next discovery tries again).
+func (d *Daemon) addView(topic string) bool {
+	d.viewsMu.Lock()
+	defer d.viewsMu.Unlock()
+	if d.views[topic] != nil {
+		return true
+	}
+	d.mu.Lock()
+	runCtx, stopping := d.runCtx, d.stopping
+	d.mu.Unlock()
+	if stopping {
+		return false
+	}
+	v := newView(d, topic)
+	if err := v.open(); err != nil {
+		d.log.Warn("cannot serve control topic", "control_topic", topic, errAttr(err))
+		return false
+	}
+	d.views[topic] = v
+	i, _ := slices.BinarySearch(d.served, topic)
+	d.served = slices.Insert(d.served, i, topic)
+	d.metrics.serve(topic)
+	if d.viewsStarted && runCtx != nil {
+		d.viewsWG.Add(1)
+		go func() { defer d.viewsWG.Done(); v.run(runCtx) }()
+	}
+	d.log.Info("serving control topic", "control_topic", topic, "served", len(d.served))
+	return true
+}
+
+// discover adds a view for every topic of the cluster that matches the
+// replica's expression, now and then every discovery interval until ctx
+// ends.
+func (d *Daemon) discover(ctx context.Context) {
+	for {
+		d.discoverOnce(ctx)
+		if !sleep(ctx, d.cfg.discoverEvery) {
+			return
+		}
+	}
+}
+
+func (d *Daemon) discoverOnce(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, d.cfg.readTimeout)
+	defer cancel()
+	topics, err := d.cluster.ListTopics(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			d.log.Warn("cannot list topics to find control topics", "regex", d.cfg.regex.String(), errAttr(err))
+		}
+		return
+	}
+	for _, t := range topics {
+		if d.cfg.regex.MatchString(t) && d.view(t) == nil {
+			d.addView(t)
+		}
+	}
+}

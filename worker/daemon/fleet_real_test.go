@@ -1,0 +1,98 @@
+package daemon_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"regexp"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/kcleanup/kcleanup/events"
+	"github.com/kcleanup/kcleanup/worker/gate"
+	"github.com/kcleanup/kcleanup/worker/invariant"
+	"github.com/kcleanup/kcleanup/worker/kafkatest"
+)
+
+// another is a second data topic (2 partitions of 300 records) and its
+// control topic in s's cluster, named from prefix, served by s's workers
+// when their regex matches it.
+func (s *scene) another(prefix string) *scene {
+	s.t.Helper()
+	cl := kafkatest.Client(s.t, s.bootstrap)
+	o := *s
+	o.topic = kafkatest.NewTopic(s.t, cl, prefix, 2, map[string]string{
+		"cleanup.policy": "compact,delete", "retention.ms": "-1", "retention.bytes": "-1",
+	})
+	for p := int32(0); p < 2; p++ {
+		kafkatest.Produce(s.t, cl, o.topic, p, 300)
+	}
+	o.ctl = o.topic + ".kcleanup"
+	kafkatest.CreateTopic(s.t, cl, o.ctl, 1, gate.CreateSettings())
+	info, err := s.c.TopicMetadata(context.Background(), o.topic)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	o.id = info.ID
+	return &o
+}
+
+// serves reports whether the worker serves a control topic (/v1/status
+// answers 404 for one it does not).
+func (p *proc) serves(ctl string) bool {
+	resp, err := http.Get(p.url + "/v1/status?controlTopic=" + ctl)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+// A fleet started with --control-topic-regex serves the control topics that
+// match, those created after it started too (no restart), and the consumer
+// group gives each one owner; when an owner is killed (SIGKILL: it never
+// leaves the group), its control topics move to the survivors, which finish
+// their operations. Real broker and real processes; nothing here asserts a
+// time (kcbench B6 measures them).
+func TestFleetByRegexServesNewControlTopicsAndMovesAKilledReplicasShare(t *testing.T) {
+	base := newScene(t) // its control topic does not match: the fleet ignores it
+	prefix := "fleet-" + randomHex()
+	a := base.another(prefix + "-a")
+	serve := []string{"--control-topic-regex", "^" + regexp.QuoteMeta(prefix) + `-.*\.kcleanup$`, "--discovery-interval", "1s"}
+	ws := []*proc{base.startWorkerServing("w1", serve), base.startWorkerServing("w2", serve), base.startWorkerServing("w3", serve)}
+
+	planA := a.plan("A1", events.Offsets{0: 100, 1: 100})
+	a.commit(planA)
+	a.waitApplied(planA.PlanID, time.Minute)
+
+	b := base.another(prefix + "-b") // created after the fleet started
+	kafkatest.Eventually(t, time.Minute, "every replica serves the control topic created after it started", func() bool {
+		return ws[0].serves(b.ctl) && ws[1].serves(b.ctl) && ws[2].serves(b.ctl)
+	})
+	if ws[0].serves(base.ctl) {
+		t.Fatalf("the fleet serves %s, which its regex does not match", base.ctl)
+	}
+	planB := b.plan("B1", events.Offsets{0: 100, 1: 100})
+	b.commit(planB)
+	b.waitApplied(planB.PlanID, time.Minute)
+
+	victim := b.owner(ws...)
+	live := slices.DeleteFunc(slices.Clone(ws), func(p *proc) bool { return p == victim })
+	if err := victim.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	victim.waitDeath(t, 30*time.Second)
+	for _, s := range []*scene{a, b} {
+		kafkatest.Eventually(t, time.Minute, "a survivor owns "+s.ctl, func() bool { return live[0].owns(s.ctl) || live[1].owns(s.ctl) })
+	}
+	for i, s := range []*scene{a, b} {
+		plan := s.plan(fmt.Sprintf("after-kill-%d", i), events.Offsets{0: 150, 1: 150})
+		s.commit(plan)
+		s.waitApplied(plan.PlanID, time.Minute)
+		s.check(invariant.WantAllApplied())
+	}
+	for _, p := range live {
+		p.terminate(t)
+	}
+}
