@@ -12,13 +12,16 @@ import (
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/projector"
 	"github.com/kcleanup/kcleanup/projector/flinkagents"
+	"github.com/kcleanup/kcleanup/worker/mirrorcheck"
 	"github.com/kcleanup/kcleanup/worker/protocol"
 )
 
 // MirrorTransactionalID is the one transactional.id every kcleanup process
 // writes a mirror topic with (protocol.MirrorTransactionalID). Its ACLs:
 // Write and Describe on it (docs/deploy.md, "Kafka ACLs").
-func MirrorTransactionalID(mirrorTopic string) string { return protocol.MirrorTransactionalID(mirrorTopic) }
+func MirrorTransactionalID(mirrorTopic string) string {
+	return protocol.MirrorTransactionalID(mirrorTopic)
+}
 
 // mirrorWriteAttempts bounds the re-runs of a fenced write (another writer
 // took over between our fence and our commit).
@@ -152,7 +155,7 @@ func (c *Cluster) AttachMirror(ctx context.Context, proj *Projection, mirror, re
 	if err := proj.writable(); err != nil {
 		return projector.Mirror{}, err
 	}
-	dataTopic, dataID, bound := proj.State.Binding()
+	dataTopic, _, bound := proj.State.Binding()
 	if mirror == proj.Topic || bound && mirror == dataTopic {
 		return projector.Mirror{}, errors.WithHint(errors.Newf("mirror topic %s is the control topic or the data topic it governs", mirror),
 			"name a topic of its own for the mirror (one partition, cleanup.policy=compact), the one the Flink Agents job's kafkaActionStateCleanupControlTopic names")
@@ -161,18 +164,11 @@ func (c *Cluster) AttachMirror(ctx context.Context, proj *Projection, mirror, re
 	if err != nil {
 		return projector.Mirror{}, err
 	}
-	if view.Missing {
-		return projector.Mirror{}, errors.WithHintf(errors.Mark(errors.Newf("mirror topic %s does not exist", mirror), ErrTopicNotFound),
-			"create it: kafka-topics --bootstrap-server %s --create --topic %s --partitions 1 --config cleanup.policy=compact", bootstrapOr(o.Bootstrap), mirror)
-	}
-	if err := protocol.CheckMirror(mirror, view.TopicID, view); err != nil {
+	// The operator-facing attach rules are package mirrorcheck's (init,
+	// doctor and status decide with them too).
+	if err := mirrorcheck.Attach(proj.State, proj.Topic, mirrorcheck.View{Topic: view.Topic, Missing: view.Missing, TopicID: view.TopicID,
+		Partitions: view.Partitions, CleanupPolicy: view.CleanupPolicy, Fold: view.Fold}, bootstrapOr(o.Bootstrap)); err != nil {
 		return projector.Mirror{}, err
-	}
-	if bound && len(view.Fold.Operations()) > 0 {
-		if _, err := view.Fold.Boundary(dataTopic, dataID, proj.State.Boundary().Partitions()); err != nil && len(proj.State.Boundary()) > 0 {
-			return projector.Mirror{}, errors.WithHint(errors.Wrapf(err, "mirror topic %s holds plans this control topic cannot extend", mirror),
-				"attach an empty topic, or the Flink Agents control topic this control topic was adopted from")
-		}
 	}
 	env := events.NewMirrorEvent(events.MirrorAttached, events.Mirror{Topic: mirror, TopicID: view.TopicID, Reason: reason}, time.Now().UTC(), o.actor())
 	if err := env.Validate(); err != nil {
