@@ -192,6 +192,13 @@ func (c *Cluster) execute(ctx context.Context, proj *Projection, run *protocol.R
 			}
 		case protocol.Verify:
 			rep.Starts, rep.Err = c.StartOffsets(ctx, step.Topic)
+		case protocol.ReadMirror:
+			rep.Mirror, rep.Err = c.ReadMirror(ctx, step.Mirror.Topic)
+		case protocol.WriteMirror:
+			rep.MirrorWrote, rep.Err = c.WriteMirror(ctx, step.Mirror)
+			if rep.Err == nil {
+				armed = mirrorFailpoint(step.Mirror.Status)
+			}
 		default: // terminal
 			res := step.Result
 			out.State, out.Already, out.LogStart, out.verdict = res.State, res.Already, res.LogStart, res.Verdict

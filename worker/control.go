@@ -305,7 +305,7 @@ func (c *Cluster) Append(ctx context.Context, controlTopic string, env events.En
 	key, value := env.Encode()
 	r := &kgo.Record{Topic: controlTopic, Partition: 0, Key: key, Value: value, Headers: headers}
 	if err := c.cl.ProduceSync(ctx, r).FirstErr(); err != nil {
-		return 0, c.denied(errors.Wrapf(err, "append %s to control topic %q", events.Key(env.PlanID, env.Event), controlTopic),
+		return 0, c.denied(errors.Wrapf(err, "append %s to control topic %q", key, controlTopic),
 			permControlWrite(controlTopic))
 	}
 	return r.Offset, nil

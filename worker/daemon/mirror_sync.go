@@ -1,0 +1,39 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/cockroachdb/errors"
+
+	"github.com/kcleanup/kcleanup/worker"
+	"github.com/kcleanup/kcleanup/worker/protocol"
+)
+
+// syncMirror brings the attached Flink Agents mirror up to the boundary
+// (Cluster.SyncMirror) whenever the attachment or the plan that sets the
+// boundary changed since the last success: attaching seeds the mirror,
+// and a mirror left behind by a crash or an unreachable broker is caught
+// up by the owner. A failure is logged and retried on the next pass;
+// operations are not held back by it (each finishing run checks the
+// mirror itself before deleting).
+func (d *Daemon) syncMirror(ctx context.Context, o *owner, proj *worker.Projection, opts worker.Options) {
+	att, ok := proj.State.Mirror()
+	if !ok {
+		o.mirrorSynced = ""
+		return
+	}
+	key := fmt.Sprintf("%s/%s@%d", att.Topic, att.TopicID, att.Offset)
+	if op, ok := protocol.BoundaryPlan(proj.State); ok {
+		key += " " + op.PlanID + "=" + string(op.State)
+	}
+	if key == o.mirrorSynced {
+		return
+	}
+	if err := d.cluster.SyncMirror(ctx, proj, opts); err != nil {
+		d.log.Warn("cannot bring the Flink Agents mirror up to the boundary; will retry", "control_topic", o.topic,
+			"mirror", att.Topic, errAttr(err), "hints", errors.GetAllHints(err))
+		return
+	}
+	o.mirrorSynced = key
+}
