@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/projector/flinkagents"
 	"github.com/kcleanup/kcleanup/worker"
@@ -57,6 +59,19 @@ func TestMirrorCommands(t *testing.T) {
 	}
 	code, _, stderr = e.run(t, "mirror", "detach", "--topic", topic)
 	opWantFailure(t, code, stderr, exitError, "no mirror attached")
+
+	// history shows the mirror events, in its schema.
+	code, stdout, stderr = e.run(t, "-o", "json", "history", "--topic", topic)
+	if code != exitOK || !strings.Contains(stdout, `"event": "MIRROR_ATTACHED"`) || !strings.Contains(stdout, `"event": "MIRROR_DETACHED"`) {
+		t.Fatalf("history: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	inst, err := jsonschema.UnmarshalJSON(strings.NewReader(stdout))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := schemas(t)["history.schema.json"].Validate(inst); err != nil {
+		t.Fatalf("history with mirror events does not match its schema: %v", err)
+	}
 	code, stdout, _ = e.run(t, "mirror", "sync", "--topic", topic)
 	if code != exitOK || !strings.Contains(stdout, "no mirror attached") {
 		t.Fatalf("mirror sync without a mirror: exit %d\n%s", code, stdout)

@@ -36,7 +36,8 @@ type owner struct {
 	settingsErr error
 	// mirrorSynced is what the mirror was last brought up to (syncMirror),
 	// owner goroutine only.
-	mirrorSynced string
+	mirrorSynced  string
+	mirrorRetryAt time.Time
 }
 
 // settingsEvery is how often an owner re-checks its control topic's

@@ -13,6 +13,9 @@
 //     operations, the fleet).
 //   - FlinkStatus (flink.go): a control topic in Flink Agents' format as the
 //     job folds it; Format (format.go) says which format a topic is in.
+//   - Preview (preview.go): what applying a plan would do to each partition
+//     (`kcleanup plan`'s live preview), from what worker.Cluster.Preview
+//     read (PartitionsPreview).
 //   - Unjudged (validate.go): the verdict document of a request the gate did
 //     not judge (bad request, unknown control topic, shutting down).
 //   - Clip and TextLimit (clip.go): how every view cuts writer-chosen text.
