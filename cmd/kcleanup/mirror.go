@@ -132,7 +132,7 @@ func runMirror(ctx context.Context, g globalOptions, dataTopic string, stdout, s
 	}
 	m, err := do(ctx, c, proj, o)
 	if err != nil {
-		return planError(g, err)
+		return attachError(planError(g, err))
 	}
 	res := mirrorResult{ControlTopic: control, Mirror: m.Topic, MirrorID: m.TopicID, Result: result}
 	if m.Topic == "" {

@@ -56,8 +56,6 @@ type Assessment struct {
 	// boundary is below kcleanup's (0 in step; the job's fold failing
 	// counts the whole boundary).
 	Lag int64 `json:"lag"`
-	// ReadTo is the mirror's end offset the read reached.
-	ReadTo int64 `json:"readTo"`
 }
 
 // InStep reports whether the mirror agrees with the boundary.
@@ -67,7 +65,7 @@ func (a Assessment) InStep() bool { return a.Standing == InStep }
 // boundary of st. writeErr is why this worker cannot write the mirror (a
 // permission probe or its last write), nil when it can or was not asked.
 func Assess(att projector.Mirror, st *projector.State, v View, writeErr error) Assessment {
-	a := Assessment{Topic: att.Topic, TopicID: att.TopicID, AttachedAt: att.Offset, LiveTopicID: v.TopicID, ReadTo: v.End}
+	a := Assessment{Topic: att.Topic, TopicID: att.TopicID, AttachedAt: att.Offset, LiveTopicID: v.TopicID}
 	boundary := st.Boundary()
 	var total int64
 	for _, o := range boundary {

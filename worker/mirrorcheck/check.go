@@ -10,6 +10,7 @@ import (
 	"github.com/kcleanup/kcleanup/fsm"
 	"github.com/kcleanup/kcleanup/projector"
 	"github.com/kcleanup/kcleanup/projector/flinkagents"
+	"github.com/kcleanup/kcleanup/worker/protocol"
 )
 
 // The classes of an Attach refusal (errors.Is).
@@ -20,20 +21,11 @@ var (
 	ErrCannotTell = errors.New("mirrorcheck: the control topic cannot tell its boundary")
 )
 
-// View is a mirror topic as the worker read it: the job's fold of every
-// record below the end offset captured first (read_committed), with the
-// live topic's ID and settings.
-type View struct {
-	Topic string
-	// Missing: the topic does not exist (the rest is empty).
-	Missing       bool
-	TopicID       string
-	Partitions    []int32
-	CleanupPolicy string
-	Fold          *flinkagents.Fold
-	// End is the end offset the read reached.
-	End int64
-}
+// View is a mirror topic as the worker read it (worker.Cluster.ReadMirror):
+// the job's fold of every record below the end offset captured first
+// (read_committed), with the live topic's ID and settings. It is the
+// protocol's view, so the apply steps and these rules read the same thing.
+type View = protocol.MirrorView
 
 func refuse(hint, format string, args ...any) error {
 	return errors.WithHint(errors.Mark(errors.Newf(format, args...), ErrRefused), hint)
