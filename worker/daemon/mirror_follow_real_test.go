@@ -260,3 +260,49 @@ func TestMirrorConcurrentWritersKeepTheFoldValid(t *testing.T) {
 		}
 	}
 }
+
+// TestMirrorAdoptThenAttachTheOldTopic (issue 10, item 3): a team that
+// cleaned up with Flink Agents' tool adopts its control topic, then
+// attaches that same topic as the mirror, so the job's configuration does
+// not change; the job's boundary then follows kcleanup's.
+func TestMirrorAdoptThenAttachTheOldTopic(t *testing.T) {
+	s := newScene(t)
+	cl := kafkatest.Client(t, s.bootstrap)
+	old := kafkatest.NewTopic(t, cl, s.topic+"-cleanup", 1, map[string]string{"cleanup.policy": "compact"})
+	p1 := s.plan("C1", events.Offsets{0: 80, 1: 60})
+	if err := cl.ProduceSync(context.Background(), &kgo.Record{Topic: old, Partition: 0, Key: []byte(p1.PlanID),
+		Value: kafkatest.FlinkRecord("COMMITTED", p1)}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	s.withProjection(func(ctx context.Context, proj *worker.Projection) {
+		src, err := s.c.PrepareAdoption(ctx, old)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.c.Adopt(ctx, src, proj, worker.Options{Actor: "test"}); err != nil {
+			t.Fatalf("adopt: %v", err)
+		}
+	})
+	before := readJobTopic(t, s.bootstrap, old)
+	s.attach(old)
+	after := readJobTopic(t, s.bootstrap, old)
+	if len(after.order) != len(before.order) {
+		t.Fatalf("attaching the adopted topic wrote %d record(s); its plans already carry the boundary", len(after.order)-len(before.order))
+	}
+	s.requireMirrorAgrees(old)
+	// A worker finishes the adopted COMMITTED plan; the next plan reaches
+	// the job through the same topic.
+	s.withProjection(func(ctx context.Context, proj *worker.Projection) {
+		if _, err := s.c.Finish(ctx, proj, p1.PlanID, worker.Options{Actor: "test"}); err != nil {
+			t.Fatalf("finish the adopted plan: %v", err)
+		}
+	})
+	p2 := s.plan("C2", events.Offsets{0: 120, 1: 90})
+	s.apply(p2)
+	s.requireMirrorAgrees(old)
+	v := readJobTopic(t, s.bootstrap, old)
+	if v.status[p1.PlanID] != "APPLIED" || v.status[p2.PlanID] != "APPLIED" {
+		t.Fatalf("the job's topic holds %v, want both plans APPLIED", v.status)
+	}
+	s.check(invariant.WantAllApplied())
+}
