@@ -9,7 +9,7 @@ export KCLEANUP_TEST_BOOTSTRAP ?=
 # in full, then -short under the race detector (which makes the property tests
 # 5-10x slower); they need no broker. Every other package runs
 # against the broker.
-PURE  := $(shell $(GO) list $(patsubst %,./%/...,$(wildcard events fsm projector worker/protocol worker/gate)))
+PURE  := $(shell $(GO) list $(patsubst %,./%/...,$(wildcard events fsm projector worker/protocol worker/gate worker/report)))
 OTHER := $(filter-out $(PURE),$(shell $(GO) list $(PKGS)))
 
 .PHONY: help build demo test test-unit sim lint fuzz bench bench-quick bench-go \

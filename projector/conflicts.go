@@ -123,3 +123,29 @@ func (s *State) Disputed() []string {
 	slices.Sort(out)
 	return out
 }
+
+// losesToMoved reports whether the rejected COMMITTED under key (its latest
+// record at offset) lost to a commit whose COMMITTED has a copy after it or
+// is re-appended by Repairs (Retraction.Now). reappended caches the
+// COMMITTED keys Repairs lists.
+func (s *State) losesToMoved(key string, offset int64, reappended *map[string]bool) bool {
+	for _, oi := range s.conflicts[key] {
+		o := s.ops[oi]
+		if o.accepted&eventBit(events.Committed) == 0 {
+			continue
+		}
+		if o.latest[eventIndex(events.Committed)] > offset {
+			return true
+		}
+		if *reappended == nil {
+			*reappended = map[string]bool{}
+			for _, r := range s.Repairs() {
+				(*reappended)[string(r.Key)] = true
+			}
+		}
+		if (*reappended)[events.Key(o.id, events.Committed)] {
+			return true
+		}
+	}
+	return false
+}

@@ -184,7 +184,9 @@
 //     each operation's COMMITTED before its DELETING and APPLIED.
 //   - Retractions lists the keys that hold only rejected records; a worker
 //     tombstones them (after a grace period: a writer may be about to retry
-//     under the key), and compaction erases them. Without it, a wrong-topic
+//     under the key; at once, before its repairs, for a conflict's loser
+//     whose winner moved past it: Retraction.Now), and compaction erases
+//     them. Without it, a wrong-topic
 //     PLANNED could bind a compacted log, or the loser of two conflicting
 //     commits win there.
 //

@@ -135,6 +135,7 @@ func (s *State) Retractions() []Retraction {
 		return nil
 	}
 	out := make([]Retraction, 0, len(s.rejectedOnly))
+	var reappended map[string]bool // losesToMoved's, computed once
 	for k, r := range s.rejectedOnly {
 		if s.holdsEvidence(k) {
 			continue // Repairs re-appends the evidence over it
@@ -142,7 +143,7 @@ func (s *State) Retractions() []Retraction {
 		if s.defeatedByDisputed(k) {
 			continue // it may be the commit the full log accepted (conflicts.go)
 		}
-		out = append(out, Retraction{Key: []byte(k), Offset: r.offset, Timestamp: r.timestamp})
+		out = append(out, Retraction{Key: []byte(k), Offset: r.offset, Timestamp: r.timestamp, Now: s.losesToMoved(k, r.offset, &reappended)})
 	}
 	slices.SortFunc(out, func(a, b Retraction) int { return compareInt64(a.Offset, b.Offset) })
 	return out

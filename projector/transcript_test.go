@@ -34,7 +34,7 @@ import (
 //	pending     the operations a worker must finish
 //	    [maint=KIND] adds a worker's maintenance headers (also to repair and retract)
 //	repair off=N      fold Repairs() at offsets N, N+1, ...
-//	retractions       list Retractions()
+//	retractions       list Retractions() ("now": Retraction.Now)
 //	retract off=N     fold a tombstone for every Retractions() key at N, N+1, ...
 //	validate [topic=action-state] [tid=T1] offsets=0:100
 //	    validate one marker (or one per input line, in the same syntax)
@@ -131,7 +131,7 @@ func (tr *transcript) run(t *testing.T, d *datadriven.TestData) string {
 	case "retractions":
 		var b strings.Builder
 		for _, r := range tr.s.Retractions() {
-			fmt.Fprintf(&b, "%s (latest record at %d)\n", printableKey(string(r.Key)), r.Offset)
+			fmt.Fprintf(&b, "%s (latest record at %d)%s\n", printableKey(string(r.Key)), r.Offset, nowMark(r))
 		}
 		if b.Len() == 0 {
 			return "nothing to retract\n"
@@ -320,6 +320,14 @@ func (tr *transcript) verdictLine(v Verdict) string {
 	return fmt.Sprintf("%d %s: %s: %s\n", v.Offset, printableKey(v.Key), what, v.Detail)
 }
 
+// nowMark marks a retraction a worker appends at once (Retraction.Now).
+func nowMark(r Retraction) string {
+	if r.Now {
+		return " now: its winner moved past it"
+	}
+	return ""
+}
+
 func printableKey(k string) string {
 	if k == "" {
 		return `""`
@@ -384,7 +392,7 @@ func (tr *transcript) show(s *State) string {
 		fmt.Fprintf(&b, "repair %s (accepted at %d)\n", r.Key, r.Offset)
 	}
 	for _, r := range s.Retractions() {
-		fmt.Fprintf(&b, "retract %s (latest record at %d)\n", printableKey(string(r.Key)), r.Offset)
+		fmt.Fprintf(&b, "retract %s (latest record at %d)%s\n", printableKey(string(r.Key)), r.Offset, nowMark(r))
 	}
 	return tr.names.Replace(b.String())
 }

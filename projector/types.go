@@ -231,4 +231,12 @@ type Retraction struct {
 	// does not race it.
 	Offset    int64
 	Timestamp time.Time
+	// Now: tombstone the key at once, before the repairs, without the
+	// grace. It holds a COMMITTED that lost a conflict, and the commit that
+	// defeated it has a later copy after it, or Repairs re-appends it: until
+	// this tombstone is older than min.compaction.lag, the cleaner may
+	// remove the winner's earlier copy and keep the loser (docs/design.md
+	// §5), so the sooner it lands the shorter that window, and landing
+	// before a repair's copy closes it.
+	Now bool
 }

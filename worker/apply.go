@@ -11,6 +11,7 @@ import (
 	"github.com/kcleanup/kcleanup/fsm"
 	"github.com/kcleanup/kcleanup/projector"
 	"github.com/kcleanup/kcleanup/worker/protocol"
+	"github.com/kcleanup/kcleanup/worker/report"
 )
 
 // Errors a caller of Apply or Finish can act on (defined by package
@@ -100,7 +101,7 @@ func (c *Cluster) EnsureControlTopic(ctx context.Context, controlTopic, dataTopi
 	if info.Configs, err = c.TopicConfigs(ctx, controlTopic); err != nil {
 		return err
 	}
-	return protocol.FindingsError(CheckControlTopic(info, dataTopic, info.Replicas, o.Bootstrap))
+	return protocol.FindingsError(report.CheckControlTopic(info, dataTopic, info.Replicas, o.Bootstrap))
 }
 
 // Preflight is step 1 of the protocol (protocol.NewPreflight): it checks a
@@ -191,6 +192,13 @@ func (c *Cluster) execute(ctx context.Context, proj *Projection, run *protocol.R
 			}
 		case protocol.Verify:
 			rep.Starts, rep.Err = c.StartOffsets(ctx, step.Topic)
+		case protocol.ReadMirror:
+			rep.Mirror, rep.Err = c.ReadMirror(ctx, step.Mirror.Topic)
+		case protocol.WriteMirror:
+			rep.MirrorWrote, rep.Err = c.WriteMirror(ctx, step.Mirror)
+			if rep.Err == nil {
+				armed = mirrorFailpoint(step.Mirror.Status)
+			}
 		default: // terminal
 			res := step.Result
 			out.State, out.Already, out.LogStart, out.verdict = res.State, res.Already, res.LogStart, res.Verdict

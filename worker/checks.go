@@ -1,8 +1,6 @@
 package worker
 
 import (
-	"fmt"
-
 	"github.com/kcleanup/kcleanup/worker/gate"
 	"github.com/kcleanup/kcleanup/worker/protocol"
 )
@@ -50,48 +48,8 @@ func ControlTopicConfigs(replicationFactor int16) map[string]*string {
 	return cfg
 }
 
-// CheckControlTopic checks a control topic against docs/design.md §4 with the
-// settings rules of package gate, the ones the recovery gate applies too: a
-// problem that lets the log cleaner outrun repairs blocks cleanup here and
-// fails the gate closed there.
-func CheckControlTopic(info TopicInfo, dataTopic string, replicas int, bootstrap string) []Finding {
-	subject := "control topic " + info.Name
-	var out []Finding
-	if info.Name == dataTopic {
-		out = append(out, finding(Block, subject, "the control topic must not be the data topic",
-			"choose another --control-topic; the default is "+ControlTopicFor(dataTopic)))
-	}
-	for _, p := range gate.Settings(info.Name, len(info.Partitions), info.Configs, bootstrap) {
-		sev := Warn
-		if p.Blocks {
-			sev = Block
-		}
-		hint := p.Fix
-		if p.Setting == "partitions" {
-			hint = fmt.Sprintf("create a new one-partition control topic: kcleanup init --topic %s --control-topic <new name>", dataTopic)
-		}
-		out = append(out, finding(sev, subject, p.Message, hint))
-	}
-	if replicas < 3 {
-		out = append(out, finding(Warn, subject,
-			fmt.Sprintf("replication factor is %d; production needs at least 3 with min.insync.replicas=2", replicas), ""))
-	}
-	if len(Blocking(out)) == 0 {
-		out = append(out, finding(OK, subject, fmt.Sprintf("one partition, cleanup.policy=compact, min.compaction.lag.ms=%s, delete.retention.ms=%s",
-			configOrDefault(info.Configs["min.compaction.lag.ms"]), configOrDefault(info.Configs["delete.retention.ms"])), ""))
-	}
-	return out
-}
-
-func configOrDefault(v string) string {
-	if v == "" {
-		return "(broker default)"
-	}
-	return v
-}
-
-// ControlTopicFor is the default control topic of a data topic.
-func ControlTopicFor(dataTopic string) string { return dataTopic + ".kcleanup" }
+// ControlTopicFor is the default control topic of a data topic (protocol.ControlTopicFor).
+func ControlTopicFor(dataTopic string) string { return protocol.ControlTopicFor(dataTopic) }
 
 // finding builds a Finding.
 func finding(sev Severity, subject, message, hint string) Finding {

@@ -328,7 +328,7 @@ func (c *Cluster) Append(ctx context.Context, controlTopic string, env events.En
 	key, value := env.Encode()
 	r := &kgo.Record{Topic: controlTopic, Partition: 0, Key: key, Value: value, Headers: headers}
 	if err := c.cl.ProduceSync(ctx, r).FirstErr(); err != nil {
-		return 0, c.denied(errors.Wrapf(err, "append %s to control topic %q", events.Key(env.PlanID, env.Event), controlTopic),
+		return 0, c.denied(errors.Wrapf(err, "append %s to control topic %q", key, controlTopic),
 			permControlWrite(controlTopic))
 	}
 	return r.Offset, nil
@@ -377,7 +377,8 @@ const RetractionGrace = time.Minute
 // (docs/design.md §5, I5): it re-appends every accepted record whose key a later
 // record overwrote, so that compaction keeps the accepted value, and it
 // tombstones every key whose records were all rejected (after
-// RetractionGrace), so that compaction cannot fold a rejected record in
+// RetractionGrace; a conflict's loser whose winner moved past it at once,
+// before the repairs: projector.Retraction.Now), so that compaction cannot fold a rejected record in
 // another order than the full log did. Then it reads its own writes back,
 // so that a second call does not write them again.
 //
@@ -389,20 +390,29 @@ func (p *Projection) Repair(ctx context.Context) error {
 	if p.Format() == report.FormatFlinkAgents {
 		return p.writable()
 	}
-	var recs []*kgo.Record
+	var recs, later []*kgo.Record
+	now := time.Now()
+	// A conflict's loser whose winner moved past it is retracted first, at
+	// once (projector.Retraction.Now); the others after the repairs, past
+	// the grace.
+	for _, r := range p.State.Retractions() {
+		if (r.Now || now.Sub(r.Timestamp) >= RetractionGrace) && !flinkagents.IsPlanIDKey(r.Key) {
+			rec := &kgo.Record{Topic: p.Topic, Partition: 0, Key: r.Key, // nil value: tombstone
+				Headers: p.maintenanceHeaders(projector.MaintenanceRetraction, fmt.Sprintf(
+					"retracts a key whose every record was rejected (the latest at offset %d), so that compaction erases it", r.Offset))}
+			if r.Now {
+				recs = append(recs, rec)
+			} else {
+				later = append(later, rec)
+			}
+		}
+	}
 	for _, r := range p.State.Repairs() {
 		recs = append(recs, &kgo.Record{Topic: p.Topic, Partition: 0, Key: r.Key, Value: r.Value,
 			Headers: p.maintenanceHeaders(projector.MaintenanceRepair, fmt.Sprintf(
 				"re-appends the record accepted at offset %d: its key was overwritten, or a later copy moved it out of compaction-safe order", r.Offset))})
 	}
-	now := time.Now()
-	for _, r := range p.State.Retractions() {
-		if now.Sub(r.Timestamp) >= RetractionGrace && !flinkagents.IsPlanIDKey(r.Key) {
-			recs = append(recs, &kgo.Record{Topic: p.Topic, Partition: 0, Key: r.Key, // nil value: tombstone
-				Headers: p.maintenanceHeaders(projector.MaintenanceRetraction, fmt.Sprintf(
-					"retracts a key whose every record was rejected (the latest at offset %d), so that compaction erases it", r.Offset))})
-		}
-	}
+	recs = append(recs, later...)
 	if len(recs) == 0 {
 		return nil
 	}

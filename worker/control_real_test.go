@@ -7,11 +7,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/projector"
-	"github.com/kcleanup/kcleanup/worker"
 	"github.com/kcleanup/kcleanup/worker/kafkatest"
 	"github.com/kcleanup/kcleanup/worker/workertest"
 )
@@ -24,11 +22,7 @@ func TestLargeControlRecordsFit(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs a Kafka broker")
 	}
-	c, err := worker.Connect(kgo.SeedBrokers(kafkatest.Bootstrap(t)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := workertest.Connect(t, kafkatest.Bootstrap(t))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	ctl := fmt.Sprintf("large-%d.kcleanup", time.Now().UnixNano())

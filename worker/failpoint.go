@@ -3,6 +3,8 @@ package worker
 import (
 	"os"
 	"syscall"
+
+	"github.com/kcleanup/kcleanup/projector/flinkagents"
 )
 
 // Failpoint steps: KCLEANUP_FAILPOINT=<step> makes the process kill itself
@@ -14,7 +16,19 @@ const (
 	AfterCommitted     = "after-committed"
 	AfterDeleting      = "after-deleting"
 	AfterDeleteRecords = "after-delete-records"
+	// The mirror's COMMITTED, and its APPLIED, committed to the mirror
+	// topic (docs/flink-agents.md, "The mirror").
+	AfterMirrorCommitted = "after-mirror-committed"
+	AfterMirrorApplied   = "after-mirror-applied"
 )
+
+// mirrorFailpoint is the failpoint of a mirror record written with status.
+func mirrorFailpoint(status flinkagents.Status) string {
+	if status == flinkagents.Applied {
+		return AfterMirrorApplied
+	}
+	return AfterMirrorCommitted
+}
 
 // FailpointEnv is the environment variable that arms a failpoint.
 const FailpointEnv = "KCLEANUP_FAILPOINT"

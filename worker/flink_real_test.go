@@ -45,11 +45,7 @@ func newFlinkFixture(t *testing.T) *flinkFixture {
 	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
-	c, err := worker.Connect(kgo.SeedBrokers(boot))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
+	c := workertest.Connect(t, boot)
 	info, err := c.TopicMetadata(ctx, data)
 	if err != nil {
 		t.Fatal(err)

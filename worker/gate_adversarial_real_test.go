@@ -26,11 +26,7 @@ func TestValidateAdversarialOnTheRealBroker(t *testing.T) {
 	}
 	bootstrap := kafkatest.Bootstrap(t)
 	cl := kafkatest.Client(t, bootstrap)
-	c, err := worker.Connect(kgo.SeedBrokers(bootstrap))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
+	c := workertest.Connect(t, bootstrap)
 	adm := kadm.NewClient(cl)
 	ctx, cancel := context.WithTimeout(context.Background(), workertest.RealTimeout)
 	defer cancel()

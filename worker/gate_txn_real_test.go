@@ -27,11 +27,7 @@ func TestValidateOpenTransactionOnTheControlTopicIsNotCaughtUp(t *testing.T) {
 	}
 	bootstrap := kafkatest.Bootstrap(t)
 	cl := kafkatest.Client(t, bootstrap)
-	c, err := worker.Connect(kgo.SeedBrokers(bootstrap))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
+	c := workertest.Connect(t, bootstrap)
 	ctx, cancel := context.WithTimeout(context.Background(), workertest.RealTimeout)
 	defer cancel()
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/worker"
+	"github.com/kcleanup/kcleanup/worker/report"
 	"github.com/kcleanup/kcleanup/worker/workertest"
 )
 
@@ -25,7 +26,7 @@ func TestPreviewOnFake(t *testing.T) {
 	if err != nil || pv.Refusal != nil {
 		t.Fatalf("preview: %v %v", err, pv.Refusal)
 	}
-	want := []worker.PartitionPreview{
+	want := []report.PartitionPreview{
 		{Partition: 0, PlanOffset: 40, LogStart: 0, HighWatermark: 100, NewLogStart: 40, Deletable: 40},
 		{Partition: 1, PlanOffset: 60, LogStart: 0, HighWatermark: 100, NewLogStart: 60, Deletable: 60},
 	}

@@ -248,6 +248,12 @@ func TestEveryCommandsBadInput(t *testing.T) {
 		{"adopt: no --from", []string{"adopt"}, exitUsage, `"from" not set`},
 		{"adopt: blank --from", []string{"adopt", "--from", ""}, exitUsage, "--from is given but blank"},
 		{"adopt: unreachable cluster", append(down, "adopt", "--from", "x"), exitError, "127.0.0.1:1"},
+
+		{"mirror attach: no mirror topic", []string{"mirror", "attach", "--topic", "t"}, exitUsage, "accepts 1 arg"},
+		{"mirror attach: which control topic", []string{"mirror", "attach", "m"}, exitUsage, "which control topic"},
+		{"mirror attach: blank --reason", []string{"mirror", "attach", "m", "--topic", "t", "--reason", ""}, exitUsage, "--reason is given but blank"},
+		{"mirror detach: unreachable cluster", append(down, "mirror", "detach", "--topic", "t", "--reason", "r"), exitError, "127.0.0.1:1"},
+		{"mirror sync: extra argument", []string{"mirror", "sync", "--topic", "t", "now"}, exitUsage, `"now"`},
 	}
 	// Every command has a row.
 	tested := map[string]bool{}

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kcleanup/kcleanup/worker"
+	"github.com/kcleanup/kcleanup/worker/mirrorcheck"
 	"github.com/kcleanup/kcleanup/worker/report"
 )
 
@@ -33,6 +34,10 @@ func newDoctorCmd(g *globalOptions) *cobra.Command {
                  accepted records listed for repair (overwritten or out of order), not yet re-appended
   data topic     cleanup.policy=compact,delete, retention.ms=-1, retention.bytes=-1, and the
                  topic ID the control topic governs
+  mirror         when a Flink Agents mirror is attached: it exists with the topic ID it was
+                 attached with, one partition, cleanup.policy=compact, its Flink Agents fold is
+                 valid, its effective boundary equals kcleanup's (or lags, by which plan), this
+                 principal may read and write it, and its durability settings
 
 The data topic is --topic, or the one the control topic (--control-topic) governs. One line per
 finding, each problem with a hint. Exits 1 when anything blocks cleanup.`,
@@ -135,21 +140,26 @@ func diagnose(ctx context.Context, c *worker.Cluster, g globalOptions, o doctorO
 			defer proj.Close()
 			st := report.StatusOf(proj.Source())
 			status = &st
-			projection = worker.CheckProjection(st, time.Now(), o.stuckAfter)
+			projection = report.CheckProjection(st, time.Now(), o.stuckAfter)
+			mf, err := checkMirror(ctx, c, g, proj)
+			if err != nil {
+				return err
+			}
+			projection = append(projection, mf...)
 			if rep.Topic == "" {
 				rep.Topic = st.Topic
 			}
 		}
 		if status != nil && (status.Format == report.FormatFlinkAgents || status.Format == report.FormatMixed) {
 			// Not kcleanup's topic: its settings and fold rules do not apply.
-			add(worker.CheckFlinkControlTopic(info, *status)...)
+			add(report.CheckFlinkControlTopic(info, *status)...)
 			if fa := status.FlinkAgents; rep.Topic == "" && fa != nil && len(fa.Plans) > 0 {
 				rep.Topic = fa.Plans[0].Topic
 			}
 			return nil
 		}
-		add(worker.CheckControlTopic(info, rep.Topic, info.Replicas, g.bootstrap())...)
-		add(worker.CheckControlTopicDurability(info, g.bootstrap())...)
+		add(report.CheckControlTopic(info, rep.Topic, info.Replicas, g.bootstrap())...)
+		add(report.CheckControlTopicDurability(info, g.bootstrap())...)
 		add(projection...)
 		return nil
 	}); err != nil {
@@ -174,7 +184,7 @@ func diagnose(ctx context.Context, c *worker.Cluster, g globalOptions, o doctorO
 		}
 		add(worker.CheckDataTopic(info, g.bootstrap())...)
 		if status != nil {
-			add(worker.CheckBinding(*status, info)...)
+			add(report.CheckBinding(*status, info)...)
 		}
 		return nil
 	})
@@ -205,4 +215,21 @@ func blockingError(fs []worker.Finding) error {
 	}
 	return errors.WithHint(errors.Newf("%d problem(s) block cleanup (the BLOCK findings)", n),
 		"fix each BLOCK finding as its hint says, then run the command again")
+}
+
+// checkMirror is doctor's check of the attached Flink Agents mirror, if
+// one is: its standing (mirrorcheck.Assess, with this principal's
+// permissions to write it) and its durability settings.
+func checkMirror(ctx context.Context, c *worker.Cluster, g globalOptions, proj *worker.Projection) ([]worker.Finding, error) {
+	a, ok, err := c.AssessMirror(ctx, proj.State, true, g.bootstrap())
+	if err != nil || !ok {
+		return nil, err
+	}
+	var configs map[string]string
+	if a.LiveTopicID != "" {
+		if configs, err = c.TopicConfigs(ctx, a.Topic); err != nil && !worker.IsAuthorizationError(err) {
+			return nil, err
+		}
+	}
+	return mirrorcheck.Findings(a, configs, g.bootstrap()), nil
 }

@@ -7,11 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kcleanup/kcleanup/events"
-	"github.com/kcleanup/kcleanup/worker"
+	"github.com/kcleanup/kcleanup/worker/workertest"
 )
 
 // The fleet's repair of an overwritten key shows in `kcleanup history` as maintenance, with
@@ -19,17 +18,7 @@ import (
 // the fold and the record headers matter here.
 func TestHistoryShowsTheFleetsMaintenance(t *testing.T) {
 	clearEnv(t)
-	fk, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(fk.Close)
-	addr := fk.ListenAddrs()[0]
-	c, err := worker.Connect(kgo.SeedBrokers(addr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
+	c, addr := workertest.FakeCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	ctl := "action-state.kcleanup"
@@ -88,7 +77,7 @@ func TestHistoryShowsTheFleetsMaintenance(t *testing.T) {
 			} `json:"maintenance"`
 		} `json:"verdicts"`
 	}
-	if err := json.Unmarshal([]byte(stdout), &doc); code != exitOK || err != nil || doc.SchemaVersion != 3 || len(doc.Verdicts) != 3 {
+	if err := json.Unmarshal([]byte(stdout), &doc); code != exitOK || err != nil || doc.SchemaVersion != historySchemaVersion || len(doc.Verdicts) != 3 {
 		t.Fatalf("history -o json: exit %d, %v\n%s", code, err, stdout)
 	}
 	if m := doc.Verdicts[2].Maintenance; m == nil || m.Kind != "repair" || doc.Verdicts[2].Actor != "worker/test-3" || doc.Verdicts[1].Maintenance != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kcleanup/kcleanup/worker"
+	"github.com/kcleanup/kcleanup/worker/mirrorcheck"
 	"github.com/kcleanup/kcleanup/worker/report"
 )
 
@@ -16,6 +17,7 @@ import (
 type initOptions struct {
 	topic             string
 	replicationFactor int16 // -1: the broker's default.replication.factor
+	mirrorTopic       string
 }
 
 func newInitCmd(g *globalOptions) *cobra.Command {
@@ -27,10 +29,19 @@ func newInitCmd(g *globalOptions) *cobra.Command {
 leader election off, min.insync.replicas=2 when the replication factor is 3 or more) and check
 the data topic's settings (cleanup.policy=compact,delete, retention.ms=-1, retention.bytes=-1).
 
+With --mirror-topic it also creates the Flink Agents mirror topic and attaches it (as kcleanup
+mirror attach does, after the same checks; nothing when it is attached already): one partition and
+cleanup.policy=compact exactly (what the job requires), with the control topic's durability
+settings (min.insync.replicas, no unclean leader election: the mirror's COMMITTED is written
+before any deletion and must not be lost) and its min.compaction.lag.ms and delete.retention.ms
+(a stray writer's tombstone, which makes the job fail closed, must not be cleaned away together
+with the plan under it, which would silently lower the boundary the job enforces).
+
 Each problem is reported with the exact command that fixes it. Running init again is safe: an
 existing, correct control topic is left as it is. Exits 1 when anything blocks cleanup.`,
 		Example: `  kcleanup init --topic action-state
-  kcleanup init --topic action-state --replication-factor 3 --control-topic ops.action-state.ctl`,
+  kcleanup init --topic action-state --replication-factor 3 --control-topic ops.action-state.ctl
+  kcleanup init --topic action-state --mirror-topic action-state.flink-cleanup`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.replicationFactor == 0 || o.replicationFactor < -1 {
 				return usageError(errors.WithHint(
@@ -43,6 +54,8 @@ existing, correct control topic is left as it is. Exits 1 when anything blocks c
 	cmd.Flags().StringVar(&o.topic, "topic", "", "the data `topic` to clean up (required)")
 	cmd.Flags().Int16Var(&o.replicationFactor, "replication-factor", -1,
 		"replication factor of a new control topic; -1 takes the broker's default (production: 3)")
+	cmd.Flags().StringVar(&o.mirrorTopic, "mirror-topic", "",
+		"also create and attach this Flink Agents mirror `topic` (the one the job's kafkaActionStateCleanupControlTopic names)")
 	_ = cmd.MarkFlagRequired("topic")
 	return cmd
 }
@@ -53,6 +66,9 @@ type initReport struct {
 	Topic               string      `json:"topic"`
 	ControlTopic        string      `json:"controlTopic"`
 	ControlTopicCreated bool        `json:"controlTopicCreated"`
+	MirrorTopic         string      `json:"mirrorTopic,omitempty"`
+	MirrorTopicCreated  bool        `json:"mirrorTopicCreated,omitempty"`
+	MirrorAttached      bool        `json:"mirrorAttached,omitempty"`
 	Findings            findingList `json:"findings"`
 }
 
@@ -69,9 +85,18 @@ func runInit(ctx context.Context, g globalOptions, o initOptions, stdout io.Writ
 	ctx, cancel := context.WithTimeout(ctx, g.timeout)
 	defer cancel()
 
+	if m := o.mirrorTopic; m == o.topic || m == control {
+		return usageError(errors.WithHint(errors.Newf("--mirror-topic %q is the data topic or the control topic", m),
+			"the mirror is a topic of its own, the one the Flink Agents job's kafkaActionStateCleanupControlTopic names"))
+	}
 	rep, err := initTopics(ctx, c, g, o.topic, control, o.replicationFactor)
 	if err != nil {
 		return g.unreachable(err)
+	}
+	if o.mirrorTopic != "" {
+		if err := initMirror(ctx, c, g, o, &rep); err != nil {
+			return g.unreachable(err)
+		}
 	}
 	if err := printFindings(stdout, g.output, rep, rep.Findings); err != nil {
 		return err
@@ -116,9 +141,9 @@ func initTopics(ctx context.Context, c *worker.Cluster, g globalOptions, topic, 
 	}
 	rep.Findings = append(rep.Findings, worker.Finding{Severity: worker.OK, Subject: "control topic " + control,
 		Message: fmt.Sprintf("%s: %d partition(s), replication factor %d", created, len(info.Partitions), info.Replicas)})
-	checks := worker.CheckControlTopic(info, topic, info.Replicas, g.bootstrap())
+	checks := report.CheckControlTopic(info, topic, info.Replicas, g.bootstrap())
 	rep.Findings = append(rep.Findings, checks...)
-	rep.Findings = append(rep.Findings, worker.CheckControlTopicDurability(info, g.bootstrap())...)
+	rep.Findings = append(rep.Findings, report.CheckControlTopicDurability(info, g.bootstrap())...)
 	if len(worker.Blocking(checks)) > 0 {
 		return rep, nil // the projection of a broken control topic proves nothing
 	}
@@ -129,6 +154,67 @@ func initTopics(ctx context.Context, c *worker.Cluster, g globalOptions, topic, 
 		return rep, err
 	}
 	defer proj.Close()
-	rep.Findings = append(rep.Findings, worker.CheckBinding(report.StatusOf(proj.Source()), data)...)
+	rep.Findings = append(rep.Findings, report.CheckBinding(report.StatusOf(proj.Source()), data)...)
 	return rep, nil
+}
+
+// initMirror creates the Flink Agents mirror topic when it is missing and
+// checks it: one partition, cleanup.policy=compact exactly, and, when it
+// existed already, a fold the job recovers from.
+func initMirror(ctx context.Context, c *worker.Cluster, g globalOptions, o initOptions, rep *initReport) error {
+	rep.MirrorTopic = o.mirrorTopic
+	if len(worker.Blocking(rep.Findings)) > 0 {
+		rep.Findings = append(rep.Findings, worker.Finding{Severity: worker.Warn, Subject: "mirror topic " + o.mirrorTopic,
+			Message: "not created: fix the BLOCK findings first", Hint: "then run kcleanup init again with --mirror-topic"})
+		return nil
+	}
+	var err error
+	if rep.MirrorTopicCreated, err = c.CreateMirrorTopic(ctx, o.mirrorTopic, o.replicationFactor); err != nil {
+		return err
+	}
+	info, err := c.DescribeTopic(ctx, o.mirrorTopic)
+	if err != nil {
+		return err
+	}
+	v, err := c.ReadMirror(ctx, o.mirrorTopic)
+	if err != nil {
+		return err
+	}
+	created := "exists"
+	if rep.MirrorTopicCreated {
+		created = "created"
+	}
+	rep.Findings = append(rep.Findings, mirrorcheck.TopicFindings(v, info.Configs, info.Replicas, g.bootstrap(), created)...)
+	if len(worker.Blocking(rep.Findings)) > 0 {
+		return nil
+	}
+	control, err := g.controlTopicOf(o.topic)
+	if err != nil {
+		return err
+	}
+	proj, err := c.Project(ctx, control)
+	if err != nil {
+		return err
+	}
+	defer proj.Close()
+	subject := "mirror topic " + o.mirrorTopic
+	if cur, ok := proj.State.Mirror(); ok && cur.Topic != o.mirrorTopic {
+		rep.Findings = append(rep.Findings, worker.Finding{Severity: worker.Block, Subject: subject,
+			Message: fmt.Sprintf("not attached: control topic %s has mirror %s attached", control, cur.Topic),
+			Hint:    fmt.Sprintf("to replace it: kcleanup mirror attach %s --control-topic %s --reason …", o.mirrorTopic, control)})
+		return nil
+	}
+	did, err := attachMirror(ctx, c, g, proj, o.mirrorTopic, "created and attached by kcleanup init", worker.Options{Bootstrap: g.bootstrap()})
+	if errors.Is(err, errRefused) || errors.Is(err, errCannotTell) {
+		rep.Findings = append(rep.Findings, worker.Finding{Severity: worker.Block, Subject: subject,
+			Message: "not attached: " + err.Error(), Hint: errors.FlattenHints(err)})
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	rep.MirrorAttached = true
+	rep.Findings = append(rep.Findings, worker.Finding{Severity: worker.OK, Subject: subject, Message: did +
+		"; point the Flink Agents job's kafkaActionStateCleanupControlTopic at it once it holds a plan (a job refuses to recover from an empty control topic)"})
+	return nil
 }

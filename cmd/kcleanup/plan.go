@@ -16,6 +16,7 @@ import (
 
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/worker"
+	"github.com/kcleanup/kcleanup/worker/report"
 )
 
 // planOptions are the flags of `kcleanup plan`.
@@ -71,9 +72,9 @@ type planReport struct {
 	PreviewError string `json:"previewError,omitempty"`
 }
 
-// previewDoc is worker.Preview with the refusal as text.
+// previewDoc is report.Preview with the refusal as text.
 type previewDoc struct {
-	worker.Preview
+	report.Preview
 	ApplyWouldRefuse string   `json:"applyWouldRefuse,omitempty"`
 	RefusalHints     []string `json:"refusalHints,omitempty"`
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/worker"
+	"github.com/kcleanup/kcleanup/worker/report"
 )
 
 const opTestID = "oBnTyPS2TqmC9ctLrPFH6w" // a valid topic ID for plans that need no broker
@@ -227,7 +228,7 @@ type opPreviewDoc struct {
 	Preview *struct {
 		ControlTopic       string                    `json:"controlTopic"`
 		ControlTopicExists bool                      `json:"controlTopicExists"`
-		Partitions         []worker.PartitionPreview `json:"partitions"`
+		Partitions         []report.PartitionPreview `json:"partitions"`
 		ApplyWouldRefuse   string                    `json:"applyWouldRefuse"`
 		RefusalHints       []string                  `json:"refusalHints"`
 	} `json:"preview"`
@@ -291,7 +292,7 @@ func TestPlanPreviewOnTheRealBroker(t *testing.T) {
 	doc = preview(t, "chk-2", m("m2.json", events.Offsets{0: 50, 1: 40}, events.Offsets{0: 60, 1: 35}))
 	e.assertUnchanged(t, topic, control, before)
 	b30, b10 := int64(30), int64(10)
-	want := []worker.PartitionPreview{
+	want := []report.PartitionPreview{
 		{Partition: 0, PlanOffset: 50, LogStart: 30, HighWatermark: 100, NewLogStart: 50, Deletable: 20, Boundary: &b30},
 		{Partition: 1, PlanOffset: 35, LogStart: 10, HighWatermark: 100, NewLogStart: 35, Deletable: 25, Boundary: &b10},
 	}

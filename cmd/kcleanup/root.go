@@ -22,6 +22,7 @@ func newRootCmd() *cobra.Command {
 		newSubmitCmd(g),
 		newApplyCmd(g),
 		newAdoptCmd(g),
+		newMirrorCmd(g),
 		newStatusCmd(g),
 		newHistoryCmd(g),
 		newValidateCmd(g),

@@ -15,6 +15,7 @@ import (
 	"github.com/kcleanup/kcleanup/fsm"
 	"github.com/kcleanup/kcleanup/projector"
 	"github.com/kcleanup/kcleanup/worker"
+	"github.com/kcleanup/kcleanup/worker/mirrorcheck"
 	"github.com/kcleanup/kcleanup/worker/report"
 )
 
@@ -89,7 +90,7 @@ func (g globalOptions) openProjection(ctx context.Context, controlTopic string, 
 }
 
 func runStatus(ctx context.Context, w io.Writer, g globalOptions, controlTopic string, all bool) error {
-	_, proj, done, err := g.openProjection(ctx, controlTopic)
+	c, proj, done, err := g.openProjection(ctx, controlTopic)
 	if err != nil {
 		return err
 	}
@@ -97,6 +98,9 @@ func runStatus(ctx context.Context, w io.Writer, g globalOptions, controlTopic s
 	st := report.SummaryOf(proj.Source())
 	if all {
 		st = report.StatusOf(proj.Source())
+	}
+	if err := g.assessMirror(ctx, c, proj, &st); err != nil {
+		return err
 	}
 	if g.output == outputJSON {
 		return writeJSON(w, st)
@@ -124,6 +128,9 @@ func printStatus(w io.Writer, st report.Status, full bool) error {
 	}
 	if st.Format == report.FormatMixed {
 		fmt.Fprintf(tw, "Format:\tMIXED: kcleanup's records and Flink Agents' (bare plan-ID keys); neither fold holds, validate cannot tell, kcleanup writes nothing here\n")
+	}
+	if m := st.Mirror; m != nil {
+		printMirror(tw, *m)
 	}
 	if st.UnrepairedKeys > 0 {
 		fmt.Fprintf(tw, "Unrepaired keys:\t%d accepted record(s) listed for repair (key overwritten, or out of order); a worker or the next apply re-appends them\n", st.UnrepairedKeys)
@@ -244,4 +251,35 @@ func formatTime(t time.Time) string {
 // singleLine keeps a table row on one line: a record's detail may quote anything.
 func singleLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
+}
+
+// assessMirror sets st.Mirror when a Flink Agents mirror is attached: the
+// mirror read as the job reads it, against the boundary (within --timeout).
+func (g globalOptions) assessMirror(ctx context.Context, c *worker.Cluster, proj *worker.Projection, st *report.Status) error {
+	ctx, cancel := context.WithTimeout(ctx, g.timeout)
+	defer cancel()
+	a, ok, err := c.AssessMirror(ctx, proj.State, false, g.bootstrap())
+	if err != nil {
+		return g.unreachable(errors.Wrapf(err, "read the Flink Agents mirror"))
+	}
+	if ok {
+		st.Mirror = &a
+	}
+	return nil
+}
+
+// printMirror is the status table's lines about the attached mirror.
+func printMirror(tw io.Writer, m mirrorcheck.Assessment) {
+	fmt.Fprintf(tw, "Flink Agents mirror:	%s (topic ID %s, attached at offset %d)\n", m.Topic, m.TopicID, m.AttachedAt)
+	switch m.Standing {
+	case mirrorcheck.InStep:
+		if m.Plans == 0 {
+			fmt.Fprintf(tw, "\tin step: no boundary yet, and the mirror holds no plan (a Flink Agents job refuses to recover from it until it does)\n")
+		} else {
+			fmt.Fprintf(tw, "\tin step: the job's effective boundary there is %s (%d plan(s))\n", m.Boundary, m.Plans)
+		}
+	default:
+		fmt.Fprintf(tw, "\t%s (lag %d): %s\n", strings.ToUpper(string(m.Standing)), m.Lag, singleLine(m.Reason))
+		fmt.Fprintf(tw, "\tfix: %s\n", singleLine(m.Hint))
+	}
 }

@@ -14,7 +14,6 @@ import (
 	"github.com/cockroachdb/errors"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/fsm"
@@ -36,17 +35,7 @@ func fakeGroupCluster(t *testing.T) *worker.Cluster {
 // tests that take it away.
 func fakeGroupBroker(t *testing.T) (*worker.Cluster, *kfake.Cluster) {
 	t.Helper()
-	fk, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.GroupMinSessionTimeout(100*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(fk.Close)
-	c, err := worker.Connect(kgo.SeedBrokers(fk.ListenAddrs()[0]))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	return c, fk
+	return workertest.FakeBroker(t, kfake.GroupMinSessionTimeout(100*time.Millisecond))
 }
 
 // fastOptions keep kfake tests quick: short group timings and polls.

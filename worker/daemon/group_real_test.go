@@ -9,10 +9,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/kcleanup/kcleanup/worker"
 	"github.com/kcleanup/kcleanup/worker/kafkatest"
+	"github.com/kcleanup/kcleanup/worker/workertest"
 )
 
 // A worker whose session timeout the broker refuses (below
@@ -24,11 +23,7 @@ func TestWorkerTheGroupRefusesIsNotReady(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs a Kafka broker")
 	}
-	c, err := worker.Connect(kgo.SeedBrokers(kafkatest.Bootstrap(t)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := workertest.Connect(t, kafkatest.Bootstrap(t))
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	ctl := fmt.Sprintf("group-refused-%d.kcleanup", time.Now().UnixNano())

@@ -60,6 +60,12 @@ type readiness struct {
 	// an operation blocked by a missing Write or Delete leaves the replica ready, because
 	// it still serves status and validation correctly (docs/deploy.md).
 	Unauthorized map[string]string `json:"unauthorized,omitempty"`
+	// Mirror says, per control topic, why its attached Flink Agents mirror
+	// is not in step (lags, ahead, cannot be written or read) and the fix.
+	// Like Unauthorized it does not fail readiness: the replica still
+	// serves status and validation correctly, and no deletion starts until
+	// the mirror holds the plan.
+	Mirror map[string]string `json:"mirror,omitempty"`
 }
 
 func (d *Daemon) serveReady(w http.ResponseWriter, _ *http.Request) {
@@ -76,6 +82,9 @@ func (d *Daemon) serveReady(w http.ResponseWriter, _ *http.Request) {
 	admitted, why := d.groupReady()
 	if u := d.unauthorized(); len(u) > 0 {
 		r.Unauthorized = u
+	}
+	if m := d.mirrorNotInStep(); len(m) > 0 {
+		r.Mirror = m
 	}
 	for _, t := range d.servedTopics() {
 		if ok, why := d.view(t).snap.Load().caughtUp(d.cfg.readyWindow); !ok {

@@ -34,6 +34,10 @@ type owner struct {
 	// settings (ControlTopicSafe), owner goroutine only.
 	settingsAt  time.Time
 	settingsErr error
+	// mirrorSynced is what the mirror was last brought up to (syncMirror),
+	// owner goroutine only.
+	mirrorSynced  string
+	mirrorRetryAt time.Time
 }
 
 // settingsEvery is how often an owner re-checks its control topic's
@@ -251,6 +255,7 @@ func (d *Daemon) pass(o *owner, proj *worker.Projection, opts worker.Options) er
 	if err != nil {
 		return err
 	}
+	d.syncMirror(ctx, o, proj, opts)
 	pending := proj.State.Pending()
 	o.keepOnly(pending)
 	if len(pending) > 0 && time.Since(o.settingsAt) >= settingsEvery {

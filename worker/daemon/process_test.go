@@ -25,8 +25,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/fsm"
 	"github.com/kcleanup/kcleanup/worker"
@@ -35,6 +33,7 @@ import (
 	"github.com/kcleanup/kcleanup/worker/invariant"
 	"github.com/kcleanup/kcleanup/worker/kafkatest"
 	"github.com/kcleanup/kcleanup/worker/report"
+	"github.com/kcleanup/kcleanup/worker/workertest"
 )
 
 // envBinary points at a prebuilt kcleanup binary; otherwise it is built once.
@@ -103,11 +102,7 @@ func newScene(t *testing.T) *scene {
 	}
 	s.ctl = kafkatest.NewTopic(t, cl, s.topic+".kcleanup", 1, gate.CreateSettings())
 	s.group = "kcleanup-test-" + randomHex()
-	c, err := worker.Connect(kgo.SeedBrokers(bootstrap))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
+	c := workertest.Connect(t, bootstrap)
 	s.c = c
 	info, err := c.TopicMetadata(context.Background(), s.topic)
 	if err != nil {

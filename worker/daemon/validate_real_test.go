@@ -52,11 +52,7 @@ func TestValidateOnAWorkerOfTheRealBroker(t *testing.T) {
 	}
 	bootstrap := kafkatest.Bootstrap(t)
 	cl := kafkatest.Client(t, bootstrap)
-	c, err := worker.Connect(kgo.SeedBrokers(bootstrap))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
+	c := workertest.Connect(t, bootstrap)
 	adm := kadm.NewClient(cl)
 
 	live := workertest.Applied(t, c, cl, "gate-live")

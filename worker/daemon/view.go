@@ -9,6 +9,7 @@ import (
 	"github.com/kcleanup/kcleanup/fsm"
 	"github.com/kcleanup/kcleanup/projector"
 	"github.com/kcleanup/kcleanup/worker"
+	"github.com/kcleanup/kcleanup/worker/mirrorcheck"
 	"github.com/kcleanup/kcleanup/worker/report"
 )
 
@@ -48,6 +49,13 @@ type snapshot struct {
 	byState    map[fsm.State]int
 	rejected   map[projector.Reason]int
 	data       *report.DataTopicOffsets // nil until listed once
+	// mirror is how the attached Flink Agents mirror stood at mirrorAt
+	// (nil when none is attached); mirrorErr why the last check could not
+	// read it, mirrorErrors how many checks could not (checkMirror).
+	mirror       *mirrorcheck.Assessment
+	mirrorAt     time.Time
+	mirrorErr    string
+	mirrorErrors int
 }
 
 // dataOffsetsEvery is how often a view lists the data topic's log starts
@@ -252,7 +260,9 @@ func (v *view) publish(ctx context.Context, readErr error) {
 	}
 	if readErr == nil {
 		v.listDataTopic(ctx, &s, old)
+		v.checkMirror(ctx, &s, old)
 	}
+	s.status.Mirror, s.summary.Mirror = s.mirror, s.mirror
 	v.snap.Store(&s)
 }
 

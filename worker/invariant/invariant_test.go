@@ -7,13 +7,13 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/projector"
 	"github.com/kcleanup/kcleanup/worker"
 	"github.com/kcleanup/kcleanup/worker/invariant"
+	"github.com/kcleanup/kcleanup/worker/workertest"
 )
 
 // fixture is a kfake broker with a data topic of two partitions of 200
@@ -29,16 +29,7 @@ type fixture struct {
 
 func newFixture(t *testing.T) fixture {
 	t.Helper()
-	fk, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(fk.Close)
-	c, err := worker.Connect(kgo.SeedBrokers(fk.ListenAddrs()[0]))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
+	c, _ := workertest.FakeCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	t.Cleanup(cancel)
 	f := fixture{c: c, topic: "action-state", ctl: worker.ControlTopicFor("action-state"), ctx: ctx, initials: events.Offsets{0: 0, 1: 0}}

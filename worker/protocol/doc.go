@@ -47,6 +47,25 @@
 //  4. Verify: every log start at or above the plan. CatchUp (another writer
 //     may have finished), then append APPLIED with the starts seen.
 //
+// # With a Flink Agents mirror attached (mirror.go; docs/design.md §11)
+//
+// When the projection has a mirror attached (projector.State.Mirror), a
+// finishing run takes the mirror steps: ReadMirror (the mirror as the job
+// reads it) and, unless the job's effective boundary there already covers
+// the plan (MirrorCovers), WriteMirror of the plan's COMMITTED, then
+// ReadMirror again: after the Permissions of step 3, before DELETING, and
+// again right before Delete when the attached mirror changed since. In
+// step 4, before APPLIED, the same for the mirror's APPLIED (when the
+// mirror holds the plan as COMMITTED). CheckMirror blocks on a missing or
+// recreated mirror, the wrong settings, or a fold the job fails on;
+// MirrorWrite, which the executor applies again on a fresh read inside its
+// fenced transaction, refuses any write that would make the job's fold
+// fail (Blocked). A plan the control topic accepted as covered is never
+// written: its run waits until the mirror covers it. NewMirrorSync writes
+// the plan whose offsets are the boundary (BoundaryPlan) unless the mirror
+// covers it. The mirror steps are MirrorKinds, not Kinds: the simulation
+// does not model a mirror. testdata/mirror/ holds their transcripts.
+//
 // A request that fails as a whole ends the run with Wait (retry later: it
 // may have taken effect, and the next run re-reads everything), unless its
 // Kafka error code (Report.Code) says a retry cannot pass (PermanentRequest:
@@ -62,7 +81,8 @@
 // that completes: the simulation checks it.
 //
 // NewFinish starts at step 3 (the workers, and Apply's second half);
-// NewSubmit stops after PLANNED; NewPreflight after step 1.
+// NewSubmit stops after PLANNED; NewPreflight after step 1; NewMirrorSync
+// catches up and takes the mirror steps for the boundary's plan only.
 //
 // The package also holds the pure checks the steps use and doctor and init
 // show: Topic (what the cluster reported), Finding and CheckDataTopic. The

@@ -9,6 +9,7 @@ import (
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/fsm"
 	"github.com/kcleanup/kcleanup/projector"
+	"github.com/kcleanup/kcleanup/projector/flinkagents"
 )
 
 // Kind is what a step asks the executor to do, or how a run ended. The
@@ -92,6 +93,9 @@ type Step struct {
 	Result Result
 	// Notes are what the previous report meant, to show before executing.
 	Notes []Progress
+	// Mirror is the mirror to read (ReadMirror: Topic and TopicID) or the
+	// record to write to it (WriteMirror).
+	Mirror MirrorRecord
 }
 
 // Result is where a run left its operation.
@@ -128,6 +132,11 @@ type Report struct {
 	Deleted []Deleted
 	// Starts answers Verify.
 	Starts events.Offsets
+	// Mirror answers ReadMirror.
+	Mirror MirrorView
+	// MirrorWrote answers WriteMirror: false when the fresh read inside
+	// the transaction showed the record was not needed (MirrorWrite).
+	MirrorWrote bool
 }
 
 // Deleted is the broker's answer to DeleteRecords for one partition.
@@ -147,6 +156,7 @@ const (
 	modeFinish
 	modeSubmit
 	modePreflight
+	modeMirrorSync
 )
 
 // phase is which report a run is waiting for.
@@ -167,6 +177,9 @@ const (
 	phaseVerified
 	phaseCaughtUpAgain
 	phaseApplied
+	phaseMirrorSync
+	phaseMirrorRead
+	phaseMirrorWritten
 	phaseEnded
 )
 
@@ -187,6 +200,10 @@ type Run struct {
 	// seen holds the verified log starts.
 	seen events.Offsets
 	end  Step
+	// mirror is the state of the mirror steps under way (mirror.go);
+	// mirrored names the mirror (topic/ID) that showed the plan covered.
+	mirror   *mirrorRun
+	mirrored string
 }
 
 // NewApply runs the whole protocol for plan: checks, PLANNED, COMMITTED
@@ -256,6 +273,10 @@ func (r *Run) next(st *projector.State, rep Report) Step {
 	}
 	switch r.phase {
 	case phaseStart:
+		if r.mode == modeMirrorSync {
+			r.phase = phaseMirrorSync
+			return Step{Kind: CatchUp}
+		}
 		if r.mode == modeFinish {
 			r.phase = phaseCaughtUp
 			return Step{Kind: CatchUp}
@@ -266,8 +287,18 @@ func (r *Run) next(st *projector.State, rep Report) Step {
 	case phasePermitted:
 		return r.permitted(st)
 	case phasePermittedFinish:
-		r.phase = phaseDeleting
-		return Step{Kind: Append, Record: r.envelope(events.Deleting)}
+		// The mirror shows the plan before DELETING, so that a blocked
+		// mirror appends nothing on every retry.
+		return r.withMirror(st, flinkagents.Committed, func(*projector.State) Step {
+			r.phase = phaseDeleting
+			return Step{Kind: Append, Record: r.envelope(events.Deleting)}
+		})
+	case phaseMirrorSync:
+		return r.mirrorSyncStart(st)
+	case phaseMirrorRead:
+		return r.mirrorRead(st, rep)
+	case phaseMirrorWritten:
+		return r.mirrorWritten(rep)
 	case phasePlanned:
 		return r.planned(st, rep)
 	case phaseCommitted:
@@ -336,7 +367,11 @@ func (r *Run) described(st *projector.State, rep Report) Step {
 	case modeApply:
 		// Before the point of no return: every ACL the rest of the protocol needs.
 		r.phase = phasePermitted
-		return Step{Kind: Permissions, Need: ApplyNeeds(r.cfg.ControlTopic, r.plan.Topic, r.cfg.NoWait, r.cfg.FinishAfter), Topic: r.plan.Topic,
+		need := ApplyNeeds(r.cfg.ControlTopic, r.plan.Topic, r.cfg.NoWait, r.cfg.FinishAfter)
+		if !r.cfg.NoWait || r.cfg.FinishAfter {
+			need = withMirrorNeeds(st, need)
+		}
+		return Step{Kind: Permissions, Need: need, Topic: r.plan.Topic,
 			Notes: say("check", "plan %s fits the live topic and the boundary", r.planID)}
 	}
 	return r.permitted(st)
@@ -483,7 +518,7 @@ func (r *Run) rechecked(st *projector.State, rep Report) Step {
 		// And every ACL the rest needs, so that a principal that cannot
 		// finish writes nothing.
 		r.phase = phasePermittedFinish
-		return Step{Kind: Permissions, Need: FinishNeeds(r.cfg.ControlTopic, r.plan.Topic), Topic: r.plan.Topic}
+		return Step{Kind: Permissions, Need: withMirrorNeeds(st, FinishNeeds(r.cfg.ControlTopic, r.plan.Topic)), Topic: r.plan.Topic}
 	}
 	// The last line of defence of I1: a deletion only for an operation the
 	// log, read back, shows past COMMITTED, on a projection with no sign of
@@ -492,15 +527,28 @@ func (r *Run) rechecked(st *projector.State, rep Report) Step {
 	if op.State != fsm.Deleting {
 		return Step{Kind: Wait, Err: errors.AssertionFailedf("plan %s is %s in the projection, not DELETING: no deletion", r.planID, op.State)}
 	}
+	if name := mirrorName(st); name != "" && name != r.mirrored {
+		// A mirror attached (or replaced) since the check before DELETING:
+		// it must show the plan too before anything is deleted.
+		info := rep.Topic
+		return r.withMirror(st, flinkagents.Committed, func(st *projector.State) Step { return r.deleteTo(st, info) })
+	}
+	return r.deleteTo(st, rep.Topic)
+}
+
+// deleteTo: Delete the partitions whose log start is below the plan, or
+// verify at once when none is.
+func (r *Run) deleteTo(st *projector.State, info Topic) Step {
+	op, _ := st.Operation(r.planID)
 	to := events.Offsets{}
 	for p, off := range r.plan.Offsets {
-		if rep.Topic.Start[p] < off {
+		if info.Start[p] < off {
 			to[p] = off
 		}
 	}
 	if len(to) == 0 {
 		// Nothing below the plan is left: the starts just listed verify it.
-		return r.verified(Report{Starts: rep.Topic.Start})
+		return r.verified(Report{Starts: info.Start})
 	}
 	// Finishing with nothing left to delete is safe whatever the history
 	// says (a recommitted operation carries the boundary it restores);
@@ -627,10 +675,14 @@ func (r *Run) caughtUpAgain(st *projector.State) Step {
 		r.state = fsm.Applied
 		return Step{Kind: Done, Result: Result{LogStart: op.LogStart}}
 	}
-	env := r.envelope(events.Applied)
-	env.LogStart = r.seen
-	r.phase = phaseApplied
-	return Step{Kind: Append, Record: env}
+	// The mirror's APPLIED before the control topic's: once APPLIED, no
+	// worker finishes the operation again.
+	return r.withMirror(st, flinkagents.Applied, func(*projector.State) Step {
+		env := r.envelope(events.Applied)
+		env.LogStart = r.seen
+		r.phase = phaseApplied
+		return Step{Kind: Append, Record: env}
+	})
 }
 
 func (r *Run) applied(st *projector.State, rep Report) Step {

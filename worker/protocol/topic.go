@@ -97,3 +97,6 @@ func CheckDataTopic(info Topic, bootstrap string) []Finding {
 	}
 	return out
 }
+
+// ControlTopicFor is the default control topic of a data topic.
+func ControlTopicFor(dataTopic string) string { return dataTopic + ".kcleanup" }

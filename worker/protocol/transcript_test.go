@@ -45,6 +45,11 @@ import (
 //	      <step>: partition <p> <code> <text>  (delete) partition p answers
 //	                                Kafka error code <code>
 //	      <step>: before <command>  a record or set command runs first
+//	mirror attach|detach topic=m [tid=T2]   append a mirror event to the control topic
+//	mirror set [missing] [back] [tid=T3] [policy=..] [partitions=0,1]   change the mirror topic
+//	mirror record plan=p1 status=COMMITTED|APPLIED | tombstone   another writer writes the mirror
+//	mirror show   the mirror's records and the job's effective boundary
+//	run sync      NewMirrorSync
 //	state    boundary and operations of the run's projection
 func TestTranscripts(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
@@ -68,6 +73,7 @@ type harness struct {
 	pairs   []string
 	tids    map[string]string
 	actors  int
+	mirror  simMirror
 	acls    bool // print what Permissions steps ask for
 }
 
@@ -117,6 +123,8 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 		return fmt.Sprintf("%s: %s (%s) from %s, offsets %s\n", id, dataTopic, tid, rp, o)
 	case "record":
 		return h.record(t, d.CmdArgs)
+	case "mirror":
+		return h.mirrorCmd(t, d)
 	case "run":
 		return h.runProtocol(t, d)
 	case "state":
@@ -264,14 +272,14 @@ type fault struct {
 
 func (h *harness) runProtocol(t *testing.T, d *datadriven.TestData) string {
 	var mode, name string
-	d.ScanArgs(t, "plan", &name)
+	d.MaybeScanArgs(t, "plan", &name)
 	for _, a := range d.CmdArgs {
 		if len(a.Vals) == 0 && a.Key != "nowait" && a.Key != "finishafter" && a.Key != "acls" {
 			mode = a.Key
 		}
 	}
 	plan, ok := h.plans[name]
-	if !ok {
+	if !ok && mode != "sync" {
 		d.Fatalf(t, "run: unknown plan %q", name)
 	}
 	cfg := Config{ControlTopic: "action-state.kcleanup", Bootstrap: "localhost:9092", NoWait: d.HasArg("nowait"),
@@ -287,8 +295,10 @@ func (h *harness) runProtocol(t *testing.T, d *datadriven.TestData) string {
 		r = NewSubmit(plan, cfg)
 	case "preflight":
 		r = NewPreflight(plan, cfg)
+	case "sync":
+		r = NewMirrorSync(cfg)
 	default:
-		d.Fatalf(t, "run: mode apply, finish, submit or preflight")
+		d.Fatalf(t, "run: mode apply, finish, submit, preflight or sync")
 	}
 	faults := map[string]fault{}
 	for _, line := range strings.Split(strings.TrimSpace(d.Input), "\n") {
@@ -339,6 +349,8 @@ func (h *harness) runProtocol(t *testing.T, d *datadriven.TestData) string {
 			case "set":
 				h.set(t, args)
 				fmt.Fprintf(&b, "  (now %s)", strings.TrimSuffix(h.showTopic(), "\n"))
+			case "mirror":
+				fmt.Fprintf(&b, "  (%s)", strings.TrimSuffix(h.mirrorDo(t, args), "\n"))
 			}
 			b.WriteString("\n")
 			ok = false
@@ -368,6 +380,10 @@ func (h *harness) describeStep(s Step) string {
 		return fmt.Sprintf("delete %s up to %s (%d of %d partitions)", s.Topic, s.Delete, len(s.Delete), s.Of)
 	case CatchUp:
 		return "catch-up"
+	case ReadMirror:
+		return "read-mirror " + s.Mirror.Topic
+	case WriteMirror:
+		return fmt.Sprintf("write-mirror %s %s %s", s.Mirror.Topic, s.Mirror.Status, s.Mirror.Plan.PlanID)
 	case Permissions:
 		if h.acls {
 			var need []string
@@ -415,6 +431,8 @@ func (h *harness) describeReport(s Step, rep Report) string {
 		return "log start " + h.topic.Start.String() + strings.Join(append([]string{""}, parts...), "; ")
 	case Verify:
 		return "log start " + rep.Starts.String()
+	case ReadMirror:
+		return h.describeMirror(rep.Mirror)
 	}
 	return ""
 }
@@ -518,6 +536,8 @@ func (h *harness) perform(s Step, f fault, faulty bool) Report {
 		return rep
 	case Verify:
 		return Report{Starts: h.topic.Start.Clone()}
+	case ReadMirror, WriteMirror:
+		return h.performMirror(s)
 	}
 	return Report{}
 }

@@ -13,9 +13,17 @@
 //     operations, the fleet).
 //   - FlinkStatus (flink.go): a control topic in Flink Agents' format as the
 //     job folds it; Format (format.go) says which format a topic is in.
+//   - Preview (preview.go): what applying a plan would do to each partition
+//     (`kcleanup plan`'s live preview), from what worker.Cluster.Preview
+//     read (PartitionsPreview).
 //   - Unjudged (validate.go): the verdict document of a request the gate did
 //     not judge (bad request, unknown control topic, shutting down).
 //   - Clip and TextLimit (clip.go): how every view cuts writer-chosen text.
+//   - The findings doctor and init print (findings.go): CheckBinding and
+//     CheckProjection judge a status document, CheckControlTopic,
+//     CheckControlTopicDurability and CheckFlinkControlTopic a control
+//     topic as described (protocol.Topic), with the exact command that
+//     fixes each problem. The time a check compares against is a parameter.
 //
 // Pure: no Kafka client, no clock, no os, no goroutine (imports_test.go
 // fails the build's tests otherwise). It imports projector, events and the

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/kcleanup/kcleanup/worker/mirrorcheck"
 )
 
 // TestStatusSchemasMatchTheDocuments keeps docs/schema/status.schema.json
@@ -51,6 +53,7 @@ func TestStatusSchemasMatchTheDocuments(t *testing.T) {
 		"dataTopic":   {inner[object](t, status.Properties["dataTopic"]), reflect.TypeFor[DataTopicOffsets]()},
 		"maintenance": {inner[object](t, inner[map[string]any](t, status.Properties["maintenance"])["items"]), reflect.TypeFor[MaintenanceRecord]()},
 		"flinkAgents": {sdefs["flinkAgents"], reflect.TypeFor[FlinkStatus]()},
+		"mirror":      {sdefs["mirror"], reflect.TypeFor[mirrorcheck.Assessment]()},
 		"worker":      {ws, reflect.TypeFor[WorkerStatus]()},
 		"fleet":       {wdefs["fleet"], reflect.TypeFor[FleetStatus]()},
 		"member":      {wdefs["member"], reflect.TypeFor[FleetMember]()},

@@ -7,6 +7,7 @@ import (
 	"github.com/kcleanup/kcleanup/fsm"
 	"github.com/kcleanup/kcleanup/projector"
 	"github.com/kcleanup/kcleanup/projector/flinkagents"
+	"github.com/kcleanup/kcleanup/worker/mirrorcheck"
 )
 
 // StatusSchemaVersion versions the status document (docs/schema/status.schema.json).
@@ -88,6 +89,11 @@ type Status struct {
 	// in that format (docs/flink-agents.md): the rest of the document is
 	// kcleanup's fold, which rejects every such record.
 	FlinkAgents *FlinkStatus `json:"flinkAgents,omitempty"`
+	// Mirror is how the attached Flink Agents mirror stands against the
+	// boundary (absent when none is attached). StatusOf cannot fill it (it
+	// needs a read of the mirror topic): the reader that built the status
+	// sets it (worker.Cluster.AssessMirror).
+	Mirror *mirrorcheck.Assessment `json:"mirror,omitempty"`
 }
 
 // PendingRepair is an accepted record a worker will append again, so that

@@ -162,15 +162,23 @@ func (p *process) deliver(w *world, end int64) {
 // tombstone retracted keys past the grace, read it back.
 func (p *process) repair(w *world) {
 	n := 0
+	var later [][]byte
+	for _, r := range p.proj.Retractions() {
+		switch {
+		case r.Now: // before the repairs, without the grace
+			w.appendRecord(r.Key, nil, p.maintenance(projector.MaintenanceRetraction)...)
+			n++
+		case w.now().Sub(r.Timestamp) >= secs(w.cfg.Grace):
+			later = append(later, r.Key)
+		}
+	}
 	for _, r := range p.proj.Repairs() {
 		w.appendRecord(r.Key, r.Value, p.maintenance(projector.MaintenanceRepair)...)
 		n++
 	}
-	for _, r := range p.proj.Retractions() {
-		if w.now().Sub(r.Timestamp) >= secs(w.cfg.Grace) {
-			w.appendRecord(r.Key, nil, p.maintenance(projector.MaintenanceRetraction)...)
-			n++
-		}
+	for _, k := range later {
+		w.appendRecord(k, nil, p.maintenance(projector.MaintenanceRetraction)...)
+		n++
 	}
 	if n > 0 {
 		p.deliver(w, w.next)

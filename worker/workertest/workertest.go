@@ -13,21 +13,34 @@ import (
 	"github.com/kcleanup/kcleanup/worker"
 )
 
-// FakeCluster is a worker.Cluster on a one-broker kfake cluster, and that broker's address.
-func FakeCluster(t testing.TB) (*worker.Cluster, string) {
+// Connect is a worker.Cluster on the brokers at bootstrap, closed at the end of the test.
+func Connect(t testing.TB, bootstrap string) *worker.Cluster {
 	t.Helper()
-	fk, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(fk.Close)
-	addr := fk.ListenAddrs()[0]
-	c, err := worker.Connect(kgo.SeedBrokers(addr))
+	c, err := worker.Connect(kgo.SeedBrokers(bootstrap))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
-	return c, addr
+	return c
+}
+
+// FakeBroker is a one-broker kfake cluster made with opts (beside NumBrokers(1)) and a
+// worker.Cluster on it, for tests that also drive the broker (take it away, hold requests).
+func FakeBroker(t testing.TB, opts ...kfake.Opt) (*worker.Cluster, *kfake.Cluster) {
+	t.Helper()
+	fk, err := kfake.NewCluster(append([]kfake.Opt{kfake.NumBrokers(1)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(fk.Close)
+	return Connect(t, fk.ListenAddrs()[0]), fk
+}
+
+// FakeCluster is a worker.Cluster on a one-broker kfake cluster, and that broker's address.
+func FakeCluster(t testing.TB) (*worker.Cluster, string) {
+	t.Helper()
+	c, fk := FakeBroker(t)
+	return c, fk.ListenAddrs()[0]
 }
 
 // DataTopic creates a data topic with the configs kcleanup needs and n records in each

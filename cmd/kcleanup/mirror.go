@@ -1,0 +1,153 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kcleanup/kcleanup/projector"
+	"github.com/kcleanup/kcleanup/worker"
+)
+
+func newMirrorCmd(g *globalOptions) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "mirror",
+		Short: "Attach, detach or sync a Flink Agents mirror: the control topic a Flink Agents job reads",
+		Long: `A Flink Agents mirror is a topic in Flink Agents' own control format (the topic a job's
+kafkaActionStateCleanupControlTopic names) that every kcleanup apply and worker keeps in step
+with the boundary: a plan's COMMITTED is on the mirror before anything is deleted for it, its
+APPLIED after the deletion is verified, so the job refuses at recovery the recovery points
+kcleanup refuses. Attaching and detaching are records on the control topic (audited; an apply
+cannot skip an attached mirror). See docs/flink-agents.md, "The mirror".`,
+	}
+	// --topic belongs to every mirror command.
+	dataTopic := new(string)
+	cmd.PersistentFlags().StringVar(dataTopic, flagTopic, "", "data `topic` whose control topic (<topic>.kcleanup) has the mirror")
+	cmd.AddCommand(newMirrorAttachCmd(g, dataTopic), newMirrorDetachCmd(g, dataTopic), newMirrorSyncCmd(g, dataTopic))
+	return cmd
+}
+
+func newMirrorAttachCmd(g *globalOptions, dataTopic *string) *cobra.Command {
+	var reason string
+	cmd := &cobra.Command{
+		Use:   "attach MIRROR_TOPIC",
+		Short: "Attach a Flink Agents mirror to a control topic and seed it with the boundary",
+		Long: `attach checks the mirror topic as a Flink Agents job would (it exists, has exactly one
+partition and cleanup.policy=compact, its records fold without error and name only the data
+topic this control topic governs), appends MIRROR_ATTACHED with its topic ID, and writes to it
+the plan that set the boundary, so that the job's boundary equals kcleanup's from the start.
+From then on every apply and every worker keeps it in step. Attaching another topic replaces
+the mirror. Create the topic first:
+
+  kafka-topics --create --topic action-state.flink --partitions 1 --config cleanup.policy=compact`,
+		Example: `  kcleanup mirror attach action-state.flink --topic action-state
+  kcleanup mirror attach action-state-cleanup --control-topic action-state.kcleanup --reason "adopted from Flink Agents' tool"`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runMirror(cmd.Context(), *g, *dataTopic, cmd.OutOrStdout(), cmd.ErrOrStderr(),
+				func(ctx context.Context, c *worker.Cluster, proj *worker.Projection, o worker.Options) (projector.Mirror, error) {
+					return c.AttachMirror(ctx, proj, args[0], reason, o)
+				}, "attached")
+		},
+	}
+	cmd.Flags().StringVar(&reason, "reason", "attached with kcleanup mirror attach", "why, for the audit")
+	return cmd
+}
+
+func newMirrorDetachCmd(g *globalOptions, dataTopic *string) *cobra.Command {
+	var reason string
+	cmd := &cobra.Command{
+		Use:   "detach",
+		Short: "Stop keeping the attached Flink Agents mirror in step",
+		Long: `detach appends MIRROR_DETACHED for the attached mirror. The mirror keeps the boundary it
+holds, and a Flink Agents job reading it learns no later one: gate its restores with kcleanup
+validate, or point it at another mirror. --reason is required: history shows it.`,
+		Example: `  kcleanup mirror detach --topic action-state --reason "job retired"`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runMirror(cmd.Context(), *g, *dataTopic, cmd.OutOrStdout(), cmd.ErrOrStderr(),
+				func(ctx context.Context, c *worker.Cluster, proj *worker.Projection, o worker.Options) (projector.Mirror, error) {
+					return c.DetachMirror(ctx, proj, reason, o)
+				}, "detached")
+		},
+	}
+	// Required: a detach stops the job learning the boundary, and an
+	// auditor must be able to read why.
+	cmd.Flags().StringVar(&reason, "reason", "", "why, for the audit (required)")
+	_ = cmd.MarkFlagRequired("reason")
+	return cmd
+}
+
+func newMirrorSyncCmd(g *globalOptions, dataTopic *string) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "sync",
+		Short: "Bring the attached Flink Agents mirror up to the boundary now",
+		Long: `sync writes to the attached mirror the plan that set the boundary (with its state on the
+control topic), unless the mirror already covers it. The owning worker does the same by itself;
+sync is for a mirror that attach could not seed, once the cause is fixed.`,
+		Example: `  kcleanup mirror sync --topic action-state`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runMirror(cmd.Context(), *g, *dataTopic, cmd.OutOrStdout(), cmd.ErrOrStderr(),
+				func(ctx context.Context, c *worker.Cluster, proj *worker.Projection, o worker.Options) (projector.Mirror, error) {
+					if err := c.SyncMirror(ctx, proj, o); err != nil {
+						return projector.Mirror{}, err
+					}
+					m, _ := proj.State.Mirror()
+					return m, nil
+				}, "in step")
+		},
+	}
+	return cmd
+}
+
+// mirrorResult is the JSON answer of the mirror commands.
+type mirrorResult struct {
+	ControlTopic string `json:"controlTopic"`
+	Mirror       string `json:"mirror,omitempty"`
+	MirrorID     string `json:"mirrorTopicId,omitempty"`
+	Result       string `json:"result"`
+}
+
+func runMirror(ctx context.Context, g globalOptions, dataTopic string, stdout, stderr io.Writer,
+	do func(context.Context, *worker.Cluster, *worker.Projection, worker.Options) (projector.Mirror, error), result string) error {
+	control, err := g.readControlTopic(dataTopic)
+	if err != nil {
+		return err
+	}
+	c, err := g.connect()
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(ctx, g.timeout)
+	defer cancel()
+	proj, err := g.project(ctx, c, control)
+	if err != nil {
+		return err
+	}
+	defer proj.Close()
+	o := worker.Options{
+		Bootstrap: g.bootstrap(),
+		Observe:   func(p worker.Progress) { fmt.Fprintf(stderr, "[%s] %s\n", p.Step, p.Message) },
+	}
+	m, err := do(ctx, c, proj, o)
+	if err != nil {
+		return attachError(planError(g, err))
+	}
+	res := mirrorResult{ControlTopic: control, Mirror: m.Topic, MirrorID: m.TopicID, Result: result}
+	if m.Topic == "" {
+		res.Result = "no mirror attached"
+	}
+	if g.output == outputJSON {
+		return writeJSON(stdout, res)
+	}
+	if m.Topic == "" {
+		_, err := fmt.Fprintf(stdout, "control topic %s: no mirror attached\n", control)
+		return err
+	}
+	_, err = fmt.Fprintf(stdout, "control topic %s: mirror %s (topic ID %s) %s\n", control, m.Topic, m.TopicID, result)
+	return err
+}

@@ -1,0 +1,87 @@
+package mirrorcheck_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/cockroachdb/errors"
+
+	"github.com/kcleanup/kcleanup/events"
+	"github.com/kcleanup/kcleanup/projector"
+	"github.com/kcleanup/kcleanup/worker/mirrorcheck"
+	"github.com/kcleanup/kcleanup/worker/protocol"
+)
+
+func TestAssess(t *testing.T) {
+	p1 := plan(t, "chk-1", events.Offsets{0: 10, 1: 10})
+	p2 := plan(t, "chk-2", events.Offsets{0: 20, 1: 20})
+	above := plan(t, "chk-3", events.Offsets{0: 30, 1: 30})
+	att := events.Mirror{Topic: "action-state.flink", TopicID: mirrorID, Reason: "test"}
+	st := state(t, p1, events.Planned, events.Committed, events.Deleting, events.Applied,
+		p2, events.Planned, events.Committed, events.Deleting, events.Applied, att)
+	fresh := state(t, att)
+	m, ok := st.Mirror()
+	if !ok {
+		t.Fatal("setup: no mirror attached")
+	}
+
+	for _, c := range []struct {
+		name     string
+		st       *projector.State
+		v        mirrorcheck.View
+		writeErr error
+		standing mirrorcheck.Standing
+		lag      int64
+		want     string // in the reason
+		hint     string // in the hint
+		severity protocol.Severity
+	}{
+		{"in step", st, view(rec{status: "COMMITTED", plan: p2}, rec{status: "APPLIED", plan: p2}), nil, mirrorcheck.InStep, 0, "", "", protocol.OK},
+		{"in step, with an older plan too", st, view(rec{status: "APPLIED", plan: p1}, rec{status: "APPLIED", plan: p2}), nil, mirrorcheck.InStep, 0, "", "", protocol.OK},
+		{"nothing to mirror yet", fresh, view(), nil, mirrorcheck.InStep, 0, "", "", protocol.OK},
+		{"empty, lagging", st, view(), nil, mirrorcheck.Lagging, 40, "holds no plan yet", "owning worker", protocol.Warn},
+		{"lagging by a plan", st, view(rec{status: "APPLIED", plan: p1}), nil, mirrorcheck.Lagging, 20, "plan " + p2.PlanID + " is not on the mirror", "owning worker", protocol.Warn},
+		{"ahead", st, view(rec{status: "APPLIED", plan: above}), nil, mirrorcheck.Ahead, 0, "above kcleanup's boundary", "another writer", protocol.Warn},
+		{"missing", st, mirrorcheck.View{Topic: att.Topic, Missing: true}, nil, mirrorcheck.Unwritable, 40, "does not exist", "mirror detach", protocol.Block},
+		{"recreated", st, func() mirrorcheck.View { v := view(); v.TopicID = "AAAAAAAAAAAAAAAAAAAABA"; return v }(), nil, mirrorcheck.Unwritable, 40, "recreated", "mirror attach action-state.flink --topic action-state", protocol.Block},
+		{"misconfigured", st, func() mirrorcheck.View { v := view(); v.CleanupPolicy = "delete"; return v }(), nil, mirrorcheck.Unwritable, 40, "compact", "", protocol.Block},
+		{"fold fails", st, view(rec{status: "APPLIED", plan: p1}, rec{plan: p1, tomb: true}), nil, mirrorcheck.Unwritable, 40, "fold fails", "", protocol.Block},
+		{"no permission", st, view(rec{status: "APPLIED", plan: p2}), errors.WithHint(errors.New("not authorized to write the Flink Agents mirror topic"), "kafka-acls --add …"),
+			mirrorcheck.Unwritable, 40, "cannot write", "kafka-acls --add", protocol.Block},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			a := mirrorcheck.Assess(m, c.st, c.v, c.writeErr)
+			if a.Standing != c.standing || a.Lag != c.lag || !strings.Contains(a.Reason, c.want) || !strings.Contains(a.Hint, c.hint) {
+				t.Fatalf("got %+v, want standing %s, lag %d, reason with %q, hint with %q", a, c.standing, c.lag, c.want, c.hint)
+			}
+			if (a.Standing == mirrorcheck.InStep) != (a.Reason == "" && a.Hint == "") {
+				t.Errorf("in step says why it is not: %+v", a)
+			}
+			if c.standing == mirrorcheck.InStep && a.Plans > 0 && !a.Boundary.Equal(st.Boundary()) {
+				t.Errorf("in step, the mirror's boundary %s is not kcleanup's %s", a.Boundary, st.Boundary())
+			}
+			fs := mirrorcheck.Findings(a, nil, "b:9092")
+			if len(fs) == 0 || fs[0].Severity != c.severity {
+				t.Errorf("findings %+v, want the first %s", fs, c.severity)
+			}
+		})
+	}
+}
+
+func TestFindingsWarnOfDurabilitySettings(t *testing.T) {
+	a := mirrorcheck.Assessment{Topic: "m", TopicID: mirrorID, LiveTopicID: mirrorID, Standing: mirrorcheck.InStep}
+	fs := mirrorcheck.Findings(a, map[string]string{"cleanup.policy": "compact", "delete.retention.ms": "1000", "min.compaction.lag.ms": "0"}, "b:9092")
+	var warned []string
+	for _, f := range fs[1:] {
+		if f.Severity != protocol.Warn {
+			t.Errorf("a durability setting blocks: %+v", f)
+		}
+		warned = append(warned, f.Message)
+	}
+	all := strings.Join(warned, "\n")
+	for _, want := range []string{"delete.retention.ms", "min.compaction.lag.ms"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("no warning about %s in %q", want, all)
+		}
+	}
+}
