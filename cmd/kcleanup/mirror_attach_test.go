@@ -164,3 +164,11 @@ func TestInitAttachesTheMirror(t *testing.T) {
 		t.Errorf("status after the first apply: %+v", m)
 	}
 }
+
+// TestMirrorDetachNeedsAReason: detaching without --reason is a usage
+// error (exit 2), before anything is read or written.
+func TestMirrorDetachNeedsAReason(t *testing.T) {
+	clearEnv(t)
+	code, _, stderr := runCLI(t, "-b", "127.0.0.1:1", "mirror", "detach", "--topic", "t")
+	opWantFailure(t, code, stderr, exitUsage, `"reason" not set`, "Hint:")
+}

@@ -176,7 +176,7 @@ func TestStatusAndDoctorShowTheMirror(t *testing.T) {
 		t.Fatalf("status, recreated mirror: %+v", st.Mirror)
 	}
 	code, stdout, _ = e.run(t, "doctor", "--topic", topic)
-	if code != exitError || !strings.Contains(stdout, "deleted and recreated") || !strings.Contains(stdout, "kcleanup mirror attach --mirror-topic "+mirror) {
+	if code != exitError || !strings.Contains(stdout, "deleted and recreated") || !strings.Contains(stdout, "kcleanup mirror attach "+mirror+" --topic "+topic) {
 		t.Errorf("doctor, recreated mirror: exit %d\n%s", code, stdout)
 	}
 }

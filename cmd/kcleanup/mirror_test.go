@@ -53,11 +53,11 @@ func TestMirrorCommands(t *testing.T) {
 		t.Fatalf("mirror after apply: boundary %v, %v, %+v", b, err, ops)
 	}
 
-	code, stdout, _ = e.run(t, "-o", "json", "mirror", "detach", "--control-topic", control)
+	code, stdout, _ = e.run(t, "-o", "json", "mirror", "detach", "--control-topic", control, "--reason", "job retired")
 	if code != exitOK || !strings.Contains(stdout, `"result": "detached"`) {
 		t.Fatalf("mirror detach: exit %d\n%s", code, stdout)
 	}
-	code, _, stderr = e.run(t, "mirror", "detach", "--topic", topic)
+	code, _, stderr = e.run(t, "mirror", "detach", "--topic", topic, "--reason", "again")
 	opWantFailure(t, code, stderr, exitError, "no mirror attached")
 
 	// history shows the mirror events, in its schema.

@@ -75,7 +75,11 @@ func Assess(att projector.Mirror, st *projector.State, v View, writeErr error) A
 	if hasPlan {
 		a.BoundaryPlan = bp.PlanID
 	}
-	detach := fmt.Sprintf("or detach it (kcleanup mirror detach --mirror-topic %s --reason …), after which the Flink Agents job no longer learns the boundary from it", att.Topic)
+	data, _, _ := st.Binding()
+	if data == "" {
+		data = "<data topic>"
+	}
+	detach := fmt.Sprintf("or detach it (kcleanup mirror detach --topic %s --reason …), after which the Flink Agents job no longer learns the boundary from it", data)
 	unwritable := func(reason, hint string) Assessment {
 		a.Standing, a.Reason, a.Hint, a.Lag = Unwritable, reason, hint+"; "+detach, total
 		return a
@@ -83,10 +87,10 @@ func Assess(att projector.Mirror, st *projector.State, v View, writeErr error) A
 	switch {
 	case v.Missing:
 		return unwritable(fmt.Sprintf("mirror topic %s does not exist", att.Topic),
-			fmt.Sprintf("create it (kcleanup init --topic <data topic> --mirror-topic %s) and attach it again", att.Topic))
+			fmt.Sprintf("create and attach it again (kcleanup init --topic %s --mirror-topic %s)", data, att.Topic))
 	case v.TopicID != att.TopicID:
 		return unwritable(fmt.Sprintf("mirror topic %s has topic ID %s, not %s, the one it was attached with: it was deleted and recreated", att.Topic, v.TopicID, att.TopicID),
-			fmt.Sprintf("attach the new topic (kcleanup mirror attach --mirror-topic %s --reason …); the job must not read it before it holds the boundary", att.Topic))
+			fmt.Sprintf("attach the new topic (kcleanup mirror attach %s --topic %s --reason …), which seeds it with the boundary", att.Topic, data))
 	}
 	if err := topicProblem(v, "", "<broker>"); err != nil {
 		return unwritable(err.Error(), "fix the mirror topic as kcleanup mirror attach would require")
