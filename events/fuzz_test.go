@@ -54,7 +54,20 @@ func decodeSeeds() []decodeSeed {
 		decodeSeed{k, v, true},
 		decodeSeed{[]byte(planC1ID + "/PAUSED"), []byte(`{"schemaVersion":1,"event":"PAUSED","planId":"` + planC1ID + `"}`), false},
 		decodeSeed{[]byte("x"), []byte(`{"schemaVersion":2}`), false},
-		decodeSeed{k, []byte(strings.Replace(string(v), `"plan":{"schemaVersion":1`, `"plan":{"schemaVersion":7`, 1)), false})
+		decodeSeed{k, []byte(strings.Replace(string(v), `"plan":{"schemaVersion":1`, `"plan":{"schemaVersion":7`, 1)), false},
+		mirrorSeed(MirrorAttached, ""), mirrorSeed(MirrorDetached, ""),
+		mirrorSeed(MirrorAttached, `"schemaVersion":3`),
+		decodeSeed{[]byte("mirror/m/MIRROR_PAUSED"), []byte(`{"schemaVersion":2,"event":"MIRROR_PAUSED","mirrorTopic":"m"}`), false})
+}
+
+// mirrorSeed is a mirror event's record, its schemaVersion replaced when
+// version is not empty.
+func mirrorSeed(e Event, version string) decodeSeed {
+	k, v := mirrorEvent(e).Encode()
+	if version != "" {
+		v = []byte(strings.Replace(string(v), `"schemaVersion":2`, version, 1))
+	}
+	return decodeSeed{k, v, false}
 }
 
 func FuzzParsePlan(f *testing.F) {
@@ -194,8 +207,11 @@ func FuzzDecode(f *testing.F) {
 			}
 			return
 		}
-		if err := env.Plan.Validate(); err != nil {
+		if err := env.Plan.Validate(); err != nil && env.Mirror == nil {
 			t.Fatalf("decoded plan does not validate: %v", err)
+		}
+		if (env.Mirror != nil) != env.Event.IsMirror() {
+			t.Fatalf("event %s with mirror body %v", env.Event, env.Mirror)
 		}
 		if err := env.Validate(); err != nil {
 			t.Fatalf("decoded envelope does not validate: %v", err)

@@ -27,6 +27,9 @@ func MirrorTransactionalID(mirrorTopic string) string {
 // took over between our fence and our commit).
 const mirrorWriteAttempts = 8
 
+// mirrorTxnTimeout is the mirror writer's transaction.timeout.ms.
+const mirrorTxnTimeout = 15 * time.Second
+
 // ReadMirror reads a mirror topic as the Flink Agents job reads its
 // control topic (ReadFlinkTopic: read_committed, to the end offset
 // captured first, once the last stable offset reached it), with its live
@@ -78,7 +81,11 @@ func (c *Cluster) writeMirrorOnce(ctx context.Context, rec protocol.MirrorRecord
 	txnID := MirrorTransactionalID(rec.Topic)
 	cl, err := kgo.NewClient(append(c.ConnOpts(),
 		kgo.TransactionalID(txnID),
-		kgo.TransactionTimeout(time.Minute),
+		// Short: a writer killed inside its transaction pins the mirror's
+		// last stable offset until the broker aborts it (or the next
+		// writer's fence does), and a Flink Agents job recovering then
+		// waits for it.
+		kgo.TransactionTimeout(mirrorTxnTimeout),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 	)...)

@@ -13,6 +13,7 @@ import (
 
 func newAdoptCmd(g *globalOptions) *cobra.Command {
 	var from string
+	var attach bool
 	cmd := &cobra.Command{
 		Use:   "adopt --from FLINK_CONTROL_TOPIC",
 		Short: "Start a kcleanup control topic from the boundary Flink Agents' own cleanup tool committed",
@@ -31,19 +32,26 @@ kcleanup control topic already holds plans of its own. Re-running adopt adds onl
 missing. The Flink Agents topic is only read.
 
 The kcleanup control topic is <data topic>.kcleanup, or --control-topic; it is created as
-kcleanup init would when it does not exist. See docs/flink-agents.md.`,
+kcleanup init would when it does not exist.
+
+--attach-mirror then attaches the Flink Agents topic itself as the control topic's mirror (as
+kcleanup mirror attach does, after the same checks): the job keeps reading the topic its
+kafkaActionStateCleanupControlTopic names, and from then on every kcleanup apply and worker keeps
+it in step, so the job's configuration does not change. See docs/flink-agents.md.`,
 		Example: `  kcleanup adopt --from action-state-cleanup
-  kcleanup adopt --from action-state-cleanup --control-topic action-state.kcleanup -o json`,
+  kcleanup adopt --from action-state-cleanup --control-topic action-state.kcleanup -o json
+  kcleanup adopt --from action-state-cleanup --attach-mirror`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runAdopt(cmd.Context(), *g, from, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			return runAdopt(cmd.Context(), *g, from, attach, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	cmd.Flags().StringVar(&from, "from", "", "the Flink Agents control `topic` to adopt (read only)")
+	cmd.Flags().BoolVar(&attach, "attach-mirror", false, "then attach the Flink Agents topic as the mirror, so the job's configuration does not change")
 	_ = cmd.MarkFlagRequired("from")
 	return cmd
 }
 
-func runAdopt(ctx context.Context, g globalOptions, from string, stdout, stderr io.Writer) error {
+func runAdopt(ctx context.Context, g globalOptions, from string, attach bool, stdout, stderr io.Writer) error {
 	c, err := g.connect()
 	if err != nil {
 		return err
@@ -80,13 +88,25 @@ func runAdopt(ctx context.Context, g globalOptions, from string, stdout, stderr 
 	if err != nil {
 		return planError(g, err)
 	}
+	mirror := ""
+	if attach {
+		did, err := attachMirror(ctx, c, g, proj, from, "adopted from Flink Agents' tool: the job keeps reading this topic", opts)
+		if err != nil {
+			return errors.WithHintf(err, "the adoption is done; attach the mirror once fixed: kcleanup mirror attach %s --control-topic %s", from, control)
+		}
+		mirror = from
+		fmt.Fprintf(stderr, "[mirror] %s %s\n", from, did)
+	}
 	if g.output == outputJSON {
-		return writeJSON(stdout, ad)
+		return writeJSON(stdout, adoptOutput{ad, mirror})
 	}
 	tw := newTable(stdout)
 	fmt.Fprintf(tw, "adopted from\t%s (read to offset %d)\n", ad.FlinkTopic, ad.FlinkEnd)
 	fmt.Fprintf(tw, "control topic\t%s\n", ad.ControlTopic)
 	fmt.Fprintf(tw, "boundary\t%s (Flink Agents' effective boundary)\n", ad.Boundary)
+	if mirror != "" {
+		fmt.Fprintf(tw, "mirror\t%s is attached: kcleanup keeps it in step, the job keeps reading it\n", mirror)
+	}
 	fmt.Fprintln(tw, "PLAN\tFLINK AGENTS\tKCLEANUP\t")
 	for _, p := range ad.Plans {
 		note := ""
@@ -96,4 +116,11 @@ func runAdopt(ctx context.Context, g globalOptions, from string, stdout, stderr 
 		fmt.Fprintf(tw, "%s\t%s at offset %d\t%s\t%s\n", p.PlanID, p.FlinkStatus, p.FlinkOffset, p.State, note)
 	}
 	return tw.Flush()
+}
+
+// adoptOutput is adopt's JSON document: the adoption, and the mirror
+// attached (--attach-mirror).
+type adoptOutput struct {
+	worker.Adoption
+	Mirror string `json:"mirror,omitempty"`
 }

@@ -252,7 +252,7 @@ func TestEveryCommandsBadInput(t *testing.T) {
 		{"mirror attach: no mirror topic", []string{"mirror", "attach", "--topic", "t"}, exitUsage, "accepts 1 arg"},
 		{"mirror attach: which control topic", []string{"mirror", "attach", "m"}, exitUsage, "which control topic"},
 		{"mirror attach: blank --reason", []string{"mirror", "attach", "m", "--topic", "t", "--reason", ""}, exitUsage, "--reason is given but blank"},
-		{"mirror detach: unreachable cluster", append(down, "mirror", "detach", "--topic", "t"), exitError, "127.0.0.1:1"},
+		{"mirror detach: unreachable cluster", append(down, "mirror", "detach", "--topic", "t", "--reason", "r"), exitError, "127.0.0.1:1"},
 		{"mirror sync: extra argument", []string{"mirror", "sync", "--topic", "t", "now"}, exitUsage, `"now"`},
 	}
 	// Every command has a row.

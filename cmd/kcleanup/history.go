@@ -75,7 +75,9 @@ and the offset read to, so the same log gives the same file, byte for byte.`,
 // historySchemaVersion is the version of historyDoc (docs/schema/history.schema.json). Version
 // 2: key and detail are cut at 1024 bytes unless --all, keyBytes and detailBytes say so.
 // Version 3: maintenance (kind, actor, reason) on the fleet's own repairs and retractions.
-const historySchemaVersion = 3
+// Version 4: event may be a mirror event (MIRROR_ATTACHED, MIRROR_DETACHED; no planId) or the
+// event a newer build's key names.
+const historySchemaVersion = 4
 
 // historyDoc is `kcleanup history -o json`: the verdicts, wrapped in an object like every
 // kcleanup document (output.go).

@@ -77,7 +77,7 @@ func TestHistoryShowsTheFleetsMaintenance(t *testing.T) {
 			} `json:"maintenance"`
 		} `json:"verdicts"`
 	}
-	if err := json.Unmarshal([]byte(stdout), &doc); code != exitOK || err != nil || doc.SchemaVersion != 3 || len(doc.Verdicts) != 3 {
+	if err := json.Unmarshal([]byte(stdout), &doc); code != exitOK || err != nil || doc.SchemaVersion != historySchemaVersion || len(doc.Verdicts) != 3 {
 		t.Fatalf("history -o json: exit %d, %v\n%s", code, err, stdout)
 	}
 	if m := doc.Verdicts[2].Maintenance; m == nil || m.Kind != "repair" || doc.Verdicts[2].Actor != "worker/test-3" || doc.Verdicts[1].Maintenance != nil {

@@ -29,7 +29,8 @@ func newInitCmd(g *globalOptions) *cobra.Command {
 leader election off, min.insync.replicas=2 when the replication factor is 3 or more) and check
 the data topic's settings (cleanup.policy=compact,delete, retention.ms=-1, retention.bytes=-1).
 
-With --mirror-topic it also creates the Flink Agents mirror topic: one partition and
+With --mirror-topic it also creates the Flink Agents mirror topic and attaches it (as kcleanup
+mirror attach does, after the same checks; nothing when it is attached already): one partition and
 cleanup.policy=compact exactly (what the job requires), with the control topic's durability
 settings (min.insync.replicas, no unclean leader election: the mirror's COMMITTED is written
 before any deletion and must not be lost) and its min.compaction.lag.ms and delete.retention.ms
@@ -54,7 +55,7 @@ existing, correct control topic is left as it is. Exits 1 when anything blocks c
 	cmd.Flags().Int16Var(&o.replicationFactor, "replication-factor", -1,
 		"replication factor of a new control topic; -1 takes the broker's default (production: 3)")
 	cmd.Flags().StringVar(&o.mirrorTopic, "mirror-topic", "",
-		"also create this Flink Agents mirror `topic` (the one the job's kafkaActionStateCleanupControlTopic names)")
+		"also create and attach this Flink Agents mirror `topic` (the one the job's kafkaActionStateCleanupControlTopic names)")
 	_ = cmd.MarkFlagRequired("topic")
 	return cmd
 }
@@ -67,6 +68,7 @@ type initReport struct {
 	ControlTopicCreated bool        `json:"controlTopicCreated"`
 	MirrorTopic         string      `json:"mirrorTopic,omitempty"`
 	MirrorTopicCreated  bool        `json:"mirrorTopicCreated,omitempty"`
+	MirrorAttached      bool        `json:"mirrorAttached,omitempty"`
 	Findings            findingList `json:"findings"`
 }
 
@@ -174,7 +176,7 @@ func initMirror(ctx context.Context, c *worker.Cluster, g globalOptions, o initO
 	if err != nil {
 		return err
 	}
-	v, err := c.ReadMirrorView(ctx, o.mirrorTopic)
+	v, err := c.ReadMirror(ctx, o.mirrorTopic)
 	if err != nil {
 		return err
 	}
@@ -183,5 +185,36 @@ func initMirror(ctx context.Context, c *worker.Cluster, g globalOptions, o initO
 		created = "created"
 	}
 	rep.Findings = append(rep.Findings, mirrorcheck.TopicFindings(v, info.Configs, info.Replicas, g.bootstrap(), created)...)
+	if len(worker.Blocking(rep.Findings)) > 0 {
+		return nil
+	}
+	control, err := g.controlTopicOf(o.topic)
+	if err != nil {
+		return err
+	}
+	proj, err := c.Project(ctx, control)
+	if err != nil {
+		return err
+	}
+	defer proj.Close()
+	subject := "mirror topic " + o.mirrorTopic
+	if cur, ok := proj.State.Mirror(); ok && cur.Topic != o.mirrorTopic {
+		rep.Findings = append(rep.Findings, worker.Finding{Severity: worker.Block, Subject: subject,
+			Message: fmt.Sprintf("not attached: control topic %s has mirror %s attached", control, cur.Topic),
+			Hint:    fmt.Sprintf("to replace it: kcleanup mirror attach %s --control-topic %s --reason …", o.mirrorTopic, control)})
+		return nil
+	}
+	did, err := attachMirror(ctx, c, g, proj, o.mirrorTopic, "created and attached by kcleanup init", worker.Options{Bootstrap: g.bootstrap()})
+	if errors.Is(err, errRefused) || errors.Is(err, errCannotTell) {
+		rep.Findings = append(rep.Findings, worker.Finding{Severity: worker.Block, Subject: subject,
+			Message: "not attached: " + err.Error(), Hint: errors.FlattenHints(err)})
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	rep.MirrorAttached = true
+	rep.Findings = append(rep.Findings, worker.Finding{Severity: worker.OK, Subject: subject, Message: did +
+		"; point the Flink Agents job's kafkaActionStateCleanupControlTopic at it once it holds a plan (a job refuses to recover from an empty control topic)"})
 	return nil
 }

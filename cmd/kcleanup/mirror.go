@@ -63,7 +63,7 @@ func newMirrorDetachCmd(g *globalOptions, dataTopic *string) *cobra.Command {
 		Short: "Stop keeping the attached Flink Agents mirror in step",
 		Long: `detach appends MIRROR_DETACHED for the attached mirror. The mirror keeps the boundary it
 holds, and a Flink Agents job reading it learns no later one: gate its restores with kcleanup
-validate, or point it at another mirror.`,
+validate, or point it at another mirror. --reason is required: history shows it.`,
 		Example: `  kcleanup mirror detach --topic action-state --reason "job retired"`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -73,7 +73,10 @@ validate, or point it at another mirror.`,
 				}, "detached")
 		},
 	}
-	cmd.Flags().StringVar(&reason, "reason", "detached with kcleanup mirror detach", "why, for the audit")
+	// Required: a detach stops the job learning the boundary, and an
+	// auditor must be able to read why.
+	cmd.Flags().StringVar(&reason, "reason", "", "why, for the audit (required)")
+	_ = cmd.MarkFlagRequired("reason")
 	return cmd
 }
 
@@ -132,7 +135,7 @@ func runMirror(ctx context.Context, g globalOptions, dataTopic string, stdout, s
 	}
 	m, err := do(ctx, c, proj, o)
 	if err != nil {
-		return planError(g, err)
+		return attachError(planError(g, err))
 	}
 	res := mirrorResult{ControlTopic: control, Mirror: m.Topic, MirrorID: m.TopicID, Result: result}
 	if m.Topic == "" {

@@ -126,10 +126,9 @@ func TestStatusAndDoctorShowTheMirror(t *testing.T) {
 	dir := t.TempDir()
 	topic, id := e.dataTopic(t, 2, 100, opGoodDataConfigs())
 	control := worker.ControlTopicFor(topic)
-	mirror := e.mirrorTopicName(t, topic)
-	if code, stdout, stderr := e.run(t, "init", "--topic", topic, "--mirror-topic", mirror); code != exitOK {
-		t.Fatalf("init: exit %d\n%s\n%s", code, stdout, stderr)
-	}
+	// Not init --mirror-topic, which attaches it (and the apply would then
+	// seed it): the mirror is attached after the apply, by its event alone.
+	mirror := kafkatest.NewTopic(t, e.cl, topic+".flink", 1, gate.CreateSettings())
 	p1, path := opTestPlan(t, dir, "chk-1", topic, id, events.Offsets{0: 30, 1: 20})
 	if code, _, stderr := e.run(t, "apply", path); code != exitOK {
 		t.Fatalf("apply: exit %d\n%s", code, stderr)
@@ -177,7 +176,7 @@ func TestStatusAndDoctorShowTheMirror(t *testing.T) {
 		t.Fatalf("status, recreated mirror: %+v", st.Mirror)
 	}
 	code, stdout, _ = e.run(t, "doctor", "--topic", topic)
-	if code != exitError || !strings.Contains(stdout, "deleted and recreated") || !strings.Contains(stdout, "kcleanup mirror attach --mirror-topic "+mirror) {
+	if code != exitError || !strings.Contains(stdout, "deleted and recreated") || !strings.Contains(stdout, "kcleanup mirror attach "+mirror+" --topic "+topic) {
 		t.Errorf("doctor, recreated mirror: exit %d\n%s", code, stdout)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/projector/flinkagents"
 	"github.com/kcleanup/kcleanup/worker"
@@ -25,7 +27,7 @@ func TestMirrorCommands(t *testing.T) {
 	mirror := kafkatest.NewTopic(t, e.cl, topic+".flink", 1, map[string]string{"cleanup.policy": "compact"})
 
 	code, _, stderr := e.run(t, "mirror", "attach", topic+".nothing", "--topic", topic)
-	opWantFailure(t, code, stderr, exitError, "does not exist", "kafka-topics")
+	opWantFailure(t, code, stderr, exitRefused, "does not exist", "kafka-topics")
 
 	code, stdout, stderr := e.run(t, "mirror", "attach", mirror, "--topic", topic, "--reason", "the job reads it")
 	if code != exitOK || !strings.Contains(stdout, "mirror "+mirror) || !strings.Contains(stderr, "MIRROR_ATTACHED") {
@@ -51,12 +53,25 @@ func TestMirrorCommands(t *testing.T) {
 		t.Fatalf("mirror after apply: boundary %v, %v, %+v", b, err, ops)
 	}
 
-	code, stdout, _ = e.run(t, "-o", "json", "mirror", "detach", "--control-topic", control)
+	code, stdout, _ = e.run(t, "-o", "json", "mirror", "detach", "--control-topic", control, "--reason", "job retired")
 	if code != exitOK || !strings.Contains(stdout, `"result": "detached"`) {
 		t.Fatalf("mirror detach: exit %d\n%s", code, stdout)
 	}
-	code, _, stderr = e.run(t, "mirror", "detach", "--topic", topic)
+	code, _, stderr = e.run(t, "mirror", "detach", "--topic", topic, "--reason", "again")
 	opWantFailure(t, code, stderr, exitError, "no mirror attached")
+
+	// history shows the mirror events, in its schema.
+	code, stdout, stderr = e.run(t, "-o", "json", "history", "--topic", topic)
+	if code != exitOK || !strings.Contains(stdout, `"event": "MIRROR_ATTACHED"`) || !strings.Contains(stdout, `"event": "MIRROR_DETACHED"`) {
+		t.Fatalf("history: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	inst, err := jsonschema.UnmarshalJSON(strings.NewReader(stdout))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := schemas(t)["history.schema.json"].Validate(inst); err != nil {
+		t.Fatalf("history with mirror events does not match its schema: %v", err)
+	}
 	code, stdout, _ = e.run(t, "mirror", "sync", "--topic", topic)
 	if code != exitOK || !strings.Contains(stdout, "no mirror attached") {
 		t.Fatalf("mirror sync without a mirror: exit %d\n%s", code, stdout)

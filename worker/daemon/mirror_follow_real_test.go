@@ -86,7 +86,9 @@ func (s *scene) requireMirrorAgrees(mirror string) {
 func TestMirrorFollowsTheBoundary(t *testing.T) {
 	s := newScene(t)
 	p1 := s.plan("C1", events.Offsets{0: 100, 1: 50})
+	began := time.Now()
 	s.apply(p1)
+	without := time.Since(began)
 	// Attaching to a control topic with a boundary seeds the mirror with
 	// the plan that set it, APPLIED as on the control topic.
 	mirror := s.newMirror()
@@ -96,7 +98,10 @@ func TestMirrorFollowsTheBoundary(t *testing.T) {
 		t.Fatalf("seeded plan is %q on the mirror, want APPLIED", st)
 	}
 	p2 := s.plan("C2", events.Offsets{0: 150, 1: 120})
+	began = time.Now()
 	s.apply(p2)
+	t.Logf("apply took %s without a mirror, %s with one (mirror COMMITTED, read back, APPLIED)",
+		without.Round(time.Millisecond), time.Since(began).Round(time.Millisecond))
 	s.requireMirrorAgrees(mirror)
 	if st := readJobTopic(t, s.bootstrap, mirror).status[p2.PlanID]; st != "APPLIED" {
 		t.Fatalf("p2 is %q on the mirror, want APPLIED", st)
@@ -254,4 +259,50 @@ func TestMirrorConcurrentWritersKeepTheFoldValid(t *testing.T) {
 			t.Errorf("plan %s is %s: its APPLIED was written, and nothing may follow it but APPLIED", id, st)
 		}
 	}
+}
+
+// TestMirrorAdoptThenAttachTheOldTopic (issue 10, item 3): a team that
+// cleaned up with Flink Agents' tool adopts its control topic, then
+// attaches that same topic as the mirror, so the job's configuration does
+// not change; the job's boundary then follows kcleanup's.
+func TestMirrorAdoptThenAttachTheOldTopic(t *testing.T) {
+	s := newScene(t)
+	cl := kafkatest.Client(t, s.bootstrap)
+	old := kafkatest.NewTopic(t, cl, s.topic+"-cleanup", 1, map[string]string{"cleanup.policy": "compact"})
+	p1 := s.plan("C1", events.Offsets{0: 80, 1: 60})
+	if err := cl.ProduceSync(context.Background(), &kgo.Record{Topic: old, Partition: 0, Key: []byte(p1.PlanID),
+		Value: kafkatest.FlinkRecord("COMMITTED", p1)}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	s.withProjection(func(ctx context.Context, proj *worker.Projection) {
+		src, err := s.c.PrepareAdoption(ctx, old)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.c.Adopt(ctx, src, proj, worker.Options{Actor: "test"}); err != nil {
+			t.Fatalf("adopt: %v", err)
+		}
+	})
+	before := readJobTopic(t, s.bootstrap, old)
+	s.attach(old)
+	after := readJobTopic(t, s.bootstrap, old)
+	if len(after.order) != len(before.order) {
+		t.Fatalf("attaching the adopted topic wrote %d record(s); its plans already carry the boundary", len(after.order)-len(before.order))
+	}
+	s.requireMirrorAgrees(old)
+	// A worker finishes the adopted COMMITTED plan; the next plan reaches
+	// the job through the same topic.
+	s.withProjection(func(ctx context.Context, proj *worker.Projection) {
+		if _, err := s.c.Finish(ctx, proj, p1.PlanID, worker.Options{Actor: "test"}); err != nil {
+			t.Fatalf("finish the adopted plan: %v", err)
+		}
+	})
+	p2 := s.plan("C2", events.Offsets{0: 120, 1: 90})
+	s.apply(p2)
+	s.requireMirrorAgrees(old)
+	v := readJobTopic(t, s.bootstrap, old)
+	if v.status[p1.PlanID] != "APPLIED" || v.status[p2.PlanID] != "APPLIED" {
+		t.Fatalf("the job's topic holds %v, want both plans APPLIED", v.status)
+	}
+	s.check(invariant.WantAllApplied())
 }

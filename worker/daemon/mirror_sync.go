@@ -3,12 +3,17 @@ package daemon
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/cockroachdb/errors"
 
 	"github.com/kcleanup/kcleanup/worker"
 	"github.com/kcleanup/kcleanup/worker/protocol"
 )
+
+// mirrorSyncRetry is how long an owner waits before it syncs the mirror
+// again after a failure (each finishing run still checks the mirror).
+const mirrorSyncRetry = 5 * time.Second
 
 // syncMirror brings the attached Flink Agents mirror up to the boundary
 // (Cluster.SyncMirror) whenever the attachment or the plan that sets the
@@ -27,13 +32,14 @@ func (d *Daemon) syncMirror(ctx context.Context, o *owner, proj *worker.Projecti
 	if op, ok := protocol.BoundaryPlan(proj.State); ok {
 		key += " " + op.PlanID + "=" + string(op.State)
 	}
-	if key == o.mirrorSynced {
+	if key == o.mirrorSynced || time.Now().Before(o.mirrorRetryAt) {
 		return
 	}
 	if err := d.cluster.SyncMirror(ctx, proj, opts); err != nil {
+		o.mirrorRetryAt = time.Now().Add(mirrorSyncRetry)
 		d.log.Warn("cannot bring the Flink Agents mirror up to the boundary; will retry", "control_topic", o.topic,
-			"mirror", att.Topic, errAttr(err), "hints", errors.GetAllHints(err))
+			"mirror", att.Topic, errAttr(err), "hints", errors.GetAllHints(err), "retry_in", mirrorSyncRetry.String())
 		return
 	}
-	o.mirrorSynced = key
+	o.mirrorSynced, o.mirrorRetryAt = key, time.Time{}
 }

@@ -56,8 +56,6 @@ type Assessment struct {
 	// boundary is below kcleanup's (0 in step; the job's fold failing
 	// counts the whole boundary).
 	Lag int64 `json:"lag"`
-	// ReadTo is the mirror's end offset the read reached.
-	ReadTo int64 `json:"readTo"`
 }
 
 // InStep reports whether the mirror agrees with the boundary.
@@ -67,7 +65,7 @@ func (a Assessment) InStep() bool { return a.Standing == InStep }
 // boundary of st. writeErr is why this worker cannot write the mirror (a
 // permission probe or its last write), nil when it can or was not asked.
 func Assess(att projector.Mirror, st *projector.State, v View, writeErr error) Assessment {
-	a := Assessment{Topic: att.Topic, TopicID: att.TopicID, AttachedAt: att.Offset, LiveTopicID: v.TopicID, ReadTo: v.End}
+	a := Assessment{Topic: att.Topic, TopicID: att.TopicID, AttachedAt: att.Offset, LiveTopicID: v.TopicID}
 	boundary := st.Boundary()
 	var total int64
 	for _, o := range boundary {
@@ -77,7 +75,11 @@ func Assess(att projector.Mirror, st *projector.State, v View, writeErr error) A
 	if hasPlan {
 		a.BoundaryPlan = bp.PlanID
 	}
-	detach := fmt.Sprintf("or detach it (kcleanup mirror detach --mirror-topic %s --reason …), after which the Flink Agents job no longer learns the boundary from it", att.Topic)
+	data, _, _ := st.Binding()
+	if data == "" {
+		data = "<data topic>"
+	}
+	detach := fmt.Sprintf("or detach it (kcleanup mirror detach --topic %s --reason …), after which the Flink Agents job no longer learns the boundary from it", data)
 	unwritable := func(reason, hint string) Assessment {
 		a.Standing, a.Reason, a.Hint, a.Lag = Unwritable, reason, hint+"; "+detach, total
 		return a
@@ -85,10 +87,10 @@ func Assess(att projector.Mirror, st *projector.State, v View, writeErr error) A
 	switch {
 	case v.Missing:
 		return unwritable(fmt.Sprintf("mirror topic %s does not exist", att.Topic),
-			fmt.Sprintf("create it (kcleanup init --topic <data topic> --mirror-topic %s) and attach it again", att.Topic))
+			fmt.Sprintf("create and attach it again (kcleanup init --topic %s --mirror-topic %s)", data, att.Topic))
 	case v.TopicID != att.TopicID:
 		return unwritable(fmt.Sprintf("mirror topic %s has topic ID %s, not %s, the one it was attached with: it was deleted and recreated", att.Topic, v.TopicID, att.TopicID),
-			fmt.Sprintf("attach the new topic (kcleanup mirror attach --mirror-topic %s --reason …); the job must not read it before it holds the boundary", att.Topic))
+			fmt.Sprintf("attach the new topic (kcleanup mirror attach %s --topic %s --reason …), which seeds it with the boundary", att.Topic, data))
 	}
 	if err := topicProblem(v, "", "<broker>"); err != nil {
 		return unwritable(err.Error(), "fix the mirror topic as kcleanup mirror attach would require")

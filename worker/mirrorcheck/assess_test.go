@@ -43,7 +43,7 @@ func TestAssess(t *testing.T) {
 		{"lagging by a plan", st, view(rec{status: "APPLIED", plan: p1}), nil, mirrorcheck.Lagging, 20, "plan " + p2.PlanID + " is not on the mirror", "owning worker", protocol.Warn},
 		{"ahead", st, view(rec{status: "APPLIED", plan: above}), nil, mirrorcheck.Ahead, 0, "above kcleanup's boundary", "another writer", protocol.Warn},
 		{"missing", st, mirrorcheck.View{Topic: att.Topic, Missing: true}, nil, mirrorcheck.Unwritable, 40, "does not exist", "mirror detach", protocol.Block},
-		{"recreated", st, func() mirrorcheck.View { v := view(); v.TopicID = "AAAAAAAAAAAAAAAAAAAABA"; return v }(), nil, mirrorcheck.Unwritable, 40, "recreated", "mirror attach --mirror-topic action-state.flink", protocol.Block},
+		{"recreated", st, func() mirrorcheck.View { v := view(); v.TopicID = "AAAAAAAAAAAAAAAAAAAABA"; return v }(), nil, mirrorcheck.Unwritable, 40, "recreated", "mirror attach action-state.flink --topic action-state", protocol.Block},
 		{"misconfigured", st, func() mirrorcheck.View { v := view(); v.CleanupPolicy = "delete"; return v }(), nil, mirrorcheck.Unwritable, 40, "compact", "", protocol.Block},
 		{"fold fails", st, view(rec{status: "APPLIED", plan: p1}, rec{plan: p1, tomb: true}), nil, mirrorcheck.Unwritable, 40, "fold fails", "", protocol.Block},
 		{"no permission", st, view(rec{status: "APPLIED", plan: p2}), errors.WithHint(errors.New("not authorized to write the Flink Agents mirror topic"), "kafka-acls --add …"),

@@ -10,6 +10,7 @@ import (
 	"github.com/kcleanup/kcleanup/fsm"
 	"github.com/kcleanup/kcleanup/projector"
 	"github.com/kcleanup/kcleanup/projector/flinkagents"
+	"github.com/kcleanup/kcleanup/worker/protocol"
 )
 
 // The classes of an Attach refusal (errors.Is).
@@ -20,20 +21,11 @@ var (
 	ErrCannotTell = errors.New("mirrorcheck: the control topic cannot tell its boundary")
 )
 
-// View is a mirror topic as the worker read it: the job's fold of every
-// record below the end offset captured first (read_committed), with the
-// live topic's ID and settings.
-type View struct {
-	Topic string
-	// Missing: the topic does not exist (the rest is empty).
-	Missing       bool
-	TopicID       string
-	Partitions    []int32
-	CleanupPolicy string
-	Fold          *flinkagents.Fold
-	// End is the end offset the read reached.
-	End int64
-}
+// View is a mirror topic as the worker read it (worker.Cluster.ReadMirror):
+// the job's fold of every record below the end offset captured first
+// (read_committed), with the live topic's ID and settings. It is the
+// protocol's view, so the apply steps and these rules read the same thing.
+type View = protocol.MirrorView
 
 func refuse(hint, format string, args ...any) error {
 	return errors.WithHint(errors.Mark(errors.Newf(format, args...), ErrRefused), hint)
@@ -71,7 +63,7 @@ func topicProblem(v View, controlTopic, bootstrap string) error {
 	if err := flinkagents.CheckTopic(v.Topic, v.Partitions, v.CleanupPolicy); err != nil {
 		return refuse(fmt.Sprintf("a Flink Agents job refuses it too: give it exactly one partition and cleanup.policy=compact "+
 			"(kafka-configs --bootstrap-server %s --alter --entity-type topics --entity-name %s --add-config cleanup.policy=compact), "+
-			"or create a new topic with kcleanup init --mirror-topic", bootstrap, v.Topic),
+			"or create a new topic with kcleanup init --topic <data topic> --mirror-topic <new topic>", bootstrap, v.Topic),
 			"mirror topic %s: %v", v.Topic, err)
 	}
 	if v.Fold == nil {
@@ -79,7 +71,7 @@ func topicProblem(v View, controlTopic, bootstrap string) error {
 	}
 	if err := v.Fold.Err(); err != nil {
 		return refuse("the topic is not in Flink Agents' control format, or another writer broke it: a Flink Agents job cannot recover from it either; "+
-			"attach an empty topic (kcleanup init --mirror-topic <new topic>) or fix this one",
+			"attach an empty topic (kcleanup init --topic <data topic> --mirror-topic <new topic>) or fix this one",
 			"mirror topic %s: the Flink Agents job's fold fails: %v", v.Topic, err)
 	}
 	return nil
@@ -97,12 +89,12 @@ func planProblem(st *projector.State, v View) error {
 				v.Topic, p.PlanID, o.First)
 		}
 		if p.Topic != name || p.TopicID != topicID {
-			return refuse("attach a mirror of this data topic's incarnation only: an empty topic (kcleanup init --mirror-topic <new topic>)",
+			return refuse("attach a mirror of this data topic's incarnation only: an empty topic (kcleanup init --topic <data topic> --mirror-topic <new topic>)",
 				"mirror topic %s holds plan %s (offset %d) for topic %s (topic ID %s), but the control topic governs %s (topic ID %s): the job would refuse to recover",
 				v.Topic, p.PlanID, o.First, p.Topic, p.TopicID, name, topicID)
 		}
 		if !samePartitions(p.Offsets, boundary) {
-			return refuse("attach an empty topic (kcleanup init --mirror-topic <new topic>)",
+			return refuse("attach an empty topic (kcleanup init --topic <data topic> --mirror-topic <new topic>)",
 				"mirror topic %s holds plan %s (offset %d) for partitions %v, but kcleanup's boundary covers %v: the job would refuse to recover (partition set)",
 				v.Topic, p.PlanID, o.First, p.Offsets.Partitions(), boundary.Partitions())
 		}
@@ -116,7 +108,7 @@ func planProblem(st *projector.State, v View) error {
 	}
 	if len(v.Fold.Operations()) > 0 {
 		if _, err := v.Fold.Effective(); err != nil {
-			return refuse("attach an empty topic (kcleanup init --mirror-topic <new topic>) or fix this one",
+			return refuse("attach an empty topic (kcleanup init --topic <data topic> --mirror-topic <new topic>) or fix this one",
 				"mirror topic %s: a Flink Agents job cannot recover from it: %v", v.Topic, err)
 		}
 	}

@@ -103,7 +103,7 @@ func view(recs ...rec) mirrorcheck.View {
 		}
 		f.Step(flinkagents.Record{Offset: int64(i), Key: []byte(key), Value: v})
 	}
-	return mirrorcheck.View{Topic: "action-state.flink", TopicID: mirrorID, Partitions: []int32{0}, CleanupPolicy: "compact", Fold: f, End: int64(len(recs))}
+	return mirrorcheck.View{Topic: "action-state.flink", TopicID: mirrorID, Partitions: []int32{0}, CleanupPolicy: "compact", Fold: f}
 }
 
 func TestAttach(t *testing.T) {

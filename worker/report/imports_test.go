@@ -26,12 +26,13 @@ var layer = map[string]int{
 	"projector":             2,
 	"worker/gate":           3,
 	"worker/protocol":       3,
-	"worker/report":         4,
-	"worker":                5,
-	"worker/daemon":         6,
-	"worker/console":        7,
-	"cmd/kcleanup":          8,
-	"cmd/kcbench":           8,
+	"worker/mirrorcheck":    4, // pure mirror rules over gate and protocol; report shows them
+	"worker/report":         5,
+	"worker":                6,
+	"worker/daemon":         7,
+	"worker/console":        8,
+	"cmd/kcleanup":          9,
+	"cmd/kcbench":           9,
 }
 
 // imports lists the packages the non-test files of a package of this module import.
