@@ -84,6 +84,24 @@ func (c *Cluster) ListTopics(ctx context.Context) ([]string, error) {
 	return names, nil
 }
 
+// HighWatermarks lists the high watermark of partition 0 of every topic
+// given, in one ListOffsets request per broker: a replica serving many
+// control topics learns with it which ones have new records. A topic
+// missing from the answer (or with an error) is missing from the map.
+func (c *Cluster) HighWatermarks(ctx context.Context, topics ...string) (map[string]int64, error) {
+	lo, err := c.adm.ListEndOffsets(ctx, topics...)
+	if err != nil {
+		return nil, errors.Wrap(err, "list the ends of the control topics")
+	}
+	out := make(map[string]int64, len(topics))
+	for _, t := range topics {
+		if o, ok := lo.Lookup(t, 0); ok && o.Err == nil {
+			out[t] = o.Offset
+		}
+	}
+	return out, nil
+}
+
 // TopicMetadata returns a topic's ID and partitions from an uncached Metadata
 // request: kadm.Metadata may answer from a cache for seconds, long enough to
 // miss a deleted and recreated topic.

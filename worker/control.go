@@ -89,6 +89,8 @@ type Projection struct {
 	// completed: the projection is caught up to at least End.
 	End int64
 
+	pauseIdle bool // PauseWhenIdle
+
 	reader  *kgo.Client
 	cluster *Cluster
 	// formats counts the records read by the format their key is in
@@ -140,6 +142,16 @@ func (c *Cluster) OpenProjection(controlTopic string, stateOpts ...projector.Opt
 	return &Projection{Topic: controlTopic, State: projector.New(stateOpts...), reader: reader, cluster: c}, nil
 }
 
+// PauseWhenIdle stops the reader's background fetching now and whenever a
+// read reached the end, until the next read needs records: a replica that
+// serves a thousand idle control topics then sends no fetch for them
+// (docs/benchmarks.md, B6). A read resumes it first; with its one
+// partition paused the reader has no fetch in flight to wait for.
+func (p *Projection) PauseWhenIdle() {
+	p.pauseIdle = true
+	p.reader.PauseFetchPartitions(map[string][]int32{p.Topic: {0}})
+}
+
 // maxForeign bounds the foreign records a projection remembers.
 const maxForeign = 10000
 
@@ -181,6 +193,17 @@ func (p *Projection) CatchUp(ctx context.Context) error {
 // consumes one batch (on this goroutine, in offset order), the next is
 // polled and decoded on every core.
 func (p *Projection) readTo(ctx context.Context, end int64) error {
+	if p.pauseIdle {
+		partition := map[string][]int32{p.Topic: {0}}
+		if p.Next < end {
+			p.reader.ResumeFetchPartitions(partition)
+		}
+		defer func() {
+			if p.Next >= end {
+				p.reader.PauseFetchPartitions(partition)
+			}
+		}()
+	}
 	if p.Next < end {
 		ctx, cancel := context.WithCancel(ctx)
 		batches := make(chan fetched, 1)

@@ -177,7 +177,12 @@ func fleetSettled(ctx context.Context, ws []*workerProc, n int, within time.Dura
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return errors.Newf("the fleet did not serve and own all %d control topics within %s (see the worker logs)", n, within)
+			var state []string
+			for i, w := range ws {
+				m, err := w.metrics()
+				state = append(state, fmt.Sprintf("worker %d: ready %v, %d caught up, %d owned (%v)", i, w.ready(), int(m["caughtUpControlTopics"]), int(m["kcleanup_owned_partitions"]), err))
+			}
+			return errors.Newf("the fleet did not serve and own all %d control topics within %s: %s", n, within, strings.Join(state, "; "))
 		}
 		select {
 		case <-ctx.Done():

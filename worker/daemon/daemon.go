@@ -50,6 +50,11 @@ type Daemon struct {
 	served       []string
 	viewsStarted bool           // Run started reading: a new view starts at once
 	viewsWG      sync.WaitGroup // view readers and the loops beside them
+	// reads bounds the background reads (view refreshes, owner passes) in
+	// flight at once: a replica that starts with a thousand control topics
+	// reads them a few at a time instead of all at once (docs/benchmarks.md,
+	// B6). Validate requests do not wait for it.
+	reads chan struct{}
 
 	mu       sync.Mutex
 	group    groupState        // whether the consumer group admitted this member
@@ -231,6 +236,21 @@ func HeartbeatHint(session time.Duration) string {
 		max(session/3, time.Millisecond).Round(time.Millisecond), session)
 }
 
+// maxConcurrentReads is the size of Daemon.reads.
+const maxConcurrentReads = 16
+
+// readSlot waits for a background read slot; false when ctx ended first.
+func (d *Daemon) readSlot(ctx context.Context) bool {
+	select {
+	case d.reads <- struct{}{}:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func (d *Daemon) releaseRead() { <-d.reads }
+
 // GroupForRegex is the default consumer group of a fleet that serves the
 // control topics matching pattern.
 func GroupForRegex(pattern string) string { return "kcleanup-worker.regex." + pattern }
@@ -285,6 +305,7 @@ func New(c *worker.Cluster, opts ...Option) (*Daemon, error) {
 		log:     cfg.logger,
 		metrics: newMetrics(),
 		views:   map[string]*view{},
+		reads:   make(chan struct{}, maxConcurrentReads),
 		owners:  map[string]*owner{},
 	}
 	for _, t := range cfg.topics {
@@ -407,6 +428,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 		viewsDone.Add(1)
 		go func() { defer viewsDone.Done(); d.discover(runCtx) }()
 	}
+	viewsDone.Add(1)
+	go func() { defer viewsDone.Done(); d.watchEnds(runCtx) }()
 
 	<-ctx.Done()
 	d.log.Info("shutting down: no new work; steps in flight may finish", "grace", d.cfg.grace.String())

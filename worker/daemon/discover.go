@@ -123,3 +123,42 @@ func (d *Daemon) discoverOnce(ctx context.Context) {
 		}
 	}
 }
+
+// watchEnds lists the high watermarks of every served control topic in one
+// request every poll interval, so that a view whose control topic did not
+// move publishes that it is still caught up without two ListOffsets
+// requests of its own (view.stillCaughtUp): a replica serving a thousand
+// idle control topics sends one request a poll instead of two thousand.
+func (d *Daemon) watchEnds(ctx context.Context) {
+	for {
+		topics := d.servedTopics()
+		lctx, cancel := context.WithTimeout(ctx, d.cfg.readTimeout)
+		at := time.Now()
+		ends, err := d.cluster.HighWatermarks(lctx, topics...)
+		cancel()
+		for _, t := range topics {
+			v := d.view(t)
+			if v == nil {
+				continue
+			}
+			if hw, ok := ends[t]; err == nil && ok {
+				v.listed.Store(&listedEnd{hw: hw, at: at})
+			} else {
+				v.listed.Store(nil) // the view reads for itself
+			}
+		}
+		if !sleep(ctx, d.cfg.pollInterval) {
+			return
+		}
+	}
+}
+
+// runCtxOrBackground is the context of Run (a background one before).
+func (d *Daemon) runCtxOrBackground() context.Context {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.runCtx == nil {
+		return context.Background()
+	}
+	return d.runCtx
+}

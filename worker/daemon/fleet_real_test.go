@@ -2,6 +2,7 @@ package daemon_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"regexp"
@@ -10,9 +11,11 @@ import (
 	"time"
 
 	"github.com/kcleanup/kcleanup/events"
+	"github.com/kcleanup/kcleanup/fsm"
 	"github.com/kcleanup/kcleanup/worker/gate"
 	"github.com/kcleanup/kcleanup/worker/invariant"
 	"github.com/kcleanup/kcleanup/worker/kafkatest"
+	"github.com/kcleanup/kcleanup/worker/report"
 )
 
 // another is a second data topic (2 partitions of 300 records) and its
@@ -49,6 +52,26 @@ func (p *proc) serves(ctl string) bool {
 	return resp.StatusCode == http.StatusOK
 }
 
+// statusOf is the state of a plan in the worker's /v1/status of a control
+// topic ("" when absent).
+func (p *proc) statusOf(ctl, planID string) fsm.State {
+	resp, err := http.Get(p.url + "/v1/status?controlTopic=" + ctl)
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	var st report.TopicStatus
+	if json.NewDecoder(resp.Body).Decode(&st) != nil {
+		return ""
+	}
+	for _, op := range st.Operations {
+		if op.PlanID == planID {
+			return op.State
+		}
+	}
+	return ""
+}
+
 // A fleet started with --control-topic-regex serves the control topics that
 // match, those created after it started too (no restart), and the consumer
 // group gives each one owner; when an owner is killed (SIGKILL: it never
@@ -76,6 +99,16 @@ func TestFleetByRegexServesNewControlTopicsAndMovesAKilledReplicasShare(t *testi
 	planB := b.plan("B1", events.Offsets{0: 100, 1: 100})
 	b.commit(planB)
 	b.waitApplied(planB.PlanID, time.Minute)
+	// Every replica's view read the new records (views pause their readers
+	// while idle, and read again when the end moves).
+	kafkatest.Eventually(t, time.Minute, "every replica's status shows the plan APPLIED", func() bool {
+		for _, w := range ws {
+			if w.statusOf(b.ctl, planB.PlanID) != fsm.Applied {
+				return false
+			}
+		}
+		return true
+	})
 
 	victim := b.owner(ws...)
 	live := slices.DeleteFunc(slices.Clone(ws), func(p *proc) bool { return p == victim })

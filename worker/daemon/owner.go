@@ -135,7 +135,9 @@ func (d *Daemon) runOwner(o *owner) {
 	}
 	defer func() { proj.Close() }() // the one open when the loop ends (see reread)
 	proj.Actor = d.cfg.actor
+	proj.PauseWhenIdle() // no fetch while there is nothing to read
 	opened := time.Now()
+	var passedAt time.Time // start of the last pass that succeeded
 	opts := worker.Options{
 		Actor:     d.cfg.actor,
 		Bootstrap: d.cfg.bootstrap,
@@ -152,7 +154,17 @@ func (d *Daemon) runOwner(o *owner) {
 	readFailures := 0
 	for o.soft.Err() == nil {
 		wait := d.cfg.pollInterval
-		if err := d.pass(o, proj, opts); err != nil {
+		if d.ownerIdle(o, proj, passedAt) {
+			sleep(o.soft, wait)
+			continue
+		}
+		if !d.readSlot(o.soft) {
+			return
+		}
+		began := time.Now()
+		err := d.pass(o, proj, opts)
+		d.releaseRead()
+		if err != nil {
 			if o.soft.Err() != nil {
 				return
 			}
@@ -160,16 +172,37 @@ func (d *Daemon) runOwner(o *owner) {
 			wait = backoff(d.cfg.backoffMin, d.cfg.backoffMax, readFailures)
 			log.Warn("cannot read control topic; will retry", errAttr(err), "attempt", readFailures, "retry_in", wait.String())
 		} else {
-			readFailures = 0
+			readFailures, passedAt = 0, began
 			if due := o.nextDue(); !due.IsZero() {
 				wait = min(wait, max(time.Until(due), 0))
 			}
 		}
 		if fresh := d.reread(o, proj, opened); fresh != nil {
-			proj, opened = fresh, time.Now()
+			proj, opened, passedAt = fresh, time.Now(), time.Time{}
+			proj.PauseWhenIdle()
 		}
 		sleep(o.soft, wait)
 	}
+}
+
+// ownerIdle reports whether a pass would do nothing: the last pass
+// succeeded, the control topic's high watermark listed since it began
+// (watchEnds) is still the end that pass read to, and the projection holds
+// nothing to do (no pending operation, repair, retraction, unconfirmed
+// commit or disputed conflict). A replica owning hundreds of idle control
+// topics then sends no request for them between two listings.
+func (d *Daemon) ownerIdle(o *owner, proj *worker.Projection, passedAt time.Time) bool {
+	v := d.view(o.topic)
+	if v == nil || passedAt.IsZero() {
+		return false
+	}
+	l := v.listed.Load()
+	if l == nil || !l.at.After(passedAt) || l.hw != proj.End || proj.Next < proj.End {
+		return false
+	}
+	st := proj.State
+	return len(st.Pending()) == 0 && len(st.Repairs()) == 0 && len(st.Retractions()) == 0 &&
+		len(st.Unconfirmed()) == 0 && len(st.Disputed()) == 0
 }
 
 // reread returns a fresh projection of the control topic (and closes proj)

@@ -27,6 +27,16 @@ type view struct {
 
 	lastErr string    // last read error logged, to log each new one once
 	opened  time.Time // when proj was opened (reread)
+
+	// listed is the control topic's high watermark as watchEnds last
+	// listed it (nil before, or when the listing failed).
+	listed atomic.Pointer[listedEnd]
+}
+
+// listedEnd is a high watermark and when it was listed.
+type listedEnd struct {
+	hw int64
+	at time.Time
 }
 
 // snapshot is what a view knew after its last read.
@@ -66,6 +76,7 @@ func (v *view) open() error {
 	if err != nil {
 		return err
 	}
+	p.PauseWhenIdle() // a replica may serve a thousand idle control topics
 	v.lock <- struct{}{}
 	v.proj, v.opened = p, time.Now()
 	v.release()
@@ -97,8 +108,17 @@ func (v *view) release() { <-v.lock }
 func (v *view) run(ctx context.Context) {
 	for ctx.Err() == nil {
 		if v.acquire(ctx) {
-			v.refresh(ctx)
+			idle := v.stillCaughtUp()
 			v.release()
+			// The read slot first, then the projection: a validate
+			// request never waits for another topic's read.
+			if !idle && v.d.readSlot(ctx) {
+				if v.acquire(ctx) {
+					v.refresh(ctx)
+					v.release()
+				}
+				v.d.releaseRead()
+			}
 		}
 		v.reread(ctx)
 		sleep(ctx, v.d.cfg.pollInterval)
@@ -121,6 +141,7 @@ func (v *view) reread(ctx context.Context) {
 	if err != nil {
 		return // the next round tries again
 	}
+	fresh.PauseWhenIdle()
 	rctx, cancel := context.WithTimeout(ctx, v.d.cfg.readTimeout)
 	defer cancel()
 	if err := fresh.CatchUp(rctx); err != nil {
@@ -150,6 +171,28 @@ func (v *view) refresh(ctx context.Context) error {
 	}
 	v.publish(ctx, err)
 	return err
+}
+
+// stillCaughtUp publishes, without reading, that the view is still caught
+// up when the high watermark watchEnds listed since its last read is the
+// end that read reached: no record was appended, so the projection had
+// folded everything below the end at the time of the listing. Otherwise it
+// returns false and the caller reads (refresh: the end is listed again,
+// with the last stable offset). Readiness and status use this; validate
+// always reads. The caller holds lock.
+func (v *view) stillCaughtUp() bool {
+	l, old := v.listed.Load(), v.snap.Load()
+	if l == nil || v.proj == nil || old.err != nil || !old.caughtUpAt.After(v.opened) || !l.at.After(old.caughtUpAt) ||
+		l.hw != v.proj.End || v.proj.Next < v.proj.End {
+		return false // never read this projection, a failed read, or new records
+	}
+	s := *old
+	s.caughtUpAt, s.lag = l.at, 0
+	if s.status.Topic != "" {
+		v.listDataTopic(v.d.runCtxOrBackground(), &s, old)
+	}
+	v.snap.Store(&s)
+	return true
 }
 
 // listDataTopic lists the data topic's offsets for the snapshot s being
