@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/projector/flinkagents"
 	"github.com/kcleanup/kcleanup/worker"
@@ -171,4 +173,36 @@ func TestMirrorDetachNeedsAReason(t *testing.T) {
 	clearEnv(t)
 	code, _, stderr := runCLI(t, "-b", "127.0.0.1:1", "mirror", "detach", "--topic", "t")
 	opWantFailure(t, code, stderr, exitUsage, `"reason" not set`, "Hint:")
+}
+
+// TestDoctorChecksTheMirrorACLs: doctor, run with a principal that may read
+// the attached mirror but not write it, warns and names the grant (a
+// worker running as that principal could not keep the mirror in step);
+// without Read it says it cannot check it; with the grants the mirror is in
+// step. Never a BLOCK: the operator's permissions block no cleanup. Real
+// broker, SASL_SSL with ACLs.
+func TestDoctorChecksTheMirrorACLs(t *testing.T) {
+	e := newAuditorEnv(t, auditorACLs)
+	ops := &opEnv{bootstrap: e.bootstrap, cl: e.cl, adm: kafkatest.Admin(t, e.cl)}
+	mirror := kafkatest.NewTopic(t, e.cl, "acl-mirror", 1, map[string]string{"cleanup.policy": "compact"})
+	ops.produceMirror(t, mirror, flinkRecord("COMMITTED", e.plan), flinkRecord("APPLIED", e.plan))
+	ops.attachByEvent(t, e.control, mirror)
+
+	acl := func(op kmsg.ACLOperation) kafkatest.ACL {
+		return kafkatest.ACL{Principal: e.principal, Resource: kmsg.ACLResourceTypeTopic, Name: mirror, Operation: op}
+	}
+	code, stdout, stderr := e.runAs(t, "doctor", "--topic", e.topic)
+	if code != exitOK || !strings.Contains(stdout, "WARN   mirror topic "+mirror+": this client cannot read mirror topic "+mirror) {
+		t.Errorf("doctor without Read on the mirror: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	kafkatest.Grant(t, e.cl, acl(kmsg.ACLOperationDescribe), acl(kmsg.ACLOperationRead), acl(kmsg.ACLOperationDescribeConfigs))
+	code, stdout, stderr = e.runAs(t, "doctor", "--topic", e.topic)
+	if want := "grant Write on topic " + mirror + " to " + e.principal; code != exitOK || !strings.Contains(stdout, "WARN   mirror topic "+mirror) || !strings.Contains(stdout, want) {
+		t.Errorf("doctor without Write on the mirror: exit %d, want a WARN naming %q\n%s\n%s", code, want, stdout, stderr)
+	}
+	kafkatest.Grant(t, e.cl, acl(kmsg.ACLOperationWrite))
+	code, stdout, stderr = e.runAs(t, "doctor", "--topic", e.topic)
+	if code != exitOK || !strings.Contains(stdout, "OK     mirror topic "+mirror+": in step") {
+		t.Errorf("doctor with the mirror's ACLs: exit %d\n%s\n%s", code, stdout, stderr)
+	}
 }
