@@ -2,8 +2,9 @@ package daemon
 
 import (
 	"context"
-	"github.com/cockroachdb/errors"
 	"time"
+
+	"github.com/cockroachdb/errors"
 
 	"github.com/kcleanup/kcleanup/worker/mirrorcheck"
 )
