@@ -258,6 +258,12 @@ func (r *Run) mirrorRead(st *projector.State, rep Report) Step {
 	if m.wrote {
 		return Step{Kind: Wait, Err: errors.Newf("mirror %s: the %s record for plan %s was committed but is not read back", m.topic, m.want, r.planID)}
 	}
+	// A view at risk (a disputed conflict above all) may hold the full
+	// log's loser as its plan: once in the mirror, the winner, incomparable
+	// with it, could never follow. Nothing is written until history is whole.
+	if err := atRisk(st); err != nil {
+		return Step{Kind: Blocked, Err: errors.WithHint(err, "the mirror is written once the control topic's history is whole again; nothing is deleted meanwhile")}
+	}
 	if _, err := MirrorWrite(rep.Mirror, rec); err != nil {
 		return Step{Kind: Blocked, Err: err}
 	}
