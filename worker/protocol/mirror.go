@@ -197,6 +197,20 @@ type mirrorRun struct {
 	want           flinkagents.Status
 	then           func(*projector.State) Step
 	wrote          bool
+	// dry: only check that the plan could be written (mirrorPrecheck).
+	dry bool
+}
+
+// mirrorPrecheck, before COMMITTED: with a mirror attached, read it and
+// check that the plan's COMMITTED could be written to it (or is not
+// needed); a mirror that could not be kept in step blocks the run with
+// nothing written. Then continues with then.
+func (r *Run) mirrorPrecheck(st *projector.State, then func(*projector.State) Step) Step {
+	step := r.withMirror(st, flinkagents.Committed, then)
+	if r.mirror != nil && r.phase == phaseMirrorRead {
+		r.mirror.dry = true
+	}
+	return step
 }
 
 // mirrorRead decides on what ReadMirror reported: continue when the
@@ -207,6 +221,13 @@ func (r *Run) mirrorRead(st *projector.State, rep Report) Step {
 		return Step{Kind: Blocked, Err: err}
 	}
 	rec := MirrorRecord{Topic: m.topic, TopicID: m.topicID, Status: m.want, Plan: r.plan}
+	if m.dry {
+		if _, err := MirrorWrite(rep.Mirror, rec); err != nil {
+			return Step{Kind: Blocked, Err: errors.WithHint(err, "nothing was written: the plan is not committed")}
+		}
+		r.mirror = nil
+		return m.then(st)
+	}
 	switch m.want {
 	case flinkagents.Committed:
 		if MirrorCovers(rep.Mirror, r.plan) {

@@ -285,6 +285,11 @@ func (r *Run) next(st *projector.State, rep Report) Step {
 	case phaseDescribed:
 		return r.described(st, rep)
 	case phasePermitted:
+		if r.mode == modeApply && (!r.cfg.NoWait || r.cfg.FinishAfter) {
+			// Before the point of no return: a mirror this run could not
+			// keep in step refuses the plan with nothing written.
+			return r.mirrorPrecheck(st, r.permitted)
+		}
 		return r.permitted(st)
 	case phasePermittedFinish:
 		// The mirror shows the plan before DELETING, so that a blocked
