@@ -16,14 +16,22 @@ import (
 // until its retraction tombstone, written after the later copy, is old
 // enough too. A reader in that window sees the loser first and accepted,
 // the winner's copy rejected, and then the tombstone retracting the record
-// it accepted. No kcleanup writer tombstones a key its view accepted, so
+// it accepted (a worker's retraction: header kcleanup-maintenance:
+// retraction). No kcleanup writer retracts a key its view accepted, so
 // the tombstone says that another view judged the conflict the other way;
 // this view cannot tell which order the full log had. Such a winner is
 // disputed: its view repairs neither side (no re-append of its COMMITTED,
 // no retraction of the commits it defeated), AtRisk holds (nothing is
 // deleted, recovery "cannot tell"), and the views that are not disputed
 // (which read the full order) retract the true loser; once the cleaner
-// removed it, every fresh read names the full history's winner.
+// removed it, every fresh read names the full history's winner, and a
+// worker whose view is disputed reads the log afresh (worker/daemon). A
+// tombstone without that header (an operator's) is an ordinary overwrite,
+// repaired as any other.
+//
+// Retraction.Now keeps the window short: a loser whose winner has a later
+// copy after it, or is about to be re-appended by Repairs, is retracted at
+// once, before the repairs.
 
 // noteConflict records that the COMMITTED under key, with plan offsets
 // plan, was rejected as a regression: the operations whose commits set the

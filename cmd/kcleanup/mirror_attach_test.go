@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/projector/flinkagents"
 	"github.com/kcleanup/kcleanup/worker"
@@ -153,6 +155,15 @@ func TestInitAttachesTheMirror(t *testing.T) {
 	if code != exitOK || !strings.Contains(stdout, "already attached") || e.controlEnd(t, control) != before {
 		t.Errorf("second init: exit %d, control end %d (was %d)\n%s", code, e.controlEnd(t, control), before, stdout)
 	}
+	// Another mirror is not attached over this one by init.
+	other := kafkatest.NewTopic(t, e.cl, "other-mirror", 1, map[string]string{"cleanup.policy": "compact"})
+	code, stdout, stderr = e.run(t, "init", "--topic", topic, "--mirror-topic", other)
+	opWantFailure(t, code, stderr, exitError, "1 problem(s) block cleanup")
+	if !strings.Contains(stdout, "BLOCK  mirror topic "+other+": not attached: control topic "+control+" has mirror "+mirror+" attached") ||
+		!strings.Contains(stdout, "kcleanup mirror attach "+other) || e.controlEnd(t, control) != before {
+		t.Errorf("init with another mirror: control end %d (was %d)\n%s", e.controlEnd(t, control), before, stdout)
+	}
+
 	p1, path := opTestPlan(t, t.TempDir(), "chk-1", topic, id, events.Offsets{0: 30, 1: 20})
 	if code, _, stderr := e.run(t, "apply", path); code != exitOK {
 		t.Fatalf("apply: exit %d\n%s", code, stderr)
@@ -171,4 +182,36 @@ func TestMirrorDetachNeedsAReason(t *testing.T) {
 	clearEnv(t)
 	code, _, stderr := runCLI(t, "-b", "127.0.0.1:1", "mirror", "detach", "--topic", "t")
 	opWantFailure(t, code, stderr, exitUsage, `"reason" not set`, "Hint:")
+}
+
+// TestDoctorChecksTheMirrorACLs: doctor, run with a principal that may read
+// the attached mirror but not write it, warns and names the grant (a
+// worker running as that principal could not keep the mirror in step);
+// without Read it says it cannot check it; with the grants the mirror is in
+// step. Never a BLOCK: the operator's permissions block no cleanup. Real
+// broker, SASL_SSL with ACLs.
+func TestDoctorChecksTheMirrorACLs(t *testing.T) {
+	e := newAuditorEnv(t, auditorACLs)
+	ops := &opEnv{bootstrap: e.bootstrap, cl: e.cl, adm: kafkatest.Admin(t, e.cl)}
+	mirror := kafkatest.NewTopic(t, e.cl, "acl-mirror", 1, map[string]string{"cleanup.policy": "compact"})
+	ops.produceMirror(t, mirror, flinkRecord("COMMITTED", e.plan), flinkRecord("APPLIED", e.plan))
+	ops.attachByEvent(t, e.control, mirror)
+
+	acl := func(op kmsg.ACLOperation) kafkatest.ACL {
+		return kafkatest.ACL{Principal: e.principal, Resource: kmsg.ACLResourceTypeTopic, Name: mirror, Operation: op}
+	}
+	code, stdout, stderr := e.runAs(t, "doctor", "--topic", e.topic)
+	if code != exitOK || !strings.Contains(stdout, "WARN   mirror topic "+mirror+": this client cannot read mirror topic "+mirror) {
+		t.Errorf("doctor without Read on the mirror: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	kafkatest.Grant(t, e.cl, acl(kmsg.ACLOperationDescribe), acl(kmsg.ACLOperationRead), acl(kmsg.ACLOperationDescribeConfigs))
+	code, stdout, stderr = e.runAs(t, "doctor", "--topic", e.topic)
+	if want := "grant Write on topic " + mirror + " to " + e.principal; code != exitOK || !strings.Contains(stdout, "WARN   mirror topic "+mirror) || !strings.Contains(stdout, want) {
+		t.Errorf("doctor without Write on the mirror: exit %d, want a WARN naming %q\n%s\n%s", code, want, stdout, stderr)
+	}
+	kafkatest.Grant(t, e.cl, acl(kmsg.ACLOperationWrite))
+	code, stdout, stderr = e.runAs(t, "doctor", "--topic", e.topic)
+	if code != exitOK || !strings.Contains(stdout, "OK     mirror topic "+mirror+": in step") {
+		t.Errorf("doctor with the mirror's ACLs: exit %d\n%s\n%s", code, stdout, stderr)
+	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/worker"
 	"github.com/kcleanup/kcleanup/worker/kafkatest"
+	"github.com/kcleanup/kcleanup/worker/workertest"
 )
 
 // TestWorkerReportsAMirrorItCannotWrite: a worker whose principal may read
@@ -83,9 +84,11 @@ func TestWorkerReportsAMirrorItCannotWrite(t *testing.T) {
 		!strings.Contains(m, "kcleanup_mirror_in_step"+labels+" 0") || !strings.Contains(m, "kcleanup_mirror_lag"+labels+" 70") {
 		t.Errorf("metrics of an unwritable mirror:\n%s", grepLines(m, "kcleanup_mirror"))
 	}
-	if _, st := getBody(t, srv.URL+"/v1/status"); !strings.Contains(st, `"standing": "cannot-be-written"`) || !strings.Contains(st, want) {
+	_, st := getBody(t, srv.URL+"/v1/status")
+	if !strings.Contains(st, `"standing": "cannot-be-written"`) || !strings.Contains(st, want) {
 		t.Errorf("/v1/status does not say the mirror cannot be written:\n%s", st)
 	}
+	workertest.ValidateWorkerStatus(t, []byte(st))
 
 	kafkatest.Grant(t, e.admin, write)
 	kafkatest.Eventually(t, 60*time.Second, "/readyz no longer names the mirror", func() bool {
@@ -96,9 +99,23 @@ func TestWorkerReportsAMirrorItCannotWrite(t *testing.T) {
 		!strings.Contains(m, "kcleanup_mirror_in_step"+labels+" 1") || !strings.Contains(m, "kcleanup_mirror_lag"+labels+" 0") {
 		t.Errorf("metrics of a mirror in step:\n%s", grepLines(m, "kcleanup_mirror"))
 	}
-	if _, st := getBody(t, srv.URL+"/v1/status"); !strings.Contains(st, `"standing": "in-step"`) {
+	if _, st := getBody(t, srv.URL+"/v1/status?all=true"); !strings.Contains(st, `"standing": "in-step"`) {
 		t.Errorf("/v1/status does not show the mirror in step:\n%s", st)
+	} else {
+		workertest.ValidateWorkerStatus(t, []byte(st))
 	}
+
+	// What a check of the mirror costs a view (it runs after every read
+	// that folded records, else every mirrorCheckEvery).
+	var took []time.Duration
+	for range 5 {
+		start := time.Now()
+		if _, ok, err := e.super.AssessMirror(ctx, proj.State, true, e.s.Plaintext); err != nil || !ok {
+			t.Fatalf("AssessMirror: %v %v", ok, err)
+		}
+		took = append(took, time.Since(start))
+	}
+	t.Logf("one check of the mirror (metadata, configs, read to the end, permissions), five times: %v", took)
 }
 
 func grepLines(s, prefix string) string {

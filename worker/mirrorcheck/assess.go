@@ -42,6 +42,9 @@ type Assessment struct {
 	// AttachedAt is the offset of the MIRROR_ATTACHED record that decides.
 	AttachedAt int64    `json:"attachedAt"`
 	Standing   Standing `json:"standing"`
+	// Denied: it cannot be written (or read) only because the principal
+	// that checked lacks a permission, not because of the mirror itself.
+	Denied bool `json:"denied,omitempty"`
 	// Reason says why it is not in step, Hint what to do ("" when in step).
 	Reason string `json:"reason,omitempty"`
 	Hint   string `json:"hint,omitempty"`
@@ -106,6 +109,7 @@ func Assess(att projector.Mirror, st *projector.State, v View, writeErr error) A
 		return unwritable(err.Error(), "kcleanup cannot write the boundary there without breaking the job's fold")
 	}
 	if writeErr != nil {
+		a.Denied = true
 		return unwritable(fmt.Sprintf("this client cannot write mirror topic %s: %v", att.Topic, writeErr), hintOf(writeErr))
 	}
 	if a.Plans == 0 {
@@ -115,7 +119,7 @@ func Assess(att projector.Mirror, st *projector.State, v View, writeErr error) A
 		}
 		a.Standing, a.Lag = Lagging, total
 		a.Reason = fmt.Sprintf("the mirror holds no plan yet; kcleanup's boundary is %s (plan %s)", boundary, a.BoundaryPlan)
-		a.Hint = "the owning worker writes it on its next pass; a Flink Agents job must not read the mirror before then (it refuses to recover from an empty control topic)"
+		a.Hint = fmt.Sprintf("the owning worker writes it on its next pass (kcleanup mirror sync --topic %s does it now); a Flink Agents job must not read the mirror before then (it refuses to recover from an empty control topic)", data)
 		return a
 	}
 	mb, _ := v.Fold.Effective() // planProblem passed: defined, at or below the boundary
@@ -129,7 +133,7 @@ func Assess(att projector.Mirror, st *projector.State, v View, writeErr error) A
 	}
 	a.Standing = Lagging
 	a.Reason = fmt.Sprintf("the mirror's boundary %s is below kcleanup's boundary %s (plan %s is not on the mirror yet)", mb, boundary, a.BoundaryPlan)
-	a.Hint = "the owning worker writes it on its next pass; until then a Flink Agents job reading the mirror allows recovery points kcleanup refuses: gate restores with kcleanup validate"
+	a.Hint = fmt.Sprintf("the owning worker writes it on its next pass (kcleanup mirror sync --topic %s does it now); until then a Flink Agents job reading the mirror allows recovery points kcleanup refuses: gate restores with kcleanup validate", data)
 	return a
 }
 
@@ -146,7 +150,7 @@ func above(a, b events.Offsets) bool {
 // Unreadable is the assessment of an attached mirror this worker could not
 // read at all (readErr: typically no Read or Describe permission).
 func Unreadable(att projector.Mirror, st *projector.State, readErr error) Assessment {
-	a := Assessment{Topic: att.Topic, TopicID: att.TopicID, AttachedAt: att.Offset, Standing: Unwritable}
+	a := Assessment{Topic: att.Topic, TopicID: att.TopicID, AttachedAt: att.Offset, Standing: Unwritable, Denied: true}
 	for _, o := range st.Boundary() {
 		a.Lag += o
 	}
@@ -154,7 +158,7 @@ func Unreadable(att projector.Mirror, st *projector.State, readErr error) Assess
 		a.BoundaryPlan = bp.PlanID
 	}
 	a.Reason = fmt.Sprintf("this client cannot read mirror topic %s: %v", att.Topic, readErr)
-	a.Hint = hintOf(readErr) + "; nothing is deleted while the mirror cannot be checked"
+	a.Hint = hintOf(readErr)
 	return a
 }
 

@@ -47,7 +47,7 @@ func TestAssess(t *testing.T) {
 		{"misconfigured", st, func() mirrorcheck.View { v := view(); v.CleanupPolicy = "delete"; return v }(), nil, mirrorcheck.Unwritable, 40, "compact", "", protocol.Block},
 		{"fold fails", st, view(rec{status: "APPLIED", plan: p1}, rec{plan: p1, tomb: true}), nil, mirrorcheck.Unwritable, 40, "fold fails", "", protocol.Block},
 		{"no permission", st, view(rec{status: "APPLIED", plan: p2}), errors.WithHint(errors.New("not authorized to write the Flink Agents mirror topic"), "kafka-acls --add …"),
-			mirrorcheck.Unwritable, 40, "cannot write", "kafka-acls --add", protocol.Block},
+			mirrorcheck.Unwritable, 40, "cannot write", "kafka-acls --add", protocol.Warn},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			a := mirrorcheck.Assess(m, c.st, c.v, c.writeErr)
@@ -59,6 +59,9 @@ func TestAssess(t *testing.T) {
 			}
 			if c.standing == mirrorcheck.InStep && a.Plans > 0 && !a.Boundary.Equal(st.Boundary()) {
 				t.Errorf("in step, the mirror's boundary %s is not kcleanup's %s", a.Boundary, st.Boundary())
+			}
+			if a.Denied != (c.writeErr != nil) {
+				t.Errorf("denied %v with write error %v", a.Denied, c.writeErr)
 			}
 			fs := mirrorcheck.Findings(a, nil, "b:9092")
 			if len(fs) == 0 || fs[0].Severity != c.severity {

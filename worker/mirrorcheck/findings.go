@@ -12,21 +12,28 @@ import (
 
 // Findings are doctor's findings about an attached mirror: its standing
 // (cannot be written blocks cleanup, since nothing is deleted until the
-// mirror shows the plan; lagging and ahead warn), then the durability
+// mirror shows the plan; lagging, ahead, and a permission the checking
+// principal lacks warn), then the durability
 // settings the job does not need but the boundary it carries does
 // (MirrorTopicConfigs), as warnings. configs are the mirror topic's
 // effective configs (nil when it could not be described).
 func Findings(a Assessment, configs map[string]string, bootstrap string) []protocol.Finding {
 	subject := "mirror topic " + a.Topic
 	var out []protocol.Finding
-	switch a.Standing {
-	case InStep:
+	switch {
+	case a.Standing == InStep:
 		msg := fmt.Sprintf("in step: topic ID %s as attached, one partition, cleanup.policy=compact, the Flink Agents fold is valid, its effective boundary %s equals kcleanup's", a.TopicID, a.Boundary)
 		if a.Plans == 0 {
 			msg = fmt.Sprintf("in step: topic ID %s as attached, one partition, cleanup.policy=compact, no boundary yet and no plan on the mirror (a Flink Agents job refuses to recover from it until one is applied)", a.TopicID)
 		}
 		out = append(out, protocol.Finding{Severity: protocol.OK, Subject: subject, Message: msg})
-	case Lagging, Ahead:
+	case a.Denied:
+		// doctor and status run as an operator, not as the workers: a
+		// missing grant of theirs blocks nothing, but a worker running as
+		// the same principal could not keep the mirror in step.
+		out = append(out, protocol.Finding{Severity: protocol.Warn, Subject: subject,
+			Message: a.Reason + " (a worker running as this principal could not keep the mirror in step; run doctor with the workers' --command-config to check theirs)", Hint: a.Hint})
+	case a.Standing == Lagging, a.Standing == Ahead:
 		out = append(out, protocol.Finding{Severity: protocol.Warn, Subject: subject,
 			Message: fmt.Sprintf("%s (lag %d): %s", a.Standing, a.Lag, a.Reason), Hint: a.Hint})
 	default:
