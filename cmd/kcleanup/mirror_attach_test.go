@@ -155,6 +155,15 @@ func TestInitAttachesTheMirror(t *testing.T) {
 	if code != exitOK || !strings.Contains(stdout, "already attached") || e.controlEnd(t, control) != before {
 		t.Errorf("second init: exit %d, control end %d (was %d)\n%s", code, e.controlEnd(t, control), before, stdout)
 	}
+	// Another mirror is not attached over this one by init.
+	other := kafkatest.NewTopic(t, e.cl, "other-mirror", 1, map[string]string{"cleanup.policy": "compact"})
+	code, stdout, stderr = e.run(t, "init", "--topic", topic, "--mirror-topic", other)
+	opWantFailure(t, code, stderr, exitError, "1 problem(s) block cleanup")
+	if !strings.Contains(stdout, "BLOCK  mirror topic "+other+": not attached: control topic "+control+" has mirror "+mirror+" attached") ||
+		!strings.Contains(stdout, "kcleanup mirror attach "+other) || e.controlEnd(t, control) != before {
+		t.Errorf("init with another mirror: control end %d (was %d)\n%s", e.controlEnd(t, control), before, stdout)
+	}
+
 	p1, path := opTestPlan(t, t.TempDir(), "chk-1", topic, id, events.Offsets{0: 30, 1: 20})
 	if code, _, stderr := e.run(t, "apply", path); code != exitOK {
 		t.Fatalf("apply: exit %d\n%s", code, stderr)

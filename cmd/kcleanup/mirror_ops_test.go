@@ -141,6 +141,7 @@ func TestStatusAndDoctorShowTheMirror(t *testing.T) {
 		t.Fatalf("status mirror: %+v", st.Mirror)
 	}
 	code, stdout, stderr := e.run(t, "status", "--control-topic", control)
+	t.Logf("kcleanup status, the mirror lagging:\n%s", stdout)
 	if code != exitOK || !strings.Contains(stdout, "Flink Agents mirror:  "+mirror) || !strings.Contains(stdout, "LAGGING (lag 50)") {
 		t.Errorf("status: exit %d\n%s\n%s", code, stdout, stderr)
 	}
@@ -149,8 +150,11 @@ func TestStatusAndDoctorShowTheMirror(t *testing.T) {
 		t.Errorf("doctor, lagging mirror: exit %d\n%s", code, stdout)
 	}
 
-	// The plan that sets the boundary on the mirror: in step.
-	e.produceMirror(t, mirror, flinkRecord("COMMITTED", p1), flinkRecord("APPLIED", p1))
+	// What the hint says: mirror sync writes the plan that sets the
+	// boundary; in step.
+	if code, _, stderr := e.run(t, "mirror", "sync", "--topic", topic); code != exitOK {
+		t.Fatalf("mirror sync: exit %d\n%s", code, stderr)
+	}
 	st = e.statusJSON(t, control)
 	if m := st.Mirror; m == nil || !m.InStep() || !m.Boundary.Equal(st.Boundary) || m.Plans != 1 {
 		t.Fatalf("status mirror after the write: %+v", st.Mirror)

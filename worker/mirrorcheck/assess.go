@@ -119,7 +119,7 @@ func Assess(att projector.Mirror, st *projector.State, v View, writeErr error) A
 		}
 		a.Standing, a.Lag = Lagging, total
 		a.Reason = fmt.Sprintf("the mirror holds no plan yet; kcleanup's boundary is %s (plan %s)", boundary, a.BoundaryPlan)
-		a.Hint = "the owning worker writes it on its next pass; a Flink Agents job must not read the mirror before then (it refuses to recover from an empty control topic)"
+		a.Hint = fmt.Sprintf("the owning worker writes it on its next pass (kcleanup mirror sync --topic %s does it now); a Flink Agents job must not read the mirror before then (it refuses to recover from an empty control topic)", data)
 		return a
 	}
 	mb, _ := v.Fold.Effective() // planProblem passed: defined, at or below the boundary
@@ -133,7 +133,7 @@ func Assess(att projector.Mirror, st *projector.State, v View, writeErr error) A
 	}
 	a.Standing = Lagging
 	a.Reason = fmt.Sprintf("the mirror's boundary %s is below kcleanup's boundary %s (plan %s is not on the mirror yet)", mb, boundary, a.BoundaryPlan)
-	a.Hint = "the owning worker writes it on its next pass; until then a Flink Agents job reading the mirror allows recovery points kcleanup refuses: gate restores with kcleanup validate"
+	a.Hint = fmt.Sprintf("the owning worker writes it on its next pass (kcleanup mirror sync --topic %s does it now); until then a Flink Agents job reading the mirror allows recovery points kcleanup refuses: gate restores with kcleanup validate", data)
 	return a
 }
 

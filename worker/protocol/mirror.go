@@ -58,34 +58,35 @@ type MirrorRecord struct {
 }
 
 // detachHint is the way out of every mirror that cannot be kept in step.
-func detachHint(topic string) string {
+func detachHint(topic, dataTopic string) string {
 	return "nothing was deleted for the plan; fix the mirror topic " + topic +
-		" (or detach it with kcleanup mirror detach, after which the Flink Agents job no longer learns the boundary from it)"
+		" (or detach it: kcleanup mirror detach --topic " + dataTopic + " --reason …; the Flink Agents job then no longer learns the boundary from it)"
 }
 
 // CheckMirror says why the attached mirror (topic, with the ID it was
-// attached with) cannot be kept in step now, or nil: missing, recreated,
+// attached with, of the data topic named in hints) cannot be kept in step
+// now, or nil: missing, recreated,
 // not the job's settings, or a fold the job itself cannot recover from.
-func CheckMirror(topic, topicID string, v MirrorView) error {
+func CheckMirror(topic, topicID, dataTopic string, v MirrorView) error {
 	switch {
 	case v.Missing:
 		return errors.WithHint(errors.Mark(errors.Newf("mirror topic %s does not exist", topic), ErrBlocked),
-			"create it (one partition, cleanup.policy=compact) or detach the mirror; "+detachHint(topic))
+			"create it (one partition, cleanup.policy=compact: kcleanup init --topic "+dataTopic+" --mirror-topic "+topic+"); "+detachHint(topic, dataTopic))
 	case v.TopicID != topicID:
 		return errors.WithHint(errors.Mark(errors.Newf(
 			"mirror topic %s now has topic ID %s, not %s, the one it was attached with: it was recreated", topic, v.TopicID, topicID), ErrBlocked),
-			"attach the new topic again (kcleanup mirror attach seeds it with the boundary); "+detachHint(topic))
+			"attach the new topic again (kcleanup mirror attach "+topic+" --topic "+dataTopic+" seeds it with the boundary); "+detachHint(topic, dataTopic))
 	}
 	if err := flinkagents.CheckTopic(topic, v.Partitions, v.CleanupPolicy); err != nil {
 		return errors.WithHint(errors.Mark(errors.Wrapf(err, "mirror topic %s", topic), ErrBlocked),
-			"a Flink Agents job refuses this topic too; "+detachHint(topic))
+			"a Flink Agents job refuses this topic too; "+detachHint(topic, dataTopic))
 	}
 	if v.Fold == nil {
 		return errors.AssertionFailedf("mirror topic %s: no fold reported", topic)
 	}
 	if err := v.Fold.Err(); err != nil {
 		return errors.WithHint(errors.Mark(errors.Wrapf(err, "mirror topic %s: the Flink Agents job cannot recover from it", topic), ErrBlocked),
-			"kcleanup writes nothing that would make the job's fold fail, so another writer did; "+detachHint(topic))
+			"kcleanup writes nothing that would make the job's fold fail, so another writer did; "+detachHint(topic, dataTopic))
 	}
 	return nil
 }
@@ -97,14 +98,14 @@ func CheckMirror(topic, topicID string, v MirrorView) error {
 // comparable with each. needed is false when the mirror already holds the
 // plan with w's status or a later one (APPLIED). err is marked ErrBlocked.
 func MirrorWrite(v MirrorView, w MirrorRecord) (needed bool, err error) {
-	if err := CheckMirror(w.Topic, w.TopicID, v); err != nil {
+	if err := CheckMirror(w.Topic, w.TopicID, w.Plan.Topic, v); err != nil {
 		return false, err
 	}
 	plan := flinkagents.FromKcleanup(w.Plan)
 	needed = true
 	blocked := func(format string, args ...any) (bool, error) {
 		return false, errors.WithHint(errors.Mark(errors.Newf("mirror topic %s: plan %s cannot be written: "+format,
-			append([]any{w.Topic, w.Plan.PlanID}, args...)...), ErrBlocked), detachHint(w.Topic))
+			append([]any{w.Topic, w.Plan.PlanID}, args...)...), ErrBlocked), detachHint(w.Topic, w.Plan.Topic))
 	}
 	if n := MirrorRecordBytes(w); v.MaxMessageBytes > 0 && n > v.MaxMessageBytes {
 		_, err := blocked("its record takes up to %d bytes, above the mirror's max.message.bytes %d: the broker would refuse it", n, v.MaxMessageBytes)
@@ -239,7 +240,7 @@ func (r *Run) mirrorPrecheck(st *projector.State, then func(*projector.State) St
 // mirror shows what it must, else write it (once; then read it back).
 func (r *Run) mirrorRead(st *projector.State, rep Report) Step {
 	m := r.mirror
-	if err := CheckMirror(m.topic, m.topicID, rep.Mirror); err != nil {
+	if err := CheckMirror(m.topic, m.topicID, r.plan.Topic, rep.Mirror); err != nil {
 		return Step{Kind: Blocked, Err: err}
 	}
 	rec := MirrorRecord{Topic: m.topic, TopicID: m.topicID, Status: m.want, Plan: r.plan}
