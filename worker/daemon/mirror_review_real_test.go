@@ -4,13 +4,16 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/cockroachdb/errors"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kcleanup/kcleanup/events"
+	"github.com/kcleanup/kcleanup/projector/flinkagents"
 	"github.com/kcleanup/kcleanup/worker"
 	"github.com/kcleanup/kcleanup/worker/kafkatest"
 )
@@ -64,4 +67,58 @@ func incompressible(n int) string {
 	b := make([]byte, n/2)
 	_, _ = rand.Read(b)
 	return "checkpoint-" + hex.EncodeToString(b)
+}
+
+// TestReviewMirrorForeignTransaction: another producer (not kcleanup's
+// mirror transactional ID, so not fenced by it) holds a transaction open on
+// the mirror with a plan incomparable with the one being applied. While it
+// is open the mirror cannot be read as the job reads it: the apply deletes
+// nothing. Once it commits, the mirror holds a plan the applied one would
+// make the job's fold fail with (incomparable boundaries): the apply is
+// refused with nothing committed or deleted, and the job's fold stays valid.
+func TestReviewMirrorForeignTransaction(t *testing.T) {
+	s := newScene(t)
+	mirror := s.newMirror()
+	s.attach(mirror)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	q := s.plan("foreign", events.Offsets{0: 250, 1: 10})
+	p := s.plan("C1", events.Offsets{0: 100, 1: 50})
+	tx := kafkatest.Client(t, s.bootstrap, kgo.TransactionalID("foreign-"+mirror))
+	if err := tx.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.ProduceSync(ctx, &kgo.Record{Topic: mirror, Key: []byte(q.PlanID), Value: flinkagents.EncodeValue(flinkagents.Committed, q)}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	applyWithin := func(d time.Duration) error {
+		short, cancel := context.WithTimeout(ctx, d)
+		defer cancel()
+		var err error
+		s.withProjection(func(_ context.Context, proj *worker.Projection) {
+			_, err = s.c.Apply(short, proj, p, worker.Options{Actor: "test", Bootstrap: s.bootstrap})
+		})
+		return err
+	}
+	if err := applyWithin(10 * time.Second); err == nil {
+		t.Fatal("apply succeeded while a transaction was open on the mirror")
+	} else {
+		t.Logf("apply with an open foreign transaction: %v", err)
+	}
+	s.checkLogStart(events.Offsets{0: 0, 1: 0})
+	if err := tx.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	err := applyWithin(30 * time.Second)
+	if err == nil || !errors.Is(err, worker.ErrBlocked) && !strings.Contains(err.Error(), "incomparable") {
+		t.Fatalf("apply against a mirror holding an incomparable plan: %v, want refused (incomparable)", err)
+	}
+	t.Logf("apply refused: %v (hints %v)", err, errors.GetAllHints(err))
+	s.checkLogStart(events.Offsets{0: 0, 1: 0})
+	if b := s.boundary(); len(b) > 0 {
+		t.Fatalf("a plan the mirror cannot take was committed: boundary %v", b)
+	}
+	if job, err := readJobTopic(t, s.bootstrap, mirror).boundary(); err != nil || !events.Offsets(job).Equal(q.Offsets) {
+		t.Fatalf("the job's fold of the mirror: %v (%v), want the foreign plan's %v", events.Offsets(job), err, q.Offsets)
+	}
 }
