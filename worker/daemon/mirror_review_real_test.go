@@ -122,3 +122,58 @@ func TestReviewMirrorForeignTransaction(t *testing.T) {
 		t.Fatalf("the job's fold of the mirror: %v (%v), want the foreign plan's %v", events.Offsets(job), err, q.Offsets)
 	}
 }
+
+// TestReviewMirrorRecreatedBlocksTheNextDeletion: the attached mirror is
+// deleted and recreated under its name (empty: the job pointed at it now
+// finds no boundary, and would find only what is written next). The next
+// apply sees the new topic ID and is refused with nothing committed or
+// deleted; attaching the new topic seeds it with the boundary, and the
+// apply then goes through with the job agreeing.
+func TestReviewMirrorRecreatedBlocksTheNextDeletion(t *testing.T) {
+	s := newScene(t)
+	mirror := s.newMirror()
+	s.attach(mirror)
+	p1 := s.plan("C1", events.Offsets{0: 100, 1: 50})
+	s.apply(p1)
+	s.requireMirrorAgrees(mirror)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	adm := kadm.NewClient(kafkatest.Client(t, s.bootstrap))
+	if _, err := adm.DeleteTopic(ctx, mirror); err != nil {
+		t.Fatal(err)
+	}
+	compact := "compact"
+	kafkatest.Eventually(t, time.Minute, "mirror recreated", func() bool {
+		resp, err := adm.CreateTopic(ctx, 1, -1, map[string]*string{"cleanup.policy": &compact}, mirror)
+		if err == nil {
+			err = resp.Err
+		}
+		return err == nil // TOPIC_ALREADY_EXISTS until the deletion completes
+	})
+	kafkatest.Eventually(t, time.Minute, "recreated mirror has a leader", func() bool {
+		lo, err := adm.ListEndOffsets(ctx, mirror)
+		return err == nil && lo.Error() == nil && len(lo[mirror]) == 1
+	})
+
+	p2 := s.plan("C2", events.Offsets{0: 150, 1: 120})
+	var err error
+	s.withProjection(func(_ context.Context, proj *worker.Projection) {
+		short, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		_, err = s.c.Apply(short, proj, p2, worker.Options{Actor: "test", Bootstrap: s.bootstrap})
+	})
+	if err == nil || !strings.Contains(err.Error(), "recreated") {
+		t.Fatalf("apply onto a recreated mirror: %v, want refused naming the recreation", err)
+	}
+	t.Logf("apply refused: %v (hints %v)", err, errors.GetAllHints(err))
+	s.checkLogStart(p1.Offsets)
+	if b := s.boundary(); !b.Equal(p1.Offsets) {
+		t.Fatalf("boundary %v after the refusal, want p1's %v", b, p1.Offsets)
+	}
+	s.attach(mirror)
+	s.requireMirrorAgrees(mirror)
+	s.apply(p2)
+	s.requireMirrorAgrees(mirror)
+	s.checkLogStart(p2.Offsets)
+}
