@@ -1,6 +1,8 @@
 package protocol
 
 import (
+	"fmt"
+
 	"github.com/cockroachdb/errors"
 
 	"github.com/kcleanup/kcleanup/events"
@@ -37,6 +39,8 @@ type MirrorView struct {
 	TopicID       string
 	Partitions    []int32
 	CleanupPolicy string
+	// MaxMessageBytes is the topic's max.message.bytes; 0 when not known.
+	MaxMessageBytes int
 	// Fold is the job's fold of every record below the end offset
 	// captured first (read_committed, once the last stable offset reached
 	// it).
@@ -103,6 +107,10 @@ func MirrorWrite(v MirrorView, w MirrorRecord) (needed bool, err error) {
 		return false, errors.WithHint(errors.Mark(errors.Newf("mirror topic %s: plan %s cannot be written: "+format,
 			append([]any{w.Topic, w.Plan.PlanID}, args...)...), ErrBlocked), detachHint(w.Topic, w.Plan.Topic))
 	}
+	if n := MirrorRecordBytes(w); v.MaxMessageBytes > 0 && n > v.MaxMessageBytes {
+		_, err := blocked("its record takes up to %d bytes, above the mirror's max.message.bytes %d: the broker would refuse it", n, v.MaxMessageBytes)
+		return false, errors.WithHint(err, fmt.Sprintf("raise it: kafka-configs --bootstrap-server <broker> --alter --entity-type topics --entity-name %s --add-config max.message.bytes=%d", w.Topic, MirrorMaxMessageBytes(n)))
+	}
 	for _, o := range v.Fold.Operations() {
 		s := o.Plan
 		if s.PlanID == plan.PlanID {
@@ -129,6 +137,20 @@ func MirrorWrite(v MirrorView, w MirrorRecord) (needed bool, err error) {
 	}
 	return needed, nil
 }
+
+// mirrorBatchOverhead bounds what a one-record batch adds to the key and
+// value: the batch header (61 bytes) and the record's own varints.
+const mirrorBatchOverhead = 61 + 32
+
+// MirrorRecordBytes is the most the record batch carrying w can take on
+// the broker (uncompressed; compression only shrinks it).
+func MirrorRecordBytes(w MirrorRecord) int {
+	return mirrorBatchOverhead + len(w.Plan.PlanID) + len(flinkagents.EncodeValue(w.Status, w.Plan))
+}
+
+// MirrorMaxMessageBytes is a max.message.bytes that holds a record of n
+// bytes, rounded up to a whole KiB.
+func MirrorMaxMessageBytes(n int) int { return (n + 1023) / 1024 * 1024 }
 
 // MirrorCovers reports whether the job's effective boundary on the mirror
 // is at or above the plan on every plan partition: recovery from the mirror
@@ -258,6 +280,12 @@ func (r *Run) mirrorRead(st *projector.State, rep Report) Step {
 	}
 	if m.wrote {
 		return Step{Kind: Wait, Err: errors.Newf("mirror %s: the %s record for plan %s was committed but is not read back", m.topic, m.want, r.planID)}
+	}
+	// A view at risk (a disputed conflict above all) may hold the full
+	// log's loser as its plan: once in the mirror, the winner, incomparable
+	// with it, could never follow. Nothing is written until history is whole.
+	if err := atRisk(st); err != nil {
+		return Step{Kind: Blocked, Err: errors.WithHint(err, "the mirror is written once the control topic's history is whole again; nothing is deleted meanwhile")}
 	}
 	if _, err := MirrorWrite(rep.Mirror, rec); err != nil {
 		return Step{Kind: Blocked, Err: err}
