@@ -46,7 +46,11 @@
 // both skip a UTF-8 byte order mark at the start. BuildPlan requires all
 // markers to name the same topic, topic ID and partition set (errors name the
 // marker index and the partitions that differ) and takes the minimum offset per
-// partition: the oldest record any subtask still needs.
+// partition: the oldest record any subtask still needs. PlanBuilder is
+// BuildPlan one marker at a time; with ReadMarkersReusing, which decodes each
+// marker into the map of the one before when the caller keeps it no longer,
+// kcleanup plan builds the plan of a markers file of any size holding one
+// marker and the running minimum.
 //
 // # Control records
 //

@@ -292,13 +292,18 @@
 //
 // Memory grows with operations, not records. The fold keeps no record values.
 // Overwrites are detected by comparing a record with the accepted content the
-// operation already holds (plan, boundary, log start; a boundary or log start
-// equal to the plan shares its map), and Repairs re-encodes the accepted
-// record from it. Each operation keeps its history (40 bytes a step), the
-// offset of the latest copy of each of its keys (32 bytes), and each key
-// holding only rejected records its latest offset and time; each rejected
-// record keeps its Verdict. The verdict of every record (Audit) is kept only
-// by a State made with KeepAudit, for kcleanup history: 16 bytes a record and
-// a full Verdict per duplicate. Workers and the gate replay without it
-// (docs/benchmarks.md, B5, gives both figures).
+// operation already holds (plan, boundary, log start), and Repairs re-encodes
+// the accepted record from it. An operation is kept compact (compact.go): its
+// plan's offsets sorted in a slice (16 bytes a partition, not a map), the
+// binding's topic and topic ID once for all, a boundary or log start equal to
+// the plan as a flag, its history as varints (about 8 bytes a step instead of
+// 40), its state in a byte, the offset of the latest copy of each of its keys
+// (32 bytes): about 160 bytes of struct and 400 in all for a three-partition
+// plan of four records. Each key holding only rejected records keeps its
+// latest offset and time; each rejected record keeps its Verdict. The verdict
+// of every record (Audit) is kept only by a State made with KeepAudit, for
+// kcleanup history: 16 bytes a record and a full Verdict per duplicate.
+// Workers and the gate replay without it, and fold with StepDecodedLean
+// (no detail text for accepted records, which nobody reads there);
+// docs/benchmarks.md, B5, gives both figures.
 package projector

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"strconv"
 	"time"
 
 	"github.com/cockroachdb/errors"
@@ -22,6 +23,9 @@ type FlinkTopic struct {
 	// Partitions and CleanupPolicy are the topic's, for CheckTopic.
 	Partitions    []int32
 	CleanupPolicy string
+	// MaxMessageBytes is the topic's max.message.bytes (0 when unreadable):
+	// a writer's record above it is refused by the broker.
+	MaxMessageBytes int
 }
 
 // Check is the job's own check of the topic and its fold: nil when the job
@@ -48,6 +52,7 @@ func (c *Cluster) ReadFlinkTopic(ctx context.Context, topic string) (*FlinkTopic
 		return nil, err
 	}
 	ft := &FlinkTopic{Topic: topic, Fold: flinkagents.New(), Partitions: info.Partitions, CleanupPolicy: cfg["cleanup.policy"]}
+	ft.MaxMessageBytes, _ = strconv.Atoi(cfg["max.message.bytes"])
 	if ft.End, err = c.stableEnd(ctx, "Flink Agents control topic", topic); err != nil {
 		return nil, err
 	}

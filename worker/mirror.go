@@ -54,6 +54,7 @@ func (c *Cluster) ReadMirror(ctx context.Context, topic string) (protocol.Mirror
 		return v, c.denied(err, permMirrorRead(topic))
 	}
 	v.TopicID, v.Partitions, v.CleanupPolicy, v.Fold = info.ID, ft.Partitions, ft.CleanupPolicy, ft.Fold
+	v.MaxMessageBytes = ft.MaxMessageBytes
 	return v, nil
 }
 
@@ -174,7 +175,7 @@ func (c *Cluster) AttachMirror(ctx context.Context, proj *Projection, mirror, re
 	// The operator-facing attach rules are package mirrorcheck's (init,
 	// doctor and status decide with them too).
 	if err := mirrorcheck.Attach(proj.State, proj.Topic, mirrorcheck.View{Topic: view.Topic, Missing: view.Missing, TopicID: view.TopicID,
-		Partitions: view.Partitions, CleanupPolicy: view.CleanupPolicy, Fold: view.Fold}, bootstrapOr(o.Bootstrap)); err != nil {
+		Partitions: view.Partitions, CleanupPolicy: view.CleanupPolicy, MaxMessageBytes: view.MaxMessageBytes, Fold: view.Fold}, bootstrapOr(o.Bootstrap)); err != nil {
 		return projector.Mirror{}, err
 	}
 	env := events.NewMirrorEvent(events.MirrorAttached, events.Mirror{Topic: mirror, TopicID: view.TopicID, Reason: reason}, time.Now().UTC(), o.actor())

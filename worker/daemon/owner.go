@@ -189,7 +189,7 @@ func (d *Daemon) runOwner(o *owner) {
 // succeeded, the control topic's high watermark listed since it began
 // (watchEnds) is still the end that pass read to, and the projection holds
 // nothing to do (no pending operation, repair, retraction, unconfirmed
-// commit or disputed conflict). A replica owning hundreds of idle control
+// commit or disputed conflict, no mirror sync due). A replica owning hundreds of idle control
 // topics then sends no request for them between two listings.
 func (d *Daemon) ownerIdle(o *owner, proj *worker.Projection, passedAt time.Time) bool {
 	v := d.view(o.topic)
@@ -202,7 +202,7 @@ func (d *Daemon) ownerIdle(o *owner, proj *worker.Projection, passedAt time.Time
 	}
 	st := proj.State
 	return len(st.Pending()) == 0 && len(st.Repairs()) == 0 && len(st.Retractions()) == 0 &&
-		len(st.Unconfirmed()) == 0 && len(st.Disputed()) == 0
+		len(st.Unconfirmed()) == 0 && len(st.Disputed()) == 0 && o.mirrorIdle(proj)
 }
 
 // reread returns a fresh projection of the control topic (and closes proj)

@@ -1,6 +1,8 @@
 package protocol
 
 import (
+	"fmt"
+
 	"github.com/cockroachdb/errors"
 
 	"github.com/kcleanup/kcleanup/events"
@@ -37,6 +39,8 @@ type MirrorView struct {
 	TopicID       string
 	Partitions    []int32
 	CleanupPolicy string
+	// MaxMessageBytes is the topic's max.message.bytes; 0 when not known.
+	MaxMessageBytes int
 	// Fold is the job's fold of every record below the end offset
 	// captured first (read_committed, once the last stable offset reached
 	// it).
@@ -54,34 +58,35 @@ type MirrorRecord struct {
 }
 
 // detachHint is the way out of every mirror that cannot be kept in step.
-func detachHint(topic string) string {
+func detachHint(topic, dataTopic string) string {
 	return "nothing was deleted for the plan; fix the mirror topic " + topic +
-		" (or detach it with kcleanup mirror detach, after which the Flink Agents job no longer learns the boundary from it)"
+		" (or detach it: kcleanup mirror detach --topic " + dataTopic + " --reason …; the Flink Agents job then no longer learns the boundary from it)"
 }
 
 // CheckMirror says why the attached mirror (topic, with the ID it was
-// attached with) cannot be kept in step now, or nil: missing, recreated,
+// attached with, of the data topic named in hints) cannot be kept in step
+// now, or nil: missing, recreated,
 // not the job's settings, or a fold the job itself cannot recover from.
-func CheckMirror(topic, topicID string, v MirrorView) error {
+func CheckMirror(topic, topicID, dataTopic string, v MirrorView) error {
 	switch {
 	case v.Missing:
 		return errors.WithHint(errors.Mark(errors.Newf("mirror topic %s does not exist", topic), ErrBlocked),
-			"create it (one partition, cleanup.policy=compact) or detach the mirror; "+detachHint(topic))
+			"create it (one partition, cleanup.policy=compact: kcleanup init --topic "+dataTopic+" --mirror-topic "+topic+"); "+detachHint(topic, dataTopic))
 	case v.TopicID != topicID:
 		return errors.WithHint(errors.Mark(errors.Newf(
 			"mirror topic %s now has topic ID %s, not %s, the one it was attached with: it was recreated", topic, v.TopicID, topicID), ErrBlocked),
-			"attach the new topic again (kcleanup mirror attach seeds it with the boundary); "+detachHint(topic))
+			"attach the new topic again (kcleanup mirror attach "+topic+" --topic "+dataTopic+" seeds it with the boundary); "+detachHint(topic, dataTopic))
 	}
 	if err := flinkagents.CheckTopic(topic, v.Partitions, v.CleanupPolicy); err != nil {
 		return errors.WithHint(errors.Mark(errors.Wrapf(err, "mirror topic %s", topic), ErrBlocked),
-			"a Flink Agents job refuses this topic too; "+detachHint(topic))
+			"a Flink Agents job refuses this topic too; "+detachHint(topic, dataTopic))
 	}
 	if v.Fold == nil {
 		return errors.AssertionFailedf("mirror topic %s: no fold reported", topic)
 	}
 	if err := v.Fold.Err(); err != nil {
 		return errors.WithHint(errors.Mark(errors.Wrapf(err, "mirror topic %s: the Flink Agents job cannot recover from it", topic), ErrBlocked),
-			"kcleanup writes nothing that would make the job's fold fail, so another writer did; "+detachHint(topic))
+			"kcleanup writes nothing that would make the job's fold fail, so another writer did; "+detachHint(topic, dataTopic))
 	}
 	return nil
 }
@@ -93,14 +98,18 @@ func CheckMirror(topic, topicID string, v MirrorView) error {
 // comparable with each. needed is false when the mirror already holds the
 // plan with w's status or a later one (APPLIED). err is marked ErrBlocked.
 func MirrorWrite(v MirrorView, w MirrorRecord) (needed bool, err error) {
-	if err := CheckMirror(w.Topic, w.TopicID, v); err != nil {
+	if err := CheckMirror(w.Topic, w.TopicID, w.Plan.Topic, v); err != nil {
 		return false, err
 	}
 	plan := flinkagents.FromKcleanup(w.Plan)
 	needed = true
 	blocked := func(format string, args ...any) (bool, error) {
 		return false, errors.WithHint(errors.Mark(errors.Newf("mirror topic %s: plan %s cannot be written: "+format,
-			append([]any{w.Topic, w.Plan.PlanID}, args...)...), ErrBlocked), detachHint(w.Topic))
+			append([]any{w.Topic, w.Plan.PlanID}, args...)...), ErrBlocked), detachHint(w.Topic, w.Plan.Topic))
+	}
+	if n := MirrorRecordBytes(w); v.MaxMessageBytes > 0 && n > v.MaxMessageBytes {
+		_, err := blocked("its record takes up to %d bytes, above the mirror's max.message.bytes %d: the broker would refuse it", n, v.MaxMessageBytes)
+		return false, errors.WithHint(err, fmt.Sprintf("raise it: kafka-configs --bootstrap-server <broker> --alter --entity-type topics --entity-name %s --add-config max.message.bytes=%d", w.Topic, MirrorMaxMessageBytes(n)))
 	}
 	for _, o := range v.Fold.Operations() {
 		s := o.Plan
@@ -128,6 +137,20 @@ func MirrorWrite(v MirrorView, w MirrorRecord) (needed bool, err error) {
 	}
 	return needed, nil
 }
+
+// mirrorBatchOverhead bounds what a one-record batch adds to the key and
+// value: the batch header (61 bytes) and the record's own varints.
+const mirrorBatchOverhead = 61 + 32
+
+// MirrorRecordBytes is the most the record batch carrying w can take on
+// the broker (uncompressed; compression only shrinks it).
+func MirrorRecordBytes(w MirrorRecord) int {
+	return mirrorBatchOverhead + len(w.Plan.PlanID) + len(flinkagents.EncodeValue(w.Status, w.Plan))
+}
+
+// MirrorMaxMessageBytes is a max.message.bytes that holds a record of n
+// bytes, rounded up to a whole KiB.
+func MirrorMaxMessageBytes(n int) int { return (n + 1023) / 1024 * 1024 }
 
 // MirrorCovers reports whether the job's effective boundary on the mirror
 // is at or above the plan on every plan partition: recovery from the mirror
@@ -217,7 +240,7 @@ func (r *Run) mirrorPrecheck(st *projector.State, then func(*projector.State) St
 // mirror shows what it must, else write it (once; then read it back).
 func (r *Run) mirrorRead(st *projector.State, rep Report) Step {
 	m := r.mirror
-	if err := CheckMirror(m.topic, m.topicID, rep.Mirror); err != nil {
+	if err := CheckMirror(m.topic, m.topicID, r.plan.Topic, rep.Mirror); err != nil {
 		return Step{Kind: Blocked, Err: err}
 	}
 	rec := MirrorRecord{Topic: m.topic, TopicID: m.topicID, Status: m.want, Plan: r.plan}
@@ -257,6 +280,12 @@ func (r *Run) mirrorRead(st *projector.State, rep Report) Step {
 	}
 	if m.wrote {
 		return Step{Kind: Wait, Err: errors.Newf("mirror %s: the %s record for plan %s was committed but is not read back", m.topic, m.want, r.planID)}
+	}
+	// A view at risk (a disputed conflict above all) may hold the full
+	// log's loser as its plan: once in the mirror, the winner, incomparable
+	// with it, could never follow. Nothing is written until history is whole.
+	if err := atRisk(st); err != nil {
+		return Step{Kind: Blocked, Err: errors.WithHint(err, "the mirror is written once the control topic's history is whole again; nothing is deleted meanwhile")}
 	}
 	if _, err := MirrorWrite(rep.Mirror, rec); err != nil {
 		return Step{Kind: Blocked, Err: err}
