@@ -15,6 +15,7 @@ import (
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/worker"
 	"github.com/kcleanup/kcleanup/worker/kafkatest"
+	"github.com/kcleanup/kcleanup/worker/mirrorcheck"
 	"github.com/kcleanup/kcleanup/worker/workertest"
 )
 
@@ -110,7 +111,7 @@ func TestWorkerReportsAMirrorItCannotWrite(t *testing.T) {
 	var took []time.Duration
 	for range 5 {
 		start := time.Now()
-		if _, ok, err := e.super.AssessMirror(ctx, proj.State, true, e.s.Plaintext); err != nil || !ok {
+		if _, ok, err := e.super.AssessMirror(ctx, mirrorcheck.ControlOf(proj.State), true, e.s.Plaintext); err != nil || !ok {
 			t.Fatalf("AssessMirror: %v %v", ok, err)
 		}
 		took = append(took, time.Since(start))
