@@ -6,7 +6,6 @@ import (
 	"github.com/cockroachdb/errors"
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"github.com/kcleanup/kcleanup/projector"
 	"github.com/kcleanup/kcleanup/worker/mirrorcheck"
 	"github.com/kcleanup/kcleanup/worker/protocol"
 )
@@ -48,26 +47,28 @@ func (c *Cluster) CreateMirrorTopic(ctx context.Context, name string, replicatio
 
 // AssessMirror reads the attached mirror and says how it stands against
 // the boundary (mirrorcheck.Assess); ok is false when none is attached.
-// With checkWrite, this client's permissions to write it are probed too.
-func (c *Cluster) AssessMirror(ctx context.Context, st *projector.State, checkWrite bool, bootstrap string) (mirrorcheck.Assessment, bool, error) {
-	att, ok := st.Mirror()
-	if !ok {
+// ctl is copied out of the projection first (mirrorcheck.ControlOf), so
+// the projection is not held while the mirror is read. With checkWrite,
+// this client's permissions to write it are probed too.
+func (c *Cluster) AssessMirror(ctx context.Context, ctl mirrorcheck.Control, checkWrite bool, bootstrap string) (mirrorcheck.Assessment, bool, error) {
+	if !ctl.Attached {
 		return mirrorcheck.Assessment{}, false, nil
 	}
-	v, err := c.ReadMirror(ctx, att.Topic)
+	topic := ctl.Mirror.Topic
+	v, err := c.ReadMirror(ctx, topic)
 	if err != nil && !IsAuthorizationError(err) {
 		return mirrorcheck.Assessment{}, true, err
 	}
 	if err != nil { // cannot even read it
-		return mirrorcheck.Unreadable(att, st, c.denied(err, protocol.MirrorRead(att.Topic))), true, nil
+		return mirrorcheck.Unreadable(ctl, c.denied(err, protocol.MirrorRead(topic))), true, nil
 	}
 	var writeErr error
 	if checkWrite && !v.Missing {
-		missing, err := c.MissingPermissions(ctx, protocol.MirrorNeeds(att.Topic))
+		missing, err := c.MissingPermissions(ctx, protocol.MirrorNeeds(topic))
 		if err != nil {
 			return mirrorcheck.Assessment{}, true, err
 		}
 		writeErr = protocol.Unauthorized(missing, c.principal, bootstrap)
 	}
-	return mirrorcheck.Assess(att, st, v, writeErr), true, nil
+	return mirrorcheck.Assess(ctl, v, writeErr), true, nil
 }

@@ -221,7 +221,7 @@ func blockingError(fs []worker.Finding) error {
 // one is: its standing (mirrorcheck.Assess, with this principal's
 // permissions to write it) and its durability settings.
 func checkMirror(ctx context.Context, c *worker.Cluster, g globalOptions, proj *worker.Projection) ([]worker.Finding, error) {
-	a, ok, err := c.AssessMirror(ctx, proj.State, true, g.bootstrap())
+	a, ok, err := c.AssessMirror(ctx, mirrorcheck.ControlOf(proj.State), true, g.bootstrap())
 	if err != nil || !ok {
 		return nil, err
 	}

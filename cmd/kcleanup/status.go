@@ -258,7 +258,7 @@ func singleLine(s string) string {
 func (g globalOptions) assessMirror(ctx context.Context, c *worker.Cluster, proj *worker.Projection, st *report.Status) error {
 	ctx, cancel := context.WithTimeout(ctx, g.timeout)
 	defer cancel()
-	a, ok, err := c.AssessMirror(ctx, proj.State, false, g.bootstrap())
+	a, ok, err := c.AssessMirror(ctx, mirrorcheck.ControlOf(proj.State), false, g.bootstrap())
 	if err != nil {
 		return g.unreachable(errors.Wrapf(err, "read the Flink Agents mirror"))
 	}

@@ -116,6 +116,7 @@ func (d *Daemon) topicStatus(topic string, all bool) report.TopicStatus {
 	if all {
 		ts.Status = s.status
 	}
+	ts.Status.Mirror = d.view(topic).mirrorOf()
 	ts.Blocked = []report.BlockedOperation{}
 	if o := d.owned(topic); o != nil {
 		ts.Owned = true

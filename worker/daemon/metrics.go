@@ -200,19 +200,23 @@ func (c snapshotCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		gauge("kcleanup_blocked_operations", "Pending operations this replica stopped retrying for a cause an operator must remove (only the owner knows).", float64(n), "control_topic", t)
 	}
+	mirrors := make([]*mirrorState, len(topics))
 	for i, t := range topics {
-		m := snaps[i].mirror
-		if m == nil {
+		mirrors[i] = d.view(t).mirror.Load()
+	}
+	for i, t := range topics {
+		if mirrors[i] == nil || mirrors[i].a == nil {
 			continue
 		}
+		m := mirrors[i].a
 		labels := []string{"control_topic", t, "mirror_topic", m.Topic}
 		gauge("kcleanup_mirror_lag", "Offsets, summed over partitions, by which the Flink Agents mirror's effective boundary is below kcleanup's boundary (0 in step; the whole boundary while it cannot be written).", float64(m.Lag), labels...)
 		gauge("kcleanup_mirror_in_step", "1 when the attached Flink Agents mirror's effective boundary equals kcleanup's boundary.", b2f(m.InStep()), labels...)
 		gauge("kcleanup_mirror_writable", "0 when this replica cannot keep the attached Flink Agents mirror in step (missing, recreated, misconfigured, a fold the job fails on, or no permission to write it); /readyz says why.", b2f(m.Standing != mirrorcheck.Unwritable), labels...)
 	}
 	for i, t := range topics {
-		if snaps[i].mirror != nil || snaps[i].mirrorErrors > 0 {
-			counter("kcleanup_mirror_errors_total", "Checks of the attached Flink Agents mirror that could not read it (the broker did not answer in time).", float64(snaps[i].mirrorErrors), "control_topic", t)
+		if mirrors[i] != nil {
+			counter("kcleanup_mirror_errors_total", "Checks of the attached Flink Agents mirror that could not read it (the broker did not answer in time).", float64(mirrors[i].errors), "control_topic", t)
 		}
 	}
 	denied := d.unauthorized()

@@ -3,46 +3,96 @@ package daemon
 import (
 	"context"
 	"time"
+
+	"github.com/cockroachdb/errors"
+
+	"github.com/kcleanup/kcleanup/worker/mirrorcheck"
 )
 
-// mirrorCheckEvery is how often a view reads the attached Flink Agents
-// mirror to say how it stands (status, metrics, /readyz), besides after
-// every read that folded records.
-const mirrorCheckEvery = 5 * time.Second
+// How often a view reads the attached Flink Agents mirror to say how it
+// stands (status, metrics, /readyz): every mirrorCheckEvery, and at most
+// every mirrorCheckMin after a read that folded records.
+const (
+	mirrorCheckEvery = 5 * time.Second
+	mirrorCheckMin   = time.Second
+)
 
-// checkMirror assesses the attached mirror for the snapshot s being
-// published (the caller holds the view's lock): with this replica's own
-// permissions to write it, since this replica's writes are the ones that
-// keep it in step. A failed read keeps the last assessment, counts an
-// error and says why.
-func (v *view) checkMirror(ctx context.Context, s, old *snapshot) {
-	if _, attached := v.proj.State.Mirror(); !attached {
-		s.mirror, s.mirrorErr = nil, ""
-		return
+// mirrorState is a view's last check of the attached mirror.
+type mirrorState struct {
+	a      *mirrorcheck.Assessment // nil when none is attached
+	at     time.Time
+	readTo int64 // the projection's Next the check was made for
+	// err says why the last check could not read the mirror (the last
+	// assessment stays); errors counts such checks.
+	err    string
+	errors int
+}
+
+// mirrorControl copies, under the view's lock, what a check of the mirror
+// needs of the projection, when a check is due (ok false otherwise).
+func (v *view) mirrorControl() (mirrorcheck.Control, int64, bool) {
+	if v.proj == nil {
+		return mirrorcheck.Control{}, 0, false
 	}
-	folded := s.status.ReadTo != old.status.ReadTo
-	if !folded && old.mirror != nil && time.Since(old.mirrorAt) < mirrorCheckEvery {
+	last := v.mirror.Load()
+	_, attached := v.proj.State.Mirror()
+	if !attached && (last == nil || last.a == nil) {
+		return mirrorcheck.Control{}, 0, false
+	}
+	since := time.Duration(1<<63 - 1)
+	if last != nil {
+		since = time.Since(last.at)
+	}
+	folded := last == nil || last.readTo != v.proj.Next
+	if since < mirrorCheckEvery && (!folded || since < mirrorCheckMin) {
+		return mirrorcheck.Control{}, 0, false
+	}
+	return mirrorcheck.ControlOf(v.proj.State), v.proj.Next, true
+}
+
+// checkMirror reads the attached mirror and publishes how it stands, with
+// this replica's own permissions to write it (its writes keep it in step).
+// It runs without the view's lock: a mirror whose last stable offset is
+// pinned by an open transaction must not hold up the gate.
+func (v *view) checkMirror(ctx context.Context, ctl mirrorcheck.Control, readTo int64) {
+	old := v.mirror.Load()
+	next := &mirrorState{at: time.Now(), readTo: readTo}
+	if old != nil {
+		next.a, next.errors = old.a, old.errors
+	}
+	if !ctl.Attached {
+		next.a, next.err = nil, ""
+		v.mirror.Store(next)
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, v.d.cfg.readTimeout)
 	defer cancel()
-	a, ok, err := v.d.cluster.AssessMirror(ctx, v.proj.State, true, v.d.cfg.bootstrap)
-	s.mirrorAt = time.Now()
+	a, _, err := v.d.cluster.AssessMirror(ctx, ctl, true, v.d.cfg.bootstrap)
 	if err != nil {
-		s.mirrorErrors++
-		s.mirrorErr = "cannot read the mirror: " + err.Error()
+		if errors.Is(ctx.Err(), context.Canceled) {
+			return // shutting down
+		}
+		next.errors++
+		next.err = "cannot read the mirror: " + err.Error()
 		v.d.log.Warn("cannot read the Flink Agents mirror", "control_topic", v.topic, errAttr(err))
+		v.mirror.Store(next)
 		return
 	}
-	if !ok {
-		s.mirror = nil
-		return
-	}
-	if (old.mirror == nil || old.mirror.Standing != a.Standing) && !a.InStep() {
+	if (old == nil || old.a == nil || old.a.Standing != a.Standing) && !a.InStep() {
 		v.d.log.Warn("Flink Agents mirror not in step", "control_topic", v.topic, "mirror_topic", a.Topic,
 			"standing", string(a.Standing), "reason", a.Reason, "hint", a.Hint)
 	}
-	s.mirror, s.mirrorErr = &a, ""
+	next.a = &a
+	v.mirror.Store(next)
+}
+
+// mirrorOf is the view's last assessment of its mirror, nil when none is
+// attached (or not checked yet).
+func (v *view) mirrorOf() *mirrorcheck.Assessment {
+	if m := v.mirror.Load(); m != nil {
+		return m.a
+	}
+	return nil
 }
 
 // mirrorNotInStep says, per served control topic with an attached mirror
@@ -50,12 +100,13 @@ func (v *view) checkMirror(ctx context.Context, s, old *snapshot) {
 func (d *Daemon) mirrorNotInStep() map[string]string {
 	out := map[string]string{}
 	for _, t := range d.servedTopics() {
-		s := d.view(t).snap.Load()
+		m := d.view(t).mirror.Load()
 		switch {
-		case s.mirrorErr != "":
-			out[t] = s.mirrorErr
-		case s.mirror != nil && !s.mirror.InStep():
-			out[t] = string(s.mirror.Standing) + ": " + s.mirror.Reason + "; fix: " + s.mirror.Hint
+		case m == nil:
+		case m.err != "":
+			out[t] = m.err
+		case m.a != nil && !m.a.InStep():
+			out[t] = string(m.a.Standing) + ": " + m.a.Reason + "; fix: " + m.a.Hint
 		}
 	}
 	return out

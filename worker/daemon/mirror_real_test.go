@@ -15,6 +15,7 @@ import (
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/worker"
 	"github.com/kcleanup/kcleanup/worker/kafkatest"
+	"github.com/kcleanup/kcleanup/worker/mirrorcheck"
 	"github.com/kcleanup/kcleanup/worker/workertest"
 )
 
@@ -110,7 +111,7 @@ func TestWorkerReportsAMirrorItCannotWrite(t *testing.T) {
 	var took []time.Duration
 	for range 5 {
 		start := time.Now()
-		if _, ok, err := e.super.AssessMirror(ctx, proj.State, true, e.s.Plaintext); err != nil || !ok {
+		if _, ok, err := e.super.AssessMirror(ctx, mirrorcheck.ControlOf(proj.State), true, e.s.Plaintext); err != nil || !ok {
 			t.Fatalf("AssessMirror: %v %v", ok, err)
 		}
 		took = append(took, time.Since(start))
@@ -126,4 +127,68 @@ func grepLines(s, prefix string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// TestWorkerSaysWhenTheMirrorCannotBeRead: while another producer's open
+// transaction pins the mirror's last stable offset, the mirror cannot be
+// read to its end (the job's reader waits the same way): the worker counts
+// kcleanup_mirror_errors_total and /readyz says so (still ready); once the
+// transaction is aborted the mirror is in step again. Real broker.
+func TestWorkerSaysWhenTheMirrorCannotBeRead(t *testing.T) {
+	b := kafkatest.Bootstrap(t)
+	c := workertest.Connect(t, b)
+	cl := kafkatest.Client(t, b)
+	rc := workertest.Applied(t, c, cl, "mirror-pin")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*workertest.RealTimeout)
+	defer cancel()
+	mirror := rc.Topic + ".flink"
+	if _, err := c.CreateMirrorTopic(ctx, mirror, 1); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = kadm.NewClient(cl).DeleteTopics(context.Background(), mirror) })
+	proj, err := c.Project(ctx, rc.Ctl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proj.Close()
+	if _, err := c.AttachMirror(ctx, proj, mirror, "test", worker.Options{Actor: "test"}); err != nil {
+		t.Fatal(err)
+	}
+
+	r := startDaemon(t, c, WithControlTopics(rc.Ctl), WithGroupTimings(6*time.Second, 500*time.Millisecond, 10*time.Second),
+		WithPollInterval(100*time.Millisecond), WithReadTimeout(2*time.Second), WithShutdownGrace(time.Second), WithLogger(testLogger(t)))
+	srv := httptest.NewServer(r.d.Handler())
+	defer srv.Close()
+	labels := `{control_topic="` + rc.Ctl + `",mirror_topic="` + mirror + `"}`
+	kafkatest.Eventually(t, 60*time.Second, "the mirror in step", func() bool {
+		_, m := getBody(t, srv.URL+"/metrics")
+		return strings.Contains(m, "kcleanup_mirror_in_step"+labels+" 1")
+	})
+
+	pin := kafkatest.Client(t, b, kgo.TransactionalID("test-pin-"+mirror), kgo.TransactionTimeout(time.Minute))
+	if err := pin.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	rec := &kgo.Record{Topic: mirror, Key: []byte(rc.Plan.PlanID), Value: kafkatest.FlinkRecord("APPLIED", rc.Plan)}
+	if err := pin.ProduceSync(ctx, rec).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	var code int
+	var body string
+	kafkatest.Eventually(t, 60*time.Second, "/readyz says the mirror cannot be read", func() bool {
+		code, body = getBody(t, srv.URL+"/readyz")
+		return code == http.StatusOK && strings.Contains(body, "cannot read the mirror")
+	})
+	if _, m := getBody(t, srv.URL+"/metrics"); strings.Contains(m, `kcleanup_mirror_errors_total{control_topic="`+rc.Ctl+`"} 0`) ||
+		!strings.Contains(m, `kcleanup_mirror_errors_total{control_topic="`+rc.Ctl+`"}`) {
+		t.Errorf("no mirror error counted:\n%s", grepLines(m, "kcleanup_mirror"))
+	}
+
+	if err := pin.EndTransaction(ctx, kgo.TryAbort); err != nil {
+		t.Fatal(err)
+	}
+	kafkatest.Eventually(t, 60*time.Second, "/readyz no longer names the mirror", func() bool {
+		code, body = getBody(t, srv.URL+"/readyz")
+		return code == http.StatusOK && !strings.Contains(body, `"mirror"`)
+	})
 }

@@ -9,7 +9,6 @@ import (
 	"github.com/kcleanup/kcleanup/fsm"
 	"github.com/kcleanup/kcleanup/projector"
 	"github.com/kcleanup/kcleanup/worker"
-	"github.com/kcleanup/kcleanup/worker/mirrorcheck"
 	"github.com/kcleanup/kcleanup/worker/report"
 )
 
@@ -24,6 +23,9 @@ type view struct {
 	proj  *worker.Projection
 	lock  chan struct{} // capacity 1: send to acquire, receive to release
 	snap  atomic.Pointer[snapshot]
+	// mirror is the last check of the attached Flink Agents mirror
+	// (mirror.go), kept apart from snap: it is made without the lock.
+	mirror atomic.Pointer[mirrorState]
 
 	lastErr string    // last read error logged, to log each new one once
 	opened  time.Time // when proj was opened (reread)
@@ -49,13 +51,6 @@ type snapshot struct {
 	byState    map[fsm.State]int
 	rejected   map[projector.Reason]int
 	data       *report.DataTopicOffsets // nil until listed once
-	// mirror is how the attached Flink Agents mirror stood at mirrorAt
-	// (nil when none is attached); mirrorErr why the last check could not
-	// read it, mirrorErrors how many checks could not (checkMirror).
-	mirror       *mirrorcheck.Assessment
-	mirrorAt     time.Time
-	mirrorErr    string
-	mirrorErrors int
 }
 
 // dataOffsetsEvery is how often a view lists the data topic's log starts
@@ -118,6 +113,13 @@ func (v *view) run(ctx context.Context) {
 					v.release()
 				}
 				v.d.releaseRead()
+			}
+		}
+		if v.acquire(ctx) {
+			ctl, readTo, due := v.mirrorControl()
+			v.release()
+			if due {
+				v.checkMirror(ctx, ctl, readTo)
 			}
 		}
 		v.reread(ctx)
@@ -260,9 +262,7 @@ func (v *view) publish(ctx context.Context, readErr error) {
 	}
 	if readErr == nil {
 		v.listDataTopic(ctx, &s, old)
-		v.checkMirror(ctx, &s, old)
 	}
-	s.status.Mirror, s.summary.Mirror = s.mirror, s.mirror
 	v.snap.Store(&s)
 }
 

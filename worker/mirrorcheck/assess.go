@@ -6,7 +6,6 @@ import (
 	"github.com/cockroachdb/errors"
 
 	"github.com/kcleanup/kcleanup/events"
-	"github.com/kcleanup/kcleanup/projector"
 )
 
 // Standing is how an attached mirror stands against the boundary.
@@ -64,21 +63,19 @@ type Assessment struct {
 // InStep reports whether the mirror agrees with the boundary.
 func (a Assessment) InStep() bool { return a.Standing == InStep }
 
-// Assess says how the attached mirror att, read as v, stands against the
-// boundary of st. writeErr is why this worker cannot write the mirror (a
-// permission probe or its last write), nil when it can or was not asked.
-func Assess(att projector.Mirror, st *projector.State, v View, writeErr error) Assessment {
+// Assess says how the attached mirror c.Mirror, read as v, stands against
+// the boundary of c. writeErr is why this client cannot write the mirror
+// (a permission probe), nil when it can or was not asked.
+func Assess(c Control, v View, writeErr error) Assessment {
+	att := c.Mirror
 	a := Assessment{Topic: att.Topic, TopicID: att.TopicID, AttachedAt: att.Offset, LiveTopicID: v.TopicID}
-	boundary := st.Boundary()
+	boundary := c.Boundary
 	var total int64
 	for _, o := range boundary {
 		total += o
 	}
-	bp, hasPlan := BoundaryPlan(st)
-	if hasPlan {
-		a.BoundaryPlan = bp.PlanID
-	}
-	data, _, _ := st.Binding()
+	a.BoundaryPlan = c.BoundaryPlan
+	data := c.DataTopic
 	if data == "" {
 		data = "<data topic>"
 	}
@@ -99,7 +96,7 @@ func Assess(att projector.Mirror, st *projector.State, v View, writeErr error) A
 		return unwritable(err.Error(), "fix the mirror topic as kcleanup mirror attach would require")
 	}
 	a.Plans = len(v.Fold.Operations())
-	if err := planProblem(st, v); err != nil && a.Plans > 0 {
+	if err := planProblem(c, v); err != nil && a.Plans > 0 {
 		if b, berr := v.Fold.Effective(); berr == nil && above(b, boundary) {
 			a.Boundary, a.Standing = b, Ahead
 			a.Reason = fmt.Sprintf("the mirror's boundary %s is above kcleanup's boundary %s: %v", b, boundary, err)
@@ -149,14 +146,13 @@ func above(a, b events.Offsets) bool {
 
 // Unreadable is the assessment of an attached mirror this worker could not
 // read at all (readErr: typically no Read or Describe permission).
-func Unreadable(att projector.Mirror, st *projector.State, readErr error) Assessment {
+func Unreadable(c Control, readErr error) Assessment {
+	att := c.Mirror
 	a := Assessment{Topic: att.Topic, TopicID: att.TopicID, AttachedAt: att.Offset, Standing: Unwritable, Denied: true}
-	for _, o := range st.Boundary() {
+	for _, o := range c.Boundary {
 		a.Lag += o
 	}
-	if bp, ok := BoundaryPlan(st); ok {
-		a.BoundaryPlan = bp.PlanID
-	}
+	a.BoundaryPlan = c.BoundaryPlan
 	a.Reason = fmt.Sprintf("this client cannot read mirror topic %s: %v", att.Topic, readErr)
 	a.Hint = hintOf(readErr)
 	return a

@@ -20,8 +20,7 @@ func TestAssess(t *testing.T) {
 	st := state(t, p1, events.Planned, events.Committed, events.Deleting, events.Applied,
 		p2, events.Planned, events.Committed, events.Deleting, events.Applied, att)
 	fresh := state(t, att)
-	m, ok := st.Mirror()
-	if !ok {
+	if _, ok := st.Mirror(); !ok {
 		t.Fatal("setup: no mirror attached")
 	}
 
@@ -50,7 +49,7 @@ func TestAssess(t *testing.T) {
 			mirrorcheck.Unwritable, 40, "cannot write", "kafka-acls --add", protocol.Warn},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			a := mirrorcheck.Assess(m, c.st, c.v, c.writeErr)
+			a := mirrorcheck.Assess(mirrorcheck.ControlOf(c.st), c.v, c.writeErr)
 			if a.Standing != c.standing || a.Lag != c.lag || !strings.Contains(a.Reason, c.want) || !strings.Contains(a.Hint, c.hint) {
 				t.Fatalf("got %+v, want standing %s, lag %d, reason with %q, hint with %q", a, c.standing, c.lag, c.want, c.hint)
 			}

@@ -46,7 +46,7 @@ func Attach(st *projector.State, controlTopic string, v View, bootstrap string) 
 	if err := topicProblem(v, controlTopic, bootstrap); err != nil {
 		return err
 	}
-	return planProblem(st, v)
+	return planProblem(ControlOf(st), v)
 }
 
 // topicProblem: rules 2 and 3.
@@ -78,9 +78,9 @@ func topicProblem(v View, controlTopic, bootstrap string) error {
 }
 
 // planProblem: rules 4 and 5.
-func planProblem(st *projector.State, v View) error {
-	name, topicID, bound := st.Binding()
-	boundary := st.Boundary()
+func planProblem(c Control, v View) error {
+	name, topicID, bound := c.DataTopic, c.DataTopicID, c.Bound
+	boundary := c.Boundary
 	for _, o := range v.Fold.Operations() {
 		p := o.Plan
 		if !bound {
@@ -113,7 +113,7 @@ func planProblem(st *projector.State, v View) error {
 		}
 	}
 	if len(boundary) > 0 {
-		if _, ok := BoundaryPlan(st); !ok {
+		if c.BoundaryPlan == "" {
 			return refuse("apply a plan made from a recovery point at or above the boundary; then attach",
 				"kcleanup's boundary %s is not the plan of any one committed operation, so no single Flink Agents record can carry it to mirror %s", boundary, v.Topic)
 		}
@@ -152,4 +152,30 @@ func BoundaryPlan(st *projector.State) (projector.Operation, bool) {
 		}
 	}
 	return found, ok
+}
+
+// Control is what the mirror rules need of a control topic's projection,
+// copied out of it (ControlOf), so that the mirror can be read without
+// holding the projection (a worker's view serves the gate meanwhile).
+type Control struct {
+	// Mirror is the attached mirror (Attached false: none).
+	Mirror   projector.Mirror
+	Attached bool
+	// DataTopic and DataTopicID are the binding (Bound false: none yet).
+	DataTopic, DataTopicID string
+	Bound                  bool
+	Boundary               events.Offsets
+	// BoundaryPlan is BoundaryPlan's plan ID, "" when there is none.
+	BoundaryPlan string
+}
+
+// ControlOf copies what the mirror rules need out of st.
+func ControlOf(st *projector.State) Control {
+	c := Control{Boundary: st.Boundary().Clone()}
+	c.Mirror, c.Attached = st.Mirror()
+	c.DataTopic, c.DataTopicID, c.Bound = st.Binding()
+	if op, ok := BoundaryPlan(st); ok {
+		c.BoundaryPlan = op.PlanID
+	}
+	return c
 }
