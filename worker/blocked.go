@@ -37,3 +37,51 @@ func (c *Cluster) ControlTopicSafe(ctx context.Context, controlTopic, bootstrap 
 	}
 	return err2
 }
+
+// ShapedAsControlTopics returns, of the topics given, those shaped like a
+// control topic by gate's rules: exactly one partition and cleanup.policy
+// exactly compact (the settings whose failure says "this is not a control
+// topic", as opposed to a control topic with unsafe settings, which is
+// served and blocked). A fleet serving control topics by a regular
+// expression serves only these, so that a data topic the expression
+// matches by mistake is never read as a control topic, nor repaired or
+// retracted into. Two requests (Metadata, DescribeConfigs) for all of
+// them; a topic whose settings cannot be read is left out.
+func (c *Cluster) ShapedAsControlTopics(ctx context.Context, topics []string) ([]string, error) {
+	if len(topics) == 0 {
+		return nil, nil
+	}
+	td, err := c.adm.ListTopics(ctx, topics...)
+	if err != nil {
+		return nil, errors.Wrap(err, "list the candidate control topics")
+	}
+	rcs, err := c.adm.DescribeTopicConfigs(ctx, topics...)
+	if err != nil && len(rcs) == 0 {
+		return nil, errors.Wrap(err, "describe the configs of the candidate control topics")
+	}
+	var out []string
+	for _, t := range topics {
+		d, ok := td[t]
+		if !ok || d.Err != nil {
+			continue
+		}
+		rc, err := rcs.On(t, nil)
+		if err != nil || rc.Err != nil {
+			continue
+		}
+		configs := make(map[string]string, len(rc.Configs))
+		for _, cfg := range rc.Configs {
+			configs[cfg.Key] = cfg.MaybeValue()
+		}
+		shaped := true
+		for _, p := range gate.Settings(t, len(d.Partitions), configs, "") {
+			if p.Setting == "partitions" || p.Setting == "cleanup.policy" {
+				shaped = false
+			}
+		}
+		if shaped {
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}

@@ -48,8 +48,9 @@ type Daemon struct {
 	viewsMu      sync.RWMutex
 	views        map[string]*view
 	served       []string
-	viewsStarted bool           // Run started reading: a new view starts at once
-	viewsWG      sync.WaitGroup // view readers and the loops beside them
+	viewsStarted bool            // Run started reading: a new view starts at once
+	notShaped    map[string]bool // matched by the regex but not control topics (logged once)
+	viewsWG      sync.WaitGroup  // view readers and the loops beside them
 	// reads bounds the background reads (view refreshes, owner passes) in
 	// flight at once: a replica that starts with a thousand control topics
 	// reads them a few at a time instead of all at once (docs/benchmarks.md,

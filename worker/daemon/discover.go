@@ -18,6 +18,14 @@ import (
 //     refreshes its metadata as often) assigns a new topic to one replica,
 //     whose own adds the view before it takes ownership.
 //
+// Either way a matching topic is served only when it is shaped like a
+// control topic (one partition, cleanup.policy=compact: the gate's rules,
+// worker.Cluster.ShapedAsControlTopics): a data topic the expression
+// matches by mistake is never read as a control topic, owned, or written
+// to by repairs and retractions. Its settings are read again at every
+// discovery, so a control topic created with other settings and fixed
+// later is served then.
+//
 // A view is never removed while the replica runs: a control topic that is
 // deleted stays served, unreadable, so the replica reports it instead of
 // forgetting it (restart the replicas once it is gone for good).
@@ -117,9 +125,40 @@ func (d *Daemon) discoverOnce(ctx context.Context) {
 		}
 		return
 	}
+	var candidates []string
 	for _, t := range topics {
 		if d.cfg.regex.MatchString(t) && d.view(t) == nil {
-			d.addView(t)
+			candidates = append(candidates, t)
+		}
+	}
+	shaped, err := d.cluster.ShapedAsControlTopics(ctx, candidates)
+	if err != nil {
+		if ctx.Err() == nil {
+			d.log.Warn("cannot read the settings of new topics the control topic regex matches", "regex", d.cfg.regex.String(), errAttr(err))
+		}
+		return
+	}
+	for _, t := range shaped {
+		d.addView(t)
+	}
+	if len(shaped) < len(candidates) {
+		d.warnNotShaped(candidates, shaped)
+	}
+}
+
+// warnNotShaped logs, once per topic, a topic the regex matches that is not
+// shaped like a control topic: it is not served (and not owned).
+func (d *Daemon) warnNotShaped(candidates, shaped []string) {
+	d.viewsMu.Lock()
+	defer d.viewsMu.Unlock()
+	if d.notShaped == nil {
+		d.notShaped = map[string]bool{}
+	}
+	for _, t := range candidates {
+		if !slices.Contains(shaped, t) && !d.notShaped[t] {
+			d.notShaped[t] = true
+			d.log.Warn("the control topic regex matches a topic that is not a control topic (not one partition with cleanup.policy=compact); it is not served",
+				"topic", t, "regex", d.cfg.regex.String())
 		}
 	}
 }
@@ -132,6 +171,12 @@ func (d *Daemon) discoverOnce(ctx context.Context) {
 func (d *Daemon) watchEnds(ctx context.Context) {
 	for {
 		topics := d.servedTopics()
+		if len(topics) == 0 { // ListOffsets of no topic would list every topic
+			if !sleep(ctx, d.cfg.pollInterval) {
+				return
+			}
+			continue
+		}
 		lctx, cancel := context.WithTimeout(ctx, d.cfg.readTimeout)
 		at := time.Now()
 		ends, err := d.cluster.HighWatermarks(lctx, topics...)
@@ -161,4 +206,13 @@ func (d *Daemon) runCtxOrBackground() context.Context {
 		return context.Background()
 	}
 	return d.runCtx
+}
+
+// shaped reports whether a topic the group assigned before discovery found
+// it is shaped like a control topic (see discover).
+func (d *Daemon) shaped(topic string) bool {
+	ctx, cancel := context.WithTimeout(d.runCtxOrBackground(), d.cfg.readTimeout)
+	defer cancel()
+	ok, err := d.cluster.ShapedAsControlTopics(ctx, []string{topic})
+	return err == nil && len(ok) == 1
 }

@@ -82,6 +82,20 @@ func TestFleetByRegexServesNewControlTopicsAndMovesAKilledReplicasShare(t *testi
 	base := newScene(t) // its control topic does not match: the fleet ignores it
 	prefix := "fleet-" + randomHex()
 	a := base.another(prefix + "-a")
+	// A data topic the regex matches by mistake (an operator's typo): two
+	// partitions, compact,delete, keys that are not control keys. It must
+	// never be served, owned, or written to (a retraction tombstone there
+	// would erase a key's records).
+	cl := kafkatest.Client(t, base.bootstrap)
+	typo := prefix + "-typo.kcleanup"
+	kafkatest.CreateTopic(t, cl, typo, 2, map[string]string{"cleanup.policy": "compact,delete"})
+	for p := int32(0); p < 2; p++ {
+		kafkatest.Produce(t, cl, typo, p, 50)
+	}
+	typoEnd, err := base.c.EndOffsets(context.Background(), typo)
+	if err != nil {
+		t.Fatal(err)
+	}
 	serve := []string{"--control-topic-regex", "^" + regexp.QuoteMeta(prefix) + `-.*\.kcleanup$`, "--discovery-interval", "1s"}
 	ws := []*proc{base.startWorkerServing("w1", serve), base.startWorkerServing("w2", serve), base.startWorkerServing("w3", serve)}
 
@@ -93,8 +107,10 @@ func TestFleetByRegexServesNewControlTopicsAndMovesAKilledReplicasShare(t *testi
 	kafkatest.Eventually(t, time.Minute, "every replica serves the control topic created after it started", func() bool {
 		return ws[0].serves(b.ctl) && ws[1].serves(b.ctl) && ws[2].serves(b.ctl)
 	})
-	if ws[0].serves(base.ctl) {
-		t.Fatalf("the fleet serves %s, which its regex does not match", base.ctl)
+	for _, w := range ws {
+		if w.serves(base.ctl) || w.serves(typo) || w.owns(typo) {
+			t.Fatalf("%s serves %s (not matched) or %s (not a control topic)", w.name, base.ctl, typo)
+		}
 	}
 	planB := b.plan("B1", events.Offsets{0: 100, 1: 100})
 	b.commit(planB)
@@ -127,5 +143,8 @@ func TestFleetByRegexServesNewControlTopicsAndMovesAKilledReplicasShare(t *testi
 	}
 	for _, p := range live {
 		p.terminate(t)
+	}
+	if end, err := base.c.EndOffsets(context.Background(), typo); err != nil || !end.Equal(typoEnd) {
+		t.Fatalf("the data topic the regex matched by mistake was written to: end offsets %v, were %v (%v)", end, typoEnd, err)
 	}
 }

@@ -177,3 +177,24 @@ func TestReviewMirrorRecreatedBlocksTheNextDeletion(t *testing.T) {
 	s.requireMirrorAgrees(mirror)
 	s.checkLogStart(p2.Offsets)
 }
+
+// TestReviewMirrorAttachRefusesTheControlTopicItself: an operator's typo
+// names the control topic (one partition, compact: the job's own settings)
+// as the mirror. Refused with a hint, nothing appended, no mirror.
+func TestReviewMirrorAttachRefusesTheControlTopicItself(t *testing.T) {
+	s := newScene(t)
+	s.apply(s.plan("C1", events.Offsets{0: 100, 1: 50}))
+	s.withProjection(func(ctx context.Context, proj *worker.Projection) {
+		before := proj.State.Next()
+		_, err := s.c.AttachMirror(ctx, proj, s.ctl, "typo", worker.Options{Actor: "test", Bootstrap: s.bootstrap})
+		if err == nil || len(errors.GetAllHints(err)) == 0 {
+			t.Fatalf("attach of the control topic itself: %v (hints %v), want refused with a hint", err, errors.GetAllHints(err))
+		}
+		if err := proj.CatchUp(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := proj.State.Mirror(); ok || proj.State.Next() != before {
+			t.Fatalf("after the refusal: mirror attached %v, control topic end %d (was %d)", ok, proj.State.Next(), before)
+		}
+	})
+}

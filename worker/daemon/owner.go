@@ -58,7 +58,7 @@ type attempt struct {
 func (d *Daemon) own(topic string) {
 	// The group may assign a topic its regex matches before discovery
 	// found it: serve it first (status, readiness and metrics read the view).
-	if d.view(topic) == nil && (!d.matches(topic) || !d.addView(topic)) {
+	if d.view(topic) == nil && (!d.matches(topic) || !d.shaped(topic) || !d.addView(topic)) {
 		d.log.Warn("assigned a control topic it cannot serve; not owning it", "control_topic", topic)
 		return
 	}
