@@ -9,6 +9,7 @@ import (
 
 	"github.com/kcleanup/kcleanup/projector"
 	"github.com/kcleanup/kcleanup/worker"
+	"github.com/kcleanup/kcleanup/worker/mirrorcheck"
 )
 
 func newMirrorCmd(g *globalOptions) *cobra.Command {
@@ -48,6 +49,9 @@ the mirror. Create the topic first:
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runMirror(cmd.Context(), *g, *dataTopic, cmd.OutOrStdout(), cmd.ErrOrStderr(),
 				func(ctx context.Context, c *worker.Cluster, proj *worker.Projection, o worker.Options) (projector.Mirror, error) {
+					if err := mirrorcheck.OwnTopic(proj.State, proj.Topic, args[0]); err != nil {
+						return projector.Mirror{}, err // a refusal (exit 3), before AttachMirror's own check
+					}
 					return c.AttachMirror(ctx, proj, args[0], reason, o)
 				}, "attached")
 		},

@@ -122,6 +122,8 @@ func TestMirrorAttachRefusals(t *testing.T) {
 		{"compact,delete", kafkatest.NewTopic(t, e.cl, "mirror-cd", 1, map[string]string{"cleanup.policy": "compact,delete"}), []string{"compact", "cleanup.policy=compact"}},
 		{"two partitions", kafkatest.NewTopic(t, e.cl, "mirror-2p", 2, map[string]string{"cleanup.policy": "compact"}), []string{"partition"}},
 		{"a kcleanup control topic", worker.ControlTopicFor(other), []string{"fold fails"}},
+		{"the control topic", control, []string{"is the control topic or the data topic"}},
+		{"the data topic", topic, []string{"is the control topic or the data topic"}},
 		{"a plan above the boundary", e.flinkControl(t, flinkRecord("COMMITTED", above)), []string{"above kcleanup's boundary", "kcleanup adopt --from"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
