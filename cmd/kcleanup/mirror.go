@@ -9,6 +9,7 @@ import (
 
 	"github.com/kcleanup/kcleanup/projector"
 	"github.com/kcleanup/kcleanup/worker"
+	"github.com/kcleanup/kcleanup/worker/mirrorcheck"
 )
 
 func newMirrorCmd(g *globalOptions) *cobra.Command {
@@ -39,7 +40,10 @@ partition and cleanup.policy=compact, its records fold without error and name on
 topic this control topic governs), appends MIRROR_ATTACHED with its topic ID, and writes to it
 the plan that set the boundary, so that the job's boundary equals kcleanup's from the start.
 From then on every apply and every worker keeps it in step. Attaching another topic replaces
-the mirror. Create the topic first:
+the mirror. A topic that does not fit (missing, the control or data topic, not one partition or
+not compact, a fold the job fails on, a plan for another topic or above kcleanup's boundary) is
+refused with exit 3, a control topic that cannot vouch for its boundary (degraded, history at
+risk) with exit 4; nothing is written either way. Create the topic first:
 
   kafka-topics --create --topic action-state.flink --partitions 1 --config cleanup.policy=compact`,
 		Example: `  kcleanup mirror attach action-state.flink --topic action-state
@@ -48,6 +52,9 @@ the mirror. Create the topic first:
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runMirror(cmd.Context(), *g, *dataTopic, cmd.OutOrStdout(), cmd.ErrOrStderr(),
 				func(ctx context.Context, c *worker.Cluster, proj *worker.Projection, o worker.Options) (projector.Mirror, error) {
+					if err := mirrorcheck.OwnTopic(proj.State, proj.Topic, args[0]); err != nil {
+						return projector.Mirror{}, err // a refusal (exit 3), before AttachMirror's own check
+					}
 					return c.AttachMirror(ctx, proj, args[0], reason, o)
 				}, "attached")
 		},

@@ -122,6 +122,8 @@ func TestMirrorAttachRefusals(t *testing.T) {
 		{"compact,delete", kafkatest.NewTopic(t, e.cl, "mirror-cd", 1, map[string]string{"cleanup.policy": "compact,delete"}), []string{"compact", "cleanup.policy=compact"}},
 		{"two partitions", kafkatest.NewTopic(t, e.cl, "mirror-2p", 2, map[string]string{"cleanup.policy": "compact"}), []string{"partition"}},
 		{"a kcleanup control topic", worker.ControlTopicFor(other), []string{"fold fails"}},
+		{"the control topic", control, []string{"is the control topic or the data topic"}},
+		{"the data topic", topic, []string{"is the control topic or the data topic"}},
 		{"a plan above the boundary", e.flinkControl(t, flinkRecord("COMMITTED", above)), []string{"above kcleanup's boundary", "kcleanup adopt --from"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -213,5 +215,25 @@ func TestDoctorChecksTheMirrorACLs(t *testing.T) {
 	code, stdout, stderr = e.runAs(t, "doctor", "--topic", e.topic)
 	if code != exitOK || !strings.Contains(stdout, "OK     mirror topic "+mirror+": in step") {
 		t.Errorf("doctor with the mirror's ACLs: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+}
+
+// TestMirrorAttachOnADegradedControlTopicCannotTell: a control topic holding
+// a record of a newer kcleanup cannot vouch for its boundary: attach exits 4
+// and writes nothing. Real broker.
+func TestMirrorAttachOnADegradedControlTopicCannotTell(t *testing.T) {
+	e := opTestEnv(t)
+	topic, _ := e.dataTopic(t, 1, 10, opGoodDataConfigs())
+	control := worker.ControlTopicFor(topic)
+	if code, _, stderr := e.run(t, "init", "--topic", topic); code != exitOK {
+		t.Fatalf("init: exit %d\n%s", code, stderr)
+	}
+	e.appendRaw(t, control, strings.Repeat("ab", 32)+"/PLANNED", `{"schemaVersion":9,"event":"PLANNED"}`)
+	mirror := kafkatest.NewTopic(t, e.cl, "mirror-degraded", 1, map[string]string{"cleanup.policy": "compact"})
+	before := e.controlEnd(t, control)
+	code, _, stderr := e.run(t, "mirror", "attach", mirror, "--topic", topic)
+	opWantFailure(t, code, stderr, exitCannotTell, "Hint:", "nothing was written")
+	if after := e.controlEnd(t, control); after != before {
+		t.Errorf("the control topic grew from %d to %d", before, after)
 	}
 }

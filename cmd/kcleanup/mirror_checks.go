@@ -20,7 +20,7 @@ func attachError(err error) error {
 		return nil
 	case errors.Is(err, mirrorcheck.ErrRefused):
 		return refusedError(errors.WithHint(err, "nothing was written"))
-	case errors.Is(err, mirrorcheck.ErrCannotTell):
+	case errors.Is(err, mirrorcheck.ErrCannotTell), errors.Is(err, worker.ErrDegraded):
 		return cannotTellError(errors.WithHint(err, "nothing was written"))
 	}
 	return err

@@ -171,6 +171,12 @@ func (d *Daemon) warnNotShaped(candidates, shaped []string) {
 func (d *Daemon) watchEnds(ctx context.Context) {
 	for {
 		topics := d.servedTopics()
+		if len(topics) == 0 { // ListOffsets of no topic would list every topic
+			if !sleep(ctx, d.cfg.pollInterval) {
+				return
+			}
+			continue
+		}
 		lctx, cancel := context.WithTimeout(ctx, d.cfg.readTimeout)
 		at := time.Now()
 		ends, err := d.cluster.HighWatermarks(lctx, topics...)

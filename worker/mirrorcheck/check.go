@@ -43,10 +43,24 @@ func Attach(st *projector.State, controlTopic string, v View, bootstrap string) 
 		return errors.WithHint(errors.Mark(errors.Newf("control topic %s: history at risk: %s", controlTopic, why), ErrCannotTell),
 			"let a running worker repair the control topic (kcleanup doctor shows it), then attach again")
 	}
+	if err := OwnTopic(st, controlTopic, v.Topic); err != nil {
+		return err
+	}
 	if err := topicProblem(v, controlTopic, bootstrap); err != nil {
 		return err
 	}
 	return planProblem(ControlOf(st), v)
+}
+
+// OwnTopic refuses a mirror that is the control topic itself or the data
+// topic it governs (ErrRefused): the mirror is a topic of its own.
+func OwnTopic(st *projector.State, controlTopic, mirror string) error {
+	data, _, bound := st.Binding()
+	if mirror == controlTopic || bound && mirror == data {
+		return refuse("name a topic of its own for the mirror, the one the Flink Agents job's kafkaActionStateCleanupControlTopic reads (kcleanup init --topic <data topic> --mirror-topic <topic> creates one)",
+			"mirror topic %s is the control topic or the data topic it governs", mirror)
+	}
+	return nil
 }
 
 // topicProblem: rules 2 and 3.
@@ -56,9 +70,6 @@ func topicProblem(v View, controlTopic, bootstrap string) error {
 		return refuse(fmt.Sprintf("create it with the settings the job requires: kcleanup init --topic <data topic> --mirror-topic %s "+
 			"(or kafka-topics --bootstrap-server %s --create --topic %s --partitions 1 --config cleanup.policy=compact)", v.Topic, bootstrap, v.Topic),
 			"mirror topic %s does not exist", v.Topic)
-	case v.Topic == controlTopic:
-		return refuse("name the topic the Flink Agents job's kafkaActionStateCleanupControlTopic reads, never kcleanup's own control topic",
-			"mirror topic %s is the control topic itself", v.Topic)
 	}
 	if err := flinkagents.CheckTopic(v.Topic, v.Partitions, v.CleanupPolicy); err != nil {
 		return refuse(fmt.Sprintf("a Flink Agents job refuses it too: give it exactly one partition and cleanup.policy=compact "+

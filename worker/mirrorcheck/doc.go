@@ -6,9 +6,21 @@
 // adopt --attach-mirror, doctor, status, the worker's metrics and /readyz
 // all decide with these functions, so they agree.
 //
-// It is pure: the worker reads the mirror (View) and the control topic
-// (projector.State); this package only decides. The steps that write the
+// It is pure: the worker reads the mirror (View, the protocol's
+// MirrorView) and the control topic (projector.State, or the Control
+// copied out of it, so a worker's view need not hold its projection while
+// the mirror is read); this package only decides. The steps that write the
 // mirror during an apply are package protocol's, not these.
+//
+// # Assess
+//
+// An attached mirror is in step when the job's effective boundary on it
+// equals kcleanup's boundary (or neither has one); lagging when it is valid
+// and below (Lag: offsets behind, summed over partitions; BoundaryPlan:
+// the plan it lacks); ahead when above (a writer other than kcleanup);
+// cannot be written when it is missing, recreated, not the job's settings,
+// its fold fails, a plan on it does not fit, or the checking principal
+// lacks a permission (Denied: doctor warns, a worker reports it).
 //
 // # Attach
 //
