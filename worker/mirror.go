@@ -69,7 +69,7 @@ func (c *Cluster) ReadMirror(ctx context.Context, topic string) (protocol.Mirror
 func (c *Cluster) WriteMirror(ctx context.Context, rec protocol.MirrorRecord) (wrote bool, err error) {
 	for attempt := 1; ; attempt++ {
 		wrote, err = c.writeMirrorOnce(ctx, rec)
-		if err == nil || !retriable(err) || attempt == mirrorWriteAttempts || ctx.Err() != nil {
+		if !protocol.MirrorWriteRetry(err, KafkaCode(err)) || attempt == mirrorWriteAttempts || ctx.Err() != nil {
 			return wrote, err
 		}
 		// Two writers fencing each other in turn would never commit: the
@@ -119,15 +119,6 @@ func (c *Cluster) writeMirrorOnce(ctx context.Context, rec protocol.MirrorRecord
 		return false, c.mirrorDenied(errors.Wrapf(err, "mirror %s: commit %s %s", rec.Topic, rec.Status, rec.Plan.PlanID), rec.Topic)
 	}
 	return true, nil
-}
-
-// retriable: any failure but a refusal (MirrorWrite's, a missing ACL).
-// Re-running from the fence is safe whatever happened: the fence aborts
-// or completes whatever this writer left, and the fresh read then shows
-// whether the record is there (typically another writer fenced this one:
-// PRODUCER_FENCED, INVALID_PRODUCER_EPOCH, INVALID_TXN_STATE).
-func retriable(err error) bool {
-	return !errors.Is(err, ErrBlocked) && !IsAuthorizationError(err)
 }
 
 // mirrorDenied names the grant a denied mirror write needs.

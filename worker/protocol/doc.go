@@ -69,7 +69,9 @@
 // covers it. The mirror steps are listed apart (MirrorKinds, not Kinds)
 // because only a run with a mirror attached meets them; the simulation
 // (worker/sim) attaches a mirror in half its seeds and requires both
-// lists to be exercised. testdata/mirror/ holds their transcripts.
+// lists to be exercised. testdata/mirror/ holds their transcripts. Which
+// failed attempts of a WriteMirror the executor runs again from the fence
+// is MirrorWriteRetry's rule (testdata/mirror/retry).
 //
 // A request that fails as a whole ends the run with Wait (retry later: it
 // may have taken effect, and the next run re-reads everything), unless its

@@ -152,6 +152,19 @@ func MirrorRecordBytes(w MirrorRecord) int {
 // bytes, rounded up to a whole KiB.
 func MirrorMaxMessageBytes(n int) int { return (n + 1023) / 1024 * 1024 }
 
+// MirrorWriteRetry says whether a failed attempt of a WriteMirror is run
+// again from its fence (err as the attempt failed, code its Kafka error
+// code, 0 when none): every failure but a refusal, that is MirrorWrite's
+// (ErrBlocked), a missing ACL (ErrUnauthorized, Denied), or credentials
+// the brokers refuse (PermanentRequest). Re-running is safe whatever
+// happened: the next fence aborts or completes what this writer left, and
+// its fresh read shows whether the record is there. Typically another
+// writer fenced this one (PRODUCER_FENCED, INVALID_PRODUCER_EPOCH,
+// INVALID_TXN_STATE), or a request timed out.
+func MirrorWriteRetry(err error, code int16) bool {
+	return err != nil && !errors.Is(err, ErrBlocked) && !errors.Is(err, ErrUnauthorized) && !PermanentRequest(code)
+}
+
 // MirrorCovers reports whether the job's effective boundary on the mirror
 // is at or above the plan on every plan partition: recovery from the mirror
 // then refuses every recovery point the plan's deletion could harm.

@@ -125,6 +125,8 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 		return h.record(t, d.CmdArgs)
 	case "mirror":
 		return h.mirrorCmd(t, d)
+	case "mirror-write-failed":
+		return mirrorWriteFailed(t, d)
 	case "run":
 		return h.runProtocol(t, d)
 	case "state":

@@ -242,8 +242,7 @@ func (p *process) writeMirror(w *world) (protocol.Report, bool) {
 				return p.endWrite(protocol.Report{}) // not needed
 			}
 		}
-		// worker.retriable: every failure but a refusal is retried from the fence.
-		if errors.Is(mw.err, protocol.ErrBlocked) || mw.attempt >= mirrorWriteAttempts {
+		if !protocol.MirrorWriteRetry(mw.err, 0) || mw.attempt >= mirrorWriteAttempts {
 			return p.endWrite(protocol.Report{Err: mw.err})
 		}
 	}
