@@ -67,7 +67,13 @@ func (c *Cluster) ReadFlinkTopic(ctx context.Context, topic string) (*FlinkTopic
 		return nil, errors.Wrap(err, "create Flink Agents control-topic reader")
 	}
 	defer reader.Close()
-	next := int64(0)
+	// A log start at the end (every record deleted) sends no record to
+	// move next along: nothing is left to fold.
+	starts, err := c.StartOffsets(ctx, topic)
+	if err != nil {
+		return nil, err
+	}
+	next := max(int64(0), starts[0])
 	for next < ft.End {
 		fs := reader.PollFetches(ctx)
 		if ctx.Err() != nil {

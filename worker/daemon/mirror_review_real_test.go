@@ -198,3 +198,56 @@ func TestReviewMirrorAttachRefusesTheControlTopicItself(t *testing.T) {
 		}
 	})
 }
+
+// TestReviewReadATruncatedMirror: a mirror (or a Flink Agents control
+// topic) whose every record was deleted (DeleteRecords under a temporary
+// cleanup.policy=compact,delete: log start = end > 0) is read as the job
+// reads it, empty, instead of waiting for a record that never comes (the
+// owner could then never read it again, nor bring it up to the boundary).
+func TestReviewReadATruncatedMirror(t *testing.T) {
+	s := newScene(t)
+	mirror := s.newMirror()
+	s.attach(mirror)
+	p := s.plan("C1", events.Offsets{0: 100, 1: 50})
+	s.apply(p)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	adm := kadm.NewClient(kafkatest.Client(t, s.bootstrap))
+	setPolicy := func(v string) {
+		rs, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "cleanup.policy", Value: &v}}, mirror)
+		if err == nil {
+			_, err = rs.On(mirror, nil)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	setPolicy("compact,delete")
+	ends, err := adm.ListEndOffsets(ctx, mirror)
+	if err != nil {
+		t.Fatal(err)
+	}
+	end, _ := ends.Lookup(mirror, 0)
+	var offs kadm.Offsets
+	offs.Add(kadm.Offset{Topic: mirror, Partition: 0, At: end.Offset})
+	if resp, err := adm.DeleteRecords(ctx, offs); err != nil || resp.Error() != nil {
+		t.Fatalf("truncate the mirror: %v %v", err, resp.Error())
+	}
+	setPolicy("compact")
+	short, cancel2 := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel2()
+	v, err := s.c.ReadMirror(short, mirror)
+	if err != nil {
+		t.Fatalf("read the truncated mirror (log start = end = %d): %v", end.Offset, err)
+	}
+	if n := len(v.Fold.Operations()); n != 0 || v.Fold.Err() != nil {
+		t.Fatalf("truncated mirror folds %d plan(s), err %v; want empty", n, v.Fold.Err())
+	}
+	// A sync brings it back up to the boundary.
+	s.withProjection(func(ctx context.Context, proj *worker.Projection) {
+		if err := s.c.SyncMirror(ctx, proj, worker.Options{Actor: "test", Bootstrap: s.bootstrap}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	s.requireMirrorAgrees(mirror)
+}

@@ -8,6 +8,7 @@ import (
 	"github.com/cockroachdb/errors"
 
 	"github.com/kcleanup/kcleanup/worker"
+	"github.com/kcleanup/kcleanup/worker/mirrorcheck"
 	"github.com/kcleanup/kcleanup/worker/protocol"
 )
 
@@ -28,7 +29,7 @@ func (d *Daemon) syncMirror(ctx context.Context, o *owner, proj *worker.Projecti
 		o.mirrorSynced = ""
 		return
 	}
-	if !o.mirrorDue(key) {
+	if !o.mirrorDue(key, d.mirrorLagsSince(o.topic, o.mirrorSyncedAt)) {
 		return
 	}
 	if err := d.cluster.SyncMirror(ctx, proj, opts); err != nil {
@@ -38,7 +39,7 @@ func (d *Daemon) syncMirror(ctx context.Context, o *owner, proj *worker.Projecti
 			"mirror", att.Topic, errAttr(err), "hints", errors.GetAllHints(err), "retry_in", mirrorSyncRetry.String())
 		return
 	}
-	o.mirrorSynced, o.mirrorRetryAt = key, time.Time{}
+	o.mirrorSynced, o.mirrorSyncedAt, o.mirrorRetryAt = key, time.Now(), time.Time{}
 }
 
 // mirrorKey names what a sync brings the attached mirror up to: the
@@ -55,14 +56,28 @@ func mirrorKey(proj *worker.Projection) (string, bool) {
 	return key, true
 }
 
-// mirrorDue: the mirror was not yet brought up to key, and no failed
-// attempt asks to wait.
-func (o *owner) mirrorDue(key string) bool {
-	return key != o.mirrorSynced && !time.Now().Before(o.mirrorRetryAt)
+// mirrorDue: the mirror was not yet brought up to key, or lags behind it
+// again, and no failed attempt asks to wait.
+func (o *owner) mirrorDue(key string, lagging bool) bool {
+	return (key != o.mirrorSynced || lagging) && !time.Now().Before(o.mirrorRetryAt)
 }
 
 // mirrorIdle: an owner pass has no mirror sync to do (ownerIdle).
-func (o *owner) mirrorIdle(proj *worker.Projection) bool {
+func (o *owner) mirrorIdle(proj *worker.Projection, lagging bool) bool {
 	key, attached := mirrorKey(proj)
-	return !attached || !o.mirrorDue(key)
+	return !attached || !o.mirrorDue(key, lagging)
+}
+
+// mirrorLagsSince: the view's check of the mirror, made after since, found
+// it lagging behind the boundary although the control topic did not move:
+// the mirror lost a record (another writer's tombstone cleaned with the
+// plan under it, a truncation). The owner then syncs again; a check older
+// than the last sync says nothing about it.
+func (d *Daemon) mirrorLagsSince(topic string, since time.Time) bool {
+	v := d.view(topic)
+	if v == nil {
+		return false
+	}
+	m := v.mirror.Load()
+	return m != nil && m.a != nil && m.at.After(since) && m.a.Standing == mirrorcheck.Lagging
 }

@@ -42,8 +42,10 @@ type owner struct {
 	notControl bool
 	// mirrorSynced is what the mirror was last brought up to (syncMirror),
 	// owner goroutine only.
-	mirrorSynced  string
-	mirrorRetryAt time.Time
+	mirrorSynced string
+	// mirrorSyncedAt is when (mirrorLagsSince).
+	mirrorSyncedAt time.Time
+	mirrorRetryAt  time.Time
 }
 
 // settingsEvery is how often an owner re-checks its control topic's
@@ -208,7 +210,7 @@ func (d *Daemon) ownerIdle(o *owner, proj *worker.Projection, passedAt time.Time
 	}
 	st := proj.State
 	return len(st.Pending()) == 0 && len(st.Repairs()) == 0 && len(st.Retractions()) == 0 &&
-		len(st.Unconfirmed()) == 0 && len(st.Disputed()) == 0 && o.mirrorIdle(proj)
+		len(st.Unconfirmed()) == 0 && len(st.Disputed()) == 0 && o.mirrorIdle(proj, d.mirrorLagsSince(o.topic, o.mirrorSyncedAt))
 }
 
 // reread returns a fresh projection of the control topic (and closes proj)
