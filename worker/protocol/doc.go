@@ -66,8 +66,10 @@
 // fail (Blocked). A plan the control topic accepted as covered is never
 // written: its run waits until the mirror covers it. NewMirrorSync writes
 // the plan whose offsets are the boundary (BoundaryPlan) unless the mirror
-// covers it. The mirror steps are MirrorKinds, not Kinds: the simulation
-// does not model a mirror. testdata/mirror/ holds their transcripts.
+// covers it. The mirror steps are listed apart (MirrorKinds, not Kinds)
+// because only a run with a mirror attached meets them; the simulation
+// (worker/sim) attaches a mirror in half its seeds and requires both
+// lists to be exercised. testdata/mirror/ holds their transcripts.
 //
 // A request that fails as a whole ends the run with Wait (retry later: it
 // may have taken effect, and the next run re-reads everything), unless its

@@ -26,8 +26,8 @@ const (
 	WriteMirror Kind = "write-mirror"
 )
 
-// MirrorKinds lists the mirror steps. They are not in Kinds: the
-// simulation (worker/sim) does not model a mirror, and counts Kinds.
+// MirrorKinds lists the mirror steps, apart from Kinds: only a run with a
+// mirror attached meets them. The simulation (worker/sim) requires both.
 func MirrorKinds() []Kind { return []Kind{ReadMirror, WriteMirror} }
 
 // MirrorView is the attached mirror as ReadMirror found it.

@@ -17,7 +17,14 @@
 //   - the log cleaner compacts the control topic between any two records
 //     (as Kafka does: only records older than min.compaction.lag, in ticks,
 //     and tombstones after delete.retention);
-//   - apply processes commit concurrent, conflicting plans.
+//   - apply processes commit concurrent, conflicting plans;
+//   - in half the seeds a Flink Agents mirror is attached (MIRROR_ATTACHED
+//     before the first plan or mid-history, then the attach's mirror
+//     sync) and written as worker/mirror.go writes it (mirror.go): fence,
+//     read, check, produce, commit under one transactional ID, where a
+//     newer writer's fence aborts an older one's open transaction and a
+//     fenced commit is refused; a writer pauses or dies inside its
+//     transaction, and read_committed reads fail while one is open.
 //
 // Workers behave as package worker/daemon's owners: each pass catches up,
 // repairs, and finishes a pending operation; a worker whose projection
@@ -27,11 +34,16 @@
 // After every seed, Run stops the faults, lets the workers finish, and
 // checks I1–I5 with worker/invariant on the control topic as it is (and I1
 // at the moment of every deletion, against the full history), and that no
-// live worker's projection is still disputed. The same seed
+// live worker's projection is still disputed. With a mirror: the Flink
+// Agents job's fold of it never fails (after every commit); no
+// DeleteRecords is issued, once the deleting process has read the
+// attachment, before the mirror covers the plan; and when nothing is
+// pending at the end, the mirror's boundary is the control topic's. The same seed
 // always gives the same run: a failing seed is replayed with
 //
 //	go test ./worker/sim -run TestSimulation -seed=N -v
 //
 // `make sim` runs 10,000 seeds and prints how often every fault kind and
-// every protocol step was exercised; it fails if any was never hit.
+// every protocol step (protocol.Kinds and protocol.MirrorKinds) was
+// exercised; it fails if any was never hit.
 package sim

@@ -35,6 +35,15 @@ type process struct {
 	replaced    bool
 	done        bool // apply: finished for good
 	actor       string
+	// sync: the process of `kcleanup mirror attach`, a mirror sync run.
+	sync bool
+	// mw is the WriteMirror under way (it may span turns: a writer paused
+	// inside its transaction).
+	mw *mirrorWrite
+	// worker: the mirror sync under way (syncKey), the last that succeeded
+	// (mirrorSynced), and when a failed one may be retried.
+	syncKey, mirrorSynced string
+	mirrorRetryAt         int
 }
 
 func (w *world) newWorker(i int) *process {
@@ -51,6 +60,13 @@ func (p *process) config() protocol.Config {
 
 // act is one scheduler turn of p: start a run, or take its next step.
 func (p *process) act(w *world) {
+	if p.mw != nil { // a mirror writer resumed inside its transaction
+		if rep, ok := p.writeMirror(w); ok {
+			p.rep = rep
+			p.step = p.run.Next(p.proj, p.rep)
+		}
+		return
+	}
 	if p.run == nil && !p.start(w) {
 		return
 	}
@@ -63,7 +79,16 @@ func (p *process) act(w *world) {
 		p.end(w, s)
 		return
 	}
-	p.rep = p.execute(w, s)
+	if s.Kind == protocol.WriteMirror {
+		p.mw = &mirrorWrite{rec: s.Mirror}
+		rep, ok := p.writeMirror(w)
+		if !ok {
+			return
+		}
+		p.rep = rep
+	} else {
+		p.rep = p.execute(w, s)
+	}
 	p.step = p.run.Next(p.proj, p.rep)
 }
 
@@ -78,6 +103,10 @@ func (p *process) start(w *world) bool {
 		}
 		p.tries++
 		p.run = protocol.NewApply(p.plan, p.config())
+		if p.sync {
+			p.deliver(w, w.next)
+			p.run = protocol.NewMirrorSync(p.config())
+		}
 		p.rep, p.step = protocol.Report{}, protocol.Step{}
 		return true
 	}
@@ -96,6 +125,14 @@ func (p *process) start(w *world) bool {
 			p.repair(w)
 		}
 	}
+	// The owner's mirror sync (worker/daemon syncMirror): whenever the
+	// attachment or the boundary's plan changed since the last success.
+	if key, ok := mirrorKey(p.proj); ok && key != p.mirrorSynced && w.tick >= p.mirrorRetryAt {
+		p.syncKey = key
+		p.run = protocol.NewMirrorSync(p.config())
+		p.rep, p.step = protocol.Report{}, protocol.Step{}
+		return true
+	}
 	pending := p.proj.Pending()
 	if len(pending) == 0 {
 		p.backoff = w.tick + 5
@@ -113,7 +150,18 @@ func (p *process) end(w *world, s protocol.Step) {
 	if errors.Is(s.Err, protocol.ErrSuperseded) {
 		w.count(Conflicting)
 	}
+	if p.worker && p.syncKey != "" {
+		if s.Kind == protocol.Done {
+			p.mirrorSynced = p.syncKey
+		} else {
+			p.mirrorRetryAt = w.tick + 5
+		}
+		p.syncKey = ""
+		return
+	}
 	switch {
+	case p.sync && s.Kind == protocol.Blocked:
+		p.done = true // the owning workers retry by themselves
 	case !p.worker && (s.Kind == protocol.Done || s.Kind == protocol.Refused):
 		p.done = true
 	case p.worker && s.Kind == protocol.Blocked:
@@ -229,6 +277,8 @@ func (p *process) execute(w *world, s protocol.Step) protocol.Report {
 		return p.appendStep(w, s)
 	case protocol.Delete:
 		return p.deleteStep(w, s)
+	case protocol.ReadMirror:
+		return p.readMirror(w)
 	case protocol.Verify:
 		if w.fault(Fail) == Fail {
 			return protocol.Report{Err: errors.New("sim: list offsets failed")}
@@ -283,6 +333,9 @@ func (p *process) deleteStep(w *world, s protocol.Step) protocol.Report {
 	planID := p.run.PlanID()
 	failing := map[int32]protocol.Deleted{}
 	f := w.fault(Fail, TimeoutAfter, Delayed, PartTransient, PartPermanent)
+	if f != Fail {
+		w.checkMirrored(p, planID)
+	}
 	switch f {
 	case Fail:
 		return protocol.Report{Err: errors.New("sim: DeleteRecords failed")}

@@ -37,8 +37,8 @@ const (
 
 // Faults lists every fault kind.
 func Faults() []Fault {
-	return []Fault{Kill, Freeze, Fail, TimeoutAfter, Delayed, Denied, PartTransient, PartPermanent,
-		Duplicated, Reordered, Compacted, Conflicting}
+	return append([]Fault{Kill, Freeze, Fail, TimeoutAfter, Delayed, Denied, PartTransient, PartPermanent,
+		Duplicated, Reordered, Compacted, Conflicting}, mirrorFaults()...)
 }
 
 // Config shapes one simulated fleet.
@@ -65,8 +65,12 @@ type Result struct {
 	Seed   uint64
 	Errors []error
 	Faults map[Fault]int
-	Steps  map[protocol.Kind]int
-	Ticks  int
+	// MirrorFaults counts the faults met by mirror requests (in Faults too).
+	MirrorFaults map[Fault]int
+	// Mirrored: the seed attaches a mirror.
+	Mirrored bool
+	Steps    map[protocol.Kind]int
+	Ticks    int
 	// Records is the control topic's length (offsets appended).
 	Records int64
 	// Disputed counts the worker passes that found their projection
@@ -101,6 +105,10 @@ type world struct {
 	res   *Result
 	quiet bool // faults off: the fleet settles
 	errs  []error
+	// mirror is the attached Flink Agents mirror (nil: the seed has none);
+	// inMirror: a mirror request is under way (for MirrorFaults).
+	mirror   *mirrorTopic
+	inMirror bool
 }
 
 const dataTopic = "action-state"
@@ -109,7 +117,7 @@ var epoch = time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 
 // Run simulates one seed.
 func Run(seed uint64, cfg Config) Result {
-	res := Result{Seed: seed, Faults: map[Fault]int{}, Steps: map[protocol.Kind]int{}}
+	res := Result{Seed: seed, Faults: map[Fault]int{}, MirrorFaults: map[Fault]int{}, Steps: map[protocol.Kind]int{}}
 	w := &world{cfg: cfg, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), res: &res}
 	var id [16]byte
 	id[0], id[7] = byte(seed), 0x5a
@@ -121,12 +129,15 @@ func Run(seed uint64, cfg Config) Result {
 		w.topic.Start[p], w.topic.End[p] = 0, 1000
 	}
 	w.plans = w.makePlans()
+	w.mirror = newMirror(seed, cfg)
+	res.Mirrored = w.mirror != nil
 	for i := 0; i < cfg.Workers; i++ {
 		w.procs = append(w.procs, w.newWorker(i))
 	}
 	spawned := 0
 	for w.tick = 0; w.tick < cfg.Ticks; w.tick++ {
 		w.applyDue()
+		w.mirrorTick()
 		if w.rng.Float64() < 0.03 {
 			w.compact()
 		}
@@ -149,6 +160,7 @@ func Run(seed uint64, cfg Config) Result {
 	settleEnd := w.tick + 4000
 	for ; w.tick < settleEnd; w.tick++ {
 		w.applyDue()
+		w.mirrorTick()
 		w.restartDead()
 		w.schedule()
 		if len(w.later) == 0 && w.settled() {
@@ -236,7 +248,24 @@ func (w *world) compact() {
 	w.log = out
 }
 
-func (w *world) count(f Fault) { w.res.Faults[f]++ }
+func (w *world) count(f Fault) {
+	w.res.Faults[f]++
+	if w.inMirror {
+		w.res.MirrorFaults[f]++
+	}
+}
+
+// mirrorTick attaches the mirror when its tick comes, and lets the
+// broker abort a mirror transaction left open too long.
+func (w *world) mirrorTick() {
+	if w.mirror == nil {
+		return
+	}
+	if w.mirror.attachOffset < 0 && w.tick >= w.mirror.attachAt {
+		w.attachMirror()
+	}
+	w.mirror.expire(w.tick)
+}
 
 // fault draws whether the step about to run meets a fault, and which.
 func (w *world) fault(choices ...Fault) Fault {
@@ -286,6 +315,7 @@ func (w *world) restartDead() {
 			w.procs[i] = w.newWorker(p.index)
 		} else if w.quiet || w.rng.IntN(2) == 0 {
 			w.procs[i] = w.newApply(p.plan, p.index)
+			w.procs[i].sync = p.sync
 		}
 	}
 }
@@ -302,7 +332,7 @@ func (w *world) settled() bool {
 		}
 	}
 	st := invariant.Fold(w.records())
-	return len(st.Pending()) == 0 && len(st.Repairs()) == 0
+	return len(st.Pending()) == 0 && len(st.Repairs()) == 0 && w.mirrorInStep(st) == nil
 }
 
 func (w *world) records() []projector.Record {
@@ -322,6 +352,18 @@ func (w *world) check() []error {
 		invariant.WantAllApplied())
 	if got, want := invariant.Fold(recs).Boundary(), invariant.Fold(w.full).Boundary(); !got.Equal(want) {
 		errs = append(errs, errors.Newf("compaction: the control topic's boundary is %s, its full history's %s", got, want))
+	}
+	// The mirror: the job's fold never fails; once everything settled, its
+	// boundary is the control topic's.
+	if w.mirror != nil {
+		if err := w.mirror.fold().Err(); err != nil {
+			errs = append(errs, errors.Newf("mirror: the Flink Agents job's fold of the mirror fails: %v", err))
+		}
+		if st := invariant.Fold(recs); len(st.Pending()) == 0 && len(st.Repairs()) == 0 {
+			if err := w.mirrorInStep(st); err != nil {
+				errs = append(errs, err)
+			}
+		}
 	}
 	// I3 for the views: every live worker's projection names the winners
 	// the log does (a disputed one would read afresh, docs/design.md §5).

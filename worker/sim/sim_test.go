@@ -26,7 +26,8 @@ func TestSimulation(t *testing.T) {
 	if testing.Short() && *only == 0 {
 		last = min(last, 50)
 	}
-	faults := map[Fault]int{}
+	faults, mirrorFaults := map[Fault]int{}, map[Fault]int{}
+	mirrored := 0
 	steps := map[protocol.Kind]int{}
 	failed := 0
 	var records int64
@@ -35,6 +36,12 @@ func TestSimulation(t *testing.T) {
 		res := Run(seed, cfg)
 		for f, n := range res.Faults {
 			faults[f] += n
+		}
+		for f, n := range res.MirrorFaults {
+			mirrorFaults[f] += n
+		}
+		if res.Mirrored {
+			mirrored++
 		}
 		for k, n := range res.Steps {
 			steps[k] += n
@@ -57,13 +64,14 @@ func TestSimulation(t *testing.T) {
 		}
 	}
 	n := last - first + 1
-	t.Logf("%d seeds, %d failed; %d control records in all", n, failed, records)
+	t.Logf("%d seeds (%d with a Flink Agents mirror attached), %d failed; %d control records in all", n, mirrored, failed, records)
 	t.Logf("%d worker passes in %d seeds read a disputed conflict (docs/design.md §5) and repaired neither side", disputed, disputedSeeds)
 	var lines []string
 	for _, f := range Faults() {
-		lines = append(lines, fmt.Sprintf("  fault %-30s %8d", f, faults[f]))
+		lines = append(lines, fmt.Sprintf("  fault %-30s %8d  (mirror requests %d)", f, faults[f], mirrorFaults[f]))
 	}
-	for _, k := range protocol.Kinds() {
+	kinds := append(protocol.Kinds(), protocol.MirrorKinds()...)
+	for _, k := range kinds {
 		lines = append(lines, fmt.Sprintf("  step  %-30s %8d", k, steps[k]))
 	}
 	t.Log("exercised:\n" + strings.Join(lines, "\n"))
@@ -75,7 +83,7 @@ func TestSimulation(t *testing.T) {
 			t.Errorf("fault %s was never injected in %d seeds", f, n)
 		}
 	}
-	for _, k := range protocol.Kinds() {
+	for _, k := range kinds {
 		if steps[k] == 0 {
 			t.Errorf("protocol step %s was never exercised in %d seeds", k, n)
 		}
