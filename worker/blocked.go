@@ -46,20 +46,20 @@ func (c *Cluster) ControlTopicSafe(ctx context.Context, controlTopic, bootstrap 
 // expression serves only these, so that a data topic the expression
 // matches by mistake is never read as a control topic, nor repaired or
 // retracted into. Two requests (Metadata, DescribeConfigs) for all of
-// them; a topic whose settings cannot be read is left out.
-func (c *Cluster) ShapedAsControlTopics(ctx context.Context, topics []string) ([]string, error) {
+// them. notShaped lists those whose settings say they are not control
+// topics; a topic whose settings cannot be read is in neither list.
+func (c *Cluster) ShapedAsControlTopics(ctx context.Context, topics []string) (shaped, notShaped []string, err error) {
 	if len(topics) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	td, err := c.adm.ListTopics(ctx, topics...)
 	if err != nil {
-		return nil, errors.Wrap(err, "list the candidate control topics")
+		return nil, nil, errors.Wrap(err, "list the candidate control topics")
 	}
 	rcs, err := c.adm.DescribeTopicConfigs(ctx, topics...)
 	if err != nil && len(rcs) == 0 {
-		return nil, errors.Wrap(err, "describe the configs of the candidate control topics")
+		return nil, nil, errors.Wrap(err, "describe the configs of the candidate control topics")
 	}
-	var out []string
 	for _, t := range topics {
 		d, ok := td[t]
 		if !ok || d.Err != nil {
@@ -73,15 +73,17 @@ func (c *Cluster) ShapedAsControlTopics(ctx context.Context, topics []string) ([
 		for _, cfg := range rc.Configs {
 			configs[cfg.Key] = cfg.MaybeValue()
 		}
-		shaped := true
+		ok = true
 		for _, p := range gate.Settings(t, len(d.Partitions), configs, "") {
 			if p.Setting == "partitions" || p.Setting == "cleanup.policy" {
-				shaped = false
+				ok = false
 			}
 		}
-		if shaped {
-			out = append(out, t)
+		if ok {
+			shaped = append(shaped, t)
+		} else {
+			notShaped = append(notShaped, t)
 		}
 	}
-	return out, nil
+	return shaped, notShaped, nil
 }

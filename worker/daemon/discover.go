@@ -131,7 +131,7 @@ func (d *Daemon) discoverOnce(ctx context.Context) {
 			candidates = append(candidates, t)
 		}
 	}
-	shaped, err := d.cluster.ShapedAsControlTopics(ctx, candidates)
+	shaped, _, err := d.cluster.ShapedAsControlTopics(ctx, candidates)
 	if err != nil {
 		if ctx.Err() == nil {
 			d.log.Warn("cannot read the settings of new topics the control topic regex matches", "regex", d.cfg.regex.String(), errAttr(err))
@@ -213,6 +213,6 @@ func (d *Daemon) runCtxOrBackground() context.Context {
 func (d *Daemon) shaped(topic string) bool {
 	ctx, cancel := context.WithTimeout(d.runCtxOrBackground(), d.cfg.readTimeout)
 	defer cancel()
-	ok, err := d.cluster.ShapedAsControlTopics(ctx, []string{topic})
+	ok, _, err := d.cluster.ShapedAsControlTopics(ctx, []string{topic})
 	return err == nil && len(ok) == 1
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -147,4 +148,22 @@ func TestFleetByRegexServesNewControlTopicsAndMovesAKilledReplicasShare(t *testi
 	if end, err := base.c.EndOffsets(context.Background(), typo); err != nil || !end.Equal(typoEnd) {
 		t.Fatalf("the data topic the regex matched by mistake was written to: end offsets %v, were %v (%v)", end, typoEnd, err)
 	}
+}
+
+// A worker given a data topic as its control topic by mistake (one typo in
+// --control-topic) reads it but writes nothing to it: its records are all
+// rejected, and without the guard the owner would tombstone their keys
+// (Retractions) once past the grace, erasing the data on compaction.
+func TestWorkerGivenADataTopicWritesNothingToIt(t *testing.T) {
+	s := newScene(t)
+	end, err := s.c.EndOffsets(context.Background(), s.topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := s.startWorkerServing("typo", []string{"--control-topic", s.topic})
+	w.waitLog(t, time.Minute, func(l logLine) bool { return strings.Contains(l.Err, "is not a control topic") })
+	if got, err := s.c.EndOffsets(context.Background(), s.topic); err != nil || !got.Equal(end) {
+		t.Fatalf("the data topic was written to: end offsets %v, were %v (%v)", got, end, err)
+	}
+	w.terminate(t)
 }

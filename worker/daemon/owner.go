@@ -34,6 +34,12 @@ type owner struct {
 	// settings (ControlTopicSafe), owner goroutine only.
 	settingsAt  time.Time
 	settingsErr error
+	// shapedAt and notControl are the last check that the topic is shaped like
+	// a control topic (one partition, cleanup.policy=compact): an owner
+	// writes nothing (no repair, no retraction tombstone) to a topic that
+	// is not, such as a data topic named by mistake.
+	shapedAt   time.Time
+	notControl bool
 	// mirrorSynced is what the mirror was last brought up to (syncMirror),
 	// owner goroutine only.
 	mirrorSynced string
@@ -239,6 +245,16 @@ func (d *Daemon) pass(o *owner, proj *worker.Projection, opts worker.Options) er
 	defer cancel()
 	if err := proj.CatchUp(ctx); err != nil {
 		return err
+	}
+	if o.shapedAt.IsZero() || time.Since(o.shapedAt) >= settingsEvery {
+		// Settings that cannot be read leave repairs going, as before:
+		// only a topic known not to be a control topic is left alone.
+		_, not, err := d.cluster.ShapedAsControlTopics(ctx, []string{o.topic})
+		o.shapedAt, o.notControl = time.Now(), err == nil && len(not) == 1
+	}
+	if o.notControl {
+		return errors.Mark(errors.WithHintf(errors.Newf("topic %s is not a control topic (it needs one partition and cleanup.policy=compact): this replica writes nothing to it", o.topic),
+			"check --control-topic: give the control topic (kcleanup init creates it), not the data topic"), worker.ErrBlocked)
 	}
 	if n := len(proj.State.Repairs()); n > 0 {
 		d.log.Warn("re-appending accepted records listed for repair (key overwritten, or out of order)", "control_topic", o.topic, "keys", n)
