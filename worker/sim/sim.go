@@ -67,10 +67,12 @@ type Result struct {
 	Faults map[Fault]int
 	// MirrorFaults counts the faults met by mirror requests (in Faults too).
 	MirrorFaults map[Fault]int
-	// Mirrored: the seed attaches a mirror.
-	Mirrored bool
-	Steps    map[protocol.Kind]int
-	Ticks    int
+	// Mirrored: the seed attaches a mirror; MirrorPlans is how many plans
+	// the mirror holds at the end.
+	Mirrored    bool
+	MirrorPlans int
+	Steps       map[protocol.Kind]int
+	Ticks       int
 	// Records is the control topic's length (offsets appended).
 	Records int64
 	// Disputed counts the worker passes that found their projection
@@ -170,6 +172,9 @@ func Run(seed uint64, cfg Config) Result {
 	res.Ticks = w.tick
 	res.Records = w.next
 	res.Errors = append(w.errs, w.check()...)
+	if w.mirror != nil {
+		res.MirrorPlans = len(w.mirror.fold().Operations())
+	}
 	return res
 }
 

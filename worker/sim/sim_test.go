@@ -27,7 +27,7 @@ func TestSimulation(t *testing.T) {
 		last = min(last, 50)
 	}
 	faults, mirrorFaults := map[Fault]int{}, map[Fault]int{}
-	mirrored := 0
+	mirrored, mirrorHeld := 0, 0
 	steps := map[protocol.Kind]int{}
 	failed := 0
 	var records int64
@@ -42,6 +42,9 @@ func TestSimulation(t *testing.T) {
 		}
 		if res.Mirrored {
 			mirrored++
+		}
+		if res.MirrorPlans > 0 {
+			mirrorHeld++
 		}
 		for k, n := range res.Steps {
 			steps[k] += n
@@ -64,7 +67,8 @@ func TestSimulation(t *testing.T) {
 		}
 	}
 	n := last - first + 1
-	t.Logf("%d seeds (%d with a Flink Agents mirror attached), %d failed; %d control records in all", n, mirrored, failed, records)
+	t.Logf("%d seeds (%d with a Flink Agents mirror attached, %d of them ending with plans on it), %d failed; %d control records in all",
+		n, mirrored, mirrorHeld, failed, records)
 	t.Logf("%d worker passes in %d seeds read a disputed conflict (docs/design.md §5) and repaired neither side", disputed, disputedSeeds)
 	var lines []string
 	for _, f := range Faults() {
