@@ -49,8 +49,8 @@
 //
 // # With a Flink Agents mirror attached (mirror.go; docs/design.md §11)
 //
-// When the projection has a mirror attached (projector.State.Mirror), an
-// Apply that finishes itself (not NoWait, or FinishAfter) first reads the
+// When the projection has a mirror attached (projector.State.Mirror), every
+// Apply (NoWait too: it reads the mirror but never writes it) first reads the
 // mirror after the Permissions of step 1 and is Blocked, nothing written,
 // when the plan's COMMITTED could not be written to it (MirrorWrite). A
 // finishing run takes the mirror steps: ReadMirror (the mirror as the job

@@ -399,10 +399,13 @@ func mirrorName(st *projector.State) string {
 
 // withMirrorNeeds adds to need what keeping the attached mirror in step
 // needs, when one is attached.
-func withMirrorNeeds(st *projector.State, need []Permission) []Permission {
+func withMirrorNeeds(st *projector.State, need []Permission, write bool) []Permission {
 	att, ok := st.Mirror()
 	if !ok {
 		return need
+	}
+	if !write {
+		return append(need, MirrorCheckNeeds(att.Topic)...)
 	}
 	return append(need, MirrorNeeds(att.Topic)...)
 }
@@ -431,6 +434,12 @@ func MirrorDescribeConfigs(mirror string) Permission {
 // MirrorTxn: the mirror writer's transactional ID (Write, which implies Describe).
 func MirrorTxn(mirror string) Permission {
 	return Permission{"Write", "transactional-id", MirrorTransactionalID(mirror), "write the mirror in a transaction (Write and Describe on the transactional ID)"}
+}
+
+// MirrorCheckNeeds are what checking a plan against the mirror needs
+// (reading it and its configs), as a --no-wait submitter does before COMMITTED.
+func MirrorCheckNeeds(mirror string) []Permission {
+	return []Permission{MirrorRead(mirror), MirrorDescribeConfigs(mirror)}
 }
 
 // MirrorNeeds are what keeping a mirror in step needs. The transactional

@@ -285,9 +285,10 @@ func (r *Run) next(st *projector.State, rep Report) Step {
 	case phaseDescribed:
 		return r.described(st, rep)
 	case phasePermitted:
-		if r.mode == modeApply && (!r.cfg.NoWait || r.cfg.FinishAfter) {
-			// Before the point of no return: a mirror this run could not
-			// keep in step refuses the plan with nothing written.
+		if r.mode == modeApply {
+			// Before the point of no return: a mirror the plan could not be
+			// written to refuses it with nothing written, whoever finishes it
+			// (this run, or the workers after a --no-wait submit).
 			return r.mirrorPrecheck(st, r.permitted)
 		}
 		return r.permitted(st)
@@ -373,9 +374,9 @@ func (r *Run) described(st *projector.State, rep Report) Step {
 		// Before the point of no return: every ACL the rest of the protocol needs.
 		r.phase = phasePermitted
 		need := ApplyNeeds(r.cfg.ControlTopic, r.plan.Topic, r.cfg.NoWait, r.cfg.FinishAfter)
-		if !r.cfg.NoWait || r.cfg.FinishAfter {
-			need = withMirrorNeeds(st, need)
-		}
+		// A run that only submits (--no-wait) never writes the mirror, but
+		// it reads it: a plan the mirror could never take is not committed.
+		need = withMirrorNeeds(st, need, !r.cfg.NoWait || r.cfg.FinishAfter)
 		return Step{Kind: Permissions, Need: need, Topic: r.plan.Topic,
 			Notes: say("check", "plan %s fits the live topic and the boundary", r.planID)}
 	}
@@ -523,7 +524,7 @@ func (r *Run) rechecked(st *projector.State, rep Report) Step {
 		// And every ACL the rest needs, so that a principal that cannot
 		// finish writes nothing.
 		r.phase = phasePermittedFinish
-		return Step{Kind: Permissions, Need: withMirrorNeeds(st, FinishNeeds(r.cfg.ControlTopic, r.plan.Topic)), Topic: r.plan.Topic}
+		return Step{Kind: Permissions, Need: withMirrorNeeds(st, FinishNeeds(r.cfg.ControlTopic, r.plan.Topic), true), Topic: r.plan.Topic}
 	}
 	// The last line of defence of I1: a deletion only for an operation the
 	// log, read back, shows past COMMITTED, on a projection with no sign of
