@@ -236,9 +236,11 @@ func statusOf(src Source, complete bool) Status {
 	for p := range st.Boundary {
 		st.BoundarySetBy[p] = s.BoundarySetBy(p)
 	}
-	ops, rejected := s.Operations(), s.Rejected()
-	if !complete {
-		ops, rejected = s.Unfinished(RecentOperations), s.RecentRejected(RecentRejected)
+	// Only the view asked for is exported: exporting every operation to
+	// throw most away cost the default view most of its memory.
+	ops, rejected := s.Unfinished(RecentOperations), s.RecentRejected(RecentRejected)
+	if complete {
+		ops, rejected = s.Operations(), s.Rejected()
 	}
 	for _, op := range ops {
 		os := OperationStatus{
