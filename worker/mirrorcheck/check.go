@@ -2,12 +2,10 @@ package mirrorcheck
 
 import (
 	"fmt"
-	"slices"
 
 	"github.com/cockroachdb/errors"
 
 	"github.com/kcleanup/kcleanup/events"
-	"github.com/kcleanup/kcleanup/fsm"
 	"github.com/kcleanup/kcleanup/projector"
 	"github.com/kcleanup/kcleanup/projector/flinkagents"
 	"github.com/kcleanup/kcleanup/worker/protocol"
@@ -144,27 +142,6 @@ func samePartitions(a, b events.Offsets) bool {
 	return true
 }
 
-// BoundaryPlan is the accepted plan whose offsets are the boundary on every
-// partition (an APPLIED one first): the one record that carries the
-// boundary to a mirror. ok is false when there is none.
-func BoundaryPlan(st *projector.State) (projector.Operation, bool) {
-	b := st.Boundary()
-	if len(b) == 0 {
-		return projector.Operation{}, false
-	}
-	var found projector.Operation
-	ok := false
-	for _, op := range st.Operations() {
-		if !slices.Contains([]fsm.State{fsm.Committed, fsm.Deleting, fsm.Applied}, op.State) || !op.Plan.Offsets.Equal(b) {
-			continue
-		}
-		if !ok || (op.State == fsm.Applied && found.State != fsm.Applied) {
-			found, ok = op, true
-		}
-	}
-	return found, ok
-}
-
 // Control is what the mirror rules need of a control topic's projection,
 // copied out of it (ControlOf), so that the mirror can be read without
 // holding the projection (a worker's view serves the gate meanwhile).
@@ -176,7 +153,7 @@ type Control struct {
 	DataTopic, DataTopicID string
 	Bound                  bool
 	Boundary               events.Offsets
-	// BoundaryPlan is BoundaryPlan's plan ID, "" when there is none.
+	// BoundaryPlan is protocol.BoundaryPlan's plan ID, "" when there is none.
 	BoundaryPlan string
 }
 
@@ -185,7 +162,7 @@ func ControlOf(st *projector.State) Control {
 	c := Control{Boundary: st.Boundary().Clone()}
 	c.Mirror, c.Attached = st.Mirror()
 	c.DataTopic, c.DataTopicID, c.Bound = st.Binding()
-	if op, ok := BoundaryPlan(st); ok {
+	if op, ok := protocol.BoundaryPlan(st); ok {
 		c.BoundaryPlan = op.PlanID
 	}
 	return c
