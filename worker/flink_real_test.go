@@ -167,7 +167,7 @@ func TestFlinkTopicReadAndAdopt(t *testing.T) {
 	}
 	// kcleanup's own gate now refuses what the job refuses.
 	if v := f.c.Validate(ctx, []events.Marker{{Topic: f.data, TopicID: f.id, Offsets: events.Offsets{0: 59, 1: 90}}},
-		worker.ValidateOptions{ControlTopic: proj.Topic, Explicit: true}); v.Allowed {
+		worker.ValidateOptions{ControlTopic: proj.Topic}); v.Allowed {
 		t.Fatal("kcleanup allowed a recovery point the job refuses")
 	}
 

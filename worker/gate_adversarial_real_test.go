@@ -34,7 +34,7 @@ func TestValidateAdversarialOnTheRealBroker(t *testing.T) {
 	live := workertest.Applied(t, c, cl, "adv-live")
 	other := workertest.Applied(t, c, cl, "adv-other")
 	opts := func(ctl string) worker.ValidateOptions {
-		return worker.ValidateOptions{ControlTopic: ctl, Explicit: true, Bootstrap: bootstrap}
+		return worker.ValidateOptions{ControlTopic: ctl, Bootstrap: bootstrap}
 	}
 	check := func(t *testing.T, v gate.Verdict, class gate.Class, reason gate.Reason) {
 		t.Helper()

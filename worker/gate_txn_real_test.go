@@ -57,7 +57,7 @@ func TestValidateOpenTransactionOnTheControlTopicIsNotCaughtUp(t *testing.T) {
 	}
 
 	markers := []events.Marker{{Topic: live.Topic, TopicID: live.ID, Offsets: events.Offsets{0: 160, 1: 120}}}
-	opts := worker.ValidateOptions{ControlTopic: live.Ctl, Explicit: true, Bootstrap: bootstrap}
+	opts := worker.ValidateOptions{ControlTopic: live.Ctl, Bootstrap: bootstrap}
 	v := c.Validate(ctx, markers, opts)
 	if v.Allowed || v.Class != gate.CannotTell || v.Reason != gate.NotCaughtUp || !strings.Contains(v.Message, "a transaction is still open at offset") {
 		t.Fatalf("with a transaction open before COMMITTED C2 (0=180): %s %s: %s %+v", v.Class, v.Reason, v.Message, v.Notes)

@@ -14,10 +14,6 @@ import (
 type ValidateOptions struct {
 	// ControlTopic is the control topic of the markers' data topic.
 	ControlTopic string
-	// Explicit: the operator named the control topic (it is not the
-	// default derived from the data topic); a missing one then proves
-	// nothing (gate.ControlTopicMissing).
-	Explicit bool
 	// Bootstrap goes into the fixes the hints give.
 	Bootstrap string
 	// Read, when set, catches up a projection the caller keeps (a worker's
@@ -48,7 +44,7 @@ func (c *Cluster) Validate(ctx context.Context, markers []events.Marker, o Valid
 	}
 	var wg sync.WaitGroup
 	wg.Go(func() { f.Data = c.dataFacts(ctx, f.Data.Topic, explain) })
-	f.Control = c.controlFacts(ctx, o.ControlTopic, o.Explicit, explain)
+	f.Control = c.controlFacts(ctx, o.ControlTopic, explain)
 	if f.Control.Exists && f.Control.Partitions == 1 {
 		f.Projection = c.projectionFacts(ctx, o, explain)
 	}
@@ -56,8 +52,8 @@ func (c *Cluster) Validate(ctx context.Context, markers []events.Marker, o Valid
 	return gate.Decide(f)
 }
 
-func (c *Cluster) controlFacts(ctx context.Context, topic string, explicit bool, explain func(error) error) gate.Control {
-	out := gate.Control{Topic: topic, Explicit: explicit}
+func (c *Cluster) controlFacts(ctx context.Context, topic string, explain func(error) error) gate.Control {
+	out := gate.Control{Topic: topic}
 	info, err := c.TopicMetadata(ctx, topic)
 	if errors.Is(err, ErrTopicNotFound) {
 		return out

@@ -558,3 +558,64 @@ func TestExitCodesAgreeEverywhere(t *testing.T) {
 		}
 	}
 }
+
+// TestBlankControlTopicIsAUsageErrorEverywhere: a blank --control-topic or --command-config, or
+// KCLEANUP_CONTROL_TOPIC / KCLEANUP_COMMAND_CONFIG set but blank, is a usage error (exit 2) in
+// every command, before anything is read or written. An unset variable in a pipeline
+// (--control-topic "$CT") once made validate fall back to the default control topic and say
+// ALLOWED under a boundary committed elsewhere (issue 20, items 1-2).
+func TestBlankControlTopicIsAUsageErrorEverywhere(t *testing.T) {
+	clearWorkerEnv(t)
+	dir := t.TempDir()
+	good := opTestMarkers(t, dir, "good.json", opMarker(events.Offsets{0: 40, 1: 30}))
+	_, planFile := opTestPlan(t, dir, "chk-1", "action-state", opTestID, events.Offsets{0: 40, 1: 30})
+	// Nothing listens on port 1: a command that got past the check would fail with exit 1.
+	down := []string{"-b", "127.0.0.1:1", "--timeout", "2s"}
+	commands := map[string][]string{
+		"init":          {"init", "--topic", "t"},
+		"doctor":        {"doctor", "--topic", "t"},
+		"plan":          {"plan", "--markers", good, "--recovery-point", "c", "--out", filepath.Join(dir, "p.json")},
+		"submit":        {"submit", planFile},
+		"apply":         {"apply", planFile},
+		"status":        {"status", "--topic", "t"},
+		"history":       {"history", "--topic", "t"},
+		"validate":      {"validate", "--markers", good},
+		"worker":        {"worker", "--control-topics", "c"},
+		"adopt":         {"adopt", "--from", "x"},
+		"mirror attach": {"mirror", "attach", "m", "--topic", "t"},
+		"mirror sync":   {"mirror", "sync", "--topic", "t"},
+	}
+	for name, args := range commands {
+		for _, blank := range []struct{ flag, env string }{{flagControlTopic, envControlTopic}, {flagCommandConfig, envCommandConfig}} {
+			for _, value := range []string{"", "  "} {
+				t.Run(fmt.Sprintf("%s --%s %q", name, blank.flag, value), func(t *testing.T) {
+					code, stdout, stderr := opRunWithStdin(t, "", append(append(slices.Clone(down), args...), "--"+blank.flag, value)...)
+					if code != exitUsage || !strings.Contains(stderr, "--"+blank.flag+" is given but blank") || !strings.Contains(stderr, "Hint: ") ||
+						strings.Contains(stdout, "ALLOWED") {
+						t.Errorf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, exitUsage, stdout, stderr)
+					}
+				})
+				t.Run(fmt.Sprintf("%s %s=%q", name, blank.env, value), func(t *testing.T) {
+					t.Setenv(blank.env, value)
+					code, stdout, stderr := opRunWithStdin(t, "", append(slices.Clone(down), args...)...)
+					if code != exitUsage || !strings.Contains(stderr, blank.env+" is set but blank") ||
+						!strings.Contains(stderr, "unset "+blank.env) || strings.Contains(stdout, "ALLOWED") {
+						t.Errorf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, exitUsage, stdout, stderr)
+					}
+				})
+			}
+		}
+	}
+	// Every command that talks to Kafka has a row.
+	for _, c := range newRootCmd().Commands() {
+		switch c.Name() {
+		case "version", "completion", "help", "demo":
+			continue
+		case "mirror":
+			continue // its subcommands are rows
+		}
+		if _, ok := commands[c.Name()]; !ok {
+			t.Errorf("command %s has no row: add it", c.Name())
+		}
+	}
+}

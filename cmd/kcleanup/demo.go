@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -52,7 +53,7 @@ proves the same behaviour against a real Apache Kafka broker.`,
 type demo struct {
 	w         io.Writer
 	g         globalOptions // of the demo's own connection
-	cmdConfig string        // --command-config for the commands it runs ("" on kfake)
+	cmdConfig string        // --command-config for the commands it runs ("none" on kfake)
 	embedded  bool
 	dir       string // markers and plan files
 	topic     string
@@ -63,14 +64,14 @@ type demo struct {
 }
 
 func runDemo(ctx context.Context, w io.Writer, g globalOptions, onCluster, keep bool) error {
-	d := &demo{w: w, g: g, cmdConfig: g.commandConfig, topic: demoTopic, embedded: !onCluster}
+	d := &demo{w: w, g: g, cmdConfig: cmp.Or(g.commandConfig, noCommandConfig), topic: demoTopic, embedded: !onCluster}
 	if d.embedded {
 		fk, err := kfake.NewCluster(kfake.NumBrokers(1))
 		if err != nil {
 			return errors.Wrap(err, "start the embedded broker")
 		}
 		defer fk.Close()
-		d.g.bootstrapServers, d.g.commandConfig, d.cmdConfig = fk.ListenAddrs(), "", ""
+		d.g.bootstrapServers, d.g.commandConfig, d.cmdConfig = fk.ListenAddrs(), "", noCommandConfig
 	} else {
 		d.topic = uniqueDemoTopic(time.Now())
 	}

@@ -46,6 +46,11 @@ const (
 	defaultOutput    = outputTable
 	defaultTimeout   = 30 * time.Second
 
+	// noCommandConfig is how --command-config says "no file" over KCLEANUP_COMMAND_CONFIG: a
+	// word an unset variable cannot produce (a blank value is a usage error). A file named
+	// "none" is ./none.
+	noCommandConfig = "none"
+
 	// defaultClientID names kcleanup in broker logs and quotas unless client.id overrides it.
 	defaultClientID = "kcleanup"
 )
@@ -74,13 +79,14 @@ func addGlobalFlags(root *cobra.Command) {
 	f.String(flagControlTopic, "",
 		"control `topic` (env "+envControlTopic+"; default: <data topic>.kcleanup)")
 	f.String(flagCommandConfig, "",
-		"Kafka client properties `file` for TLS and SASL, as Kafka's own tools take it (env "+envCommandConfig+")")
+		"Kafka client properties `file` for TLS and SASL, as Kafka's own tools take it; "+noCommandConfig+" for none (env "+envCommandConfig+")")
 	f.StringP(flagOutput, "o", string(defaultOutput),
 		"output `format`: table or json; history also html, the audit report (env "+envOutput+")")
 	f.String(flagTimeout, defaultTimeout.String(),
 		"how long to wait for the cluster, a Go `duration` such as 30s or 2m (env "+envTimeout+")")
-	allowBlank(f, flagControlTopic)  // "": the default, overriding the environment
-	allowBlank(f, flagCommandConfig) // "": no file, overriding the environment
+	// --control-topic and --command-config are never blank: an unset shell variable
+	// (--control-topic "$CT") must not silently turn into "the default control topic" or "no
+	// TLS/SASL" (blankFlag). To drop an environment value, unset the variable.
 }
 
 // resolveGlobals reads the global flags of cmd (the command being run, which inherits the
@@ -89,7 +95,10 @@ func addGlobalFlags(root *cobra.Command) {
 func resolveGlobals(cmd *cobra.Command) (globalOptions, error) {
 	g := globalOptions{stderr: cmd.ErrOrStderr(), notesOnce: new(sync.Once)}
 
-	raw, src := lookupSetting(cmd, flagBootstrap, envBootstrap, defaultBootstrap)
+	raw, src, err := lookupSetting(cmd, flagBootstrap, envBootstrap, defaultBootstrap)
+	if err != nil {
+		return globalOptions{}, err
+	}
 	for _, s := range strings.Split(raw, ",") {
 		if s = strings.TrimSpace(s); s != "" {
 			g.bootstrapServers = append(g.bootstrapServers, s)
@@ -100,11 +109,20 @@ func resolveGlobals(cmd *cobra.Command) (globalOptions, error) {
 			"for example -b kafka-1:9092,kafka-2:9092"))
 	}
 
-	g.controlTopic, _ = lookupSetting(cmd, flagControlTopic, envControlTopic, "")
+	if g.controlTopic, _, err = lookupSetting(cmd, flagControlTopic, envControlTopic, ""); err != nil {
+		return globalOptions{}, err
+	}
 	g.controlTopic = strings.TrimSpace(g.controlTopic)
-	g.commandConfig, _ = lookupSetting(cmd, flagCommandConfig, envCommandConfig, "")
+	if g.commandConfig, _, err = lookupSetting(cmd, flagCommandConfig, envCommandConfig, ""); err != nil {
+		return globalOptions{}, err
+	}
+	if g.commandConfig == noCommandConfig {
+		g.commandConfig = ""
+	}
 
-	raw, src = lookupSetting(cmd, flagOutput, envOutput, string(defaultOutput))
+	if raw, src, err = lookupSetting(cmd, flagOutput, envOutput, string(defaultOutput)); err != nil {
+		return globalOptions{}, err
+	}
 	switch f := outputFormat(strings.ToLower(strings.TrimSpace(raw))); f {
 	case outputTable, outputJSON:
 		g.output = f
@@ -121,7 +139,9 @@ func resolveGlobals(cmd *cobra.Command) (globalOptions, error) {
 			"give -o %s for people or -o %s for programs", outputTable, outputJSON))
 	}
 
-	raw, src = lookupSetting(cmd, flagTimeout, envTimeout, defaultTimeout.String())
+	if raw, src, err = lookupSetting(cmd, flagTimeout, envTimeout, defaultTimeout.String()); err != nil {
+		return globalOptions{}, err
+	}
 	d, err := time.ParseDuration(strings.TrimSpace(raw))
 	if err != nil || d <= 0 {
 		return globalOptions{}, usageError(errors.WithHint(
@@ -134,15 +154,21 @@ func resolveGlobals(cmd *cobra.Command) (globalOptions, error) {
 
 // lookupSetting applies the precedence flag > environment > default and reports where the value
 // came from ("--output" or "KCLEANUP_OUTPUT=" ...), for error messages. An environment variable
-// that is set but empty counts as unset.
-func lookupSetting(cmd *cobra.Command, flag, env, def string) (value, source string) {
+// that is set but blank is a usage error, like a blank flag: in a pipeline it is almost always a
+// variable that was never filled in (KCLEANUP_CONTROL_TOPIC=$CT), and reading it as "unset" would
+// quietly put the default in the operator's place.
+func lookupSetting(cmd *cobra.Command, flag, env, def string) (value, source string, err error) {
 	if f := cmd.Flags().Lookup(flag); f != nil && f.Changed {
-		return f.Value.String(), "--" + flag
+		return f.Value.String(), "--" + flag, nil
 	}
-	if v, ok := os.LookupEnv(env); ok && v != "" {
-		return v, env
+	if v, ok := os.LookupEnv(env); ok {
+		if strings.TrimSpace(v) == "" {
+			return "", env, usageError(errors.WithHintf(errors.Newf("%s is set but blank", env),
+				"give it a value, or unset it (unset %s) to use --%s or its default", env, flag))
+		}
+		return v, env, nil
 	}
-	return def, fmt.Sprintf("--%s (default)", flag)
+	return def, fmt.Sprintf("--%s (default)", flag), nil
 }
 
 // controlTopicOf returns the control topic to use for dataTopic: --control-topic if given,

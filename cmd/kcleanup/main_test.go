@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -13,11 +14,21 @@ import (
 )
 
 // clearEnv unsets every KCLEANUP_* variable for the test, so the outer environment cannot change
-// a result. (An empty value counts as unset.)
+// a result.
 func clearEnv(t *testing.T) {
 	t.Helper()
 	for _, k := range []string{envBootstrap, envControlTopic, envCommandConfig, envOutput, envTimeout} {
-		t.Setenv(k, "")
+		unsetEnv(t, k)
+	}
+}
+
+// unsetEnv unsets k for the test (a blank value is a usage error, not "unset") and restores it
+// after.
+func unsetEnv(t *testing.T, k string) {
+	t.Helper()
+	t.Setenv(k, "") // registers the restore
+	if err := os.Unsetenv(k); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -192,7 +203,8 @@ func TestEnvironmentFallbackAndPrecedence(t *testing.T) {
 	}{
 		{"defaults", nil, []string{"probe"}, defaults},
 		{"environment", allEnv, []string{"probe"}, fromEnv},
-		{"empty environment is unset", map[string]string{envBootstrap: "", envOutput: "", envTimeout: ""}, []string{"probe"}, defaults},
+		{"--command-config none drops the environment's file", allEnv, []string{"probe", "--command-config", "none"},
+			globalOptions{bootstrapServers: []string{"e1:9092", "e2:9092"}, controlTopic: "env-ctl", output: outputJSON, timeout: 2 * time.Minute}},
 		{"flags beat environment", allEnv,
 			[]string{"probe", "-b", "f:1", "--control-topic", "f-ctl", "--command-config", "f.properties", "-o", "table", "--timeout", "7s"},
 			globalOptions{bootstrapServers: []string{"f:1"}, controlTopic: "f-ctl", commandConfig: "f.properties", output: outputTable, timeout: 7 * time.Second}},
@@ -223,6 +235,13 @@ func TestInvalidEnvironmentIsAUsageErrorNamingTheVariable(t *testing.T) {
 		{envTimeout, "soon", `invalid KCLEANUP_TIMEOUT "soon": want a positive Go duration`},
 		{envTimeout, "-1s", `invalid KCLEANUP_TIMEOUT "-1s"`},
 		{envBootstrap, ",", "KCLEANUP_BOOTSTRAP_SERVER is empty"},
+		// Set but blank: an unset pipeline variable, never "unset" (issue 20 item 1).
+		{envBootstrap, "", "KCLEANUP_BOOTSTRAP_SERVER is set but blank"},
+		{envControlTopic, "", "KCLEANUP_CONTROL_TOPIC is set but blank"},
+		{envControlTopic, " ", "KCLEANUP_CONTROL_TOPIC is set but blank"},
+		{envCommandConfig, "", "KCLEANUP_COMMAND_CONFIG is set but blank"},
+		{envOutput, "", "KCLEANUP_OUTPUT is set but blank"},
+		{envTimeout, "", "KCLEANUP_TIMEOUT is set but blank"},
 	} {
 		t.Run(tc.env+"="+tc.value, func(t *testing.T) {
 			clearEnv(t)

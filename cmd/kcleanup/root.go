@@ -184,8 +184,7 @@ func missingSubcommand(c *cobra.Command, _ []string) error {
 }
 
 // annotationBlankAllowed marks a flag whose blank value means something (--http-addr "" turns
-// the HTTP API off; --control-topic "" and --command-config "" override the environment with
-// "none"). Every other flag given explicitly with a blank value is a usage error: an unset shell
+// the HTTP API off). Every other flag given explicitly with a blank value is a usage error: an unset shell
 // variable (--plan "$ID") must not silently turn into "every plan" or "no recovery point".
 const annotationBlankAllowed = "kcleanup-blank-allowed"
 

@@ -41,11 +41,11 @@ safe (cluster unreachable, control topic missing, unreadable or unsafe, projecti
 up, degraded or at risk, missing permission); fix the cause and ask again. Exit 1: a markers
 file could not be read or parsed.
 
-The control topic is <data topic>.kcleanup, or --control-topic. When the default control topic
-does not exist, kcleanup never committed a boundary for the topic: the recovery point is allowed
-on the physical check alone, with a warning. So is one with an empty control topic, as 'kcleanup
-init' makes it. A control topic named explicitly (by --control-topic or KCLEANUP_CONTROL_TOPIC)
-that does not exist is exit 4: a misspelt name must never approve a recovery point.
+The control topic is <data topic>.kcleanup, or --control-topic. The gate allows only after
+reading it: a missing control topic, default or named, is exit 4 (its boundary may be kept under
+another name). For a topic never cleaned, run 'kcleanup init --topic T' once; an empty control
+topic proves no boundary exists, and the recovery point is allowed on the physical check, with a
+warning. A blank --control-topic, or KCLEANUP_CONTROL_TOPIC set but blank, is exit 2.
 -o json prints the verdict document (docs/schema/verdict.schema.json, schemaVersion 2).`,
 		Example: `  kcleanup validate --markers chk-42/action-state-markers.json
   kcleanup validate --markers subtask-0.json --markers subtask-1.json -o json`,
@@ -77,7 +77,6 @@ func runValidate(ctx context.Context, w, errw io.Writer, g globalOptions, marker
 	defer cancel()
 	v := c.Validate(ctx, markers, worker.ValidateOptions{
 		ControlTopic: ctl,
-		Explicit:     g.controlTopic != "" && g.controlTopic != worker.ControlTopicFor(topic),
 		Bootstrap:    g.bootstrap(),
 		Explain:      g.unreachable,
 	})

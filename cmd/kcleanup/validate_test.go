@@ -165,22 +165,20 @@ func TestValidateFailsClosedWhenDegraded(t *testing.T) {
 }
 
 func TestValidateWithoutAControlTopic(t *testing.T) {
-	e := newReadEnv(t, false) // no control topic: kcleanup never ran for this topic
+	e := newReadEnv(t, false) // no control topic yet
 	c0 := e.markers(t, "c0.json", events.Offsets{0: 100, 1: 90})
 
-	t.Run("default control topic missing: allowed, with a warning", func(t *testing.T) {
+	t.Run("default control topic missing: cannot tell, with the fix", func(t *testing.T) {
 		code, stdout, stderr := e.run(t, "validate", "--markers", c0)
-		wantExit(t, code, exitOK, stdout, stderr)
-		if !strings.Contains(stderr, "Warning: control topic "+e.control+" does not exist: no cleanup boundary was ever committed for topic "+e.topic) {
-			t.Errorf("no warning naming the control topic:\n%s", stderr)
-		}
-		if !strings.HasPrefix(stdout, "ALLOWED") || !strings.Contains(stdout, "allowed on the data topic's evidence alone") ||
-			!strings.Contains(stdout, "[0, 200]") {
-			t.Errorf("stdout:\n%s", stdout)
+		wantExit(t, code, exitCannotTell, stdout, stderr)
+		if !strings.Contains(stderr, "control topic "+e.control+" does not exist, so no boundary could be read for topic "+e.topic) ||
+			!strings.Contains(stderr, "Hint: if cleanup never ran for topic "+e.topic+", create its control topic once: kcleanup init --topic "+e.topic) ||
+			!strings.Contains(stderr, "name it: --control-topic") || !strings.HasPrefix(stdout, "CANNOT TELL") {
+			t.Errorf("stdout:\n%s\nstderr:\n%s", stdout, stderr)
 		}
 		code, stdout, stderr = e.run(t, "validate", "--markers", c0, "-o", "json")
-		wantExit(t, code, exitOK, stdout, stderr)
-		if doc := decodeValidate(t, stdout); !doc.Allowed || len(doc.Notes) != 1 || !strings.Contains(doc.Notes[0], e.control) || doc.ReadTo != nil {
+		wantExit(t, code, exitCannotTell, stdout, stderr)
+		if doc := decodeValidate(t, stdout); doc.Allowed || doc.Reason != "control-topic-missing" || doc.Class != "cannot-tell" || doc.ReadTo != nil {
 			t.Errorf("document:\n%s", stdout)
 		}
 	})
@@ -189,7 +187,7 @@ func TestValidateWithoutAControlTopic(t *testing.T) {
 		typo := e.topic + ".kcleanpu"
 		code, stdout, stderr := e.run(t, "--control-topic", typo, "validate", "--markers", c0)
 		wantExit(t, code, exitCannotTell, stdout, stderr)
-		if !strings.Contains(stderr, "control topic "+typo+" does not exist; it was named explicitly") ||
+		if !strings.Contains(stderr, "control topic "+typo+" does not exist") ||
 			!strings.Contains(stderr, "kcleanup init --topic "+e.topic+" --control-topic "+typo) {
 			t.Errorf("stderr:\n%s", stderr)
 		}
@@ -202,6 +200,8 @@ func TestValidateWithoutAControlTopic(t *testing.T) {
 		}
 	})
 
+	// The rest judges the data topic's evidence, which an empty control topic leaves alone.
+	e.initControlTopic(t)
 	t.Run("markers of another incarnation: refused", func(t *testing.T) {
 		other := writeFile(t, e.dir, "other-id.json", string((events.Marker{Topic: e.topic, TopicID: "AAAAAAAAAAAAAAAAAAAAAQ",
 			Offsets: events.Offsets{0: 100, 1: 90}}).Encode()))
@@ -236,6 +236,42 @@ func TestValidateWithoutAControlTopic(t *testing.T) {
 		code, stdout, stderr = e.run(t, "validate", "--markers", c1)
 		wantExit(t, code, exitOK, stdout, stderr)
 	})
+}
+
+// TestValidateUnderABoundaryCommittedElsewhere is the bug of issue 20: data topic T governed by
+// a control topic not named T.kcleanup, a plan COMMITTED there and not yet deleted (no worker),
+// and a pipeline whose $CT is unset. The records are all there, so the physical check alone would
+// pass; every way of not naming the control topic must still refuse to say ALLOWED.
+func TestValidateUnderABoundaryCommittedElsewhere(t *testing.T) {
+	e := newReadEnv(t, false)
+	ctl := "ops." + e.topic + ".ctl"
+	code, stdout, stderr := e.run(t, "--control-topic", ctl, "init", "--topic", e.topic)
+	wantExit(t, code, exitOK, stdout, stderr)
+	t.Cleanup(func() { e.ops().deleteTopic(t, ctl) })
+	plan := e.markers(t, "c1.json", events.Offsets{0: 150, 1: 120})
+	planFile := filepath.Join(e.dir, "c1.plan.json")
+	code, stdout, stderr = e.run(t, "plan", "--markers", plan, "--recovery-point", "c1", "--no-preview", "--out", planFile)
+	wantExit(t, code, exitOK, stdout, stderr)
+	code, stdout, stderr = e.run(t, "--control-topic", ctl, "apply", "--no-wait", planFile)
+	wantExit(t, code, exitOK, stdout, stderr)
+	c0 := e.markers(t, "c0.json", events.Offsets{0: 100, 1: 90}) // below the committed boundary, records all there
+
+	// The control topic that governs T refuses.
+	code, stdout, stderr = e.run(t, "--control-topic", ctl, "validate", "--markers", c0)
+	wantExit(t, code, exitRefused, stdout, stderr)
+
+	// $CT unset: the flag blank, the variable blank, or the flag forgotten.
+	code, stdout, stderr = e.run(t, "validate", "--markers", c0, "--control-topic", "")
+	wantExit(t, code, exitUsage, stdout, stderr)
+	t.Setenv(envControlTopic, "")
+	code, stdout, stderr = e.run(t, "validate", "--markers", c0)
+	wantExit(t, code, exitUsage, stdout, stderr)
+	unsetEnv(t, envControlTopic)
+	code, stdout, stderr = e.run(t, "validate", "--markers", c0)
+	wantExit(t, code, exitCannotTell, stdout, stderr)
+	if strings.Contains(stdout, "ALLOWED") || !strings.Contains(stderr, "control topic "+e.control+" does not exist") {
+		t.Errorf("stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	}
 }
 
 // TestValidateFailsClosedWhenUnreachable: no broker answers, so nothing proves the recovery point

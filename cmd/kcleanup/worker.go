@@ -98,7 +98,6 @@ itself with SIGKILL at that step of an operation (see docs/deploy.md).`,
 	// has no data topic to derive one from. A local flag of the same name shadows the global
 	// one in parsing and in --help; resolveGlobals reads it as the global one.
 	f.String(flagControlTopic, "", "control `topic` to serve (env "+envControlTopic+"); --control-topics for several")
-	allowBlank(f, flagControlTopic)
 	f.StringSlice(flagWorkerTopics, nil,
 		"control `topics` to serve, comma-separated or repeated; adds to --control-topic (env "+envWorkerTopics+")")
 	f.String(flagWorkerRegex, "",
@@ -127,7 +126,10 @@ func parseWorkerFlags(cmd *cobra.Command, g globalOptions) (workerOptions, error
 		o.topics = append(o.topics, g.controlTopic)
 	}
 	// A string slice prints as "[a,b]", so lookupSetting is asked only for the environment.
-	raw, _ := lookupSetting(cmd, flagWorkerTopics, envWorkerTopics, "")
+	raw, _, err := lookupSetting(cmd, flagWorkerTopics, envWorkerTopics, "")
+	if err != nil {
+		return o, err
+	}
 	if cmd.Flags().Changed(flagWorkerTopics) {
 		list, _ := cmd.Flags().GetStringSlice(flagWorkerTopics)
 		raw = strings.Join(list, ",")
@@ -137,7 +139,9 @@ func parseWorkerFlags(cmd *cobra.Command, g globalOptions) (workerOptions, error
 			o.topics = append(o.topics, t)
 		}
 	}
-	o.regex, _ = lookupSetting(cmd, flagWorkerRegex, envWorkerRegex, "")
+	if o.regex, _, err = lookupSetting(cmd, flagWorkerRegex, envWorkerRegex, ""); err != nil {
+		return o, err
+	}
 	o.discover, _ = cmd.Flags().GetDuration(flagWorkerDiscover)
 	switch {
 	case o.regex != "" && len(o.topics) > 0:
@@ -155,18 +159,27 @@ func parseWorkerFlags(cmd *cobra.Command, g globalOptions) (workerOptions, error
 		return o, usageError(errors.WithHint(errors.New("no control topic to serve"),
 			"give --control-topic <topic>, --control-topics a,b for several, or --"+flagWorkerRegex+" RE for every matching one"))
 	}
-	o.group, _ = lookupSetting(cmd, flagWorkerGroup, envWorkerGroup, "")
+	if o.group, _, err = lookupSetting(cmd, flagWorkerGroup, envWorkerGroup, ""); err != nil {
+		return o, err
+	}
 	o.group = strings.TrimSpace(o.group)
-	o.httpAddr, _ = lookupSetting(cmd, flagWorkerHTTPAddr, envWorkerHTTPAddr, defaultHTTPAddr)
+	if o.httpAddr, _, err = lookupSetting(cmd, flagWorkerHTTPAddr, envWorkerHTTPAddr, defaultHTTPAddr); err != nil {
+		return o, err
+	}
 
-	raw, src := lookupSetting(cmd, flagWorkerLogFormat, envWorkerLogFormat, "text")
+	raw, src, err := lookupSetting(cmd, flagWorkerLogFormat, envWorkerLogFormat, "text")
+	if err != nil {
+		return o, err
+	}
 	switch o.logFormat = strings.ToLower(strings.TrimSpace(raw)); o.logFormat {
 	case "text", "json":
 	default:
 		return o, usageError(errors.WithHint(errors.Newf("invalid %s %q: allowed values are text and json", src, raw),
 			"text for people, json for a log collector"))
 	}
-	raw, src = lookupSetting(cmd, flagWorkerLogLevel, envWorkerLogLevel, "info")
+	if raw, src, err = lookupSetting(cmd, flagWorkerLogLevel, envWorkerLogLevel, "info"); err != nil {
+		return o, err
+	}
 	if err := o.logLevel.UnmarshalText([]byte(strings.TrimSpace(raw))); err != nil {
 		return o, usageError(errors.WithHint(errors.Newf("invalid %s %q: allowed values are debug, info, warn and error", src, raw),
 			"for example --log-level info (the default)"))

@@ -25,7 +25,7 @@ func clearWorkerEnv(t *testing.T) {
 	t.Helper()
 	clearEnv(t)
 	for _, k := range []string{envWorkerTopics, envWorkerRegex, envWorkerGroup, envWorkerHTTPAddr, envWorkerLogFormat, envWorkerLogLevel} {
-		t.Setenv(k, "")
+		unsetEnv(t, k)
 	}
 }
 

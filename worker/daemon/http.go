@@ -3,6 +3,7 @@ package daemon
 import (
 	"encoding/json"
 	"net/http"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
@@ -151,7 +152,13 @@ func (d *Daemon) serveStatus(w http.ResponseWriter, r *http.Request) {
 			Hints: []string{"ask /v1/status for the default view, /v1/status?all=true for every operation and rejected record"}})
 		return
 	}
-	if t := r.URL.Query().Get("controlTopic"); t != "" {
+	if q := r.URL.Query(); q.Has("controlTopic") {
+		t := q.Get("controlTopic")
+		if strings.TrimSpace(t) == "" {
+			writeJSONStatus(w, http.StatusBadRequest, apiError{Error: "?controlTopic= is given but blank",
+				Hints: []string{"name a served control topic, or leave the parameter out for all of them"}})
+			return
+		}
 		if d.view(t) == nil {
 			writeJSONStatus(w, http.StatusNotFound, apiError{Error: "this worker does not serve control topic " + t})
 			return

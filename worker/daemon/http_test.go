@@ -195,6 +195,17 @@ func TestStatusServesTheStatusDocument(t *testing.T) {
 	if a := do(t, "GET", f.url+"/v1/status?controlTopic=nope", ""); a.code != 404 {
 		t.Fatalf("status of an unserved control topic: %d %s", a.code, a.body)
 	}
+	// A blank ?controlTopic= (an unset variable in the caller's URL) is a bad request, never the
+	// only control topic served (issue 20 item 1).
+	for _, q := range []string{"?controlTopic=", "?controlTopic=%20"} {
+		if a := do(t, "GET", f.url+"/v1/status"+q, ""); a.code != 400 || !strings.Contains(a.body, "is given but blank") {
+			t.Fatalf("status%s: %d %s", q, a.code, a.body)
+		}
+		a := do(t, "POST", f.validate+q, marker("action-state", f.id, events.Offsets{0: 1, 1: 1}))
+		if a.code != 400 || !strings.Contains(a.body, "is given but blank") || strings.Contains(a.body, `"allowed": true`) {
+			t.Fatalf("validate%s: %d %s", q, a.code, a.body)
+		}
+	}
 	// The default view is not complete; ?all=true is; anything else is a 400.
 	if st.Complete || st.OperationCounts[fsm.Applied] != 1 {
 		t.Fatalf("default view: complete %v, counts %v", st.Complete, st.OperationCounts)

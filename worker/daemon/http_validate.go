@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"strings"
 
 	"github.com/cockroachdb/errors"
 
@@ -42,7 +43,8 @@ func (d *Daemon) serveValidate(w http.ResponseWriter, r *http.Request) {
 		writeVerdict(w, report.Unjudged("", gate.BadRequest, err))
 		return
 	}
-	topic, code, err := d.validateTopic(r.URL.Query().Get("controlTopic"), markers)
+	q := r.URL.Query()
+	topic, code, err := d.validateTopic(q.Get("controlTopic"), q.Has("controlTopic"), markers)
 	if err != nil {
 		reason := gate.BadRequest
 		if code == http.StatusNotFound {
@@ -68,9 +70,7 @@ func (d *Daemon) serveValidate(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	writeVerdict(w, d.cluster.Validate(ctx, markers, worker.ValidateOptions{
 		ControlTopic: topic,
-		// A worker is told its control topics: a missing one proves nothing.
-		Explicit:  true,
-		Bootstrap: d.cfg.bootstrap,
+		Bootstrap:    d.cfg.bootstrap,
 		Read: func(ctx context.Context) (*worker.Projection, error) {
 			if v.proj == nil {
 				return nil, errors.Mark(errors.Newf("control topic %q is not being read", v.topic), worker.ErrNotCaughtUp)
@@ -83,9 +83,15 @@ func (d *Daemon) serveValidate(w http.ResponseWriter, r *http.Request) {
 // validateTopic picks the control topic a validate request is about: the
 // one named, the only one served, or the one bound to the markers' topic
 // and topic ID.
-func (d *Daemon) validateTopic(named string, markers []events.Marker) (string, int, error) {
+func (d *Daemon) validateTopic(named string, given bool, markers []events.Marker) (string, int, error) {
 	served := d.servedTopics()
-	if named != "" {
+	if given && strings.TrimSpace(named) == "" {
+		// An unset variable in the caller's URL (?controlTopic=$CT) must not
+		// become "whichever control topic this worker picks".
+		return "", http.StatusBadRequest, errors.WithHintf(errors.New("?controlTopic= is given but blank"),
+			"name the control topic that governs the markers' topic, or leave the parameter out; served: %v", served)
+	}
+	if given {
 		if d.view(named) == nil {
 			err := errors.WithHintf(errors.Newf("this worker does not serve control topic %q", named), "it serves %v", served)
 			if d.cfg.regex != nil && d.cfg.regex.MatchString(named) {

@@ -36,12 +36,9 @@ type Facts struct {
 // Control is what the cluster said about the control topic.
 type Control struct {
 	Topic string
-	// Explicit: named by the operator (flag, environment, worker
-	// configuration), not derived from the data topic. A missing explicit
-	// control topic proves nothing; a missing default one means kcleanup
-	// never ran for the topic.
-	Explicit bool
-	Exists   bool
+	// Exists is false when the topic is missing: the gate then cannot tell,
+	// whether the name was given or derived from the data topic.
+	Exists bool
 	// Err is why it could not be described (nil when it exists, or is
 	// simply missing).
 	Err        error
@@ -250,15 +247,15 @@ func (d *decision) control(st *projector.State) {
 		d.add(ControlTopicUnreadable, nil, cannot+fmt.Sprintf("control topic %s could not be described: %v", c.Topic, c.Err),
 			append(errors.GetAllHints(c.Err), "the gate fails closed whenever it cannot read the control topic; fix the cause and validate again")...)
 		return
-	case !c.Exists && c.Explicit:
-		d.add(ControlTopicMissing, nil, cannot+fmt.Sprintf("control topic %s does not exist; it was named explicitly, and a misspelt name must never approve a recovery point", c.Topic),
-			fmt.Sprintf("check the name; if cleanup never ran for topic %s, create its control topic first: kcleanup init --topic %s --control-topic %s (an empty control topic proves that no boundary exists)",
-				topic, topic, c.Topic))
-		return
 	case !c.Exists:
-		d.notes = append(d.notes, fmt.Sprintf("control topic %s does not exist: no cleanup boundary was ever committed for topic %s; "+
-			"allowed on the data topic's evidence alone (its live topic ID and every offset checked); "+
-			"if its cleanups are recorded under another control topic, name it", c.Topic, topic))
+		// Never "kcleanup never ran here": the boundary may live in a control topic under
+		// another name, and a forgotten --control-topic (or a blank one from an unset
+		// variable) must not approve what that boundary condemns. init makes the proof.
+		d.add(ControlTopicMissing, nil, cannot+fmt.Sprintf("control topic %s does not exist, so no boundary could be read for topic %s; "+
+			"the gate allows only after reading the control topic that governs the markers' topic", c.Topic, topic),
+			fmt.Sprintf("if topic %s's cleanups are recorded under another control topic, name it: --control-topic <topic> (or KCLEANUP_CONTROL_TOPIC)", topic),
+			fmt.Sprintf("if cleanup never ran for topic %s, create its control topic once: kcleanup init --topic %s --control-topic %s (an empty control topic proves that no boundary exists)",
+				topic, topic, c.Topic))
 		return
 	}
 	for _, p := range Blocking(Settings(c.Topic, c.Partitions, c.Configs, d.f.Bootstrap)) {
