@@ -9,7 +9,7 @@ export KCLEANUP_TEST_BOOTSTRAP ?=
 # in full, then -short under the race detector (which makes the property tests
 # 5-10x slower); they need no broker. Every other package runs
 # against the broker.
-PURE  := $(shell $(GO) list $(patsubst %,./%/...,$(wildcard events fsm projector worker/protocol worker/gate worker/report)))
+PURE  := $(shell $(GO) list $(patsubst %,./%/...,$(wildcard events fsm projector protocol gate report)))
 OTHER := $(filter-out $(PURE),$(shell $(GO) list $(PKGS)))
 
 .PHONY: help build demo test test-unit sim lint fuzz bench bench-quick bench-go \
@@ -35,6 +35,7 @@ test: chromium ## all tests: the pure packages (in full, then -short under -race
 	$(GO) test -count=1 $(PURE)
 	$(GO) test -race -short -count=1 $(PURE)
 	$(KAFKA) test $(GO) test -count=1 $(OTHER)
+	cd cmd/kcbench && ../../$(KAFKA) test $(GO) test -count=1 ./...
 
 # The console's browser test drives Debian's headless Chromium; CI runs as root on a fresh clone.
 chromium: ## install Chromium (Debian package `chromium`) for the console's browser test, if missing
@@ -43,8 +44,8 @@ chromium: ## install Chromium (Debian package `chromium`) for the console's brow
 	echo "chromium: not installed; installing Debian's package (apt-get install -y chromium)"; \
 	$$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq chromium >/dev/null
 
-sim: ## the deterministic fleet simulation on 10,000 seeds, with fault and step counts (worker/sim)
-	$(GO) test -count=1 -run '^TestSimulation$$' -v ./worker/sim -args -seeds=$${SEEDS:-10000}
+sim: ## the deterministic fleet simulation on 10,000 seeds, with fault and step counts (protocol/sim)
+	$(GO) test -count=1 -run '^TestSimulation$$' -v ./protocol/sim -args -seeds=$${SEEDS:-10000}
 
 test-unit: ## tests that need no broker
 	$(GO) test -count=1 -short $(PKGS)
@@ -52,6 +53,7 @@ test-unit: ## tests that need no broker
 lint: ## gofmt and go vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
+	cd cmd/kcbench && $(GO) vet ./...
 
 docs: ## regenerate generated docs (state diagram)
 	$(GO) run ./fsm/cmd/gendiagram > docs/state-diagram.md
@@ -65,11 +67,11 @@ fuzz: ## fuzz every decoder for FUZZTIME each (default 30s)
 	    echo "== $$pkg $$t"; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $${FUZZTIME:-30s} $$pkg || exit 1; done; done
 
 bench: build ## kcleanup vs its peers and the floor on a real broker, ~8 min (docs/benchmarks.md)
-	$(GO) build -o bin/kcbench ./cmd/kcbench
+	cd cmd/kcbench && $(GO) build -o ../../bin/kcbench .
 	$(KAFKA) test ./bin/kcbench
 
 bench-quick: build ## the same benchmarks with smaller inputs, 1-2 min
-	$(GO) build -o bin/kcbench ./cmd/kcbench
+	cd cmd/kcbench && $(GO) build -o ../../bin/kcbench .
 	$(KAFKA) test ./bin/kcbench -quick
 
 bench-go: ## Go micro-benchmarks of the core (go test -bench)

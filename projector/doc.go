@@ -15,7 +15,7 @@
 //	for _, r := range records { // in offset order, as read
 //		v := s.Step(r)          // v.Outcome: Accepted, Duplicate or Rejected
 //	}
-//	b := s.Boundary()           // what the recovery gate (package worker/gate) compares markers with
+//	b := s.Boundary()           // what the recovery gate (package gate) compares markers with
 //
 // # The rules, in the order Step applies them
 //
@@ -133,7 +133,7 @@
 //
 // # Recovery validation
 //
-// The recovery gate of docs/design.md §7 is package worker/gate: it reads Boundary,
+// The recovery gate of docs/design.md §7 is package gate: it reads Boundary,
 // BoundarySetBy, Binding, Degraded, AtRisk, Rejected and Retractions, and
 // it alone defines the reasons of a refusal. The transcripts' validate
 // directive shows its logical half on the fold:
@@ -235,7 +235,7 @@
 //
 // Not safe, which is why the control topic's settings (min.compaction.lag.ms
 // and delete.retention.ms long enough for a worker to repair, the rules of
-// package worker/gate) are checked by init, doctor, the workers and the gate:
+// package gate) are checked by init, doctor, the workers and the gate:
 //
 //   - Removing an accepted record whose overwrite is not repaired, with
 //     nothing else of its operation surviving: a COMMITTED never followed by

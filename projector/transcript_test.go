@@ -482,7 +482,7 @@ func maintHeaders(d *datadriven.TestData) []Header {
 type transcriptRefusal struct{ reason, message, hint string }
 
 // transcriptGate is the logical half of the recovery gate over the fold, in
-// the words of package worker/gate (which defines the reasons and applies
+// the words of package gate (which defines the reasons and applies
 // the same rules, with the control-topic and physical checks around them;
 // TestTranscriptReasonsAreTheGates there checks these words are its own):
 // degraded, then per marker the binding, then per partition of the boundary

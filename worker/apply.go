@@ -10,8 +10,8 @@ import (
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/fsm"
 	"github.com/kcleanup/kcleanup/projector"
-	"github.com/kcleanup/kcleanup/worker/protocol"
-	"github.com/kcleanup/kcleanup/worker/report"
+	"github.com/kcleanup/kcleanup/protocol"
+	"github.com/kcleanup/kcleanup/report"
 )
 
 // Errors a caller of Apply or Finish can act on (defined by package
@@ -28,9 +28,6 @@ var (
 	ErrDegraded = protocol.ErrDegraded
 )
 
-// Progress reports one step of the protocol as it happens.
-type Progress = protocol.Progress
-
 // Options tune Apply and Finish.
 type Options struct {
 	// Actor names the writer in control records; default Actor().
@@ -41,7 +38,7 @@ type Options struct {
 	// apply): the permission check before COMMITTED then covers the whole protocol.
 	FinishAfter bool
 	// Observe, when set, sees each step as it happens.
-	Observe func(Progress)
+	Observe func(protocol.Progress)
 	// Bootstrap is quoted in hints (the exact commands to run).
 	Bootstrap string
 	// DeleteRecordsTook, when set, sees how long each DeleteRecords request
@@ -54,7 +51,7 @@ type Options struct {
 
 func (o Options) say(step, format string, args ...any) {
 	if o.Observe != nil {
-		o.Observe(Progress{Step: step, Message: fmt.Sprintf(format, args...)})
+		o.Observe(protocol.Progress{Step: step, Message: fmt.Sprintf(format, args...)})
 	}
 }
 

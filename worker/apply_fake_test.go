@@ -11,9 +11,10 @@ import (
 
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/fsm"
+	"github.com/kcleanup/kcleanup/internal/workertest"
 	"github.com/kcleanup/kcleanup/projector"
+	"github.com/kcleanup/kcleanup/protocol"
 	"github.com/kcleanup/kcleanup/worker"
-	"github.com/kcleanup/kcleanup/worker/workertest"
 )
 
 func TestApplyOnFakeWalksTheLifecycle(t *testing.T) {
@@ -21,11 +22,11 @@ func TestApplyOnFakeWalksTheLifecycle(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	id := workertest.DataTopic(t, c, "action-state", 2, 200)
-	ctl := worker.ControlTopicFor("action-state")
+	ctl := protocol.ControlTopicFor("action-state")
 	proj := workertest.ControlProjection(t, ctx, c, ctl, "action-state")
 
 	var steps []string
-	o := worker.Options{Observe: func(p worker.Progress) { steps = append(steps, p.Step) }}
+	o := worker.Options{Observe: func(p protocol.Progress) { steps = append(steps, p.Step) }}
 	c1 := workertest.MustPlan(t, "C1", "action-state", id, events.Offsets{0: 150, 1: 120})
 	out, err := c.Apply(ctx, proj, c1, o)
 	if err != nil {
@@ -87,7 +88,7 @@ func TestApplyResumesAfterNoWait(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	id := workertest.DataTopic(t, c, "t", 1, 50)
-	ctl := worker.ControlTopicFor("t")
+	ctl := protocol.ControlTopicFor("t")
 	proj := workertest.ControlProjection(t, ctx, c, ctl, "t")
 	plan := workertest.MustPlan(t, "cp", "t", id, events.Offsets{0: 40})
 	out, err := c.Apply(ctx, proj, plan, worker.Options{NoWait: true})
@@ -138,7 +139,7 @@ func TestRepairRetractsRejectedKeysAfterTheGrace(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	id := workertest.DataTopic(t, c, "t", 1, 10)
-	ctl := worker.ControlTopicFor("t")
+	ctl := protocol.ControlTopicFor("t")
 	if err := c.EnsureControlTopic(ctx, ctl, "t", worker.Options{}); err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,7 @@ import (
 
 	"github.com/cockroachdb/errors"
 
-	"github.com/kcleanup/kcleanup/worker/gate"
+	"github.com/kcleanup/kcleanup/gate"
 )
 
 // ControlTopicSafe blocks cleanup on a control topic whose settings let the

@@ -14,7 +14,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kcleanup/kcleanup/events"
-	"github.com/kcleanup/kcleanup/worker/protocol"
+	"github.com/kcleanup/kcleanup/gate"
+	"github.com/kcleanup/kcleanup/protocol"
 )
 
 // ErrTopicNotFound is returned when a topic does not exist on the cluster.
@@ -38,7 +39,7 @@ func Connect(opts ...kgo.Opt) (*Cluster, error) {
 	own := append(slices.Clone(opts),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
-		kgo.ProducerBatchMaxBytes(MaxControlRecordBytes),
+		kgo.ProducerBatchMaxBytes(gate.MaxControlRecordBytes),
 	)
 	cl, err := kgo.NewClient(own...)
 	if err != nil {
@@ -57,10 +58,6 @@ func (c *Cluster) Client() *kgo.Client { return c.cl }
 // with (seed brokers, TLS, SASL), for callers that need a client of their own:
 // the worker's consumer-group member, a test's raw reader.
 func (c *Cluster) ConnOpts() []kgo.Opt { return slices.Clone(c.opts) }
-
-// TopicInfo is what the protocol needs to know about a topic at one moment
-// (protocol.Topic).
-type TopicInfo = protocol.Topic
 
 // TopicIDString renders a topic ID the way Kafka's tools print it. kadm's
 // TopicID.String uses padded standard base64, which is not Kafka's text form.
@@ -108,8 +105,8 @@ func (c *Cluster) HighWatermarks(ctx context.Context, topics ...string) (map[str
 // TopicMetadata returns a topic's ID and partitions from an uncached Metadata
 // request: kadm.Metadata may answer from a cache for seconds, long enough to
 // miss a deleted and recreated topic.
-func (c *Cluster) TopicMetadata(ctx context.Context, topic string) (TopicInfo, error) {
-	info := TopicInfo{Name: topic}
+func (c *Cluster) TopicMetadata(ctx context.Context, topic string) (protocol.Topic, error) {
+	info := protocol.Topic{Name: topic}
 	req := kmsg.NewPtrMetadataRequest()
 	rt := kmsg.NewMetadataRequestTopic()
 	rt.Topic = kmsg.StringPtr(topic)
@@ -127,7 +124,7 @@ func (c *Cluster) TopicMetadata(ctx context.Context, topic string) (TopicInfo, e
 				return info, errors.Mark(errors.Newf("topic %q does not exist", topic), ErrTopicNotFound)
 			}
 			return info, c.denied(errors.Wrapf(err, "metadata for topic %q", topic),
-				Permission{Operation: "Describe", ResourceType: "topic", Resource: topic, For: "read the topic's metadata"})
+				protocol.Permission{Operation: "Describe", ResourceType: "topic", Resource: topic, For: "read the topic's metadata"})
 		}
 		for _, p := range t.Partitions {
 			info.Partitions = append(info.Partitions, p.Partition)
@@ -143,7 +140,7 @@ func (c *Cluster) TopicMetadata(ctx context.Context, topic string) (TopicInfo, e
 }
 
 // DescribeTopic gathers a topic's ID, partitions, configs and offsets.
-func (c *Cluster) DescribeTopic(ctx context.Context, topic string) (TopicInfo, error) {
+func (c *Cluster) DescribeTopic(ctx context.Context, topic string) (protocol.Topic, error) {
 	info, err := c.TopicMetadata(ctx, topic)
 	if err != nil {
 		return info, err
@@ -162,7 +159,7 @@ func (c *Cluster) DescribeTopic(ctx context.Context, topic string) (TopicInfo, e
 
 // TopicConfigs returns the effective value of every config of a topic.
 func (c *Cluster) TopicConfigs(ctx context.Context, topic string) (map[string]string, error) {
-	perm := Permission{Operation: "DescribeConfigs", ResourceType: "topic", Resource: topic, For: "read the topic's configs"}
+	perm := protocol.Permission{Operation: "DescribeConfigs", ResourceType: "topic", Resource: topic, For: "read the topic's configs"}
 	rcs, err := c.adm.DescribeTopicConfigs(ctx, topic)
 	if err != nil {
 		return nil, c.denied(errors.Wrapf(err, "describe configs of topic %q", topic), perm)
@@ -185,14 +182,14 @@ func (c *Cluster) TopicConfigs(ctx context.Context, topic string) (map[string]st
 func (c *Cluster) StartOffsets(ctx context.Context, topic string) (events.Offsets, error) {
 	lo, err := c.adm.ListStartOffsets(ctx, topic)
 	out, err := listed(lo, err, topic, "log-start")
-	return out, c.denied(err, Permission{Operation: "Describe", ResourceType: "topic", Resource: topic, For: "list the topic's offsets"})
+	return out, c.denied(err, protocol.Permission{Operation: "Describe", ResourceType: "topic", Resource: topic, For: "list the topic's offsets"})
 }
 
 // EndOffsets lists the high watermark of every partition of a topic.
 func (c *Cluster) EndOffsets(ctx context.Context, topic string) (events.Offsets, error) {
 	lo, err := c.adm.ListEndOffsets(ctx, topic)
 	out, err := listed(lo, err, topic, "end")
-	return out, c.denied(err, Permission{Operation: "Describe", ResourceType: "topic", Resource: topic, For: "list the topic's offsets"})
+	return out, c.denied(err, protocol.Permission{Operation: "Describe", ResourceType: "topic", Resource: topic, For: "list the topic's offsets"})
 }
 
 // CommittedOffsets lists the last stable offset of every partition of a topic: the end a
@@ -200,7 +197,7 @@ func (c *Cluster) EndOffsets(ctx context.Context, topic string) (events.Offsets,
 func (c *Cluster) CommittedOffsets(ctx context.Context, topic string) (events.Offsets, error) {
 	lo, err := c.adm.ListCommittedOffsets(ctx, topic)
 	out, err := listed(lo, err, topic, "last stable")
-	return out, c.denied(err, Permission{Operation: "Describe", ResourceType: "topic", Resource: topic, For: "list the topic's offsets"})
+	return out, c.denied(err, protocol.Permission{Operation: "Describe", ResourceType: "topic", Resource: topic, For: "list the topic's offsets"})
 }
 
 func listed(lo kadm.ListedOffsets, err error, topic, what string) (events.Offsets, error) {

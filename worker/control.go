@@ -16,10 +16,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kcleanup/kcleanup/events"
+	"github.com/kcleanup/kcleanup/gate"
 	"github.com/kcleanup/kcleanup/projector"
 	"github.com/kcleanup/kcleanup/projector/flinkagents"
-	"github.com/kcleanup/kcleanup/worker/gate"
-	"github.com/kcleanup/kcleanup/worker/report"
+	"github.com/kcleanup/kcleanup/protocol"
+	"github.com/kcleanup/kcleanup/report"
 )
 
 // ErrNotCaughtUp means a projection could not prove it has read the control
@@ -183,7 +184,7 @@ func (p *Projection) CatchUp(ctx context.Context) error {
 	case errors.Is(err, ErrNotCaughtUp):
 		return err
 	case err != nil:
-		return p.cluster.denied(err, Permission{Operation: "Describe", ResourceType: "topic", Resource: p.Topic, For: "read the end of the control topic"})
+		return p.cluster.denied(err, protocol.Permission{Operation: "Describe", ResourceType: "topic", Resource: p.Topic, For: "read the end of the control topic"})
 	}
 	return p.readTo(ctx, end)
 }

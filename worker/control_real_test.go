@@ -9,9 +9,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/kcleanup/kcleanup/events"
+	"github.com/kcleanup/kcleanup/internal/kafkatest"
+	"github.com/kcleanup/kcleanup/internal/workertest"
 	"github.com/kcleanup/kcleanup/projector"
-	"github.com/kcleanup/kcleanup/worker/kafkatest"
-	"github.com/kcleanup/kcleanup/worker/workertest"
 )
 
 // A plan over enough partitions makes control records larger

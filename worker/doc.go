@@ -18,16 +18,12 @@
 // process acts only on a COMMITTED it read back from the log, through a
 // projection that proved it was caught up.
 //
-// Where the rest of the worker lives:
+// Beside it: worker/daemon (the long-running replicated worker, `kcleanup
+// worker`), worker/console (its pages and the audit report) and
+// worker/clientconfig (--command-config). The pure deciders it executes are
+// the floors below: report, gate and protocol (docs/architecture.md); it
+// re-exports none of their names.
 //
-//   - worker/daemon: the long-running replicated worker (`kcleanup worker`):
-//     group ownership, views, loops, HTTP, metrics. It imports worker.
-//   - worker/report: the pure documents the CLI and HTTP both render (the
-//     status document, the worker status, formats). worker imports it:
-//     Projection.Source is what report.StatusOf builds the status from.
-//   - worker/workertest: fixtures the tests of worker and the packages above
-//     it share (a Cluster on kfake, a data topic, a projection, a plan).
-//
-// Imports flow one way: cmd → worker/daemon → worker → worker/report →
-// (worker/gate, worker/protocol) → projector → fsm → events.
+// Imports flow one way: cmd → worker/console → worker/daemon → worker →
+// report → {gate, protocol} → projector → fsm → events.
 package worker

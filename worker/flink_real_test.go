@@ -12,11 +12,11 @@ import (
 
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/fsm"
+	"github.com/kcleanup/kcleanup/internal/kafkatest"
+	"github.com/kcleanup/kcleanup/internal/workertest"
 	"github.com/kcleanup/kcleanup/projector/flinkagents"
+	"github.com/kcleanup/kcleanup/report"
 	"github.com/kcleanup/kcleanup/worker"
-	"github.com/kcleanup/kcleanup/worker/kafkatest"
-	"github.com/kcleanup/kcleanup/worker/report"
-	"github.com/kcleanup/kcleanup/worker/workertest"
 )
 
 // flinkFixture is a data topic with 100 records per partition and a control

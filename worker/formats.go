@@ -5,7 +5,7 @@ import (
 
 	"github.com/kcleanup/kcleanup/projector"
 	"github.com/kcleanup/kcleanup/projector/flinkagents"
-	"github.com/kcleanup/kcleanup/worker/report"
+	"github.com/kcleanup/kcleanup/report"
 )
 
 // formatCount counts records by the format of their key.

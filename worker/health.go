@@ -6,6 +6,8 @@ import (
 
 	"github.com/cockroachdb/errors"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kcleanup/kcleanup/protocol"
 )
 
 // The Kafka APIs kcleanup cannot work without.
@@ -20,36 +22,36 @@ const (
 // finding per broker, whether it supports DeleteRecords (API key 21) and
 // topic IDs in Metadata (v10 or newer). An error means the cluster did not
 // answer at all.
-func (c *Cluster) CheckBrokers(ctx context.Context) ([]Finding, error) {
+func (c *Cluster) CheckBrokers(ctx context.Context) ([]protocol.Finding, error) {
 	vs, err := c.adm.ApiVersions(ctx)
 	if err != nil {
 		return nil, errors.Wrap(err, "ask the brokers for their API versions")
 	}
-	var out []Finding
+	var out []protocol.Finding
 	deleteKey, metadataKey := kmsg.DeleteRecords.Int16(), kmsg.Metadata.Int16()
 	for _, v := range vs.Sorted() {
 		subject := fmt.Sprintf("broker %d", v.NodeID)
 		if v.Err != nil {
-			out = append(out, finding(Warn, subject, fmt.Sprintf("did not answer ApiVersions: %v", v.Err),
+			out = append(out, finding(protocol.Warn, subject, fmt.Sprintf("did not answer ApiVersions: %v", v.Err),
 				"check that the broker is up; kcleanup needs every broker that leads a partition of the data topic"))
 			continue
 		}
-		var problems []Finding
+		var problems []protocol.Finding
 		_, delMax, hasDelete := v.KeyVersions(deleteKey)
 		if !hasDelete {
-			problems = append(problems, finding(Block, subject,
+			problems = append(problems, finding(protocol.Block, subject,
 				fmt.Sprintf("does not support DeleteRecords (API key %d): kcleanup cannot delete anything", deleteKey),
 				"upgrade the broker to Apache Kafka 2.8 or newer"))
 		}
 		metaMax, _ := v.KeyMaxVersion(metadataKey)
 		if metaMax < minMetadataWithTopicIDs {
-			problems = append(problems, finding(Block, subject,
+			problems = append(problems, finding(protocol.Block, subject,
 				fmt.Sprintf("answers Metadata only up to v%d, without topic IDs (v%d+): a recreated topic could not be told apart",
 					metaMax, minMetadataWithTopicIDs),
 				"upgrade the broker to Apache Kafka 2.8 or newer"))
 		}
 		if len(problems) == 0 {
-			problems = append(problems, finding(OK, subject,
+			problems = append(problems, finding(protocol.OK, subject,
 				fmt.Sprintf("supports DeleteRecords (up to v%d) and topic IDs (Metadata up to v%d)", delMax, metaMax), ""))
 		}
 		out = append(out, problems...)

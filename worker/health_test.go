@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kcleanup/kcleanup/worker"
-	"github.com/kcleanup/kcleanup/worker/workertest"
+	"github.com/kcleanup/kcleanup/internal/workertest"
+	"github.com/kcleanup/kcleanup/protocol"
 )
 
 func TestCheckBrokersOnFake(t *testing.T) {
@@ -15,7 +15,7 @@ func TestCheckBrokersOnFake(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	fs, err := c.CheckBrokers(ctx)
-	if err != nil || len(fs) != 1 || fs[0].Severity != worker.OK || !strings.Contains(fs[0].Message, "supports DeleteRecords") {
+	if err != nil || len(fs) != 1 || fs[0].Severity != protocol.OK || !strings.Contains(fs[0].Message, "supports DeleteRecords") {
 		t.Fatalf("findings %+v, %v", fs, err)
 	}
 }

@@ -3,7 +3,7 @@ package worker_test
 import (
 	"testing"
 
-	"github.com/kcleanup/kcleanup/worker/kafkatest"
+	"github.com/kcleanup/kcleanup/internal/kafkatest"
 )
 
 // TestMain ends the Docker broker of the real-broker tests, if one was started.

@@ -12,8 +12,7 @@ import (
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/projector"
 	"github.com/kcleanup/kcleanup/projector/flinkagents"
-	"github.com/kcleanup/kcleanup/worker/mirrorcheck"
-	"github.com/kcleanup/kcleanup/worker/protocol"
+	"github.com/kcleanup/kcleanup/protocol"
 )
 
 // MirrorTransactionalID is the one transactional.id every kcleanup process
@@ -163,9 +162,9 @@ func (c *Cluster) AttachMirror(ctx context.Context, proj *Projection, mirror, re
 	if err != nil {
 		return projector.Mirror{}, err
 	}
-	// The operator-facing attach rules are package mirrorcheck's (init,
+	// The operator-facing attach rules are package protocol's (AttachMirror, AssessMirror) (init,
 	// doctor and status decide with them too).
-	if err := mirrorcheck.Attach(proj.State, proj.Topic, mirrorcheck.View{Topic: view.Topic, Missing: view.Missing, TopicID: view.TopicID,
+	if err := protocol.AttachMirror(proj.State, proj.Topic, protocol.MirrorView{Topic: view.Topic, Missing: view.Missing, TopicID: view.TopicID,
 		Partitions: view.Partitions, CleanupPolicy: view.CleanupPolicy, MaxMessageBytes: view.MaxMessageBytes, Fold: view.Fold}, bootstrapOr(o.Bootstrap)); err != nil {
 		return projector.Mirror{}, err
 	}

@@ -60,7 +60,7 @@ import (
 	"strings"
 
 	"github.com/kcleanup/kcleanup/projector"
-	"github.com/kcleanup/kcleanup/worker/protocol"
+	"github.com/kcleanup/kcleanup/worker/protocol" // where the old build kept it
 )
 
 func main() {

@@ -8,8 +8,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kcleanup/kcleanup/events"
-	"github.com/kcleanup/kcleanup/worker"
-	"github.com/kcleanup/kcleanup/worker/workertest"
+	"github.com/kcleanup/kcleanup/internal/workertest"
+	"github.com/kcleanup/kcleanup/protocol"
 )
 
 // A tombstone over the MIRROR_ATTACHED that decides the mirror (any
@@ -21,7 +21,7 @@ func TestRepairReappendsTheDecidingMirrorEvent(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	workertest.DataTopic(t, c, "action-state", 1, 10)
-	ctl := worker.ControlTopicFor("action-state")
+	ctl := protocol.ControlTopicFor("action-state")
 	proj := workertest.ControlProjection(t, ctx, c, ctl, "action-state")
 	att := events.NewMirrorEvent(events.MirrorAttached, events.Mirror{Topic: "action-state.flink", TopicID: "AAECAwQFBgcICQoLDA0ODw", Reason: "test"}, time.Now().UTC(), "test")
 	if v, err := proj.Decide(ctx, att); err != nil || v.Outcome != "accepted" {

@@ -6,12 +6,11 @@ import (
 	"github.com/cockroachdb/errors"
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"github.com/kcleanup/kcleanup/worker/mirrorcheck"
-	"github.com/kcleanup/kcleanup/worker/protocol"
+	"github.com/kcleanup/kcleanup/protocol"
 )
 
 // The operator's side of the Flink Agents mirror: read it, create it,
-// assess how it stands. The rules are package mirrorcheck's; the apply
+// assess how it stands. The rules are package protocol's (AttachMirror, AssessMirror); the apply
 // protocol's mirror steps are package protocol's.
 
 // MirrorTopicConfigs are the configs kcleanup creates a mirror topic with:
@@ -46,29 +45,29 @@ func (c *Cluster) CreateMirrorTopic(ctx context.Context, name string, replicatio
 }
 
 // AssessMirror reads the attached mirror and says how it stands against
-// the boundary (mirrorcheck.Assess); ok is false when none is attached.
-// ctl is copied out of the projection first (mirrorcheck.ControlOf), so
+// the boundary (protocol.AssessMirror); ok is false when none is attached.
+// ctl is copied out of the projection first (protocol.MirrorControlOf), so
 // the projection is not held while the mirror is read. With checkWrite,
 // this client's permissions to write it are probed too.
-func (c *Cluster) AssessMirror(ctx context.Context, ctl mirrorcheck.Control, checkWrite bool, bootstrap string) (mirrorcheck.Assessment, bool, error) {
+func (c *Cluster) AssessMirror(ctx context.Context, ctl protocol.MirrorControl, checkWrite bool, bootstrap string) (protocol.MirrorAssessment, bool, error) {
 	if !ctl.Attached {
-		return mirrorcheck.Assessment{}, false, nil
+		return protocol.MirrorAssessment{}, false, nil
 	}
 	topic := ctl.Mirror.Topic
 	v, err := c.ReadMirror(ctx, topic)
 	if err != nil && !IsAuthorizationError(err) {
-		return mirrorcheck.Assessment{}, true, err
+		return protocol.MirrorAssessment{}, true, err
 	}
 	if err != nil { // cannot even read it
-		return mirrorcheck.Unreadable(ctl, c.denied(err, protocol.MirrorRead(topic))), true, nil
+		return protocol.UnreadableMirror(ctl, c.denied(err, protocol.MirrorRead(topic))), true, nil
 	}
 	var writeErr error
 	if checkWrite && !v.Missing {
 		missing, err := c.MissingPermissions(ctx, protocol.MirrorNeeds(topic))
 		if err != nil {
-			return mirrorcheck.Assessment{}, true, err
+			return protocol.MirrorAssessment{}, true, err
 		}
 		writeErr = protocol.Unauthorized(missing, c.principal, bootstrap)
 	}
-	return mirrorcheck.Assess(ctl, v, writeErr), true, nil
+	return protocol.AssessMirror(ctl, v, writeErr), true, nil
 }

@@ -7,26 +7,17 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/kcleanup/kcleanup/worker/protocol"
+	"github.com/kcleanup/kcleanup/protocol"
 )
 
-// ErrUnauthorized marks an error caused by a missing ACL (protocol.ErrUnauthorized). It is
-// also ErrBlocked: retrying cannot help until an operator grants the permission the message
-// names.
-var ErrUnauthorized = protocol.ErrUnauthorized
-
-// Permission is one ACL a step of the protocol needs, spelled as kafka-acls spells it
-// (protocol.Permission: which ones a run needs is the protocol's decision).
-type Permission = protocol.Permission
-
 // FinishPermissions are what finishing a COMMITTED operation needs (protocol.FinishNeeds).
-func FinishPermissions(controlTopic, dataTopic string) []Permission {
+func FinishPermissions(controlTopic, dataTopic string) []protocol.Permission {
 	return protocol.FinishNeeds(controlTopic, dataTopic)
 }
 
 // ApplyPermissions are what apply needs before it writes COMMITTED (protocol.ApplyNeeds):
 // with --no-wait only the control topic (a worker finishes), otherwise FinishPermissions.
-func ApplyPermissions(controlTopic, dataTopic string, noWait bool) []Permission {
+func ApplyPermissions(controlTopic, dataTopic string, noWait bool) []protocol.Permission {
 	return protocol.ApplyNeeds(controlTopic, dataTopic, noWait, false)
 }
 
@@ -58,7 +49,7 @@ var aclOperation = map[string]kmsg.ACLOperation{
 // (protocol.Unauthorized words it, with the kafka-acls commands that grant them). Group
 // permissions are not reported by Metadata and are not checked here. An error means the
 // brokers did not say.
-func (c *Cluster) MissingPermissions(ctx context.Context, need []Permission) ([]Permission, error) {
+func (c *Cluster) MissingPermissions(ctx context.Context, need []protocol.Permission) ([]protocol.Permission, error) {
 	req := kmsg.NewPtrMetadataRequest()
 	req.IncludeTopicAuthorizedOperations = true
 	seen := map[string]bool{}
@@ -88,7 +79,7 @@ func (c *Cluster) MissingPermissions(ctx context.Context, need []Permission) ([]
 			return nil, errors.Wrapf(err, "metadata for topic %q", *t.Topic)
 		}
 	}
-	var missing []Permission
+	var missing []protocol.Permission
 	for _, p := range need {
 		if p.ResourceType != "topic" {
 			continue
@@ -108,7 +99,7 @@ func (c *Cluster) MissingPermissions(ctx context.Context, need []Permission) ([]
 // denied turns a Kafka authorization error into one that names the permission, keeping err
 // in the chain (errors.Is still finds the Kafka error); any other error is returned as is
 // (protocol.DeniedError decides which are).
-func (c *Cluster) denied(err error, p Permission) error {
+func (c *Cluster) denied(err error, p protocol.Permission) error {
 	return protocol.DeniedError(err, KafkaCode(err), p, c.principal)
 }
 
@@ -121,7 +112,7 @@ func (c *Cluster) GroupDenied(err error, group string) error {
 // IsAuthorizationError reports whether err is a Kafka authorization failure (a missing ACL:
 // protocol.Denied).
 func IsAuthorizationError(err error) bool {
-	return errors.Is(err, ErrUnauthorized) || protocol.Denied(KafkaCode(err))
+	return errors.Is(err, protocol.ErrUnauthorized) || protocol.Denied(KafkaCode(err))
 }
 
 // KafkaCode is the Kafka error code a broker answered somewhere in err's chain, 0 when none:

@@ -6,8 +6,8 @@ import (
 	"github.com/cockroachdb/errors"
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/kcleanup/kcleanup/protocol"
 	"github.com/kcleanup/kcleanup/worker"
-	"github.com/kcleanup/kcleanup/worker/protocol"
 )
 
 // The protocol classifies failures by Kafka error code (protocol/access.go): its numbers are

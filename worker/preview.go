@@ -7,7 +7,7 @@ import (
 
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/projector"
-	"github.com/kcleanup/kcleanup/worker/report"
+	"github.com/kcleanup/kcleanup/report"
 )
 
 // Preview computes what applying plan would do (report.Preview). It reads

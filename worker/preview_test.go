@@ -9,9 +9,10 @@ import (
 	"github.com/cockroachdb/errors"
 
 	"github.com/kcleanup/kcleanup/events"
+	"github.com/kcleanup/kcleanup/internal/workertest"
+	"github.com/kcleanup/kcleanup/protocol"
+	"github.com/kcleanup/kcleanup/report"
 	"github.com/kcleanup/kcleanup/worker"
-	"github.com/kcleanup/kcleanup/worker/report"
-	"github.com/kcleanup/kcleanup/worker/workertest"
 )
 
 func TestPreviewOnFake(t *testing.T) {
@@ -19,7 +20,7 @@ func TestPreviewOnFake(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	id := workertest.DataTopic(t, c, "t", 2, 100)
-	ctl := worker.ControlTopicFor("t")
+	ctl := protocol.ControlTopicFor("t")
 
 	// No control topic: no boundary, and Preview does not create one.
 	pv, err := c.Preview(ctx, ctl, workertest.MustPlan(t, "C1", "t", id, events.Offsets{0: 40, 1: 60}), worker.Options{})
@@ -68,7 +69,7 @@ func TestPrepareControlTopicOnlyForAPlanThatPasses(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	id := workertest.DataTopic(t, c, "t", 1, 10)
-	ctl := worker.ControlTopicFor("t")
+	ctl := protocol.ControlTopicFor("t")
 
 	err := c.PrepareControlTopic(ctx, ctl, workertest.MustPlan(t, "C1", "t", id, events.Offsets{0: 11}), worker.Options{})
 	if !errors.Is(err, worker.ErrRejected) || !strings.Contains(err.Error(), "outside the available range [0, 10]") {
@@ -78,7 +79,7 @@ func TestPrepareControlTopicOnlyForAPlanThatPasses(t *testing.T) {
 		t.Fatalf("a refused plan created the control topic: %v", err)
 	}
 	var said []string
-	o := worker.Options{Observe: func(p worker.Progress) { said = append(said, p.Step) }}
+	o := worker.Options{Observe: func(p protocol.Progress) { said = append(said, p.Step) }}
 	if err := c.PrepareControlTopic(ctx, ctl, workertest.MustPlan(t, "C1", "t", id, events.Offsets{0: 10}), o); err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/fsm"
 	"github.com/kcleanup/kcleanup/projector"
-	"github.com/kcleanup/kcleanup/worker/protocol"
+	"github.com/kcleanup/kcleanup/protocol"
 )
 
 // Recommit is the one repair a worker makes for an operation whose

@@ -8,8 +8,9 @@ import (
 
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/fsm"
+	"github.com/kcleanup/kcleanup/internal/workertest"
+	"github.com/kcleanup/kcleanup/protocol"
 	"github.com/kcleanup/kcleanup/worker"
-	"github.com/kcleanup/kcleanup/worker/workertest"
 )
 
 // A control topic whose latest COMMITTED the cleaner erased: the plan's
@@ -20,7 +21,7 @@ func TestRecommitOnlyWhereNothingMoreIsDeleted(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	id := workertest.DataTopic(t, c, "action-state", 1, 400)
-	ctl := worker.ControlTopicFor("action-state")
+	ctl := protocol.ControlTopicFor("action-state")
 	proj := workertest.ControlProjection(t, ctx, c, ctl, "action-state")
 	o := worker.Options{Actor: "test"}
 

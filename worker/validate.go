@@ -7,7 +7,8 @@ import (
 	"github.com/cockroachdb/errors"
 
 	"github.com/kcleanup/kcleanup/events"
-	"github.com/kcleanup/kcleanup/worker/gate"
+	"github.com/kcleanup/kcleanup/gate"
+	"github.com/kcleanup/kcleanup/protocol"
 )
 
 // ValidateOptions says where the recovery gate looks.
@@ -112,7 +113,7 @@ func (c *Cluster) dataFacts(ctx context.Context, topic string, explain func(erro
 	if err == nil {
 		// ListOffsets addresses the topic by name: ask for its ID again, so
 		// that offsets of another incarnation are never judged as this one's.
-		var again TopicInfo
+		var again protocol.Topic
 		if again, err = c.TopicMetadata(ctx, topic); err == nil && again.ID != info.ID {
 			err = errors.Newf("topic %q was deleted and recreated while it was checked (topic ID %s, then %s)", topic, info.ID, again.ID)
 		}

@@ -12,7 +12,7 @@
 # the broker has a SASL_SSL listener (SCRAM-SHA-512, SCRAM-SHA-256, PLAIN) and an SSL listener
 # that requires a client certificate; StandardAuthorizer with allow.everyone.if.no.acl.found=false.
 # The PLAINTEXT principal (User:ANONYMOUS) and User:admin are super users. The CA and broker
-# certificate are made once by worker/kafkatest/cmd/devcerts and cached in .kafka/tls/; the
+# certificate are made once by internal/kafkatest/cmd/devcerts and cached in .kafka/tls/; the
 # secured listeners' addresses and the admin's credentials are in .kafka/secure/ (docs/testing.md).
 set -euo pipefail
 
@@ -65,9 +65,9 @@ run_java() {
     -Dlog4j2.configurationFile="$here/log4j2-tools.properties" -cp "$lib/*" "$@"
 }
 
-# waitkafka waits for a Metadata answer (worker/kafkatest/cmd/waitkafka; go build is cached).
+# waitkafka waits for a Metadata answer (internal/kafkatest/cmd/waitkafka; go build is cached).
 waitkafka() {
-  (cd "$root" && go build -o "$state/waitkafka" ./worker/kafkatest/cmd/waitkafka) || die "cannot build waitkafka"
+  (cd "$root" && go build -o "$state/waitkafka" ./internal/kafkatest/cmd/waitkafka) || die "cannot build waitkafka"
   "$state/waitkafka" "$@"
 }
 
@@ -75,7 +75,7 @@ waitkafka() {
 # invisible.
 make_certs() {
   [[ -s $tls/ca.pem && -s $tls/ca-key.pem && -s $tls/broker.pem ]] && return
-  (cd "$root" && go build -o "$state/devcerts" ./worker/kafkatest/cmd/devcerts) || die "cannot build devcerts"
+  (cd "$root" && go build -o "$state/devcerts" ./internal/kafkatest/cmd/devcerts) || die "cannot build devcerts"
   local tmp="$tls.tmp.$$"
   rm -rf "$tmp"
   "$state/devcerts" "$tmp" || die "cannot create the development CA and broker certificate"
@@ -277,7 +277,7 @@ test_cmd() {
   exec 8>"$state/users.lock"
   flock -s 8
   KCLEANUP_TEST_BOOTSTRAP=$(up test)
-  KCLEANUP_TEST_SECURE=$secure # the secured listeners (worker/kafkatest.Secure)
+  KCLEANUP_TEST_SECURE=$secure # the secured listeners (internal/kafkatest.Secure)
   export KCLEANUP_TEST_BOOTSTRAP KCLEANUP_TEST_SECURE
   trap release EXIT # also on failure or Ctrl-C; the exit status stays CMD's
   "$@"

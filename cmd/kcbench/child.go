@@ -23,6 +23,7 @@ import (
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/fsm"
 	"github.com/kcleanup/kcleanup/projector"
+	"github.com/kcleanup/kcleanup/protocol"
 	"github.com/kcleanup/kcleanup/worker"
 )
 
@@ -225,7 +226,7 @@ func childApply(ctx context.Context, bootstrap, control, planFile string) (child
 	// Time each step of the protocol: from the previous step's report to
 	// this one's (Observe is called as each step completes).
 	last := time.Now()
-	observe := func(pr worker.Progress) {
+	observe := func(pr protocol.Progress) {
 		now := time.Now()
 		res["step "+pr.Step] += now.Sub(last).Seconds()
 		last = now

@@ -16,7 +16,7 @@ import (
 	"github.com/cockroachdb/errors"
 	"github.com/twmb/franz-go/pkg/kadm"
 
-	"github.com/kcleanup/kcleanup/worker/gate"
+	"github.com/kcleanup/kcleanup/gate"
 )
 
 // fleetWorkers is B6's fleet size: three replicas, as docs/deploy.md runs.

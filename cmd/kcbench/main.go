@@ -15,8 +15,9 @@ import (
 
 	"github.com/cockroachdb/errors"
 
-	"github.com/kcleanup/kcleanup/worker/kafkatest/repo"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kcleanup/kcleanup/internal/repo"
 )
 
 func main() {

@@ -8,6 +8,7 @@ import (
 	"github.com/cockroachdb/errors"
 	"github.com/spf13/cobra"
 
+	"github.com/kcleanup/kcleanup/protocol"
 	"github.com/kcleanup/kcleanup/worker"
 )
 
@@ -61,7 +62,7 @@ func runAdopt(ctx context.Context, g globalOptions, from string, attach bool, st
 	defer cancel()
 	opts := worker.Options{
 		Bootstrap: g.bootstrap(),
-		Observe:   func(p worker.Progress) { fmt.Fprintf(stderr, "[%s] %s\n", p.Step, p.Message) },
+		Observe:   func(p protocol.Progress) { fmt.Fprintf(stderr, "[%s] %s\n", p.Step, p.Message) },
 	}
 	// The data topic, hence the default control topic, is the plans'.
 	src, err := c.PrepareAdoption(ctx, from)

@@ -11,9 +11,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kcleanup/kcleanup/events"
+	"github.com/kcleanup/kcleanup/internal/kafkatest"
+	"github.com/kcleanup/kcleanup/protocol"
+	"github.com/kcleanup/kcleanup/report"
 	"github.com/kcleanup/kcleanup/worker"
-	"github.com/kcleanup/kcleanup/worker/kafkatest"
-	"github.com/kcleanup/kcleanup/worker/report"
 )
 
 // flinkControl creates a control topic in Flink Agents' format holding recs
@@ -57,10 +58,10 @@ func TestAdoptFromFlinkAgents(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &ad); err != nil {
 		t.Fatal(err)
 	}
-	if !ad.Boundary.Equal(events.Offsets{0: 60, 1: 20}) || ad.ControlTopic != worker.ControlTopicFor(topic) || len(ad.Plans) != 2 {
+	if !ad.Boundary.Equal(events.Offsets{0: 60, 1: 20}) || ad.ControlTopic != protocol.ControlTopicFor(topic) || len(ad.Plans) != 2 {
 		t.Fatalf("adoption %+v", ad)
 	}
-	st := e.status(t, worker.ControlTopicFor(topic))
+	st := e.status(t, protocol.ControlTopicFor(topic))
 	if !st.Boundary.Equal(events.Offsets{0: 60, 1: 20}) {
 		t.Fatalf("status boundary %v", st.Boundary)
 	}
@@ -83,7 +84,7 @@ func TestAdoptFromFlinkAgents(t *testing.T) {
 	bad := e.flinkControl(t, flinkRecord("APPLIED", q), flinkRecord("COMMITTED", q))
 	code, _, stderr = e.run(t, "adopt", "--from", bad)
 	opWantFailure(t, code, stderr, 1, "regressed applied plan", "nothing written")
-	if _, exists := e.controlRecords(t, worker.ControlTopicFor(topic2)); exists {
+	if _, exists := e.controlRecords(t, protocol.ControlTopicFor(topic2)); exists {
 		t.Error("a refused adoption created the control topic")
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/fsm"
+	"github.com/kcleanup/kcleanup/protocol"
 	"github.com/kcleanup/kcleanup/worker"
 )
 
@@ -69,7 +70,7 @@ type applyReport struct {
 	LiveLogStart      events.Offsets `json:"liveLogStart,omitempty"`
 	LiveLogStartError string         `json:"liveLogStartError,omitempty"`
 	// Steps are the steps this run took, as printed to standard error.
-	Steps []worker.Progress `json:"steps"`
+	Steps []protocol.Progress `json:"steps"`
 }
 
 func runApply(ctx context.Context, g globalOptions, path string, o applyOptions, stdin io.Reader, stdout, stderr io.Writer) error {
@@ -83,10 +84,10 @@ func runApply(ctx context.Context, g globalOptions, path string, o applyOptions,
 	}
 	defer s.close()
 
-	rep := applyReport{PlanID: plan.PlanID, Topic: plan.Topic, ControlTopic: s.proj.Topic, Steps: []worker.Progress{}}
+	rep := applyReport{PlanID: plan.PlanID, Topic: plan.Topic, ControlTopic: s.proj.Topic, Steps: []protocol.Progress{}}
 	opts := s.opts
 	say := opts.Observe
-	opts.Observe = func(p worker.Progress) {
+	opts.Observe = func(p protocol.Progress) {
 		rep.Steps = append(rep.Steps, p)
 		say(p)
 	}

@@ -11,20 +11,21 @@ import (
 
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/fsm"
+	"github.com/kcleanup/kcleanup/internal/kafkatest"
+	"github.com/kcleanup/kcleanup/protocol"
 	"github.com/kcleanup/kcleanup/worker"
-	"github.com/kcleanup/kcleanup/worker/kafkatest"
 )
 
 // opApplyDoc is the part of `apply -o json` the tests read.
 type opApplyDoc struct {
-	SchemaVersion  int               `json:"schemaVersion"`
-	PlanID         string            `json:"planId"`
-	State          fsm.State         `json:"state"`
-	AlreadyApplied bool              `json:"alreadyApplied"`
-	Boundary       events.Offsets    `json:"boundary"`
-	LogStart       events.Offsets    `json:"logStart"`
-	LiveLogStart   events.Offsets    `json:"liveLogStart"`
-	Steps          []worker.Progress `json:"steps"`
+	SchemaVersion  int                 `json:"schemaVersion"`
+	PlanID         string              `json:"planId"`
+	State          fsm.State           `json:"state"`
+	AlreadyApplied bool                `json:"alreadyApplied"`
+	Boundary       events.Offsets      `json:"boundary"`
+	LogStart       events.Offsets      `json:"logStart"`
+	LiveLogStart   events.Offsets      `json:"liveLogStart"`
+	Steps          []protocol.Progress `json:"steps"`
 }
 
 func opDecodeApply(t *testing.T, stdout string) opApplyDoc {
@@ -45,7 +46,7 @@ func opDecodeApply(t *testing.T, stdout string) opApplyDoc {
 func TestApplyEndToEnd(t *testing.T) {
 	e := opTestEnv(t)
 	topic, id := e.dataTopic(t, 2, 200, opGoodDataConfigs())
-	control := worker.ControlTopicFor(topic)
+	control := protocol.ControlTopicFor(topic)
 	plan, path := opTestPlan(t, t.TempDir(), "chk-7", topic, id, events.Offsets{0: 150, 1: 100})
 
 	code, stdout, stderr := e.run(t, "-o", "json", "apply", path)
@@ -127,7 +128,7 @@ func TestApplyRefusalsLeaveKafkaUnchanged(t *testing.T) {
 		if err := os.WriteFile(path, []byte(edited), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		control := worker.ControlTopicFor(topic)
+		control := protocol.ControlTopicFor(topic)
 		before := e.snapshot(t, topic, control)
 		for _, cmd := range []string{"apply", "submit"} {
 			code, _, stderr := e.run(t, cmd, path)
@@ -147,7 +148,7 @@ func TestApplyRefusalsLeaveKafkaUnchanged(t *testing.T) {
 		if newID == oldID {
 			t.Fatalf("recreated topic kept its ID %s", oldID)
 		}
-		control := worker.ControlTopicFor(topic)
+		control := protocol.ControlTopicFor(topic)
 		before := e.snapshot(t, topic, control)
 		for _, cmd := range []string{"apply", "submit"} {
 			code, _, stderr := e.run(t, cmd, path)
@@ -164,7 +165,7 @@ func TestApplyRefusalsLeaveKafkaUnchanged(t *testing.T) {
 		cfg["cleanup.policy"] = "compact"
 		topic, id := e.dataTopic(t, 1, 100, cfg)
 		_, path := opTestPlan(t, t.TempDir(), "chk-1", topic, id, events.Offsets{0: 50})
-		control := worker.ControlTopicFor(topic)
+		control := protocol.ControlTopicFor(topic)
 		before := e.snapshot(t, topic, control)
 		code, _, stderr := e.run(t, "apply", path)
 		opWantFailure(t, code, stderr, exitError,
@@ -176,7 +177,7 @@ func TestApplyRefusalsLeaveKafkaUnchanged(t *testing.T) {
 	t.Run("offset above the high watermark", func(t *testing.T) {
 		topic, id := e.dataTopic(t, 2, 100, opGoodDataConfigs())
 		_, path := opTestPlan(t, t.TempDir(), "chk-1", topic, id, events.Offsets{0: 50, 1: 101})
-		control := worker.ControlTopicFor(topic)
+		control := protocol.ControlTopicFor(topic)
 		before := e.snapshot(t, topic, control)
 		code, _, stderr := e.run(t, "apply", path)
 		opWantFailure(t, code, stderr, exitError,
@@ -192,7 +193,7 @@ func TestApplyRefusalsLeaveKafkaUnchanged(t *testing.T) {
 		topic, id := e.dataTopic(t, 1, 100, opGoodDataConfigs())
 		e.deleteRecordsTo(t, topic, events.Offsets{0: 60})
 		_, path := opTestPlan(t, t.TempDir(), "chk-1", topic, id, events.Offsets{0: 40})
-		control := worker.ControlTopicFor(topic)
+		control := protocol.ControlTopicFor(topic)
 		before := e.snapshot(t, topic, control)
 		code, _, stderr := e.run(t, "apply", path)
 		opWantFailure(t, code, stderr, exitError,
@@ -208,7 +209,7 @@ func TestApplyRefusalsLeaveKafkaUnchanged(t *testing.T) {
 			t.Fatalf("first apply: exit %d\n%s", code, stderr)
 		}
 		_, older := opTestPlan(t, dir, "chk-1", topic, id, events.Offsets{0: 70, 1: 50})
-		control := worker.ControlTopicFor(topic)
+		control := protocol.ControlTopicFor(topic)
 		before := e.snapshot(t, topic, control)
 		for _, cmd := range []string{"apply", "submit"} {
 			code, _, stderr := e.run(t, cmd, older)
@@ -229,7 +230,7 @@ func TestApplyRefusalsLeaveKafkaUnchanged(t *testing.T) {
 
 	t.Run("control topic with two partitions", func(t *testing.T) {
 		topic, id := e.dataTopic(t, 1, 100, opGoodDataConfigs())
-		control := worker.ControlTopicFor(topic)
+		control := protocol.ControlTopicFor(topic)
 		kafkatest.CreateTopic(t, e.cl, control, 2, map[string]string{"cleanup.policy": "compact"})
 		_, path := opTestPlan(t, t.TempDir(), "chk-1", topic, id, events.Offsets{0: 50})
 		before := e.snapshot(t, topic, control)
@@ -320,7 +321,7 @@ func TestApplyConflictingPlansConcurrently(t *testing.T) {
 	races := 0
 	for round := 0; round < rounds; round++ {
 		topic, id := e.dataTopic(t, 2, 200, opGoodDataConfigs())
-		control := worker.ControlTopicFor(topic)
+		control := protocol.ControlTopicFor(topic)
 		dir := t.TempDir()
 		planA, pathA := opTestPlan(t, dir, "chk-A", topic, id, events.Offsets{0: 150, 1: 100})
 		planB, pathB := opTestPlan(t, dir, "chk-B", topic, id, events.Offsets{0: 100, 1: 150})
@@ -398,7 +399,7 @@ func TestApplyConflictingPlansConcurrently(t *testing.T) {
 func TestApplyResumesAnInterruptedPlan(t *testing.T) {
 	e := opTestEnv(t)
 	topic, id := e.dataTopic(t, 2, 100, opGoodDataConfigs())
-	control := worker.ControlTopicFor(topic)
+	control := protocol.ControlTopicFor(topic)
 	dir := t.TempDir()
 	plan, path := opTestPlan(t, dir, "chk-1", topic, id, events.Offsets{0: 30, 1: 40})
 

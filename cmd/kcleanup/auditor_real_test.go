@@ -18,8 +18,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kcleanup/kcleanup/events"
+	"github.com/kcleanup/kcleanup/internal/kafkatest"
 	"github.com/kcleanup/kcleanup/worker/clientconfig"
-	"github.com/kcleanup/kcleanup/worker/kafkatest"
 )
 
 // auditorACLs is the auditor table of docs/deploy.md: read the control topic and describe

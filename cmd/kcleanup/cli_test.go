@@ -19,7 +19,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/kcleanup/kcleanup/events"
-	"github.com/kcleanup/kcleanup/worker/kafkatest/repo"
+	"github.com/kcleanup/kcleanup/internal/repo"
 )
 
 // TestWorkerHelpFitsTheWorker: the worker serves control topics; the global --control-topic

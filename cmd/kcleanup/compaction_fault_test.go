@@ -16,10 +16,10 @@ import (
 
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/fsm"
-	"github.com/kcleanup/kcleanup/worker"
+	"github.com/kcleanup/kcleanup/internal/kafkatest"
+	"github.com/kcleanup/kcleanup/protocol"
+	"github.com/kcleanup/kcleanup/report"
 	"github.com/kcleanup/kcleanup/worker/daemon"
-	"github.com/kcleanup/kcleanup/worker/kafkatest"
-	"github.com/kcleanup/kcleanup/worker/report"
 )
 
 // TestCompactionNeverOutrunsSafety is the fault of issue #9 item 5, on the real broker with
@@ -36,7 +36,7 @@ import (
 func TestCompactionNeverOutrunsSafety(t *testing.T) {
 	e := opTestEnv(t)
 	topic, id := e.dataTopic(t, 1, 400, opGoodDataConfigs())
-	ctl := worker.ControlTopicFor(topic)
+	ctl := protocol.ControlTopicFor(topic)
 	// Created without kcleanup, first with settings apply accepts (it refuses an unsafe
 	// control topic), and with segments that roll every 100 ms.
 	kafkatest.CreateTopic(t, e.cl, ctl, 1, map[string]string{

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/kcleanup/kcleanup/events"
+	"github.com/kcleanup/kcleanup/protocol"
 	"github.com/kcleanup/kcleanup/worker"
 )
 
@@ -75,7 +76,7 @@ func runDemo(ctx context.Context, w io.Writer, g globalOptions, onCluster, keep 
 	} else {
 		d.topic = uniqueDemoTopic(time.Now())
 	}
-	d.control = worker.ControlTopicFor(d.topic)
+	d.control = protocol.ControlTopicFor(d.topic)
 	dir, err := os.MkdirTemp("", "kcleanup-demo-")
 	if err != nil {
 		return errors.Wrap(err, "make a folder for the demo's files")

@@ -10,7 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 
-	"github.com/kcleanup/kcleanup/worker/kafkatest"
+	"github.com/kcleanup/kcleanup/internal/kafkatest"
 )
 
 // demoVerdicts are what every demo run must narrate: the embedded or real broker, the walk

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/kcleanup/kcleanup/events"
-	"github.com/kcleanup/kcleanup/worker/kafkatest"
+	"github.com/kcleanup/kcleanup/internal/kafkatest"
 )
 
 // docsEventsMarker precedes, in docs/events.md, the shell block this test runs verbatim.

@@ -10,9 +10,9 @@ import (
 	"github.com/cockroachdb/errors"
 	"github.com/spf13/cobra"
 
+	"github.com/kcleanup/kcleanup/protocol"
+	"github.com/kcleanup/kcleanup/report"
 	"github.com/kcleanup/kcleanup/worker"
-	"github.com/kcleanup/kcleanup/worker/mirrorcheck"
-	"github.com/kcleanup/kcleanup/worker/report"
 )
 
 // doctorOptions are the flags of `kcleanup doctor`.
@@ -87,7 +87,7 @@ func runDoctor(ctx context.Context, g globalOptions, o doctorOptions, stdout io.
 	if err := diagnose(ctx, c, g, o, &rep); err != nil {
 		return g.unreachable(err)
 	}
-	rep.Blocking = len(worker.Blocking(rep.Findings))
+	rep.Blocking = len(protocol.Blocking(rep.Findings))
 	if err := printFindings(stdout, g.output, rep, rep.Findings); err != nil {
 		return err
 	}
@@ -97,7 +97,7 @@ func runDoctor(ctx context.Context, g globalOptions, o doctorOptions, stdout io.
 // diagnose fills rep with findings. Each group of checks gets its own --timeout. An error means
 // the cluster did not answer; problems found are findings.
 func diagnose(ctx context.Context, c *worker.Cluster, g globalOptions, o doctorOptions, rep *doctorReport) error {
-	add := func(fs ...worker.Finding) { rep.Findings = append(rep.Findings, fs...) }
+	add := func(fs ...protocol.Finding) { rep.Findings = append(rep.Findings, fs...) }
 	step := func(f func(ctx context.Context) error) error {
 		ctx, cancel := context.WithTimeout(ctx, g.timeout)
 		defer cancel()
@@ -124,14 +124,14 @@ func diagnose(ctx context.Context, c *worker.Cluster, g globalOptions, o doctorO
 			if g.controlTopic != "" {
 				hint += " --control-topic " + rep.ControlTopic
 			}
-			add(worker.Finding{Severity: worker.Block, Subject: "control topic " + rep.ControlTopic,
+			add(protocol.Finding{Severity: protocol.Block, Subject: "control topic " + rep.ControlTopic,
 				Message: "does not exist", Hint: hint})
 			return nil
 		}
 		if err != nil {
 			return err
 		}
-		var projection []worker.Finding
+		var projection []protocol.Finding
 		if len(info.Partitions) == 1 { // otherwise there is no single log to project
 			proj, err := c.Project(ctx, rep.ControlTopic)
 			if err != nil {
@@ -167,7 +167,7 @@ func diagnose(ctx context.Context, c *worker.Cluster, g globalOptions, o doctorO
 	}
 
 	if rep.Topic == "" {
-		add(worker.Finding{Severity: worker.Warn, Subject: "data topic",
+		add(protocol.Finding{Severity: protocol.Warn, Subject: "data topic",
 			Message: fmt.Sprintf("not checked: control topic %s governs no topic yet", rep.ControlTopic),
 			Hint:    "give --topic TOPIC to check the data topic too"})
 		return nil
@@ -175,14 +175,14 @@ func diagnose(ctx context.Context, c *worker.Cluster, g globalOptions, o doctorO
 	return step(func(ctx context.Context) error {
 		info, err := c.DescribeTopic(ctx, rep.Topic)
 		if errors.Is(err, worker.ErrTopicNotFound) {
-			add(worker.Finding{Severity: worker.Block, Subject: "data topic " + rep.Topic, Message: "does not exist",
+			add(protocol.Finding{Severity: protocol.Block, Subject: "data topic " + rep.Topic, Message: "does not exist",
 				Hint: "check the name (--topic); a control topic governs the topic it was bound to by its first plan"})
 			return nil
 		}
 		if err != nil {
 			return err
 		}
-		add(worker.CheckDataTopic(info, g.bootstrap())...)
+		add(protocol.CheckDataTopic(info, g.bootstrap())...)
 		if status != nil {
 			add(report.CheckBinding(*status, info)...)
 		}
@@ -192,7 +192,7 @@ func diagnose(ctx context.Context, c *worker.Cluster, g globalOptions, o doctorO
 
 // printFindings writes doc as JSON, or the findings as one line each ("SEVERITY  subject:
 // message"), with the hint, when there is one, on the line below.
-func printFindings(w io.Writer, format outputFormat, doc any, fs []worker.Finding) error {
+func printFindings(w io.Writer, format outputFormat, doc any, fs []protocol.Finding) error {
 	if format == outputJSON {
 		return writeJSON(w, doc)
 	}
@@ -208,8 +208,8 @@ func printFindings(w io.Writer, format outputFormat, doc any, fs []worker.Findin
 }
 
 // blockingError is the command's error when findings block cleanup (exit 1), nil otherwise.
-func blockingError(fs []worker.Finding) error {
-	n := len(worker.Blocking(fs))
+func blockingError(fs []protocol.Finding) error {
+	n := len(protocol.Blocking(fs))
 	if n == 0 {
 		return nil
 	}
@@ -218,10 +218,10 @@ func blockingError(fs []worker.Finding) error {
 }
 
 // checkMirror is doctor's check of the attached Flink Agents mirror, if
-// one is: its standing (mirrorcheck.Assess, with this principal's
+// one is: its standing (protocol.AssessMirror, with this principal's
 // permissions to write it) and its durability settings.
-func checkMirror(ctx context.Context, c *worker.Cluster, g globalOptions, proj *worker.Projection) ([]worker.Finding, error) {
-	a, ok, err := c.AssessMirror(ctx, mirrorcheck.ControlOf(proj.State), true, g.bootstrap())
+func checkMirror(ctx context.Context, c *worker.Cluster, g globalOptions, proj *worker.Projection) ([]protocol.Finding, error) {
+	a, ok, err := c.AssessMirror(ctx, protocol.MirrorControlOf(proj.State), true, g.bootstrap())
 	if err != nil || !ok {
 		return nil, err
 	}
@@ -231,5 +231,5 @@ func checkMirror(ctx context.Context, c *worker.Cluster, g globalOptions, proj *
 			return nil, err
 		}
 	}
-	return mirrorcheck.Findings(a, configs, g.bootstrap()), nil
+	return report.MirrorFindings(a, configs, g.bootstrap()), nil
 }

@@ -8,11 +8,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kcleanup/kcleanup/events"
-	"github.com/kcleanup/kcleanup/worker"
+	"github.com/kcleanup/kcleanup/protocol"
 )
 
 // has reports whether a finding of the given severity contains fragment in "subject: message".
-func (d opFindingsDoc) has(sev worker.Severity, fragment string) bool {
+func (d opFindingsDoc) has(sev protocol.Severity, fragment string) bool {
 	for _, f := range d.Findings {
 		if f.Severity == sev && strings.Contains(f.Subject+": "+f.Message, fragment) {
 			return true
@@ -36,7 +36,7 @@ func (e *opEnv) appendRaw(t *testing.T, control, key, value string) {
 func TestDoctorHealthy(t *testing.T) {
 	e := opTestEnv(t)
 	topic, id := e.dataTopic(t, 2, 50, opGoodDataConfigs())
-	control := worker.ControlTopicFor(topic)
+	control := protocol.ControlTopicFor(topic)
 	_, path := opTestPlan(t, t.TempDir(), "chk-1", topic, id, events.Offsets{0: 10, 1: 20})
 	if code, _, stderr := e.run(t, "apply", path); code != exitOK {
 		t.Fatalf("apply: exit %d\n%s", code, stderr)
@@ -61,7 +61,7 @@ func TestDoctorHealthy(t *testing.T) {
 			"data topic " + topic + ": cleanup.policy=compact,delete",
 			"topic ID " + id + " is the one control topic " + control + " governs",
 		} {
-			if !d.has(worker.OK, f) {
+			if !d.has(protocol.OK, f) {
 				t.Errorf("%v: no OK finding %q in %+v", args, f, d.Findings)
 			}
 		}
@@ -81,7 +81,7 @@ func TestDoctorFindsWhatBlocks(t *testing.T) {
 
 	t.Run("no control topic, compact-only data topic", func(t *testing.T) {
 		topic, _ := e.dataTopic(t, 1, 10, map[string]string{"cleanup.policy": "compact", "retention.ms": "-1", "retention.bytes": "-1"})
-		control := worker.ControlTopicFor(topic)
+		control := protocol.ControlTopicFor(topic)
 		code, stdout, stderr := e.run(t, "doctor", "--topic", topic)
 		opWantFailure(t, code, stderr, exitError, "2 problem(s) block cleanup")
 		for _, f := range []string{
@@ -101,7 +101,7 @@ func TestDoctorFindsWhatBlocks(t *testing.T) {
 
 	t.Run("degraded and rejected records", func(t *testing.T) {
 		topic, id := e.dataTopic(t, 1, 10, opGoodDataConfigs())
-		control := worker.ControlTopicFor(topic)
+		control := protocol.ControlTopicFor(topic)
 		plan, path := opTestPlan(t, t.TempDir(), "chk-1", topic, id, events.Offsets{0: 5})
 		if code, _, stderr := e.run(t, "submit", path); code != exitOK {
 			t.Fatalf("submit: exit %d\n%s", code, stderr)
@@ -109,14 +109,14 @@ func TestDoctorFindsWhatBlocks(t *testing.T) {
 		e.appendRaw(t, control, "not a key", "not JSON")
 		code, stdout, _ := e.run(t, "-o", "json", "doctor", "--topic", topic)
 		d := opDecodeFindings(t, stdout)
-		if code != exitOK || !d.has(worker.Warn, "1 record(s) rejected; the last at offset 1") {
+		if code != exitOK || !d.has(protocol.Warn, "1 record(s) rejected; the last at offset 1") {
 			t.Errorf("rejected record: exit %d, %+v", code, d.Findings)
 		}
 		e.appendRaw(t, control, events.Key(plan.PlanID, events.Committed), `{"schemaVersion":2}`)
 		code, stdout, stderr := e.run(t, "-o", "json", "doctor", "--topic", topic)
 		opWantFailure(t, code, stderr, exitError, "1 problem(s) block cleanup")
 		d = opDecodeFindings(t, stdout)
-		if d.Blocking != 1 || !d.has(worker.Block, "control topic "+control+": degraded") {
+		if d.Blocking != 1 || !d.has(protocol.Block, "control topic "+control+": degraded") {
 			t.Errorf("degraded: %+v", d.Findings)
 		}
 	})
@@ -128,12 +128,12 @@ func TestDoctorFindsWhatBlocks(t *testing.T) {
 			t.Fatalf("apply --no-wait: exit %d\n%s", code, stderr)
 		}
 		code, stdout, _ := e.run(t, "-o", "json", "doctor", "--topic", topic)
-		if d := opDecodeFindings(t, stdout); code != exitOK || !d.has(worker.OK, "plan "+plan.PlanID+" is COMMITTED since") {
+		if d := opDecodeFindings(t, stdout); code != exitOK || !d.has(protocol.OK, "plan "+plan.PlanID+" is COMMITTED since") {
 			t.Errorf("fresh COMMITTED: exit %d, %+v", code, d.Findings)
 		}
 		code, stdout, _ = e.run(t, "doctor", "--topic", topic, "--stuck-after", "1ns")
-		if code != exitOK || !strings.Contains(stdout, "WARN   control topic "+worker.ControlTopicFor(topic)+": plan "+plan.PlanID+" has been COMMITTED since") ||
-			!strings.Contains(stdout, "run a worker (kcleanup worker --control-topic "+worker.ControlTopicFor(topic)+") or re-run `kcleanup apply <plan file>`") {
+		if code != exitOK || !strings.Contains(stdout, "WARN   control topic "+protocol.ControlTopicFor(topic)+": plan "+plan.PlanID+" has been COMMITTED since") ||
+			!strings.Contains(stdout, "run a worker (kcleanup worker --control-topic "+protocol.ControlTopicFor(topic)+") or re-run `kcleanup apply <plan file>`") {
 			t.Errorf("stuck: exit %d\n%s", code, stdout)
 		}
 	})

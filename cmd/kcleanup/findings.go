@@ -6,7 +6,7 @@ import (
 
 	"github.com/cockroachdb/errors"
 
-	"github.com/kcleanup/kcleanup/worker"
+	"github.com/kcleanup/kcleanup/protocol"
 )
 
 // findingsSchemaVersion is the version of the documents of init and doctor
@@ -15,14 +15,14 @@ import (
 const findingsSchemaVersion = 2
 
 // findingList is the findings of a check, as init and doctor print them in JSON.
-type findingList []worker.Finding
+type findingList []protocol.Finding
 
 // findingDoc is one finding in JSON.
 type findingDoc struct {
-	Severity worker.Severity `json:"severity"`
-	Subject  string          `json:"subject"`
-	Message  string          `json:"message"`
-	Hints    []string        `json:"hints"`
+	Severity protocol.Severity `json:"severity"`
+	Subject  string            `json:"subject"`
+	Message  string            `json:"message"`
+	Hints    []string          `json:"hints"`
 }
 
 func (l findingList) MarshalJSON() ([]byte, error) {
@@ -45,7 +45,7 @@ func (l *findingList) UnmarshalJSON(data []byte) error {
 	}
 	*l = (*l)[:0]
 	for _, d := range docs {
-		*l = append(*l, worker.Finding{Severity: d.Severity, Subject: d.Subject, Message: d.Message, Hint: strings.Join(d.Hints, "\n")})
+		*l = append(*l, protocol.Finding{Severity: d.Severity, Subject: d.Subject, Message: d.Message, Hint: strings.Join(d.Hints, "\n")})
 	}
 	return nil
 }

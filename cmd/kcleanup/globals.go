@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/kcleanup/kcleanup/worker"
+	"github.com/kcleanup/kcleanup/protocol"
 	"github.com/kcleanup/kcleanup/worker/clientconfig"
 )
 
@@ -59,7 +59,7 @@ const (
 // then KCLEANUP_* environment variables, then defaults (in that order of precedence).
 type globalOptions struct {
 	bootstrapServers []string     // never empty after resolution
-	controlTopic     string       // "" means: derive from the data topic (worker.ControlTopicFor)
+	controlTopic     string       // "" means: derive from the data topic (protocol.ControlTopicFor)
 	commandConfig    string       // path of a Kafka client properties file, "" for none
 	output           outputFormat // outputTable or outputJSON
 	timeout          time.Duration
@@ -172,7 +172,7 @@ func lookupSetting(cmd *cobra.Command, flag, env, def string) (value, source str
 }
 
 // controlTopicOf returns the control topic to use for dataTopic: --control-topic if given,
-// otherwise worker.ControlTopicFor(dataTopic), the one place the naming convention lives. It
+// otherwise protocol.ControlTopicFor(dataTopic), the one place the naming convention lives. It
 // refuses, as a usage error, an empty data topic and a control topic equal to the data topic:
 // control records must never land in the data topic (docs/design.md §4).
 func (g globalOptions) controlTopicOf(dataTopic string) (string, error) {
@@ -180,13 +180,13 @@ func (g globalOptions) controlTopicOf(dataTopic string) (string, error) {
 		return "", usageError(errors.New("the data topic is empty"))
 	}
 	if g.controlTopic == "" {
-		return worker.ControlTopicFor(dataTopic), nil
+		return protocol.ControlTopicFor(dataTopic), nil
 	}
 	if g.controlTopic == dataTopic {
 		return "", usageError(errors.WithHintf(
 			errors.Newf("--control-topic %q is the data topic itself", g.controlTopic),
 			"the control topic must be a separate, compacted, single-partition topic; omit --control-topic to use %q",
-			worker.ControlTopicFor(dataTopic)))
+			protocol.ControlTopicFor(dataTopic)))
 	}
 	return g.controlTopic, nil
 }

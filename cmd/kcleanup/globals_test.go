@@ -4,12 +4,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kcleanup/kcleanup/worker"
+	"github.com/kcleanup/kcleanup/protocol"
 )
 
 func TestControlTopic(t *testing.T) {
-	if got := worker.ControlTopicFor("action-state"); got != "action-state.kcleanup" {
-		t.Fatalf("worker.ControlTopicFor: %q", got)
+	if got := protocol.ControlTopicFor("action-state"); got != "action-state.kcleanup" {
+		t.Fatalf("protocol.ControlTopicFor: %q", got)
 	}
 	for _, tc := range []struct {
 		flag, data, want, err string

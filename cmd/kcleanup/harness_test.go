@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/kcleanup/kcleanup/worker/kafkatest"
+	"github.com/kcleanup/kcleanup/internal/kafkatest"
 )
 
 // TestMain ends the Docker broker of this test binary, if kafkatest.Bootstrap started one.

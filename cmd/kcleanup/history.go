@@ -14,9 +14,9 @@ import (
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/projector"
 	"github.com/kcleanup/kcleanup/projector/flinkagents"
+	"github.com/kcleanup/kcleanup/report"
 	"github.com/kcleanup/kcleanup/worker"
 	"github.com/kcleanup/kcleanup/worker/console"
-	"github.com/kcleanup/kcleanup/worker/report"
 )
 
 // shortPlanID is how many hex digits of a plan ID tables show where space is short (JSON

@@ -10,7 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kcleanup/kcleanup/events"
-	"github.com/kcleanup/kcleanup/worker/workertest"
+	"github.com/kcleanup/kcleanup/internal/workertest"
 )
 
 // The fleet's repair of an overwritten key shows in `kcleanup history` as maintenance, with

@@ -8,9 +8,9 @@ import (
 	"github.com/cockroachdb/errors"
 	"github.com/spf13/cobra"
 
+	"github.com/kcleanup/kcleanup/protocol"
+	"github.com/kcleanup/kcleanup/report"
 	"github.com/kcleanup/kcleanup/worker"
-	"github.com/kcleanup/kcleanup/worker/mirrorcheck"
-	"github.com/kcleanup/kcleanup/worker/report"
 )
 
 // initOptions are the flags of `kcleanup init`.
@@ -111,8 +111,8 @@ func initTopics(ctx context.Context, c *worker.Cluster, g globalOptions, topic, 
 	rep := initReport{SchemaVersion: findingsSchemaVersion, Topic: topic, ControlTopic: control}
 	data, err := c.TopicMetadata(ctx, topic)
 	if errors.Is(err, worker.ErrTopicNotFound) {
-		rep.Findings = append(rep.Findings, worker.Finding{
-			Severity: worker.Block, Subject: "data topic " + topic,
+		rep.Findings = append(rep.Findings, protocol.Finding{
+			Severity: protocol.Block, Subject: "data topic " + topic,
 			Message: "does not exist; the control topic was not created",
 			Hint: fmt.Sprintf("check the name, or create it: kafka-topics --bootstrap-server %s --create --topic %s "+
 				"--partitions <n> --config cleanup.policy=compact,delete --config retention.ms=-1 --config retention.bytes=-1; "+
@@ -126,7 +126,7 @@ func initTopics(ctx context.Context, c *worker.Cluster, g globalOptions, topic, 
 	if data.Configs, err = c.TopicConfigs(ctx, topic); err != nil {
 		return rep, err
 	}
-	rep.Findings = append(rep.Findings, worker.CheckDataTopic(data, g.bootstrap())...)
+	rep.Findings = append(rep.Findings, protocol.CheckDataTopic(data, g.bootstrap())...)
 
 	if rep.ControlTopicCreated, err = c.CreateControlTopic(ctx, control, rf); err != nil {
 		return rep, err
@@ -139,12 +139,12 @@ func initTopics(ctx context.Context, c *worker.Cluster, g globalOptions, topic, 
 	if rep.ControlTopicCreated {
 		created = "created"
 	}
-	rep.Findings = append(rep.Findings, worker.Finding{Severity: worker.OK, Subject: "control topic " + control,
+	rep.Findings = append(rep.Findings, protocol.Finding{Severity: protocol.OK, Subject: "control topic " + control,
 		Message: fmt.Sprintf("%s: %d partition(s), replication factor %d", created, len(info.Partitions), info.Replicas)})
 	checks := report.CheckControlTopic(info, topic, info.Replicas, g.bootstrap())
 	rep.Findings = append(rep.Findings, checks...)
 	rep.Findings = append(rep.Findings, report.CheckControlTopicDurability(info, g.bootstrap())...)
-	if len(worker.Blocking(checks)) > 0 {
+	if len(protocol.Blocking(checks)) > 0 {
 		return rep, nil // the projection of a broken control topic proves nothing
 	}
 
@@ -163,8 +163,8 @@ func initTopics(ctx context.Context, c *worker.Cluster, g globalOptions, topic, 
 // existed already, a fold the job recovers from.
 func initMirror(ctx context.Context, c *worker.Cluster, g globalOptions, o initOptions, rep *initReport) error {
 	rep.MirrorTopic = o.mirrorTopic
-	if len(worker.Blocking(rep.Findings)) > 0 {
-		rep.Findings = append(rep.Findings, worker.Finding{Severity: worker.Warn, Subject: "mirror topic " + o.mirrorTopic,
+	if len(protocol.Blocking(rep.Findings)) > 0 {
+		rep.Findings = append(rep.Findings, protocol.Finding{Severity: protocol.Warn, Subject: "mirror topic " + o.mirrorTopic,
 			Message: "not created: fix the BLOCK findings first", Hint: "then run kcleanup init again with --mirror-topic"})
 		return nil
 	}
@@ -184,8 +184,8 @@ func initMirror(ctx context.Context, c *worker.Cluster, g globalOptions, o initO
 	if rep.MirrorTopicCreated {
 		created = "created"
 	}
-	rep.Findings = append(rep.Findings, mirrorcheck.TopicFindings(v, info.Configs, info.Replicas, g.bootstrap(), created)...)
-	if len(worker.Blocking(rep.Findings)) > 0 {
+	rep.Findings = append(rep.Findings, report.MirrorTopicFindings(v, info.Configs, info.Replicas, g.bootstrap(), created)...)
+	if len(protocol.Blocking(rep.Findings)) > 0 {
 		return nil
 	}
 	control, err := g.controlTopicOf(o.topic)
@@ -199,14 +199,14 @@ func initMirror(ctx context.Context, c *worker.Cluster, g globalOptions, o initO
 	defer proj.Close()
 	subject := "mirror topic " + o.mirrorTopic
 	if cur, ok := proj.State.Mirror(); ok && cur.Topic != o.mirrorTopic {
-		rep.Findings = append(rep.Findings, worker.Finding{Severity: worker.Block, Subject: subject,
+		rep.Findings = append(rep.Findings, protocol.Finding{Severity: protocol.Block, Subject: subject,
 			Message: fmt.Sprintf("not attached: control topic %s has mirror %s attached", control, cur.Topic),
 			Hint:    fmt.Sprintf("to replace it: kcleanup mirror attach %s --control-topic %s --reason …", o.mirrorTopic, control)})
 		return nil
 	}
 	did, err := attachMirror(ctx, c, g, proj, o.mirrorTopic, "created and attached by kcleanup init", worker.Options{Bootstrap: g.bootstrap()})
 	if errors.Is(err, errRefused) || errors.Is(err, errCannotTell) {
-		rep.Findings = append(rep.Findings, worker.Finding{Severity: worker.Block, Subject: subject,
+		rep.Findings = append(rep.Findings, protocol.Finding{Severity: protocol.Block, Subject: subject,
 			Message: "not attached: " + err.Error(), Hint: errors.FlattenHints(err)})
 		return nil
 	}
@@ -214,7 +214,7 @@ func initMirror(ctx context.Context, c *worker.Cluster, g globalOptions, o initO
 		return err
 	}
 	rep.MirrorAttached = true
-	rep.Findings = append(rep.Findings, worker.Finding{Severity: worker.OK, Subject: subject, Message: did +
+	rep.Findings = append(rep.Findings, protocol.Finding{Severity: protocol.OK, Subject: subject, Message: did +
 		"; point the Flink Agents job's kafkaActionStateCleanupControlTopic at it once it holds a plan (a job refuses to recover from an empty control topic)"})
 	return nil
 }

@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/kcleanup/kcleanup/events"
-	"github.com/kcleanup/kcleanup/worker"
-	"github.com/kcleanup/kcleanup/worker/gate"
-	"github.com/kcleanup/kcleanup/worker/kafkatest"
+	"github.com/kcleanup/kcleanup/gate"
+	"github.com/kcleanup/kcleanup/internal/kafkatest"
+	"github.com/kcleanup/kcleanup/protocol"
 )
 
 // opFindingsDoc is the part of `init -o json` and `doctor -o json` the tests read.
@@ -32,10 +32,10 @@ func opDecodeFindings(t *testing.T, stdout string) opFindingsDoc {
 }
 
 // blocking returns the BLOCK findings whose message contains fragment.
-func (d opFindingsDoc) blocking(fragment string) []worker.Finding {
-	var out []worker.Finding
+func (d opFindingsDoc) blocking(fragment string) []protocol.Finding {
+	var out []protocol.Finding
 	for _, f := range d.Findings {
-		if f.Severity == worker.Block && strings.Contains(f.Subject+": "+f.Message, fragment) {
+		if f.Severity == protocol.Block && strings.Contains(f.Subject+": "+f.Message, fragment) {
 			out = append(out, f)
 		}
 	}
@@ -71,7 +71,7 @@ func (e *opEnv) topicConfigs(t *testing.T, topic string) map[string]string {
 func TestInitCreatesTheControlTopicOnce(t *testing.T) {
 	e := opTestEnv(t)
 	topic, _ := e.dataTopic(t, 2, 10, opGoodDataConfigs())
-	control := worker.ControlTopicFor(topic)
+	control := protocol.ControlTopicFor(topic)
 
 	code, stdout, stderr := e.run(t, "-o", "json", "init", "--topic", topic)
 	if code != exitOK {
@@ -143,14 +143,14 @@ func TestInitReportsWhatIsWrongAndTheFix(t *testing.T) {
 				t.Errorf("stdout lacks %q:\n%s", f, stdout)
 			}
 		}
-		if _, exists := e.controlRecords(t, worker.ControlTopicFor(topic)); exists {
+		if _, exists := e.controlRecords(t, protocol.ControlTopicFor(topic)); exists {
 			t.Errorf("init created a control topic for a missing data topic")
 		}
 	})
 
 	t.Run("control topic with two partitions", func(t *testing.T) {
 		topic, _ := e.dataTopic(t, 1, 10, opGoodDataConfigs())
-		control := worker.ControlTopicFor(topic)
+		control := protocol.ControlTopicFor(topic)
 		kafkatest.CreateTopic(t, e.cl, control, 2, gate.CreateSettings())
 		code, stdout, stderr := e.run(t, "init", "--topic", topic)
 		opWantFailure(t, code, stderr, exitError, "1 problem(s) block cleanup")
@@ -166,7 +166,7 @@ func TestInitReportsWhatIsWrongAndTheFix(t *testing.T) {
 	// reports the same finding.
 	t.Run("control topic with compact only", func(t *testing.T) {
 		topic, _ := e.dataTopic(t, 1, 10, opGoodDataConfigs())
-		control := worker.ControlTopicFor(topic)
+		control := protocol.ControlTopicFor(topic)
 		kafkatest.CreateTopic(t, e.cl, control, 1, map[string]string{"cleanup.policy": "compact"})
 		for _, cmd := range []string{"init", "doctor"} {
 			args := []string{"-o", "json", cmd, "--topic", topic}
@@ -196,7 +196,7 @@ func TestInitReportsWhatIsWrongAndTheFix(t *testing.T) {
 
 	t.Run("control topic of a previous incarnation", func(t *testing.T) {
 		topic, oldID := e.dataTopic(t, 1, 10, opGoodDataConfigs())
-		control := worker.ControlTopicFor(topic)
+		control := protocol.ControlTopicFor(topic)
 		_, path := opTestPlan(t, t.TempDir(), "chk-1", topic, oldID, events.Offsets{0: 5})
 		if code, _, stderr := e.run(t, "submit", path); code != exitOK {
 			t.Fatalf("submit: exit %d\n%s", code, stderr)
@@ -218,7 +218,7 @@ func TestInitReportsWhatIsWrongAndTheFix(t *testing.T) {
 		// The development broker is a single node: three replicas cannot be placed.
 		code, _, stderr = e.run(t, "init", "--topic", topic, "--replication-factor", "3")
 		opWantFailure(t, code, stderr, exitError, "create control topic", "INVALID_REPLICATION_FACTOR")
-		if _, exists := e.controlRecords(t, worker.ControlTopicFor(topic)); exists {
+		if _, exists := e.controlRecords(t, protocol.ControlTopicFor(topic)); exists {
 			t.Errorf("a control topic was created")
 		}
 	})

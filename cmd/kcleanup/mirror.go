@@ -8,8 +8,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kcleanup/kcleanup/projector"
+	"github.com/kcleanup/kcleanup/protocol"
 	"github.com/kcleanup/kcleanup/worker"
-	"github.com/kcleanup/kcleanup/worker/mirrorcheck"
 )
 
 func newMirrorCmd(g *globalOptions) *cobra.Command {
@@ -52,7 +52,7 @@ risk) with exit 4; nothing is written either way. Create the topic first:
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runMirror(cmd.Context(), *g, *dataTopic, cmd.OutOrStdout(), cmd.ErrOrStderr(),
 				func(ctx context.Context, c *worker.Cluster, proj *worker.Projection, o worker.Options) (projector.Mirror, error) {
-					if err := mirrorcheck.OwnTopic(proj.State, proj.Topic, args[0]); err != nil {
+					if err := protocol.MirrorOwnTopic(proj.State, proj.Topic, args[0]); err != nil {
 						return projector.Mirror{}, err // a refusal (exit 3), before AttachMirror's own check
 					}
 					return c.AttachMirror(ctx, proj, args[0], reason, o)
@@ -138,7 +138,7 @@ func runMirror(ctx context.Context, g globalOptions, dataTopic string, stdout, s
 	defer proj.Close()
 	o := worker.Options{
 		Bootstrap: g.bootstrap(),
-		Observe:   func(p worker.Progress) { fmt.Fprintf(stderr, "[%s] %s\n", p.Step, p.Message) },
+		Observe:   func(p protocol.Progress) { fmt.Fprintf(stderr, "[%s] %s\n", p.Step, p.Message) },
 	}
 	m, err := do(ctx, c, proj, o)
 	if err != nil {

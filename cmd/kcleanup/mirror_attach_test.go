@@ -8,10 +8,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kcleanup/kcleanup/events"
+	"github.com/kcleanup/kcleanup/internal/kafkatest"
 	"github.com/kcleanup/kcleanup/projector/flinkagents"
-	"github.com/kcleanup/kcleanup/worker"
-	"github.com/kcleanup/kcleanup/worker/kafkatest"
-	"github.com/kcleanup/kcleanup/worker/mirrorcheck"
+	"github.com/kcleanup/kcleanup/protocol"
 )
 
 // controlEnd is the control topic's end offset: what "nothing written" compares.
@@ -47,7 +46,7 @@ func TestAdoptAttachMirrorThenApply(t *testing.T) {
 	e := opTestEnv(t)
 	dir := t.TempDir()
 	topic, id := e.dataTopic(t, 2, 100, opGoodDataConfigs())
-	control := worker.ControlTopicFor(topic)
+	control := protocol.ControlTopicFor(topic)
 	p1, _ := opTestPlan(t, dir, "chk-1", topic, id, events.Offsets{0: 30, 1: 20})
 	e.deleteRecordsTo(t, topic, p1.Offsets)
 	ctl := e.flinkControl(t, flinkRecord("COMMITTED", p1), flinkRecord("APPLIED", p1))
@@ -103,7 +102,7 @@ func TestMirrorAttachRefusals(t *testing.T) {
 	e := opTestEnv(t)
 	dir := t.TempDir()
 	topic, id := e.dataTopic(t, 2, 100, opGoodDataConfigs())
-	control := worker.ControlTopicFor(topic)
+	control := protocol.ControlTopicFor(topic)
 	_, path1 := opTestPlan(t, dir, "chk-1", topic, id, events.Offsets{0: 30, 1: 20})
 	if code, _, stderr := e.run(t, "apply", path1); code != exitOK {
 		t.Fatalf("apply: exit %d\n%s", code, stderr)
@@ -121,7 +120,7 @@ func TestMirrorAttachRefusals(t *testing.T) {
 		{"missing", topic + ".nothing", []string{"does not exist", "kcleanup init --topic <data topic> --mirror-topic " + topic + ".nothing"}},
 		{"compact,delete", kafkatest.NewTopic(t, e.cl, "mirror-cd", 1, map[string]string{"cleanup.policy": "compact,delete"}), []string{"compact", "cleanup.policy=compact"}},
 		{"two partitions", kafkatest.NewTopic(t, e.cl, "mirror-2p", 2, map[string]string{"cleanup.policy": "compact"}), []string{"partition"}},
-		{"a kcleanup control topic", worker.ControlTopicFor(other), []string{"fold fails"}},
+		{"a kcleanup control topic", protocol.ControlTopicFor(other), []string{"fold fails"}},
 		{"the control topic", control, []string{"is the control topic or the data topic"}},
 		{"the data topic", topic, []string{"is the control topic or the data topic"}},
 		{"a plan above the boundary", e.flinkControl(t, flinkRecord("COMMITTED", above)), []string{"above kcleanup's boundary", "kcleanup adopt --from"}},
@@ -143,7 +142,7 @@ func TestMirrorAttachRefusals(t *testing.T) {
 func TestInitAttachesTheMirror(t *testing.T) {
 	e := opTestEnv(t)
 	topic, id := e.dataTopic(t, 2, 100, opGoodDataConfigs())
-	control := worker.ControlTopicFor(topic)
+	control := protocol.ControlTopicFor(topic)
 	mirror := e.mirrorTopicName(t, topic)
 	code, stdout, stderr := e.run(t, "-o", "json", "init", "--topic", topic, "--mirror-topic", mirror)
 	if code != exitOK || !strings.Contains(stdout, `"mirrorAttached": true`) {
@@ -173,7 +172,7 @@ func TestInitAttachesTheMirror(t *testing.T) {
 	if b, _ := e.flinkFold(t, mirror); !b.Equal(p1.Offsets) {
 		t.Errorf("mirror boundary %s after the first apply, want %s", b, p1.Offsets)
 	}
-	if m := e.statusJSON(t, control).Mirror; m == nil || m.Standing != mirrorcheck.InStep {
+	if m := e.statusJSON(t, control).Mirror; m == nil || m.Standing != protocol.MirrorInStep {
 		t.Errorf("status after the first apply: %+v", m)
 	}
 }
@@ -224,7 +223,7 @@ func TestDoctorChecksTheMirrorACLs(t *testing.T) {
 func TestMirrorAttachOnADegradedControlTopicCannotTell(t *testing.T) {
 	e := opTestEnv(t)
 	topic, _ := e.dataTopic(t, 1, 10, opGoodDataConfigs())
-	control := worker.ControlTopicFor(topic)
+	control := protocol.ControlTopicFor(topic)
 	if code, _, stderr := e.run(t, "init", "--topic", topic); code != exitOK {
 		t.Fatalf("init: exit %d\n%s", code, stderr)
 	}

@@ -6,11 +6,11 @@ import (
 
 	"github.com/cockroachdb/errors"
 
+	"github.com/kcleanup/kcleanup/protocol"
 	"github.com/kcleanup/kcleanup/worker"
-	"github.com/kcleanup/kcleanup/worker/mirrorcheck"
 )
 
-// attachError gives a refusal of mirrorcheck.Attach (which AttachMirror
+// attachError gives a refusal of protocol.AttachMirror (which AttachMirror
 // decides with) its exit code: 3 for a mirror that does not fit, 4 when
 // the control topic cannot vouch for its boundary (degraded, history at
 // risk). Nothing was written in either case.
@@ -18,9 +18,9 @@ func attachError(err error) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, mirrorcheck.ErrRefused):
+	case errors.Is(err, protocol.ErrMirrorRefused):
 		return refusedError(errors.WithHint(err, "nothing was written"))
-	case errors.Is(err, mirrorcheck.ErrCannotTell), errors.Is(err, worker.ErrDegraded):
+	case errors.Is(err, protocol.ErrMirrorCannotTell), errors.Is(err, worker.ErrDegraded):
 		return cannotTellError(errors.WithHint(err, "nothing was written"))
 	}
 	return err

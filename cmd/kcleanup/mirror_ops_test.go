@@ -11,11 +11,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kcleanup/kcleanup/events"
-	"github.com/kcleanup/kcleanup/worker"
-	"github.com/kcleanup/kcleanup/worker/gate"
-	"github.com/kcleanup/kcleanup/worker/kafkatest"
-	"github.com/kcleanup/kcleanup/worker/mirrorcheck"
-	"github.com/kcleanup/kcleanup/worker/report"
+	"github.com/kcleanup/kcleanup/gate"
+	"github.com/kcleanup/kcleanup/internal/kafkatest"
+	"github.com/kcleanup/kcleanup/protocol"
+	"github.com/kcleanup/kcleanup/report"
 )
 
 // mirrorTopicName is a fresh mirror topic name for topic, deleted after the test.
@@ -125,7 +124,7 @@ func TestStatusAndDoctorShowTheMirror(t *testing.T) {
 	e := opTestEnv(t)
 	dir := t.TempDir()
 	topic, id := e.dataTopic(t, 2, 100, opGoodDataConfigs())
-	control := worker.ControlTopicFor(topic)
+	control := protocol.ControlTopicFor(topic)
 	// Not init --mirror-topic, which attaches it (and the apply would then
 	// seed it): the mirror is attached after the apply, by its event alone.
 	mirror := kafkatest.NewTopic(t, e.cl, topic+".flink", 1, gate.CreateSettings())
@@ -137,7 +136,7 @@ func TestStatusAndDoctorShowTheMirror(t *testing.T) {
 
 	// Empty: lagging by the whole boundary, the plan named.
 	st := e.statusJSON(t, control)
-	if m := st.Mirror; m == nil || m.Standing != mirrorcheck.Lagging || m.Lag != 50 || m.BoundaryPlan != p1.PlanID || m.Topic != mirror {
+	if m := st.Mirror; m == nil || m.Standing != protocol.MirrorLagging || m.Lag != 50 || m.BoundaryPlan != p1.PlanID || m.Topic != mirror {
 		t.Fatalf("status mirror: %+v", st.Mirror)
 	}
 	code, stdout, stderr := e.run(t, "status", "--control-topic", control)
@@ -176,7 +175,7 @@ func TestStatusAndDoctorShowTheMirror(t *testing.T) {
 	// Recreated: another topic ID than the attached one.
 	e.recreate(t, mirror, 1, gate.CreateSettings())
 	st = e.statusJSON(t, control)
-	if m := st.Mirror; m == nil || m.Standing != mirrorcheck.Unwritable || !strings.Contains(m.Reason, "recreated") || m.LiveTopicID == m.TopicID {
+	if m := st.Mirror; m == nil || m.Standing != protocol.MirrorUnwritable || !strings.Contains(m.Reason, "recreated") || m.LiveTopicID == m.TopicID {
 		t.Fatalf("status, recreated mirror: %+v", st.Mirror)
 	}
 	code, stdout, _ = e.run(t, "doctor", "--topic", topic)

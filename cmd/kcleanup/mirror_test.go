@@ -7,9 +7,9 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/kcleanup/kcleanup/events"
+	"github.com/kcleanup/kcleanup/internal/kafkatest"
 	"github.com/kcleanup/kcleanup/projector/flinkagents"
-	"github.com/kcleanup/kcleanup/worker"
-	"github.com/kcleanup/kcleanup/worker/kafkatest"
+	"github.com/kcleanup/kcleanup/protocol"
 )
 
 // TestMirrorCommands: attach, apply, detach through the CLI on the real
@@ -18,7 +18,7 @@ import (
 func TestMirrorCommands(t *testing.T) {
 	e := opTestEnv(t)
 	topic, id := e.dataTopic(t, 2, 200, opGoodDataConfigs())
-	control := worker.ControlTopicFor(topic)
+	control := protocol.ControlTopicFor(topic)
 	dir := t.TempDir()
 	p1, path1 := opTestPlan(t, dir, "chk-1", topic, id, events.Offsets{0: 100, 1: 50})
 	if code, _, stderr := e.run(t, "apply", path1); code != exitOK {

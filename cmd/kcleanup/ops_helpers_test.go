@@ -22,9 +22,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kcleanup/kcleanup/events"
+	"github.com/kcleanup/kcleanup/internal/kafkatest"
+	"github.com/kcleanup/kcleanup/protocol"
+	"github.com/kcleanup/kcleanup/report"
 	"github.com/kcleanup/kcleanup/worker"
-	"github.com/kcleanup/kcleanup/worker/kafkatest"
-	"github.com/kcleanup/kcleanup/worker/report"
 )
 
 // opTestTimeout bounds every wait of the helpers and is the --timeout the commands get.
@@ -57,7 +58,7 @@ func (e *opEnv) dataTopic(t *testing.T, partitions int32, n int, configs map[str
 	t.Helper()
 	topic := kafkatest.NewTopic(t, e.cl, "optest", partitions, configs)
 	// Commands create the default control topic; it goes with the data topic.
-	t.Cleanup(func() { e.deleteTopic(t, worker.ControlTopicFor(topic)) })
+	t.Cleanup(func() { e.deleteTopic(t, protocol.ControlTopicFor(topic)) })
 	for p := int32(0); p < partitions; p++ {
 		kafkatest.Produce(t, e.cl, topic, p, n)
 	}

@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"github.com/kcleanup/kcleanup/events"
-	"github.com/kcleanup/kcleanup/worker"
-	"github.com/kcleanup/kcleanup/worker/report"
+	"github.com/kcleanup/kcleanup/protocol"
+	"github.com/kcleanup/kcleanup/report"
 )
 
 const opTestID = "oBnTyPS2TqmC9ctLrPFH6w" // a valid topic ID for plans that need no broker
@@ -240,7 +240,7 @@ type opPreviewDoc struct {
 func TestPlanPreviewOnTheRealBroker(t *testing.T) {
 	e := opTestEnv(t)
 	topic, id := e.dataTopic(t, 2, 100, opGoodDataConfigs())
-	control := worker.ControlTopicFor(topic)
+	control := protocol.ControlTopicFor(topic)
 	dir := t.TempDir()
 	m := func(name string, offs ...events.Offsets) string {
 		var ms []events.Marker

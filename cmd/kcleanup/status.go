@@ -14,9 +14,9 @@ import (
 
 	"github.com/kcleanup/kcleanup/fsm"
 	"github.com/kcleanup/kcleanup/projector"
+	"github.com/kcleanup/kcleanup/protocol"
+	"github.com/kcleanup/kcleanup/report"
 	"github.com/kcleanup/kcleanup/worker"
-	"github.com/kcleanup/kcleanup/worker/mirrorcheck"
-	"github.com/kcleanup/kcleanup/worker/report"
 )
 
 // flagTopic is the local --topic flag of the commands that read a control topic (status,
@@ -261,7 +261,7 @@ func singleLine(s string) string {
 func (g globalOptions) assessMirror(ctx context.Context, c *worker.Cluster, proj *worker.Projection, st *report.Status) error {
 	ctx, cancel := context.WithTimeout(ctx, g.timeout)
 	defer cancel()
-	a, ok, err := c.AssessMirror(ctx, mirrorcheck.ControlOf(proj.State), false, g.bootstrap())
+	a, ok, err := c.AssessMirror(ctx, protocol.MirrorControlOf(proj.State), false, g.bootstrap())
 	if err != nil {
 		return g.unreachable(errors.Wrapf(err, "read the Flink Agents mirror"))
 	}
@@ -272,10 +272,10 @@ func (g globalOptions) assessMirror(ctx context.Context, c *worker.Cluster, proj
 }
 
 // printMirror is the status table's lines about the attached mirror.
-func printMirror(tw io.Writer, m mirrorcheck.Assessment) {
+func printMirror(tw io.Writer, m protocol.MirrorAssessment) {
 	fmt.Fprintf(tw, "Flink Agents mirror:	%s (topic ID %s, attached at offset %d)\n", m.Topic, m.TopicID, m.AttachedAt)
 	switch m.Standing {
-	case mirrorcheck.InStep:
+	case protocol.MirrorInStep:
 		if m.Plans == 0 {
 			fmt.Fprintf(tw, "\tin step: no boundary yet, and the mirror holds no plan (a Flink Agents job refuses to recover from it until it does)\n")
 		} else {

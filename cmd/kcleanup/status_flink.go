@@ -5,7 +5,7 @@ import (
 	"io"
 
 	"github.com/kcleanup/kcleanup/projector/flinkagents"
-	"github.com/kcleanup/kcleanup/worker/report"
+	"github.com/kcleanup/kcleanup/report"
 )
 
 // printFlinkStatus renders a control topic in Flink Agents' format as the

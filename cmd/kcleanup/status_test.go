@@ -11,10 +11,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kcleanup/kcleanup/events"
+	"github.com/kcleanup/kcleanup/gate"
+	"github.com/kcleanup/kcleanup/internal/kafkatest"
 	"github.com/kcleanup/kcleanup/projector"
+	"github.com/kcleanup/kcleanup/protocol"
 	"github.com/kcleanup/kcleanup/worker"
-	"github.com/kcleanup/kcleanup/worker/gate"
-	"github.com/kcleanup/kcleanup/worker/kafkatest"
 )
 
 // readEnv is the fixture of the status, history and validate tests: a data topic on the real
@@ -55,7 +56,7 @@ func newReadEnv(t *testing.T, applyC1 bool) *readEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
-	e := &readEnv{bootstrap: b, cl: cl, cluster: c, topic: topic, control: worker.ControlTopicFor(topic), topicID: id, dir: t.TempDir()}
+	e := &readEnv{bootstrap: b, cl: cl, cluster: c, topic: topic, control: protocol.ControlTopicFor(topic), topicID: id, dir: t.TempDir()}
 	if applyC1 {
 		e.createControlTopic(t)
 		e.plan = e.apply(t, "C1", events.Offsets{0: 150, 1: 120})

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/fsm"
+	"github.com/kcleanup/kcleanup/protocol"
 	"github.com/kcleanup/kcleanup/worker"
 )
 
@@ -119,7 +120,7 @@ func openPlanSession(ctx context.Context, g globalOptions, plan events.Plan, std
 	}
 	opts := worker.Options{
 		Bootstrap: g.bootstrap(),
-		Observe: func(p worker.Progress) {
+		Observe: func(p protocol.Progress) {
 			fmt.Fprintf(stderr, "[%s] %s\n", p.Step, p.Message)
 		},
 	}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/fsm"
-	"github.com/kcleanup/kcleanup/worker"
+	"github.com/kcleanup/kcleanup/protocol"
 )
 
 // TestSubmit appends PLANNED (creating the control topic first), then, on a second run, finds
@@ -16,7 +16,7 @@ import (
 func TestSubmit(t *testing.T) {
 	e := opTestEnv(t)
 	topic, id := e.dataTopic(t, 2, 100, opGoodDataConfigs())
-	control := worker.ControlTopicFor(topic)
+	control := protocol.ControlTopicFor(topic)
 	plan, path := opTestPlan(t, t.TempDir(), "chk-1", topic, id, events.Offsets{0: 40, 1: 50})
 
 	code, stdout, stderr := e.run(t, "-o", "json", "submit", path)
@@ -68,7 +68,7 @@ func TestSubmit(t *testing.T) {
 func TestSubmitControlTopicForAnotherIncarnation(t *testing.T) {
 	e := opTestEnv(t)
 	topic, oldID := e.dataTopic(t, 1, 100, opGoodDataConfigs())
-	control := worker.ControlTopicFor(topic)
+	control := protocol.ControlTopicFor(topic)
 	dir := t.TempDir()
 	_, old := opTestPlan(t, dir, "chk-1", topic, oldID, events.Offsets{0: 10})
 	if code, _, stderr := e.run(t, "submit", old); code != exitOK {

@@ -8,8 +8,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kcleanup/kcleanup/events"
+	"github.com/kcleanup/kcleanup/gate"
 	"github.com/kcleanup/kcleanup/worker"
-	"github.com/kcleanup/kcleanup/worker/gate"
 )
 
 func newValidateCmd(g *globalOptions) *cobra.Command {

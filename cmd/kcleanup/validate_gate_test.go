@@ -15,8 +15,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/kcleanup/kcleanup/events"
-	"github.com/kcleanup/kcleanup/worker/gate"
-	"github.com/kcleanup/kcleanup/worker/kafkatest"
+	"github.com/kcleanup/kcleanup/gate"
+	"github.com/kcleanup/kcleanup/internal/kafkatest"
 )
 
 // ops is the operator-test helper view of the same broker.

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kcleanup/kcleanup/worker/kafkatest/repo"
+	"github.com/kcleanup/kcleanup/internal/repo"
 )
 
 func TestVersionFrom(t *testing.T) {

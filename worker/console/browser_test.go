@@ -16,12 +16,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kcleanup/kcleanup/events"
+	"github.com/kcleanup/kcleanup/gate"
+	"github.com/kcleanup/kcleanup/internal/kafkatest"
 	"github.com/kcleanup/kcleanup/projector"
+	"github.com/kcleanup/kcleanup/protocol"
+	"github.com/kcleanup/kcleanup/report"
 	"github.com/kcleanup/kcleanup/worker"
 	"github.com/kcleanup/kcleanup/worker/daemon"
-	"github.com/kcleanup/kcleanup/worker/gate"
-	"github.com/kcleanup/kcleanup/worker/kafkatest"
-	"github.com/kcleanup/kcleanup/worker/report"
 )
 
 func TestMain(m *testing.M) { kafkatest.Main(m) }
@@ -113,7 +114,7 @@ func TestBrowserShowsAPlanAppliedWhileThePageIsOpen(t *testing.T) {
 		"cleanup.policy": "compact,delete", "retention.ms": "-1", "retention.bytes": "-1"})
 	kafkatest.Produce(t, cl, topic, 0, 200)
 	kafkatest.Produce(t, cl, topic, 1, 200)
-	ctl := worker.ControlTopicFor(topic)
+	ctl := protocol.ControlTopicFor(topic)
 	kafkatest.CreateTopic(t, cl, ctl, 1, gate.CreateSettings())
 	tctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -6,8 +6,8 @@ import (
 
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/projector"
+	"github.com/kcleanup/kcleanup/report"
 	"github.com/kcleanup/kcleanup/worker"
-	"github.com/kcleanup/kcleanup/worker/report"
 )
 
 // The fixed story the golden files render: the C0/C1 example of docs/design.md §1

@@ -6,8 +6,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/kcleanup/kcleanup/report"
 	"github.com/kcleanup/kcleanup/worker/daemon"
-	"github.com/kcleanup/kcleanup/worker/report"
 )
 
 // Handler serves the console of a replica:

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kcleanup/kcleanup/worker/report"
+	"github.com/kcleanup/kcleanup/report"
 )
 
 func TestHandlerServesThePageAndItsContent(t *testing.T) {

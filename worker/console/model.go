@@ -10,7 +10,7 @@ import (
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/fsm"
 	"github.com/kcleanup/kcleanup/projector"
-	"github.com/kcleanup/kcleanup/worker/report"
+	"github.com/kcleanup/kcleanup/report"
 )
 
 // View is what one page shows: the live console of a worker, or the audit

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/kcleanup/kcleanup/projector"
-	"github.com/kcleanup/kcleanup/worker/report"
+	"github.com/kcleanup/kcleanup/report"
 )
 
 // compact is what the log cleaner leaves of a log: the latest record of

@@ -19,9 +19,10 @@ import (
 
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/fsm"
+	"github.com/kcleanup/kcleanup/internal/kafkatest"
+	"github.com/kcleanup/kcleanup/protocol"
 	"github.com/kcleanup/kcleanup/worker"
 	"github.com/kcleanup/kcleanup/worker/clientconfig"
-	"github.com/kcleanup/kcleanup/worker/kafkatest"
 )
 
 // aclEnv is one data topic with 100 records in each of two partitions, its control topic, a
@@ -49,7 +50,7 @@ func newACLEnv(t *testing.T) *aclEnv {
 	e.data = kafkatest.NewTopic(t, e.admin, "acl-data", 2, map[string]string{"cleanup.policy": "compact,delete", "retention.ms": "-1", "retention.bytes": "-1"})
 	kafkatest.Produce(t, e.admin, e.data, 0, 100)
 	kafkatest.Produce(t, e.admin, e.data, 1, 100)
-	e.ctl = worker.ControlTopicFor(e.data)
+	e.ctl = protocol.ControlTopicFor(e.data)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := e.super.EnsureControlTopic(ctx, e.ctl, e.data, worker.Options{}); err != nil {
@@ -211,7 +212,7 @@ func TestApplyWithoutEachDocumentedACL(t *testing.T) {
 			}
 			op := aclOpName(drop.Operation)
 			want := "grant " + op + " on topic " + drop.Name + " to " + e.principal
-			if !strings.Contains(err.Error(), want) || !errors.Is(err, worker.ErrUnauthorized) {
+			if !strings.Contains(err.Error(), want) || !errors.Is(err, protocol.ErrUnauthorized) {
 				t.Fatalf("error %q\ndoes not name %q (or is not ErrUnauthorized)", err, want)
 			}
 			if after := e.snapshot(t); after != before {

@@ -11,10 +11,11 @@ import (
 
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/fsm"
+	"github.com/kcleanup/kcleanup/internal/kafkatest"
+	"github.com/kcleanup/kcleanup/internal/workertest"
+	"github.com/kcleanup/kcleanup/protocol"
+	"github.com/kcleanup/kcleanup/report"
 	"github.com/kcleanup/kcleanup/worker"
-	"github.com/kcleanup/kcleanup/worker/kafkatest"
-	"github.com/kcleanup/kcleanup/worker/report"
-	"github.com/kcleanup/kcleanup/worker/workertest"
 )
 
 // A COMMITTED whose plan is above the high watermark (any producer can
@@ -25,7 +26,7 @@ func TestFinishBlocksAPlanAboveTheHighWatermark(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	id := workertest.DataTopic(t, c, "action-state", 2, 100)
-	ctl := worker.ControlTopicFor("action-state")
+	ctl := protocol.ControlTopicFor("action-state")
 	proj := workertest.ControlProjection(t, ctx, c, ctl, "action-state")
 	o := worker.Options{Actor: "script"}
 

@@ -17,10 +17,11 @@ import (
 
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/fsm"
+	"github.com/kcleanup/kcleanup/internal/kafkatest"
+	"github.com/kcleanup/kcleanup/internal/workertest"
+	"github.com/kcleanup/kcleanup/protocol"
+	"github.com/kcleanup/kcleanup/report"
 	"github.com/kcleanup/kcleanup/worker"
-	"github.com/kcleanup/kcleanup/worker/kafkatest"
-	"github.com/kcleanup/kcleanup/worker/report"
-	"github.com/kcleanup/kcleanup/worker/workertest"
 )
 
 // fakeGroupCluster is fakeCluster with a broker that accepts short group
@@ -104,7 +105,7 @@ func startDaemon(t *testing.T, c *worker.Cluster, opts ...Option) *running {
 func setup(t *testing.T, c *worker.Cluster, topic string) (id, ctl string) {
 	t.Helper()
 	id = workertest.DataTopic(t, c, topic, 2, 200)
-	ctl = worker.ControlTopicFor(topic)
+	ctl = protocol.ControlTopicFor(topic)
 	if err := c.EnsureControlTopic(context.Background(), ctl, topic, worker.Options{}); err != nil {
 		t.Fatal(err)
 	}

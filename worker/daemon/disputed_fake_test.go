@@ -14,11 +14,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kcleanup/kcleanup/events"
+	"github.com/kcleanup/kcleanup/internal/kafkatest"
+	"github.com/kcleanup/kcleanup/internal/workertest"
 	"github.com/kcleanup/kcleanup/projector"
+	"github.com/kcleanup/kcleanup/report"
 	"github.com/kcleanup/kcleanup/worker"
-	"github.com/kcleanup/kcleanup/worker/kafkatest"
-	"github.com/kcleanup/kcleanup/worker/report"
-	"github.com/kcleanup/kcleanup/worker/workertest"
 )
 
 // An owner whose projection shows a disputed conflict (docs/design.md §5:
@@ -29,7 +29,7 @@ import (
 // risk and reads the control topic afresh, again and again, until a read
 // no longer shows the dispute. The log here is what such a reader sees, so
 // every fresh read shows it again (kfake has no log cleaner: the
-// simulation, worker/sim, shows the read after the cleaner).
+// simulation, protocol/sim, shows the read after the cleaner).
 func TestDisputedConflictIsReadAfresh(t *testing.T) {
 	c := fakeGroupCluster(t)
 	id, ctl := setup(t, c, "action-state")

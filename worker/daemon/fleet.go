@@ -8,7 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/kcleanup/kcleanup/worker/report"
+	"github.com/kcleanup/kcleanup/report"
 )
 
 // fleetEvery is how often a replica describes its group for /v1/status.

@@ -13,10 +13,10 @@ import (
 
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/fsm"
-	"github.com/kcleanup/kcleanup/worker/gate"
-	"github.com/kcleanup/kcleanup/worker/invariant"
-	"github.com/kcleanup/kcleanup/worker/kafkatest"
-	"github.com/kcleanup/kcleanup/worker/report"
+	"github.com/kcleanup/kcleanup/gate"
+	"github.com/kcleanup/kcleanup/internal/kafkatest"
+	"github.com/kcleanup/kcleanup/projector/invariant"
+	"github.com/kcleanup/kcleanup/report"
 )
 
 // another is a second data topic (2 partitions of 300 records) and its

@@ -10,8 +10,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 
-	"github.com/kcleanup/kcleanup/worker/kafkatest"
-	"github.com/kcleanup/kcleanup/worker/workertest"
+	"github.com/kcleanup/kcleanup/internal/kafkatest"
+	"github.com/kcleanup/kcleanup/internal/workertest"
 )
 
 // A worker whose session timeout the broker refuses (below

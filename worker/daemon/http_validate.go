@@ -9,9 +9,9 @@ import (
 	"github.com/cockroachdb/errors"
 
 	"github.com/kcleanup/kcleanup/events"
+	"github.com/kcleanup/kcleanup/gate"
+	"github.com/kcleanup/kcleanup/report"
 	"github.com/kcleanup/kcleanup/worker"
-	"github.com/kcleanup/kcleanup/worker/gate"
-	"github.com/kcleanup/kcleanup/worker/report"
 )
 
 // maxValidateBody bounds a /v1/validate request: markers of thousands of

@@ -10,11 +10,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kcleanup/kcleanup/events"
+	"github.com/kcleanup/kcleanup/internal/kafkatest"
+	"github.com/kcleanup/kcleanup/internal/workertest"
 	"github.com/kcleanup/kcleanup/projector"
+	"github.com/kcleanup/kcleanup/report"
 	"github.com/kcleanup/kcleanup/worker"
-	"github.com/kcleanup/kcleanup/worker/kafkatest"
-	"github.com/kcleanup/kcleanup/worker/report"
-	"github.com/kcleanup/kcleanup/worker/workertest"
 )
 
 // The fleet's own maintenance (a repair of an overwritten key, a retraction

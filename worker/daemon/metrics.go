@@ -13,7 +13,7 @@ import (
 
 	"github.com/kcleanup/kcleanup/fsm"
 	"github.com/kcleanup/kcleanup/projector"
-	"github.com/kcleanup/kcleanup/worker/mirrorcheck"
+	"github.com/kcleanup/kcleanup/protocol"
 )
 
 // The worker's metrics, served by prometheus/client_golang: each replica
@@ -212,7 +212,7 @@ func (c snapshotCollector) Collect(ch chan<- prometheus.Metric) {
 		labels := []string{"control_topic", t, "mirror_topic", m.Topic}
 		gauge("kcleanup_mirror_lag", "Offsets, summed over partitions, by which the Flink Agents mirror's effective boundary is below kcleanup's boundary (0 in step; the whole boundary while it cannot be written).", float64(m.Lag), labels...)
 		gauge("kcleanup_mirror_in_step", "1 when the attached Flink Agents mirror's effective boundary equals kcleanup's boundary.", b2f(m.InStep()), labels...)
-		gauge("kcleanup_mirror_writable", "0 when this replica cannot keep the attached Flink Agents mirror in step (missing, recreated, misconfigured, a fold the job fails on, or no permission to write it); /readyz says why.", b2f(m.Standing != mirrorcheck.Unwritable), labels...)
+		gauge("kcleanup_mirror_writable", "0 when this replica cannot keep the attached Flink Agents mirror in step (missing, recreated, misconfigured, a fold the job fails on, or no permission to write it); /readyz says why.", b2f(m.Standing != protocol.MirrorUnwritable), labels...)
 	}
 	for i, t := range topics {
 		if mirrors[i] != nil {

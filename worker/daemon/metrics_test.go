@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/prometheus/common/expfmt"
 
-	"github.com/kcleanup/kcleanup/worker/kafkatest"
+	"github.com/kcleanup/kcleanup/internal/kafkatest"
 )
 
 var (

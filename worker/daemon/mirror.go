@@ -6,7 +6,7 @@ import (
 
 	"github.com/cockroachdb/errors"
 
-	"github.com/kcleanup/kcleanup/worker/mirrorcheck"
+	"github.com/kcleanup/kcleanup/protocol"
 )
 
 // How often a view reads the attached Flink Agents mirror to say how it
@@ -19,7 +19,7 @@ const (
 
 // mirrorState is a view's last check of the attached mirror.
 type mirrorState struct {
-	a      *mirrorcheck.Assessment // nil when none is attached
+	a      *protocol.MirrorAssessment // nil when none is attached
 	at     time.Time
 	readTo int64 // the projection's Next the check was made for
 	// err says why the last check could not read the mirror (the last
@@ -30,14 +30,14 @@ type mirrorState struct {
 
 // mirrorControl copies, under the view's lock, what a check of the mirror
 // needs of the projection, when a check is due (ok false otherwise).
-func (v *view) mirrorControl() (mirrorcheck.Control, int64, bool) {
+func (v *view) mirrorControl() (protocol.MirrorControl, int64, bool) {
 	if v.proj == nil {
-		return mirrorcheck.Control{}, 0, false
+		return protocol.MirrorControl{}, 0, false
 	}
 	last := v.mirror.Load()
 	_, attached := v.proj.State.Mirror()
 	if !attached && (last == nil || last.a == nil) {
-		return mirrorcheck.Control{}, 0, false
+		return protocol.MirrorControl{}, 0, false
 	}
 	since := time.Duration(1<<63 - 1)
 	if last != nil {
@@ -45,16 +45,16 @@ func (v *view) mirrorControl() (mirrorcheck.Control, int64, bool) {
 	}
 	folded := last == nil || last.readTo != v.proj.Next
 	if since < mirrorCheckEvery && (!folded || since < mirrorCheckMin) {
-		return mirrorcheck.Control{}, 0, false
+		return protocol.MirrorControl{}, 0, false
 	}
-	return mirrorcheck.ControlOf(v.proj.State), v.proj.Next, true
+	return protocol.MirrorControlOf(v.proj.State), v.proj.Next, true
 }
 
 // checkMirror reads the attached mirror and publishes how it stands, with
 // this replica's own permissions to write it (its writes keep it in step).
 // It runs without the view's lock: a mirror whose last stable offset is
 // pinned by an open transaction must not hold up the gate.
-func (v *view) checkMirror(ctx context.Context, ctl mirrorcheck.Control, readTo int64) {
+func (v *view) checkMirror(ctx context.Context, ctl protocol.MirrorControl, readTo int64) {
 	old := v.mirror.Load()
 	next := &mirrorState{at: time.Now(), readTo: readTo}
 	if old != nil {
@@ -88,7 +88,7 @@ func (v *view) checkMirror(ctx context.Context, ctl mirrorcheck.Control, readTo 
 
 // mirrorOf is the view's last assessment of its mirror, nil when none is
 // attached (or not checked yet).
-func (v *view) mirrorOf() *mirrorcheck.Assessment {
+func (v *view) mirrorOf() *protocol.MirrorAssessment {
 	if m := v.mirror.Load(); m != nil {
 		return m.a
 	}

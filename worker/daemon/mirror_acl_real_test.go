@@ -10,9 +10,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kcleanup/kcleanup/fsm"
+	"github.com/kcleanup/kcleanup/internal/kafkatest"
 	"github.com/kcleanup/kcleanup/projector/flinkagents"
 	"github.com/kcleanup/kcleanup/worker"
-	"github.com/kcleanup/kcleanup/worker/kafkatest"
 )
 
 // withMirror creates a mirror topic and attaches it (as a super user).

@@ -18,11 +18,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kcleanup/kcleanup/events"
+	"github.com/kcleanup/kcleanup/internal/kafkatest"
 	"github.com/kcleanup/kcleanup/projector/flinkagents"
+	"github.com/kcleanup/kcleanup/projector/invariant"
+	"github.com/kcleanup/kcleanup/protocol"
 	"github.com/kcleanup/kcleanup/worker"
-	"github.com/kcleanup/kcleanup/worker/invariant"
-	"github.com/kcleanup/kcleanup/worker/kafkatest"
-	"github.com/kcleanup/kcleanup/worker/protocol"
 )
 
 // newMirror creates an empty mirror topic as a Flink Agents job needs it.

@@ -17,9 +17,9 @@ import (
 
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/fsm"
+	"github.com/kcleanup/kcleanup/internal/kafkatest"
+	"github.com/kcleanup/kcleanup/projector/invariant"
 	"github.com/kcleanup/kcleanup/worker"
-	"github.com/kcleanup/kcleanup/worker/invariant"
-	"github.com/kcleanup/kcleanup/worker/kafkatest"
 )
 
 // mirrorWatch observes the data topic and the mirror until stopped.

@@ -13,10 +13,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kcleanup/kcleanup/events"
+	"github.com/kcleanup/kcleanup/internal/kafkatest"
+	"github.com/kcleanup/kcleanup/internal/workertest"
+	"github.com/kcleanup/kcleanup/protocol"
 	"github.com/kcleanup/kcleanup/worker"
-	"github.com/kcleanup/kcleanup/worker/kafkatest"
-	"github.com/kcleanup/kcleanup/worker/mirrorcheck"
-	"github.com/kcleanup/kcleanup/worker/workertest"
 )
 
 // TestWorkerReportsAMirrorItCannotWrite: a worker whose principal may read
@@ -111,7 +111,7 @@ func TestWorkerReportsAMirrorItCannotWrite(t *testing.T) {
 	var took []time.Duration
 	for range 5 {
 		start := time.Now()
-		if _, ok, err := e.super.AssessMirror(ctx, mirrorcheck.ControlOf(proj.State), true, e.s.Plaintext); err != nil || !ok {
+		if _, ok, err := e.super.AssessMirror(ctx, protocol.MirrorControlOf(proj.State), true, e.s.Plaintext); err != nil || !ok {
 			t.Fatalf("AssessMirror: %v %v", ok, err)
 		}
 		took = append(took, time.Since(start))

@@ -10,9 +10,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kcleanup/kcleanup/events"
+	"github.com/kcleanup/kcleanup/internal/kafkatest"
 	"github.com/kcleanup/kcleanup/projector/flinkagents"
+	"github.com/kcleanup/kcleanup/protocol"
 	"github.com/kcleanup/kcleanup/worker"
-	"github.com/kcleanup/kcleanup/worker/kafkatest"
 )
 
 // TestReviewOwnerResyncsAMirrorThatLostItsPlan: after the owner synced the
@@ -36,7 +37,7 @@ func TestReviewOwnerResyncsAMirrorThatLostItsPlan(t *testing.T) {
 	data := kafkatest.NewTopic(t, admin, "mirror-resync", 2, map[string]string{"cleanup.policy": "compact,delete", "retention.ms": "-1", "retention.bytes": "-1"})
 	kafkatest.Produce(t, admin, data, 0, 50)
 	kafkatest.Produce(t, admin, data, 1, 50)
-	ctl := worker.ControlTopicFor(data)
+	ctl := protocol.ControlTopicFor(data)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	if err := c.EnsureControlTopic(ctx, ctl, data, worker.Options{}); err != nil {

@@ -7,9 +7,8 @@ import (
 
 	"github.com/cockroachdb/errors"
 
+	"github.com/kcleanup/kcleanup/protocol"
 	"github.com/kcleanup/kcleanup/worker"
-	"github.com/kcleanup/kcleanup/worker/mirrorcheck"
-	"github.com/kcleanup/kcleanup/worker/protocol"
 )
 
 // mirrorSyncRetry is how long an owner waits before it syncs the mirror
@@ -79,5 +78,5 @@ func (d *Daemon) mirrorLagsSince(topic string, since time.Time) bool {
 		return false
 	}
 	m := v.mirror.Load()
-	return m != nil && m.a != nil && m.at.After(since) && m.a.Standing == mirrorcheck.Lagging
+	return m != nil && m.a != nil && m.at.After(since) && m.a.Standing == protocol.MirrorLagging
 }

@@ -11,8 +11,9 @@ import (
 	"github.com/cockroachdb/errors"
 
 	"github.com/kcleanup/kcleanup/projector"
+	"github.com/kcleanup/kcleanup/protocol"
+	"github.com/kcleanup/kcleanup/report"
 	"github.com/kcleanup/kcleanup/worker"
-	"github.com/kcleanup/kcleanup/worker/report"
 )
 
 // owner drives the pending operations of one control topic while this
@@ -149,7 +150,7 @@ func (d *Daemon) runOwner(o *owner) {
 	opts := worker.Options{
 		Actor:     d.cfg.actor,
 		Bootstrap: d.cfg.bootstrap,
-		Observe: func(p worker.Progress) {
+		Observe: func(p protocol.Progress) {
 			log.Info(p.Message, "step", p.Step)
 		},
 		DeleteRecordsTook: func(took time.Duration, _ error) {

@@ -27,13 +27,13 @@ import (
 
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/fsm"
+	"github.com/kcleanup/kcleanup/gate"
+	"github.com/kcleanup/kcleanup/internal/kafkatest"
+	"github.com/kcleanup/kcleanup/internal/workertest"
+	"github.com/kcleanup/kcleanup/projector/invariant"
+	"github.com/kcleanup/kcleanup/report"
 	"github.com/kcleanup/kcleanup/worker"
 	"github.com/kcleanup/kcleanup/worker/daemon"
-	"github.com/kcleanup/kcleanup/worker/gate"
-	"github.com/kcleanup/kcleanup/worker/invariant"
-	"github.com/kcleanup/kcleanup/worker/kafkatest"
-	"github.com/kcleanup/kcleanup/worker/report"
-	"github.com/kcleanup/kcleanup/worker/workertest"
 )
 
 // envBinary points at a prebuilt kcleanup binary; otherwise it is built once.
@@ -197,7 +197,7 @@ func (s *scene) waitApplied(planID string, within time.Duration) time.Time {
 
 func (s *scene) check(opts ...invariant.Option) {
 	s.t.Helper()
-	invariant.Require(s.t, s.c, s.ctl, append([]invariant.Option{invariant.InitialLogStart(events.Offsets{0: 0, 1: 0})}, opts...)...)
+	workertest.RequireInvariants(s.t, s.c, s.ctl, append([]invariant.Option{invariant.InitialLogStart(events.Offsets{0: 0, 1: 0})}, opts...)...)
 }
 
 // proc is one `kcleanup worker` process.

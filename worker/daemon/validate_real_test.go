@@ -16,10 +16,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kcleanup/kcleanup/events"
-	"github.com/kcleanup/kcleanup/worker"
-	"github.com/kcleanup/kcleanup/worker/gate"
-	"github.com/kcleanup/kcleanup/worker/kafkatest"
-	"github.com/kcleanup/kcleanup/worker/workertest"
+	"github.com/kcleanup/kcleanup/gate"
+	"github.com/kcleanup/kcleanup/internal/kafkatest"
+	"github.com/kcleanup/kcleanup/internal/workertest"
+	"github.com/kcleanup/kcleanup/protocol"
 )
 
 // post asks the worker and decodes the verdict.
@@ -61,22 +61,22 @@ func TestValidateOnAWorkerOfTheRealBroker(t *testing.T) {
 
 	empty := workertest.RealCase{}
 	empty.Topic, empty.ID = workertest.RealDataTopic(t, cl, "gate-empty")
-	empty.Ctl = worker.ControlTopicFor(empty.Topic)
+	empty.Ctl = protocol.ControlTopicFor(empty.Topic)
 	kafkatest.CreateTopic(t, cl, empty.Ctl, 1, gate.CreateSettings())
 
 	compactOnly := workertest.RealCase{}
 	compactOnly.Topic, compactOnly.ID = workertest.RealDataTopic(t, cl, "gate-compact-only")
-	compactOnly.Ctl = worker.ControlTopicFor(compactOnly.Topic)
+	compactOnly.Ctl = protocol.ControlTopicFor(compactOnly.Topic)
 	kafkatest.CreateTopic(t, cl, compactOnly.Ctl, 1, map[string]string{"cleanup.policy": "compact"})
 
 	twoPartitions := workertest.RealCase{}
 	twoPartitions.Topic, twoPartitions.ID = workertest.RealDataTopic(t, cl, "gate-two")
-	twoPartitions.Ctl = worker.ControlTopicFor(twoPartitions.Topic)
+	twoPartitions.Ctl = protocol.ControlTopicFor(twoPartitions.Topic)
 	kafkatest.CreateTopic(t, cl, twoPartitions.Ctl, 2, map[string]string{"cleanup.policy": "delete"})
 
 	flink := workertest.RealCase{}
 	flink.Topic, flink.ID = workertest.RealDataTopic(t, cl, "gate-flink")
-	flink.Ctl = worker.ControlTopicFor(flink.Topic)
+	flink.Ctl = protocol.ControlTopicFor(flink.Topic)
 	kafkatest.CreateTopic(t, cl, flink.Ctl, 1, gate.CreateSettings())
 	fplan := workertest.MustPlan(t, "chk-7", flink.Topic, flink.ID, events.Offsets{0: 150, 1: 120})
 	ctx, cancel := context.WithTimeout(context.Background(), workertest.RealTimeout)

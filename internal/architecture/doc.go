@@ -1,0 +1,3 @@
+// Package architecture holds no code: its test checks that the tree keeps the
+// design docs/architecture.md draws, for every package of the module.
+package architecture

@@ -1,0 +1,364 @@
+package sim
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/cockroachdb/errors"
+
+	"github.com/kcleanup/kcleanup/events"
+	"github.com/kcleanup/kcleanup/projector"
+	"github.com/kcleanup/kcleanup/protocol"
+)
+
+// process is one worker replica or one apply process: its own projection
+// of the control topic, read from the start, and at most one protocol run.
+type process struct {
+	index  int
+	worker bool
+	plan   events.Plan // apply: the plan it applies
+	noWait bool
+	tries  int // apply: runs started
+
+	proj *projector.State
+	read int64 // the next offset the reader asks for
+
+	run  *protocol.Run
+	rep  protocol.Report
+	step protocol.Step
+	// backoff: a worker waits until this tick before its next pass.
+	backoff     int
+	frozenUntil int
+	opened      int // worker: the tick its projection was started from the log's start
+	dead        bool
+	diedAt      int
+	replaced    bool
+	done        bool // apply: finished for good
+	actor       string
+	// sync: the process of `kcleanup mirror attach`, a mirror sync run.
+	sync bool
+	// mw is the WriteMirror under way (it may span turns: a writer paused
+	// inside its transaction).
+	mw *mirrorWrite
+	// worker: the mirror sync under way (syncKey), the last that succeeded
+	// (mirrorSynced), and when a failed one may be retried.
+	syncKey, mirrorSynced string
+	mirrorRetryAt         int
+}
+
+func (w *world) newWorker(i int) *process {
+	return &process{index: i, worker: true, proj: projector.New(), opened: w.tick, actor: fmt.Sprintf("worker-%d@%d", i, w.tick)}
+}
+
+func (w *world) newApply(plan events.Plan, i int) *process {
+	return &process{index: i, plan: plan, noWait: w.rng.IntN(3) == 0, proj: projector.New(), actor: fmt.Sprintf("apply-%d@%d", i, w.tick)}
+}
+
+func (p *process) config() protocol.Config {
+	return protocol.Config{ControlTopic: dataTopic + ".kcleanup", Bootstrap: "sim:9092", NoWait: p.noWait}
+}
+
+// act is one scheduler turn of p: start a run, or take its next step.
+func (p *process) act(w *world) {
+	if p.mw != nil { // a mirror writer resumed inside its transaction
+		if rep, ok := p.writeMirror(w); ok {
+			p.rep = rep
+			p.step = p.run.Next(p.proj, p.rep)
+		}
+		return
+	}
+	if p.run == nil && !p.start(w) {
+		return
+	}
+	if p.step.Kind == "" {
+		p.step = p.run.Next(p.proj, p.rep)
+	}
+	s := p.step
+	w.res.Steps[s.Kind]++
+	if s.Kind.Terminal() {
+		p.end(w, s)
+		return
+	}
+	if s.Kind == protocol.WriteMirror {
+		p.mw = &mirrorWrite{rec: s.Mirror}
+		rep, ok := p.writeMirror(w)
+		if !ok {
+			return
+		}
+		p.rep = rep
+	} else {
+		p.rep = p.execute(w, s)
+	}
+	p.step = p.run.Next(p.proj, p.rep)
+}
+
+// start begins a run: an apply process applies its plan (again after a
+// failed attempt); a worker catches up, repairs, and finishes the first
+// pending operation.
+func (p *process) start(w *world) bool {
+	if !p.worker {
+		if p.tries >= 4 && !w.quiet {
+			p.done = true
+			return false
+		}
+		p.tries++
+		p.run = protocol.NewApply(p.plan, p.config())
+		if p.sync {
+			p.deliver(w, w.next)
+			p.run = protocol.NewMirrorSync(p.config())
+		}
+		p.rep, p.step = protocol.Report{}, protocol.Step{}
+		return true
+	}
+	if p.backoff > w.tick {
+		return false
+	}
+	p.deliver(w, w.next)
+	p.repair(w)
+	if len(p.proj.Disputed()) > 0 {
+		w.res.Disputed++
+		if w.tick-p.opened >= w.cfg.Grace {
+			// The daemon's reread: a fresh projection from the start of
+			// the log as it is now.
+			p.proj, p.read, p.opened = projector.New(), 0, w.tick
+			p.deliver(w, w.next)
+			p.repair(w)
+		}
+	}
+	// The owner's mirror sync (worker/daemon syncMirror): whenever the
+	// attachment or the boundary's plan changed since the last success.
+	if key, ok := mirrorKey(p.proj); ok && key != p.mirrorSynced && w.tick >= p.mirrorRetryAt {
+		p.syncKey = key
+		p.run = protocol.NewMirrorSync(p.config())
+		p.rep, p.step = protocol.Report{}, protocol.Step{}
+		return true
+	}
+	pending := p.proj.Pending()
+	if len(pending) == 0 {
+		p.backoff = w.tick + 5
+		return false
+	}
+	op := pending[w.rng.IntN(len(pending))]
+	p.run = protocol.NewFinish(op.PlanID, p.config())
+	p.rep, p.step = protocol.Report{}, protocol.Step{}
+	return true
+}
+
+func (p *process) end(w *world, s protocol.Step) {
+	p.run = nil
+	p.step = protocol.Step{}
+	if errors.Is(s.Err, protocol.ErrSuperseded) {
+		w.count(Conflicting)
+	}
+	if p.worker && p.syncKey != "" {
+		if s.Kind == protocol.Done {
+			p.mirrorSynced = p.syncKey
+		} else {
+			p.mirrorRetryAt = w.tick + 5
+		}
+		p.syncKey = ""
+		return
+	}
+	switch {
+	case p.sync && s.Kind == protocol.Blocked:
+		p.done = true // the owning workers retry by themselves
+	case !p.worker && (s.Kind == protocol.Done || s.Kind == protocol.Refused):
+		p.done = true
+	case p.worker && s.Kind == protocol.Blocked:
+		p.backoff = w.tick + 30
+	case p.worker && s.Kind == protocol.Wait:
+		p.backoff = w.tick + 3
+	case !p.worker && s.Kind == protocol.Blocked:
+		p.done = !w.quiet && w.rng.IntN(2) == 0 // an operator may or may not re-run it
+	}
+}
+
+// deliver reads the control topic from p.read below end, as a consumer is
+// delivered it: sometimes records it already has again, sometimes a fetch
+// out of order. The reader sorts each fetch by offset and skips what it
+// has folded (the production reader's rule), so neither changes the fold.
+func (p *process) deliver(w *world, end int64) {
+	var batch []projector.Record
+	for _, e := range w.log {
+		if e.rec.Offset >= p.read && e.rec.Offset < end {
+			batch = append(batch, e.rec)
+		}
+	}
+	switch w.fault(Duplicated, Reordered) {
+	case Duplicated:
+		for _, e := range w.log {
+			if e.rec.Offset < p.read && w.rng.IntN(3) == 0 {
+				batch = append(batch, e.rec)
+			}
+		}
+		batch = append(batch, batch...)
+	case Reordered:
+		w.rng.Shuffle(len(batch), func(i, j int) { batch[i], batch[j] = batch[j], batch[i] })
+	}
+	slices.SortStableFunc(batch, func(a, b projector.Record) int { return int(a.Offset - b.Offset) })
+	for _, r := range batch {
+		if r.Offset < p.read {
+			continue
+		}
+		p.proj.Step(r)
+		p.read = r.Offset + 1
+	}
+	p.read = max(p.read, end)
+}
+
+// repair is Projection.Repair: re-append what the fold lists for repair,
+// tombstone retracted keys past the grace, read it back.
+func (p *process) repair(w *world) {
+	n := 0
+	var later [][]byte
+	for _, r := range p.proj.Retractions() {
+		switch {
+		case r.Now: // before the repairs, without the grace
+			w.appendRecord(r.Key, nil, p.maintenance(projector.MaintenanceRetraction)...)
+			n++
+		case w.now().Sub(r.Timestamp) >= secs(w.cfg.Grace):
+			later = append(later, r.Key)
+		}
+	}
+	for _, r := range p.proj.Repairs() {
+		w.appendRecord(r.Key, r.Value, p.maintenance(projector.MaintenanceRepair)...)
+		n++
+	}
+	for _, k := range later {
+		w.appendRecord(k, nil, p.maintenance(projector.MaintenanceRetraction)...)
+		n++
+	}
+	if n > 0 {
+		p.deliver(w, w.next)
+	}
+}
+
+// maintenance is the headers a worker puts on its maintenance records
+// (worker.Projection.Repair does the same).
+func (p *process) maintenance(kind string) []projector.Header {
+	return []projector.Header{
+		{Key: projector.HeaderMaintenance, Value: []byte(kind)},
+		{Key: projector.HeaderActor, Value: []byte(p.actor)},
+		{Key: projector.HeaderReason, Value: []byte(kind + " by the simulated worker")},
+	}
+}
+
+// execute performs a step on the simulated cluster, with a fault drawn for it.
+func (p *process) execute(w *world, s protocol.Step) protocol.Report {
+	switch s.Kind {
+	case protocol.CatchUp:
+		switch w.fault(Fail, TimeoutAfter) {
+		case Fail:
+			return protocol.Report{Err: errors.New("sim: list offsets failed")}
+		case TimeoutAfter:
+			p.deliver(w, p.read+int64(w.rng.IntN(int(w.next-p.read)+1)))
+			return protocol.Report{Err: errors.New("sim: read timed out before the end")}
+		}
+		p.deliver(w, w.next)
+		return protocol.Report{}
+	case protocol.Describe, protocol.Recheck:
+		switch w.fault(Fail, Denied) {
+		case Fail:
+			return protocol.Report{Err: errors.New("sim: metadata request failed")}
+		case Denied:
+			return protocol.Report{Err: errors.New("sim: TOPIC_AUTHORIZATION_FAILED"), Code: protocol.CodeTopicAuthorizationFailed}
+		}
+		return protocol.Report{Topic: w.snapshot()}
+	case protocol.Permissions:
+		switch w.fault(Fail, Denied) {
+		case Fail:
+			return protocol.Report{Err: errors.New("sim: metadata request failed")}
+		case Denied:
+			// The brokers say the principal lacks one of the ACLs asked for.
+			return protocol.Report{Denied: s.Need[len(s.Need)-1:]}
+		}
+		return protocol.Report{}
+	case protocol.Append:
+		return p.appendStep(w, s)
+	case protocol.Delete:
+		return p.deleteStep(w, s)
+	case protocol.ReadMirror:
+		return p.readMirror(w)
+	case protocol.Verify:
+		if w.fault(Fail) == Fail {
+			return protocol.Report{Err: errors.New("sim: list offsets failed")}
+		}
+		return protocol.Report{Starts: w.topic.Start.Clone()}
+	}
+	return protocol.Report{Err: errors.Newf("sim: unknown step %s", s.Kind)}
+}
+
+func (w *world) snapshot() protocol.Topic {
+	t := w.topic
+	t.Partitions = slices.Clone(t.Partitions)
+	t.Start, t.End = t.Start.Clone(), t.End.Clone()
+	return t
+}
+
+// appendStep is Projection.Decide: append, read back to the record, judge
+// by the fold's verdict on it, then repair.
+func (p *process) appendStep(w *world, s protocol.Step) protocol.Report {
+	env := s.Record
+	env.At, env.Actor = w.now(), p.actor
+	key, value := env.Encode()
+	switch w.fault(Fail, TimeoutAfter, Delayed) {
+	case Fail:
+		return protocol.Report{Err: errors.New("sim: produce failed")}
+	case TimeoutAfter:
+		w.appendRecord(key, value)
+		return protocol.Report{Err: errors.New("sim: produce timed out (the record landed)")}
+	case Delayed:
+		w.later = append(w.later, delayed{due: w.tick + 1 + w.rng.IntN(30), apply: func() { w.appendRecord(key, value) }})
+		return protocol.Report{Err: errors.New("sim: produce timed out (the record is still in flight)")}
+	}
+	off := w.appendRecord(key, value)
+	var got *projector.Verdict
+	for _, e := range w.log {
+		if e.rec.Offset >= p.read && e.rec.Offset <= off {
+			v := p.proj.Step(e.rec)
+			if e.rec.Offset == off {
+				got = &v
+			}
+		}
+	}
+	p.read = off + 1
+	if got == nil {
+		return protocol.Report{Err: errors.Newf("sim: record %d was not read back", off)}
+	}
+	p.repair(w)
+	return protocol.Report{Verdict: *got}
+}
+
+func (p *process) deleteStep(w *world, s protocol.Step) protocol.Report {
+	planID := p.run.PlanID()
+	failing := map[int32]protocol.Deleted{}
+	f := w.fault(Fail, TimeoutAfter, Delayed, PartTransient, PartPermanent)
+	if f != Fail {
+		w.checkMirrored(p, planID)
+	}
+	switch f {
+	case Fail:
+		return protocol.Report{Err: errors.New("sim: DeleteRecords failed")}
+	case TimeoutAfter:
+		w.checkCommitted(planID)
+		w.deleteNow(s.Delete, nil)
+		return protocol.Report{Err: errors.New("sim: DeleteRecords timed out (it took effect)")}
+	case Delayed:
+		to := s.Delete.Clone()
+		w.later = append(w.later, delayed{due: w.tick + 1 + w.rng.IntN(30), apply: func() {
+			w.checkCommitted(planID)
+			w.deleteNow(to, nil)
+		}})
+		return protocol.Report{Err: errors.New("sim: DeleteRecords timed out (still in flight)")}
+	case PartTransient, PartPermanent:
+		ps := s.Delete.Partitions()
+		part := ps[w.rng.IntN(len(ps))]
+		code := int16(6) // NOT_LEADER_OR_FOLLOWER: a retry may pass
+		if f == PartPermanent {
+			code = protocol.CodePolicyViolation
+		}
+		failing[part] = protocol.Deleted{Partition: part, Err: errors.Newf("sim: %s", f), Code: code}
+	}
+	w.checkCommitted(planID)
+	return protocol.Report{Deleted: w.deleteNow(s.Delete, failing)}
+}

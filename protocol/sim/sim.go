@@ -1,0 +1,419 @@
+package sim
+
+import (
+	"encoding/base64"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/cockroachdb/errors"
+
+	"github.com/kcleanup/kcleanup/events"
+	"github.com/kcleanup/kcleanup/fsm"
+	"github.com/kcleanup/kcleanup/projector"
+	"github.com/kcleanup/kcleanup/projector/invariant"
+	"github.com/kcleanup/kcleanup/protocol"
+)
+
+// Fault is a kind of fault the scheduler injects.
+type Fault string
+
+// Every fault kind. Faults lists them for coverage.
+const (
+	Kill          Fault = "kill"
+	Freeze        Fault = "freeze-resume"
+	Fail          Fault = "request-fails"
+	TimeoutAfter  Fault = "timeout-after-effect"
+	Delayed       Fault = "request-delayed"
+	Denied        Fault = "access-denied"
+	PartTransient Fault = "partition-fails-transient"
+	PartPermanent Fault = "partition-fails-permanent"
+	Duplicated    Fault = "delivery-duplicated"
+	Reordered     Fault = "delivery-reordered"
+	Compacted     Fault = "control-topic-compacted"
+	Conflicting   Fault = "conflicting-commit-superseded"
+)
+
+// Faults lists every fault kind.
+func Faults() []Fault {
+	return append([]Fault{Kill, Freeze, Fail, TimeoutAfter, Delayed, Denied, PartTransient, PartPermanent,
+		Duplicated, Reordered, Compacted, Conflicting}, mirrorFaults()...)
+}
+
+// Config shapes one simulated fleet.
+type Config struct {
+	Workers    int     // worker replicas
+	Plans      int     // plans applied, each by its own apply process
+	Partitions int     // of the data topic
+	FaultRate  float64 // chance that a step meets a fault
+	Ticks      int     // scheduler ticks with faults; then the fleet settles
+	// CompactionLag is min.compaction.lag in ticks: a record is removed only
+	// when the record with its key that supersedes it is at least this old.
+	CompactionLag int
+	// Grace is the retraction grace in ticks (worker.RetractionGrace).
+	Grace int
+}
+
+// DefaultConfig is what `make sim` and `make test` run.
+func DefaultConfig() Config {
+	return Config{Workers: 3, Plans: 6, Partitions: 3, FaultRate: 0.15, Ticks: 600, CompactionLag: 40, Grace: 10}
+}
+
+// Result is what one seed did.
+type Result struct {
+	Seed   uint64
+	Errors []error
+	Faults map[Fault]int
+	// MirrorFaults counts the faults met by mirror requests (in Faults too).
+	MirrorFaults map[Fault]int
+	// Mirrored: the seed attaches a mirror; MirrorPlans is how many plans
+	// the mirror holds at the end.
+	Mirrored    bool
+	MirrorPlans int
+	Steps       map[protocol.Kind]int
+	Ticks       int
+	// Records is the control topic's length (offsets appended).
+	Records int64
+	// Disputed counts the worker passes that found their projection
+	// disputed (projector.State.Disputed: the log cleaner showed a
+	// conflict the other way): the window docs/design.md §5 describes.
+	Disputed int
+}
+
+// entry is one record on the simulated control topic.
+type entry struct {
+	rec  projector.Record
+	tick int
+}
+
+type delayed struct {
+	due   int
+	apply func()
+}
+
+// world is the simulated cluster and the fleet.
+type world struct {
+	cfg   Config
+	rng   *rand.Rand
+	tick  int
+	log   []entry            // the control topic as it is (compaction removes entries)
+	full  []projector.Record // every record ever appended
+	next  int64
+	topic protocol.Topic
+	later []delayed
+	procs []*process
+	plans []events.Plan
+	res   *Result
+	quiet bool // faults off: the fleet settles
+	errs  []error
+	// mirror is the attached Flink Agents mirror (nil: the seed has none);
+	// inMirror: a mirror request is under way (for MirrorFaults).
+	mirror   *mirrorTopic
+	inMirror bool
+}
+
+const dataTopic = "action-state"
+
+var epoch = time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+
+// Run simulates one seed.
+func Run(seed uint64, cfg Config) Result {
+	res := Result{Seed: seed, Faults: map[Fault]int{}, MirrorFaults: map[Fault]int{}, Steps: map[protocol.Kind]int{}}
+	w := &world{cfg: cfg, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), res: &res}
+	var id [16]byte
+	id[0], id[7] = byte(seed), 0x5a
+	w.topic = protocol.Topic{Name: dataTopic, ID: base64.RawURLEncoding.EncodeToString(id[:]), Replicas: 3,
+		Configs: map[string]string{"cleanup.policy": "compact,delete", "retention.ms": "-1", "retention.bytes": "-1"},
+		Start:   events.Offsets{}, End: events.Offsets{}}
+	for p := int32(0); p < int32(cfg.Partitions); p++ {
+		w.topic.Partitions = append(w.topic.Partitions, p)
+		w.topic.Start[p], w.topic.End[p] = 0, 1000
+	}
+	w.plans = w.makePlans()
+	w.mirror = newMirror(seed, cfg)
+	res.Mirrored = w.mirror != nil
+	for i := 0; i < cfg.Workers; i++ {
+		w.procs = append(w.procs, w.newWorker(i))
+	}
+	spawned := 0
+	for w.tick = 0; w.tick < cfg.Ticks; w.tick++ {
+		w.applyDue()
+		w.mirrorTick()
+		if w.rng.Float64() < 0.03 {
+			w.compact()
+		}
+		if spawned < len(w.plans) && w.rng.Float64() < 0.04 {
+			w.procs = append(w.procs, w.newApply(w.plans[spawned], spawned))
+			spawned++
+		}
+		w.restartDead()
+		w.schedule()
+	}
+	// Settle: no more faults; every frozen process wakes; every plan not yet
+	// submitted is; the workers finish what is pending.
+	w.quiet = true
+	for ; spawned < len(w.plans); spawned++ {
+		w.procs = append(w.procs, w.newApply(w.plans[spawned], spawned))
+	}
+	for _, p := range w.procs {
+		p.frozenUntil = 0
+	}
+	settleEnd := w.tick + 4000
+	for ; w.tick < settleEnd; w.tick++ {
+		w.applyDue()
+		w.mirrorTick()
+		w.restartDead()
+		w.schedule()
+		if len(w.later) == 0 && w.settled() {
+			break
+		}
+	}
+	res.Ticks = w.tick
+	res.Records = w.next
+	res.Errors = append(w.errs, w.check()...)
+	if w.mirror != nil {
+		res.MirrorPlans = len(w.mirror.fold().Operations())
+	}
+	return res
+}
+
+// makePlans draws plans with random offsets: some raise every partition,
+// some conflict with others (below on one partition, above on another).
+func (w *world) makePlans() []events.Plan {
+	var out []events.Plan
+	for i := 0; i < w.cfg.Plans; i++ {
+		offs := events.Offsets{}
+		for _, p := range w.topic.Partitions {
+			offs[p] = int64(w.rng.IntN(900))
+		}
+		rp := fmt.Sprintf("chk-%d", i)
+		out = append(out, events.Plan{PlanID: events.ComputePlanID(rp, dataTopic, w.topic.ID, offs),
+			SourceRecoveryPoint: rp, Topic: dataTopic, TopicID: w.topic.ID, Offsets: offs})
+	}
+	return out
+}
+
+func (w *world) now() time.Time { return epoch.Add(time.Duration(w.tick) * time.Second) }
+
+// appendRecord puts one record on the control topic and returns its offset.
+func (w *world) appendRecord(key, value []byte, headers ...projector.Header) int64 {
+	r := projector.Record{Offset: w.next, Key: key, Value: value, Timestamp: w.now(), Headers: headers}
+	w.next++
+	w.log = append(w.log, entry{rec: r, tick: w.tick})
+	w.full = append(w.full, r)
+	return r.Offset
+}
+
+func (w *world) applyDue() {
+	keep := w.later[:0]
+	var due []delayed
+	for _, d := range w.later {
+		if d.due <= w.tick {
+			due = append(due, d)
+		} else {
+			keep = append(keep, d)
+		}
+	}
+	w.later = keep
+	for _, d := range due {
+		d.apply()
+	}
+}
+
+// compact is one run of the log cleaner: a record whose key a later record
+// holds is removed once that later record is CompactionLag ticks old; a
+// tombstone goes CompactionLag ticks after it could be removed itself.
+func (w *world) compact() {
+	w.count(Compacted)
+	latest := map[string]int{} // key → tick of the latest record old enough to supersede
+	for _, e := range w.log {
+		if w.tick-e.tick >= w.cfg.CompactionLag {
+			latest[string(e.rec.Key)] = e.tick
+		}
+	}
+	last := map[string]int64{}
+	for _, e := range w.log {
+		if w.tick-e.tick >= w.cfg.CompactionLag {
+			last[string(e.rec.Key)] = e.rec.Offset
+		}
+	}
+	out := w.log[:0]
+	for _, e := range w.log {
+		k := string(e.rec.Key)
+		lo, old := last[k]
+		switch {
+		case old && e.rec.Offset < lo:
+			continue // superseded by a record old enough
+		case old && e.rec.Offset == lo && e.rec.Value == nil && w.tick-latest[k] >= 2*w.cfg.CompactionLag:
+			continue // a tombstone past delete.retention
+		}
+		out = append(out, e)
+	}
+	w.log = out
+}
+
+func (w *world) count(f Fault) {
+	w.res.Faults[f]++
+	if w.inMirror {
+		w.res.MirrorFaults[f]++
+	}
+}
+
+// mirrorTick attaches the mirror when its tick comes, and lets the
+// broker abort a mirror transaction left open too long.
+func (w *world) mirrorTick() {
+	if w.mirror == nil {
+		return
+	}
+	if w.mirror.attachOffset < 0 && w.tick >= w.mirror.attachAt {
+		w.attachMirror()
+	}
+	w.mirror.expire(w.tick)
+}
+
+// fault draws whether the step about to run meets a fault, and which.
+func (w *world) fault(choices ...Fault) Fault {
+	if w.quiet || w.rng.Float64() >= w.cfg.FaultRate {
+		return ""
+	}
+	f := choices[w.rng.IntN(len(choices))]
+	w.count(f)
+	return f
+}
+
+// schedule gives one step to one process that can take it.
+func (w *world) schedule() {
+	var ready []*process
+	for _, p := range w.procs {
+		if !p.dead && !p.done && p.frozenUntil <= w.tick {
+			ready = append(ready, p)
+		}
+	}
+	if len(ready) == 0 {
+		return
+	}
+	p := ready[w.rng.IntN(len(ready))]
+	if !w.quiet && w.rng.Float64() < 0.01 {
+		w.count(Kill)
+		p.dead, p.diedAt = true, w.tick
+		return
+	}
+	if !w.quiet && w.rng.Float64() < 0.01 {
+		w.count(Freeze)
+		p.frozenUntil = w.tick + 5 + w.rng.IntN(60)
+		return
+	}
+	p.act(w)
+}
+
+// restartDead starts a new worker for each dead one, after a while (the
+// replica's supervisor), and re-runs an interrupted apply sometimes (an
+// operator re-running the command).
+func (w *world) restartDead() {
+	for i, p := range w.procs {
+		if !p.dead || p.replaced || w.tick-p.diedAt < 20 {
+			continue
+		}
+		p.replaced = true
+		if p.worker {
+			w.procs[i] = w.newWorker(p.index)
+		} else if w.quiet || w.rng.IntN(2) == 0 {
+			w.procs[i] = w.newApply(p.plan, p.index)
+			w.procs[i].sync = p.sync
+		}
+	}
+}
+
+// settled: no run in flight, no apply left, nothing pending in a fold of
+// the whole control topic.
+func (w *world) settled() bool {
+	for _, p := range w.procs {
+		if !p.dead && (p.run != nil || (!p.worker && !p.done)) {
+			return false
+		}
+		if !p.dead && p.worker && len(p.proj.Disputed()) > 0 {
+			return false // its next pass reads the log afresh
+		}
+	}
+	st := invariant.Fold(w.records())
+	return len(st.Pending()) == 0 && len(st.Repairs()) == 0 && w.mirrorInStep(st) == nil
+}
+
+func (w *world) records() []projector.Record {
+	out := make([]projector.Record, len(w.log))
+	for i, e := range w.log {
+		out[i] = e.rec
+	}
+	return out
+}
+
+// check is I1–I5 on the control topic as it is, plus: the compacted topic
+// keeps the boundary of the full history.
+func (w *world) check() []error {
+	recs := w.records()
+	errs := invariant.Verify(invariant.Facts{Records: recs, Again: slices.Clone(recs), End: w.next,
+		DataTopic: dataTopic, LiveTopicID: w.topic.ID, LogStart: w.topic.Start.Clone()},
+		invariant.WantAllApplied())
+	if got, want := invariant.Fold(recs).Boundary(), invariant.Fold(w.full).Boundary(); !got.Equal(want) {
+		errs = append(errs, errors.Newf("compaction: the control topic's boundary is %s, its full history's %s", got, want))
+	}
+	// The mirror: the job's fold never fails; once everything settled, its
+	// boundary is the control topic's.
+	if w.mirror != nil {
+		if err := w.mirror.fold().Err(); err != nil {
+			errs = append(errs, errors.Newf("mirror: the Flink Agents job's fold of the mirror fails: %v", err))
+		}
+		if st := invariant.Fold(recs); len(st.Pending()) == 0 && len(st.Repairs()) == 0 {
+			if err := w.mirrorInStep(st); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	// I3 for the views: every live worker's projection names the winners
+	// the log does (a disputed one would read afresh, docs/design.md §5).
+	for _, p := range w.procs {
+		if !p.dead && p.worker {
+			if ids := p.proj.Disputed(); len(ids) > 0 {
+				errs = append(errs, errors.Newf("I3: worker %d's projection still shows a disputed conflict (plans %v)", p.index, ids))
+			}
+		}
+	}
+	return errs
+}
+
+// deleteNow is a DeleteRecords taking effect: I1 is checked at that moment,
+// against the full history. A partition's offset above its high watermark
+// fails as Kafka fails it.
+func (w *world) deleteNow(to events.Offsets, failing map[int32]protocol.Deleted) []protocol.Deleted {
+	full := invariant.Fold(w.full)
+	boundary := full.Boundary()
+	var out []protocol.Deleted
+	for _, p := range to.Partitions() {
+		if d, ok := failing[p]; ok {
+			out = append(out, d)
+			continue
+		}
+		if to[p] > w.topic.End[p] {
+			out = append(out, protocol.Deleted{Partition: p, Err: errors.New("OFFSET_OUT_OF_RANGE"), Code: protocol.CodeOffsetOutOfRange})
+			continue
+		}
+		if b, ok := boundary[p]; !ok || to[p] > b {
+			w.errs = append(w.errs, errors.Newf("I1: tick %d: DeleteRecords %s-%d up to %d, above the committed boundary %s of the full history", w.tick, dataTopic, p, to[p], boundary))
+		}
+		w.topic.Start[p] = max(w.topic.Start[p], to[p])
+		out = append(out, protocol.Deleted{Partition: p})
+	}
+	return out
+}
+
+// checkCommitted is I1's second half at the moment of a deletion: the
+// plan's COMMITTED is accepted in the full history.
+func (w *world) checkCommitted(planID string) {
+	op, ok := invariant.Fold(w.full).Operation(planID)
+	if !ok || (op.State != fsm.Committed && op.State != fsm.Deleting && op.State != fsm.Applied) {
+		w.errs = append(w.errs, errors.Newf("I1: tick %d: DeleteRecords for plan %s, whose COMMITTED is not accepted in the log (state %s)", w.tick, planID, op.State))
+	}
+}
+
+func secs(n int) time.Duration { return time.Duration(n) * time.Second }

@@ -1,0 +1,545 @@
+package protocol
+
+import (
+	"encoding/base64"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/datadriven"
+	"github.com/cockroachdb/errors"
+
+	"github.com/kcleanup/kcleanup/events"
+	"github.com/kcleanup/kcleanup/projector"
+)
+
+// TestTranscripts runs the datadriven files under testdata/: each run of the
+// protocol step by step, answered by a simulated cluster, with the faults
+// the input names. Regenerate with `go test ./protocol -run
+// TestTranscripts -rewrite` and review the diff. Plan IDs print as their
+// names (p1), topic IDs as T1, T2.
+//
+//	topic partitions=0,1 end=0:200,1:200 [start=..] [tid=T1] [policy=compact,delete] [retention=-1]
+//	    the live data topic action-state
+//	set [tid=T2] [policy=..] [retention=..] [start=..] [end=..] [missing] [back]
+//	    change the live topic (missing: delete it; back: recreate it)
+//	plan id=p1 rp=C1 offsets=0:150,1:100 [tid=T1]
+//	record plan=p1 event=COMMITTED [boundary=..] [logstart=..]
+//	    another writer appends a record (the run's projection folds it at its
+//	    next catch-up or read-back)
+//	run apply|finish|submit|preflight plan=p1 [nowait] [finishafter] [acls]
+//	    one run to its end (acls: print what each Permissions step asks for);
+//	    each input line alters one step, by number, by kind (the first step of
+//	    that kind) or by kind#n (its n-th):
+//	      <step>: fail [code=<n>] <text>  the request fails (with Kafka error
+//	                                code n), nothing happens
+//	      <step>: timeout           it takes effect, then reports a timeout
+//	      <step>: denied [<op> ...] access denied: a Permissions step answers
+//	                                that the ACLs of those operations (all
+//	                                when none is named) are missing, any other
+//	                                step fails with TOPIC_AUTHORIZATION_FAILED
+//	      <step>: partition <p> <code> <text>  (delete) partition p answers
+//	                                Kafka error code <code>
+//	      <step>: before <command>  a record or set command runs first
+//	mirror attach|detach topic=m [tid=T2]   append a mirror event to the control topic
+//	mirror set [missing] [back] [tid=T3] [policy=..] [partitions=0,1]   change the mirror topic
+//	mirror record plan=p1 status=COMMITTED|APPLIED | tombstone   another writer writes the mirror
+//	mirror show   the mirror's records and the job's effective boundary
+//	run sync      NewMirrorSync
+//	state    boundary and operations of the run's projection
+func TestTranscripts(t *testing.T) {
+	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+		h := newHarness()
+		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
+			return h.run(t, d)
+		})
+	})
+}
+
+const dataTopic = "action-state"
+
+type harness struct {
+	st      *projector.State
+	log     []projector.Record // the control topic
+	read    int                // how much of log st has folded
+	topic   Topic
+	missing bool
+	plans   map[string]events.Plan
+	names   *strings.Replacer
+	pairs   []string
+	tids    map[string]string
+	actors  int
+	mirror  simMirror
+	acls    bool // print what Permissions steps ask for
+}
+
+func topicID(n byte) string {
+	var b [16]byte
+	b[0], b[7] = n, 0x5a
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+func newHarness() *harness {
+	h := &harness{st: projector.New(), plans: map[string]events.Plan{}, tids: map[string]string{}}
+	for i := byte(1); i <= 3; i++ {
+		name := fmt.Sprintf("T%d", i)
+		h.tids[name] = topicID(i)
+		h.pairs = append(h.pairs, topicID(i), name)
+	}
+	h.names = strings.NewReplacer(h.pairs...)
+	return h
+}
+
+func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
+	switch d.Cmd {
+	case "topic":
+		h.topic = Topic{Name: dataTopic, ID: h.tids["T1"], Replicas: 1, Configs: map[string]string{
+			"cleanup.policy": "compact,delete", "retention.ms": "-1", "retention.bytes": "-1"}}
+		h.missing = false
+		h.set(t, d.CmdArgs)
+		return h.showTopic()
+	case "set":
+		h.set(t, d.CmdArgs)
+		return h.showTopic()
+	case "plan":
+		var id, rp, offs string
+		d.ScanArgs(t, "id", &id)
+		d.ScanArgs(t, "rp", &rp)
+		d.ScanArgs(t, "offsets", &offs)
+		tid := "T1"
+		if d.HasArg("tid") {
+			d.ScanArgs(t, "tid", &tid)
+		}
+		o := offsets(t, offs)
+		p := events.Plan{SourceRecoveryPoint: rp, Topic: dataTopic, TopicID: h.tids[tid], Offsets: o,
+			PlanID: events.ComputePlanID(rp, dataTopic, h.tids[tid], o)}
+		h.plans[id] = p
+		h.pairs = append(h.pairs, p.PlanID, id)
+		h.names = strings.NewReplacer(h.pairs...)
+		return fmt.Sprintf("%s: %s (%s) from %s, offsets %s\n", id, dataTopic, tid, rp, o)
+	case "record":
+		return h.record(t, d.CmdArgs)
+	case "mirror":
+		return h.mirrorCmd(t, d)
+	case "mirror-write-failed":
+		return mirrorWriteFailed(t, d)
+	case "run":
+		return h.runProtocol(t, d)
+	case "state":
+		h.catchUp()
+		var b strings.Builder
+		fmt.Fprintf(&b, "boundary %s\n", h.st.Boundary())
+		for _, op := range h.st.Operations() {
+			fmt.Fprintf(&b, "%s %s attempts=%d\n", op.PlanID, op.State, op.DeleteAttempts)
+		}
+		fmt.Fprintf(&b, "log start %s\n", h.topic.Start)
+		return h.names.Replace(b.String())
+	}
+	d.Fatalf(t, "unknown command %q", d.Cmd)
+	return ""
+}
+
+func offsets(t *testing.T, s string) events.Offsets {
+	o := events.Offsets{}
+	for _, pair := range strings.Split(s, ",") {
+		p, off, ok := strings.Cut(pair, ":")
+		pn, err1 := strconv.Atoi(p)
+		on, err2 := strconv.ParseInt(off, 10, 64)
+		if !ok || err1 != nil || err2 != nil {
+			t.Fatalf("bad offsets %q", s)
+		}
+		o[int32(pn)] = on
+	}
+	return o
+}
+
+func (h *harness) set(t *testing.T, args []datadriven.CmdArg) {
+	for _, a := range args {
+		v := strings.Join(a.Vals, ",")
+		switch a.Key {
+		case "partitions":
+			h.topic.Partitions = nil
+			for _, p := range strings.Split(v, ",") {
+				n, _ := strconv.Atoi(p)
+				h.topic.Partitions = append(h.topic.Partitions, int32(n))
+			}
+			if h.topic.Start == nil {
+				h.topic.Start = events.Offsets{}
+				for _, p := range h.topic.Partitions {
+					h.topic.Start[p] = 0
+				}
+			}
+		case "start":
+			h.topic.Start = offsets(t, v)
+		case "end":
+			h.topic.End = offsets(t, v)
+		case "tid":
+			h.topic.ID = h.tids[v]
+		case "policy":
+			h.topic.Configs["cleanup.policy"] = v
+		case "retention":
+			h.topic.Configs["retention.ms"] = v
+		case "missing":
+			h.missing = true
+		case "back":
+			h.missing = false
+		default:
+			t.Fatalf("set: unknown argument %q", a.Key)
+		}
+	}
+}
+
+func (h *harness) showTopic() string {
+	if h.missing {
+		return "topic action-state does not exist\n"
+	}
+	return h.names.Replace(fmt.Sprintf("topic %s (%s) policy=%s retention.ms=%s start %s end %s\n", h.topic.Name, h.topic.ID,
+		h.topic.Configs["cleanup.policy"], h.topic.Configs["retention.ms"], h.topic.Start, h.topic.End))
+}
+
+// record appends another writer's record; the run's projection sees it at
+// its next read.
+func (h *harness) record(t *testing.T, args []datadriven.CmdArg) string {
+	var name, ev, boundary, logStart string
+	for _, a := range args {
+		v := strings.Join(a.Vals, ",")
+		switch a.Key {
+		case "plan":
+			name = v
+		case "event":
+			ev = v
+		case "boundary":
+			boundary = v
+		case "logstart":
+			logStart = v
+		}
+	}
+	plan, ok := h.plans[name]
+	if !ok {
+		t.Fatalf("record: unknown plan %q", name)
+	}
+	env := events.Envelope{SchemaVersion: events.SchemaVersion, Event: events.Event(ev), PlanID: plan.PlanID, Plan: plan}
+	switch env.Event {
+	case events.Committed:
+		env.Boundary = CommitBoundary(h.lookahead(), plan)
+		if boundary != "" {
+			env.Boundary = offsets(t, boundary)
+		}
+	case events.Applied:
+		env.LogStart = plan.Offsets.Clone()
+		if logStart != "" {
+			env.LogStart = offsets(t, logStart)
+		}
+	}
+	off := h.append(env, "other")
+	return h.names.Replace(fmt.Sprintf("other writer: %s/%s at %d\n", name, ev, off))
+}
+
+// lookahead folds the whole log in a fresh projection: what another writer,
+// caught up, would see.
+func (h *harness) lookahead() *projector.State {
+	s := projector.New()
+	for _, r := range h.log {
+		s.Step(r)
+	}
+	return s
+}
+
+func (h *harness) append(env events.Envelope, actor string) int64 {
+	h.actors++
+	env.At = time.Date(2026, 12, 1, 9, 0, h.actors, 0, time.UTC)
+	env.Actor = actor
+	key, value := env.Encode()
+	off := int64(len(h.log))
+	h.log = append(h.log, projector.Record{Offset: off, Key: key, Value: value, Timestamp: env.At})
+	return off
+}
+
+func (h *harness) catchUp() []projector.Verdict {
+	var vs []projector.Verdict
+	for ; h.read < len(h.log); h.read++ {
+		vs = append(vs, h.st.Step(h.log[h.read]))
+	}
+	return vs
+}
+
+type fault struct {
+	action string
+	args   []string
+}
+
+func (h *harness) runProtocol(t *testing.T, d *datadriven.TestData) string {
+	var mode, name string
+	d.MaybeScanArgs(t, "plan", &name)
+	for _, a := range d.CmdArgs {
+		if len(a.Vals) == 0 && a.Key != "nowait" && a.Key != "finishafter" && a.Key != "acls" {
+			mode = a.Key
+		}
+	}
+	plan, ok := h.plans[name]
+	if !ok && mode != "sync" {
+		d.Fatalf(t, "run: unknown plan %q", name)
+	}
+	cfg := Config{ControlTopic: "action-state.kcleanup", Bootstrap: "localhost:9092", NoWait: d.HasArg("nowait"),
+		FinishAfter: d.HasArg("finishafter"), Principal: "User:kcleanup"}
+	h.acls = d.HasArg("acls")
+	var r *Run
+	switch mode {
+	case "apply":
+		r = NewApply(plan, cfg)
+	case "finish":
+		r = NewFinish(plan.PlanID, cfg)
+	case "submit":
+		r = NewSubmit(plan, cfg)
+	case "preflight":
+		r = NewPreflight(plan, cfg)
+	case "sync":
+		r = NewMirrorSync(cfg)
+	default:
+		d.Fatalf(t, "run: mode apply, finish, submit, preflight or sync")
+	}
+	faults := map[string]fault{}
+	for _, line := range strings.Split(strings.TrimSpace(d.Input), "\n") {
+		if line = strings.TrimSpace(line); line == "" {
+			continue
+		}
+		at, what, ok := strings.Cut(line, ":")
+		fs := strings.Fields(what)
+		if !ok || len(fs) == 0 {
+			d.Fatalf(t, "run: bad fault line %q", line)
+		}
+		faults[strings.TrimSpace(at)] = fault{fs[0], fs[1:]}
+	}
+	var b strings.Builder
+	seenKind := map[Kind]int{}
+	var rep Report
+	for n := 1; n < 50; n++ {
+		step := r.Next(h.st, rep)
+		for _, note := range step.Notes {
+			fmt.Fprintf(&b, "  [%s] %s\n", note.Step, note.Message)
+		}
+		if step.Kind.Terminal() {
+			b.WriteString(h.terminal(step))
+			return h.names.Replace(b.String())
+		}
+		seenKind[step.Kind]++
+		f, ok := faults[strconv.Itoa(n)]
+		if !ok {
+			f, ok = faults[fmt.Sprintf("%s#%d", step.Kind, seenKind[step.Kind])]
+		}
+		if !ok && seenKind[step.Kind] == 1 {
+			f, ok = faults[string(step.Kind)]
+		}
+		if ok && f.action == "before" {
+			sub := f.args
+			args := make([]datadriven.CmdArg, 0, len(sub)-1)
+			for _, kv := range sub[1:] {
+				k, v, has := strings.Cut(kv, "=")
+				a := datadriven.CmdArg{Key: k}
+				if has {
+					a.Vals = strings.Split(v, ",")
+				}
+				args = append(args, a)
+			}
+			switch sub[0] {
+			case "record":
+				fmt.Fprintf(&b, "  (%s)", strings.TrimSuffix(h.record(t, args), "\n"))
+			case "set":
+				h.set(t, args)
+				fmt.Fprintf(&b, "  (now %s)", strings.TrimSuffix(h.showTopic(), "\n"))
+			case "mirror":
+				fmt.Fprintf(&b, "  (%s)", strings.TrimSuffix(h.mirrorDo(t, args), "\n"))
+			}
+			b.WriteString("\n")
+			ok = false
+		}
+		fmt.Fprintf(&b, "%d %s\n", n, h.describeStep(step))
+		rep = h.execute(step, f, ok)
+		if s := h.describeReport(step, rep); s != "" {
+			fmt.Fprintf(&b, "  -> %s\n", s)
+		}
+	}
+	t.Fatalf("run did not end in 50 steps:\n%s", b.String())
+	return ""
+}
+
+func (h *harness) describeStep(s Step) string {
+	switch s.Kind {
+	case Append:
+		line := fmt.Sprintf("append %s %s", s.Record.Event, s.Record.PlanID)
+		if s.Record.Boundary != nil {
+			line += " boundary " + s.Record.Boundary.String()
+		}
+		if s.Record.LogStart != nil {
+			line += " logstart " + s.Record.LogStart.String()
+		}
+		return line
+	case Delete:
+		return fmt.Sprintf("delete %s up to %s (%d of %d partitions)", s.Topic, s.Delete, len(s.Delete), s.Of)
+	case CatchUp:
+		return "catch-up"
+	case ReadMirror:
+		return "read-mirror " + s.Mirror.Topic
+	case WriteMirror:
+		return fmt.Sprintf("write-mirror %s %s %s", s.Mirror.Topic, s.Mirror.Status, s.Mirror.Plan.PlanID)
+	case Permissions:
+		if h.acls {
+			var need []string
+			for _, p := range s.Need {
+				need = append(need, fmt.Sprintf("%s %s %s", p.Operation, p.ResourceType, p.Resource))
+			}
+			return fmt.Sprintf("permissions %s: %s", s.Topic, strings.Join(need, ", "))
+		}
+	}
+	return fmt.Sprintf("%s %s", s.Kind, s.Topic)
+}
+
+func (h *harness) describeReport(s Step, rep Report) string {
+	if rep.Err != nil {
+		if rep.Code != 0 {
+			return fmt.Sprintf("error: %v (code %d)", rep.Err, rep.Code)
+		}
+		return "error: " + rep.Err.Error()
+	}
+	if len(rep.Denied) > 0 {
+		var denied []string
+		for _, p := range rep.Denied {
+			denied = append(denied, fmt.Sprintf("%s %s %s", p.Operation, p.ResourceType, p.Resource))
+		}
+		return "denied: " + strings.Join(denied, ", ")
+	}
+	switch s.Kind {
+	case Append:
+		v := rep.Verdict
+		line := fmt.Sprintf("%s at %d", v.Outcome, v.Offset)
+		if v.Reason != "" {
+			line += " (" + string(v.Reason) + ")"
+		}
+		if v.Covered {
+			line += " covered"
+		}
+		return line
+	case Delete:
+		var parts []string
+		for _, d := range rep.Deleted {
+			if d.Err != nil {
+				parts = append(parts, fmt.Sprintf("%d: %v (code %d)", d.Partition, d.Err, d.Code))
+			}
+		}
+		return "log start " + h.topic.Start.String() + strings.Join(append([]string{""}, parts...), "; ")
+	case Verify:
+		return "log start " + rep.Starts.String()
+	case ReadMirror:
+		return h.describeMirror(rep.Mirror)
+	}
+	return ""
+}
+
+func (h *harness) terminal(s Step) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: state %s", s.Kind, s.Result.State)
+	if s.Result.Already {
+		b.WriteString(" (already)")
+	}
+	if s.Result.LogStart != nil {
+		fmt.Fprintf(&b, " log start %s", s.Result.LogStart)
+	}
+	b.WriteString("\n")
+	if s.Err != nil {
+		for _, class := range []error{ErrBlocked, ErrUnauthorized, ErrRejected, ErrSuperseded, ErrDegraded} {
+			if errors.Is(s.Err, class) {
+				fmt.Fprintf(&b, "  class: %v\n", class)
+			}
+		}
+		for _, line := range strings.Split(s.Err.Error(), "\n") {
+			fmt.Fprintf(&b, "  error: %s\n", line)
+		}
+		for _, hint := range errors.GetAllHints(s.Err) {
+			fmt.Fprintf(&b, "  hint: %s\n", hint)
+		}
+	}
+	return b.String()
+}
+
+// execute answers a step from the simulated cluster; f alters the answer.
+func (h *harness) execute(s Step, f fault, faulty bool) Report {
+	if faulty {
+		switch f.action {
+		case "fail":
+			var code int16
+			args := f.args
+			if len(args) > 0 && strings.HasPrefix(args[0], "code=") {
+				n, _ := strconv.Atoi(strings.TrimPrefix(args[0], "code="))
+				code, args = int16(n), args[1:]
+			}
+			return Report{Err: errors.New(strings.Join(args, " ")), Code: code}
+		case "denied":
+			if s.Kind != Permissions {
+				return Report{Err: errors.New("TOPIC_AUTHORIZATION_FAILED: not authorized"), Code: CodeTopicAuthorizationFailed}
+			}
+			var rep Report
+			for _, p := range s.Need {
+				if len(f.args) == 0 || slices.Contains(f.args, p.Operation) {
+					rep.Denied = append(rep.Denied, p)
+				}
+			}
+			return rep
+		}
+	}
+	rep := h.perform(s, f, faulty)
+	if faulty && f.action == "timeout" {
+		return Report{Err: errors.New("request timed out (it may have taken effect)")}
+	}
+	return rep
+}
+
+func (h *harness) perform(s Step, f fault, faulty bool) Report {
+	switch s.Kind {
+	case Describe, Recheck:
+		if h.missing {
+			return Report{Missing: true, Err: errors.Newf("topic %q does not exist", s.Topic)}
+		}
+		info := h.topic
+		info.Configs = maps.Clone(info.Configs)
+		info.Start, info.End = info.Start.Clone(), info.End.Clone()
+		info.Partitions = slices.Clone(info.Partitions)
+		return Report{Topic: info}
+	case CatchUp:
+		h.catchUp()
+		return Report{}
+	case Append:
+		off := h.append(s.Record, "run")
+		var got projector.Verdict
+		for _, v := range h.catchUp() {
+			if v.Offset == off {
+				got = v
+			}
+		}
+		return Report{Verdict: got}
+	case Delete:
+		var rep Report
+		for _, p := range s.Delete.Partitions() {
+			if faulty && f.action == "partition" && len(f.args) >= 2 && f.args[0] == strconv.Itoa(int(p)) {
+				code, _ := strconv.Atoi(f.args[1])
+				rep.Deleted = append(rep.Deleted, Deleted{Partition: p, Err: errors.New(strings.Join(f.args[2:], " ")), Code: int16(code)})
+				continue
+			}
+			if s.Delete[p] > h.topic.End[p] {
+				rep.Deleted = append(rep.Deleted, Deleted{Partition: p, Err: errors.New("OFFSET_OUT_OF_RANGE"), Code: CodeOffsetOutOfRange})
+				continue
+			}
+			h.topic.Start[p] = max(h.topic.Start[p], s.Delete[p])
+			rep.Deleted = append(rep.Deleted, Deleted{Partition: p})
+		}
+		return rep
+	case Verify:
+		return Report{Starts: h.topic.Start.Clone()}
+	case ReadMirror, WriteMirror:
+		return h.performMirror(s)
+	}
+	return Report{}
+}

@@ -1,0 +1,303 @@
+package report
+
+import (
+	"time"
+
+	"github.com/kcleanup/kcleanup/events"
+	"github.com/kcleanup/kcleanup/fsm"
+	"github.com/kcleanup/kcleanup/projector"
+	"github.com/kcleanup/kcleanup/projector/flinkagents"
+	"github.com/kcleanup/kcleanup/protocol"
+)
+
+// StatusSchemaVersion versions the status document (docs/schema/status.schema.json).
+// A field may be added without a new version; renaming or removing one, or
+// changing what it holds, needs a new version. Version 2: by default
+// operations and rejected list a view, not everything (Complete says which),
+// with counts of everything.
+const StatusSchemaVersion = 2
+
+// The default view of the status document lists every operation that is not
+// APPLIED and, of the others, the RecentOperations most recent; and the
+// RecentRejected most recent rejected records. Counts cover everything.
+const (
+	RecentOperations = 20
+	RecentRejected   = 20
+)
+
+// Status is the state of one control topic as `kcleanup status -o json`
+// prints it and a worker serves it at /v1/status: one document, one shape,
+// built by StatusOf for both.
+type Status struct {
+	SchemaVersion int    `json:"schemaVersion"`
+	ControlTopic  string `json:"controlTopic"`
+	// Topic and TopicID are the data topic this control topic governs (empty
+	// until the first PLANNED is accepted).
+	Topic   string `json:"topic,omitempty"`
+	TopicID string `json:"topicId,omitempty"`
+	// ReadTo is the offset after the last control record folded.
+	ReadTo         int64  `json:"readTo"`
+	Degraded       bool   `json:"degraded"`
+	DegradedReason string `json:"degradedReason,omitempty"`
+	// Boundary is the committed boundary per partition, and BoundarySetBy
+	// the plan whose commit last raised each partition.
+	Boundary      events.Offsets   `json:"boundary"`
+	BoundarySetBy map[int32]string `json:"boundarySetBy"`
+	// Complete is true when Operations and Rejected list everything
+	// (status --all, /v1/status?all=true). In the default view it is false:
+	// Operations lists every operation not APPLIED and the RecentOperations
+	// most recent others, Rejected the RecentRejected most recent rejected
+	// records, and the Omitted counts say how many are left out.
+	Complete          bool              `json:"complete"`
+	Operations        []OperationStatus `json:"operations"`
+	OperationCounts   map[fsm.State]int `json:"operationCounts"`
+	OperationsOmitted int               `json:"operationsOmitted"`
+	Rejected          []RejectedRecord  `json:"rejected"`
+	// RejectedCounts counts every rejected record by reason.
+	RejectedCounts  map[projector.Reason]int `json:"rejectedCounts"`
+	RejectedOmitted int                      `json:"rejectedOmitted"`
+	// Maintenance lists the records the fleet wrote to keep the log safe to
+	// compact (retraction tombstones, re-appended evidence; repairs that are
+	// duplicates only where the projection keeps its audit), with the
+	// worker and why, from their record headers. They are not in Rejected.
+	// MaintenanceCounts counts them all by kind (repair, retraction,
+	// recommit), duplicates included.
+	Maintenance       []MaintenanceRecord `json:"maintenance"`
+	MaintenanceCounts map[string]int      `json:"maintenanceCounts"`
+	// AtRisk says that accepted history is missing from the control topic
+	// or may be erased by the log cleaner (projector.State.AtRisk): the
+	// recovery gate cannot tell while it is set. AtRiskReason says what.
+	AtRisk       bool   `json:"atRisk"`
+	AtRiskReason string `json:"atRiskReason,omitempty"`
+	// Blocked lists the operations a worker stopped retrying for a cause an
+	// operator must remove. Only the worker that owns the control topic
+	// knows them; `kcleanup status` always shows none.
+	Blocked []BlockedOperation `json:"blocked"`
+	// UnrepairedKeys counts accepted records listed for repair (key overwritten, or out of order) and
+	// not yet re-appended (a worker repairs them).
+	UnrepairedKeys int `json:"unrepairedKeys"`
+	// Repairs lists those records: the key and the offset of the accepted
+	// record a worker re-appends, oldest first.
+	Repairs []PendingRepair `json:"repairs"`
+	// Retractions lists the keys whose every record was rejected: a worker
+	// tombstones each once RetractionGrace has passed since its record.
+	Retractions []PendingRetraction `json:"retractions"`
+	// Format is the control format of the records read: "kcleanup",
+	// "flink-agents" or "mixed" (absent while the topic is empty).
+	Format Format `json:"format,omitempty"`
+	// FlinkAgents is the topic folded by Flink Agents' own rules, when it is
+	// in that format (docs/flink-agents.md): the rest of the document is
+	// kcleanup's fold, which rejects every such record.
+	FlinkAgents *FlinkStatus `json:"flinkAgents,omitempty"`
+	// Mirror is how the attached Flink Agents mirror stands against the
+	// boundary (absent when none is attached). StatusOf cannot fill it (it
+	// needs a read of the mirror topic): the reader that built the status
+	// sets it (worker.Cluster.AssessMirror).
+	Mirror *protocol.MirrorAssessment `json:"mirror,omitempty"`
+}
+
+// PendingRepair is an accepted record a worker will append again, so that
+// compaction keeps it (docs/design.md §5).
+type PendingRepair struct {
+	Key string `json:"key"`
+	// KeyBytes is the length of a key the default view cut at TextLimit
+	// bytes (absent when whole).
+	KeyBytes int `json:"keyBytes,omitempty"`
+	// Offset is that of the accepted record being repaired.
+	Offset int64 `json:"offset"`
+}
+
+// PendingRetraction is a key holding only rejected records, which a worker
+// will tombstone.
+type PendingRetraction struct {
+	Key      string `json:"key"`
+	KeyBytes int    `json:"keyBytes,omitempty"` // as PendingRepair's
+	// Offset and At are those of the latest record under the key (At is its
+	// Kafka timestamp: the grace is counted from it).
+	Offset int64     `json:"offset"`
+	At     time.Time `json:"at"`
+}
+
+// OperationStatus is one plan's life on the control topic.
+type OperationStatus struct {
+	PlanID              string         `json:"planId"`
+	State               fsm.State      `json:"state"`
+	SourceRecoveryPoint string         `json:"sourceRecoveryPoint"`
+	Offsets             events.Offsets `json:"offsets"`
+	// Boundary is the cumulative boundary its COMMITTED set.
+	Boundary events.Offsets `json:"boundary,omitempty"`
+	// LogStart holds the verified log-start offsets its APPLIED reported.
+	LogStart       events.Offsets `json:"logStart,omitempty"`
+	DeleteAttempts int            `json:"deleteAttempts"`
+	// UpdatedAt and UpdatedBy are the "at" and "actor" of its last accepted record.
+	UpdatedAt time.Time `json:"updatedAt"`
+	UpdatedBy string    `json:"updatedBy"`
+	// Offset is the control-topic offset of its last accepted record.
+	Offset int64 `json:"offset"`
+	// History is every accepted record of the operation in log order (a
+	// DELETING retry is one more step); Implied, the steps no record was
+	// accepted for because a later one implied them (projector.Operation).
+	History []StepStatus   `json:"history"`
+	Implied []events.Event `json:"implied,omitempty"`
+}
+
+// StepStatus is one accepted record in an operation's history.
+type StepStatus struct {
+	Offset int64        `json:"offset"`
+	Event  events.Event `json:"event"`
+	At     time.Time    `json:"at"`
+	Actor  string       `json:"actor"`
+}
+
+// RejectedRecord is one control record the fold rejected.
+type RejectedRecord struct {
+	Offset int64  `json:"offset"`
+	Key    string `json:"key"`
+	// KeyBytes and DetailBytes are the lengths of a key and a detail the
+	// default view cut at TextLimit bytes (absent when whole): a record's
+	// writer chose them, up to a megabyte.
+	KeyBytes    int              `json:"keyBytes,omitempty"`
+	Reason      projector.Reason `json:"reason"`
+	Detail      string           `json:"detail"`
+	DetailBytes int              `json:"detailBytes,omitempty"`
+	At          time.Time        `json:"at"`
+	Actor       string           `json:"actor,omitempty"`
+}
+
+// MaintenanceRecord is one record a worker wrote to keep the log safe to
+// compact, as its headers describe it.
+type MaintenanceRecord struct {
+	Offset   int64             `json:"offset"`
+	Key      string            `json:"key"`
+	KeyBytes int               `json:"keyBytes,omitempty"` // as PendingRepair's
+	Kind     string            `json:"kind"`
+	Actor    string            `json:"actor"`
+	Reason   string            `json:"reason"`
+	Verdict  projector.Outcome `json:"verdict"`
+	At       time.Time         `json:"at"`
+}
+
+// BlockedOperation is an operation a worker will not retry until RetryAt,
+// because its last attempt failed for a cause retrying cannot fix.
+type BlockedOperation struct {
+	PlanID  string    `json:"planId"`
+	Reason  string    `json:"reason"`
+	Since   time.Time `json:"since"`
+	RetryAt time.Time `json:"retryAt"`
+}
+
+// Source is what a status document is built from: the fold of one control
+// topic and what its reader saw beside it (worker.Projection.Source).
+type Source struct {
+	ControlTopic string
+	State        *projector.State
+	// ReadTo is the offset after the last control record read.
+	ReadTo int64
+	// Format is the control format of the records read; Flink is their fold
+	// by Flink Agents' rules when Format is FormatFlinkAgents, else nil.
+	Format Format
+	Flink  *flinkagents.Fold
+}
+
+// StatusOf builds the complete status document of a projection (status
+// --all, /v1/status?all=true): every operation and rejected record. It reads
+// the projection and must run on the goroutine that folds into it. Lists are
+// never null, so a consumer can iterate them without a check.
+func StatusOf(src Source) Status { return statusOf(src, true) }
+
+// SummaryOf builds the default view of the status document, which stays
+// small however long the history: the boundary, every operation not APPLIED,
+// the most recent others and rejected records, and counts of everything.
+func SummaryOf(src Source) Status { return statusOf(src, false) }
+
+func statusOf(src Source, complete bool) Status {
+	s := src.State
+	st := Status{
+		SchemaVersion:   StatusSchemaVersion,
+		ControlTopic:    src.ControlTopic,
+		ReadTo:          src.ReadTo,
+		Boundary:        s.Boundary(),
+		BoundarySetBy:   map[int32]string{},
+		Complete:        complete,
+		Operations:      []OperationStatus{},
+		OperationCounts: s.OperationCounts(),
+		Rejected:        []RejectedRecord{},
+		RejectedCounts:  s.RejectedCounts(),
+		Blocked:         []BlockedOperation{},
+		Repairs:         []PendingRepair{},
+		Retractions:     []PendingRetraction{},
+	}
+	st.Topic, st.TopicID, _ = s.Binding()
+	st.Format = src.Format
+	if src.Flink != nil {
+		st.FlinkAgents = FlinkStatusOf(src.Flink)
+	}
+	st.Degraded, st.DegradedReason = s.Degraded()
+	for p := range st.Boundary {
+		st.BoundarySetBy[p] = s.BoundarySetBy(p)
+	}
+	// Only the view asked for is exported: exporting every operation to
+	// throw most away cost the default view most of its memory.
+	ops, rejected := s.Unfinished(RecentOperations), s.RecentRejected(RecentRejected)
+	if complete {
+		ops, rejected = s.Operations(), s.Rejected()
+	}
+	for _, op := range ops {
+		os := OperationStatus{
+			PlanID:              op.PlanID,
+			State:               op.State,
+			SourceRecoveryPoint: op.Plan.SourceRecoveryPoint,
+			Offsets:             op.Plan.Offsets,
+			Boundary:            op.Boundary,
+			LogStart:            op.LogStart,
+			DeleteAttempts:      op.DeleteAttempts,
+			History:             make([]StepStatus, 0, len(op.History)),
+			Implied:             op.Implied,
+		}
+		for _, h := range op.History {
+			os.History = append(os.History, StepStatus{Offset: h.Offset, Event: h.Event, At: h.At, Actor: h.Actor})
+		}
+		if n := len(op.History); n > 0 {
+			last := op.History[n-1]
+			os.UpdatedAt, os.UpdatedBy, os.Offset = last.At, last.Actor, last.Offset
+		}
+		st.Operations = append(st.Operations, os)
+	}
+	st.Maintenance, st.MaintenanceCounts = []MaintenanceRecord{}, map[string]int{}
+	for _, v := range s.MaintenanceRecords() {
+		m := v.Maintenance
+		rec := MaintenanceRecord{Offset: v.Offset, Kind: m.Kind, Actor: m.Actor, Reason: m.Reason, Verdict: v.Outcome, At: v.At}
+		rec.Key, rec.KeyBytes = clipField(v.Key, complete) // a retraction carries the junk key it tombstones
+		st.Maintenance = append(st.Maintenance, rec)
+	}
+	for k, n := range s.MaintenanceCounts() {
+		st.MaintenanceCounts[k] = n
+	}
+	st.AtRisk, st.AtRiskReason = s.AtRisk()
+	for _, v := range rejected {
+		r := RejectedRecord{Offset: v.Offset, Reason: v.Reason, At: v.At, Actor: v.Actor}
+		r.Key, r.KeyBytes = clipField(v.Key, complete)
+		r.Detail, r.DetailBytes = clipField(v.Detail, complete)
+		st.Rejected = append(st.Rejected, r)
+	}
+	for _, n := range st.OperationCounts {
+		st.OperationsOmitted += n
+	}
+	st.OperationsOmitted -= len(st.Operations)
+	for _, n := range st.RejectedCounts {
+		st.RejectedOmitted += n
+	}
+	st.RejectedOmitted -= len(st.Rejected)
+	for _, r := range s.Repairs() {
+		rep := PendingRepair{Offset: r.Offset}
+		rep.Key, rep.KeyBytes = clipField(string(r.Key), complete)
+		st.Repairs = append(st.Repairs, rep)
+	}
+	st.UnrepairedKeys = len(st.Repairs)
+	for _, r := range s.Retractions() {
+		ret := PendingRetraction{Offset: r.Offset, At: r.Timestamp}
+		ret.Key, ret.KeyBytes = clipField(string(r.Key), complete)
+		st.Retractions = append(st.Retractions, ret)
+	}
+	return st
+}
