@@ -49,6 +49,20 @@ func (o Offsets) Clone() Offsets { return maps.Clone(o) }
 // Equal reports whether o and other hold the same partitions and offsets.
 func (o Offsets) Equal(other Offsets) bool { return maps.Equal(o, other) }
 
+// SamePartitions reports whether o and other name the same partitions,
+// whatever their offsets.
+func (o Offsets) SamePartitions(other Offsets) bool {
+	if len(o) != len(other) {
+		return false
+	}
+	for p := range o {
+		if _, ok := other[p]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
 // validateOffsets checks offsets built in code: at least one partition, no
 // negative partition or offset.
 func validateOffsets(field string, o Offsets) *fieldError {

@@ -99,6 +99,37 @@ func Allowed(s State) []events.Event {
 	return out
 }
 
+// OperationStates returns the states an operation can be in, in lifecycle
+// order: States without None. Views that list or count operations by state
+// take their columns from here, so a new state reaches them all.
+func OperationStates() []State { return States()[1:] }
+
+// Order is s's place in the lifecycle (0 for the first state an operation
+// is in), -1 for a state the table does not know. Views sort by it.
+func (s State) Order() int {
+	for i, k := range OperationStates() {
+		if k == s {
+			return i
+		}
+	}
+	return -1
+}
+
+// EventOrder is e's place in the lifecycle (0 for the first event), -1 for
+// an event the table does not know.
+func EventOrder(e events.Event) int {
+	for i, k := range Events() {
+		if k == e {
+			return i
+		}
+	}
+	return -1
+}
+
+// Unfinished reports whether an operation in s was committed and not yet
+// applied: a worker must finish it (COMMITTED or DELETING).
+func (s State) Unfinished() bool { return s.known() && s != None && s != Planned && !s.Terminal() }
+
 // Terminal reports whether s is a state of the table that no event leaves:
 // an operation there is finished for good.
 func (s State) Terminal() bool {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -298,4 +299,34 @@ func FuzzNext(f *testing.F) {
 	f.Fuzz(func(t *testing.T, from, e string) {
 		checkedNext(t, State(from), events.Event(e))
 	})
+}
+
+// TestOperationVocabulary: the views' columns and orders come from the table, so a new state
+// or event reaches every view that lists them (issue 19 item 6).
+func TestOperationVocabulary(t *testing.T) {
+	want := []State{Planned, Committed, Deleting, Applied}
+	if got := OperationStates(); !slices.Equal(got, want) {
+		t.Fatalf("OperationStates() = %v, want %v", got, want)
+	}
+	for i, s := range want {
+		if s.Order() != i {
+			t.Errorf("%s.Order() = %d, want %d", s, s.Order(), i)
+		}
+	}
+	if State("PAUSED").Order() != -1 || None.Order() != -1 {
+		t.Error("an unknown state or None has a place in the lifecycle")
+	}
+	for i, e := range []events.Event{events.Planned, events.Committed, events.Deleting, events.Applied} {
+		if EventOrder(e) != i {
+			t.Errorf("EventOrder(%s) = %d, want %d", e, EventOrder(e), i)
+		}
+	}
+	if EventOrder("PAUSED") != -1 {
+		t.Error("an unknown event has a place in the lifecycle")
+	}
+	for s, want := range map[State]bool{None: false, Planned: false, Committed: true, Deleting: true, Applied: false, "PAUSED": false} {
+		if s.Unfinished() != want {
+			t.Errorf("%q.Unfinished() = %v, want %v", s, s.Unfinished(), want)
+		}
+	}
 }

@@ -96,7 +96,7 @@ func planProblem(c MirrorControl, v MirrorView) error {
 				"mirror topic %s holds plan %s (offset %d) for topic %s (topic ID %s), but the control topic governs %s (topic ID %s): the job would refuse to recover",
 				v.Topic, p.PlanID, o.First, p.Topic, p.TopicID, name, topicID)
 		}
-		if !samePartitions(p.Offsets, boundary) {
+		if !p.Offsets.SamePartitions(boundary) {
 			return refuse("attach an empty topic (kcleanup init --topic <data topic> --mirror-topic <new topic>)",
 				"mirror topic %s holds plan %s (offset %d) for partitions %v, but kcleanup's boundary covers %v: the job would refuse to recover (partition set)",
 				v.Topic, p.PlanID, o.First, p.Offsets.Partitions(), boundary.Partitions())
@@ -124,17 +124,6 @@ func planProblem(c MirrorControl, v MirrorView) error {
 	return nil
 }
 
-func samePartitions(a, b events.Offsets) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for p := range a {
-		if _, ok := b[p]; !ok {
-			return false
-		}
-	}
-	return true
-}
 
 // MirrorControl is what the mirror rules need of a control topic's projection,
 // copied out of it (MirrorControlOf), so that the mirror can be read without

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/kcleanup/kcleanup/events"
+	"github.com/kcleanup/kcleanup/fsm"
 	"github.com/kcleanup/kcleanup/projector"
 )
 
@@ -27,6 +28,9 @@ type controlLog struct {
 	plan events.Plan // the plan of operation op
 	next int64       // offset of the next record
 }
+
+// lifecycle is the events of one operation, in order (fsm.Events, once).
+var lifecycle = fsm.Events()
 
 func newControlLog(topic, topicID string, partitions int32) *controlLog {
 	return &controlLog{topic: topic, topicID: topicID, partitions: partitions, actor: "kcbench/gen"}
@@ -51,7 +55,7 @@ func (g *controlLog) Next() (key, value []byte) {
 	}
 	env := events.Envelope{
 		SchemaVersion: events.SchemaVersion,
-		Event:         []events.Event{events.Planned, events.Committed, events.Deleting, events.Applied}[g.step],
+		Event:         lifecycle[g.step],
 		PlanID:        g.plan.PlanID,
 		Plan:          g.plan,
 		At:            genEpoch.Add(time.Duration(g.next) * time.Millisecond),

@@ -217,10 +217,10 @@ func isHexPrefix(s string) bool {
 }
 
 func printHistory(w io.Writer, doc historyDoc, full bool) error {
-	detail, actor := singleLine, singleLine
+	detail, actor := report.SingleLine, report.SingleLine
 	if !full {
-		detail = func(s string) string { return singleLine(clip(s, tableDetailLimit)) }
-		actor = func(s string) string { return singleLine(clip(s, tableKeyLimit)) }
+		detail = func(s string) string { return report.SingleLine(clip(s, tableDetailLimit)) }
+		actor = func(s string) string { return report.SingleLine(clip(s, tableKeyLimit)) }
 	}
 	what := "records"
 	if doc.PlanID != "" {
@@ -242,8 +242,8 @@ func printHistory(w io.Writer, doc historyDoc, full bool) error {
 			// The fleet's own upkeep, not another writer's bad record.
 			verdict, what = "maintenance ("+m.Kind+")", m.Reason
 		}
-		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\t%s\n", v.Offset, formatTimePtr(v.At), orDash(string(v.Event)),
-			orDash(shorten(v.PlanID, shortPlanID)), verdict, orDash(actor(v.Actor)), detail(what))
+		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\t%s\n", v.Offset, formatTimePtr(v.At), report.OrDash(string(v.Event)),
+			report.OrDash(shorten(v.PlanID, shortPlanID)), verdict, report.OrDash(actor(v.Actor)), detail(what))
 	}
 	return tw.Flush()
 }
@@ -252,7 +252,7 @@ func formatTimePtr(t *time.Time) string {
 	if t == nil {
 		return "-"
 	}
-	return formatTime(*t)
+	return report.FormatTime(*t)
 }
 
 func shorten(s string, n int) string {
@@ -260,13 +260,6 @@ func shorten(s string, n int) string {
 		return s
 	}
 	return s[:n]
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }
 
 // flinkHistory is history for a control topic in Flink Agents' format: each
@@ -295,9 +288,9 @@ func flinkHistory(w io.Writer, g globalOptions, proj *worker.Projection, fold *f
 	for _, h := range doc.FlinkAgents {
 		detail := "-"
 		if h.Error != nil {
-			detail = singleLine(clip(h.Error.Message, tableDetailLimit))
+			detail = report.SingleLine(clip(h.Error.Message, tableDetailLimit))
 		}
-		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\n", h.Offset, orDash(h.Status), orDash(shorten(h.PlanID, shortPlanID)), h.Verdict, detail)
+		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\n", h.Offset, report.OrDash(h.Status), report.OrDash(shorten(h.PlanID, shortPlanID)), h.Verdict, detail)
 	}
 	return tw.Flush()
 }

@@ -7,7 +7,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/cockroachdb/errors"
 	"github.com/spf13/cobra"
@@ -173,8 +172,8 @@ func printStatus(w io.Writer, st report.Status, full bool) error {
 			if !full {
 				rp, by = clip(rp, tableKeyLimit), clip(by, tableKeyLimit)
 			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", op.PlanID, op.State, singleLine(rp),
-				op.Offsets.String(), formatTime(op.UpdatedAt), singleLine(by))
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", op.PlanID, op.State, report.SingleLine(rp),
+				op.Offsets.String(), report.FormatTime(op.UpdatedAt), report.SingleLine(by))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -201,7 +200,7 @@ func printStatus(w io.Writer, st report.Status, full bool) error {
 		if !full {
 			key, detail = clipCut(key, r.KeyBytes, tableKeyLimit), clipCut(detail, r.DetailBytes, tableDetailLimit)
 		}
-		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\n", r.Offset, r.Reason, singleLine(key), singleLine(detail))
+		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\n", r.Offset, r.Reason, report.SingleLine(key), report.SingleLine(detail))
 	}
 	return tw.Flush()
 }
@@ -209,7 +208,7 @@ func printStatus(w io.Writer, st report.Status, full bool) error {
 // countByState summarizes operation counts in lifecycle order: "1 PLANNED, 2 APPLIED".
 func countByState(n map[fsm.State]int) string {
 	var parts []string
-	for _, s := range []fsm.State{fsm.Planned, fsm.Committed, fsm.Deleting, fsm.Applied} {
+	for _, s := range fsm.OperationStates() {
 		if n[s] > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", n[s], s))
 		}
@@ -236,24 +235,11 @@ func countByReason(n map[projector.Reason]int) string {
 func countPending(ops []report.OperationStatus) int {
 	n := 0
 	for _, op := range ops {
-		if op.State == fsm.Committed || op.State == fsm.Deleting {
+		if op.State.Unfinished() {
 			n++
 		}
 	}
 	return n
-}
-
-// formatTime prints a time in UTC to the second, or "-" when unknown.
-func formatTime(t time.Time) string {
-	if t.IsZero() {
-		return "-"
-	}
-	return t.UTC().Format(time.RFC3339)
-}
-
-// singleLine keeps a table row on one line: a record's detail may quote anything.
-func singleLine(s string) string {
-	return strings.Join(strings.Fields(s), " ")
 }
 
 // assessMirror sets st.Mirror when a Flink Agents mirror is attached: the
@@ -282,7 +268,7 @@ func printMirror(tw io.Writer, m protocol.MirrorAssessment) {
 			fmt.Fprintf(tw, "\tin step: the job's effective boundary there is %s (%d plan(s))\n", m.Boundary, m.Plans)
 		}
 	default:
-		fmt.Fprintf(tw, "\t%s (lag %d): %s\n", strings.ToUpper(string(m.Standing)), m.Lag, singleLine(m.Reason))
-		fmt.Fprintf(tw, "\tfix: %s\n", singleLine(m.Hint))
+		fmt.Fprintf(tw, "\t%s (lag %d): %s\n", strings.ToUpper(string(m.Standing)), m.Lag, report.SingleLine(m.Reason))
+		fmt.Fprintf(tw, "\tfix: %s\n", report.SingleLine(m.Hint))
 	}
 }

@@ -22,7 +22,7 @@ func printFlinkStatus(w io.Writer, st report.Status) error {
 	fmt.Fprintln(w)
 	if fa.Error != nil {
 		fmt.Fprintf(w, "Boundary: UNKNOWN: the job's recovery fails on this control topic (%s, %s)\n  %s\n  Hint: %s\n",
-			fa.Error.Reason, fa.Error.Class, singleLine(fa.Error.Message), fa.Error.Hint)
+			fa.Error.Reason, fa.Error.Class, report.SingleLine(fa.Error.Message), fa.Error.Hint)
 	} else {
 		fmt.Fprintln(w, "Effective boundary (the job refuses recovery points below it):")
 		tw = newTable(w)

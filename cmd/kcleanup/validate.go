@@ -9,6 +9,7 @@ import (
 
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/gate"
+	"github.com/kcleanup/kcleanup/report"
 	"github.com/kcleanup/kcleanup/worker"
 )
 
@@ -122,7 +123,7 @@ func printVerdict(w io.Writer, v gate.Verdict, origins []string) error {
 		fmt.Fprintln(tw, "  PARTITION\tLOWEST MARKER OFFSET\tBOUNDARY\tSET BY PLAN\tAVAILABLE")
 		for _, c := range v.Checked {
 			fmt.Fprintf(tw, "  %d\t%d\t%s\t%s\t[%d, %d]\n", c.Partition, c.Lowest, optInt(c.Boundary),
-				orDash(shorten(c.PlanID, shortPlanID)), c.LogStart, c.HighWatermark)
+				report.OrDash(shorten(c.PlanID, shortPlanID)), c.LogStart, c.HighWatermark)
 		}
 		return tw.Flush()
 	case gate.Refused:
@@ -148,7 +149,7 @@ func printVerdict(w io.Writer, v gate.Verdict, origins []string) error {
 			avail = fmt.Sprintf("[%d, %d]", *d.LogStart, *d.HighWatermark)
 		}
 		fmt.Fprintf(tw, "  %s\t%d\t%s\t%s\t%s\t%s\t%s\n", marker, *d.Partition, optInt(d.Requested),
-			optInt(d.Boundary), orDash(shorten(d.PlanID, shortPlanID)), avail, r.Reason)
+			optInt(d.Boundary), report.OrDash(shorten(d.PlanID, shortPlanID)), avail, r.Reason)
 	}
 	if len(others) < len(v.Refusals) {
 		if err := tw.Flush(); err != nil {

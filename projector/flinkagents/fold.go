@@ -166,7 +166,7 @@ func (f *Fold) Boundary(topic, topicID string, partitions []int32) (events.Offse
 				Detail: fmt.Sprintf("Cleanup control topic contains a boundary for a different Kafka topic: plan %s is for %s (topic ID %s), not %s (topic ID %s)",
 					p.PlanID, quote(p.Topic), quote(p.TopicID), quote(topic), quote(topicID))}
 		}
-		if !samePartitions(p.Offsets, want) {
+		if !p.Offsets.SamePartitions(want) {
 			return nil, &Error{Reason: ReasonPartitionSet, Offset: op.First, PlanID: p.PlanID,
 				Detail: fmt.Sprintf("Cleanup control topic contains a different Kafka partition set: plan %s covers partitions %v, the topic has %v",
 					p.PlanID, p.Offsets.Partitions(), want.Partitions())}
@@ -199,17 +199,6 @@ func (f *Fold) SetBy(p int32) string {
 	return id
 }
 
-func samePartitions(a, b events.Offsets) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for p := range a {
-		if _, ok := b[p]; !ok {
-			return false
-		}
-	}
-	return true
-}
 
 // incomparable finds two plans neither of which is at or above the other on
 // every partition. All plans hold the same partitions. Lexicographic order
@@ -275,7 +264,7 @@ func (f *Fold) Validate(markers []events.Marker) error {
 			return &Error{Reason: ReasonMarkers, Offset: -1,
 				Detail: fmt.Sprintf("Recovery markers do not reference one physical Kafka topic: marker %d is for %s (%s), marker 0 for %s (%s)", i, m.Topic, m.TopicID, m0.Topic, m0.TopicID)}
 		}
-		if i > 0 && !samePartitions(m.Offsets, m0.Offsets) {
+		if i > 0 && !m.Offsets.SamePartitions(m0.Offsets) {
 			return &Error{Reason: ReasonMarkers, Offset: -1,
 				Detail: fmt.Sprintf("Recovery markers contain different Kafka partition sets: marker %d has %v, marker 0 has %v", i, m.Offsets.Partitions(), m0.Offsets.Partitions())}
 		}

@@ -21,17 +21,17 @@ func FromWorker(ws report.WorkerStatus, now time.Time) View {
 	v := View{Title: "kcleanup console", Live: true, Worker: &Replica{Group: ws.Group, Actor: ws.Actor, Ready: true}}
 	owner := map[string]string{}
 	if f := ws.Fleet; f != nil {
-		v.Worker.FleetNote = "as the group coordinator described it at " + formatTime(f.DescribedAt)
+		v.Worker.FleetNote = "as the group coordinator described it at " + report.FormatTime(f.DescribedAt)
 		if f.Error != "" {
-			v.Worker.FleetNote = "the group could not be described at " + formatTime(f.DescribedAt) + ": " + singleLine(f.Error)
+			v.Worker.FleetNote = "the group could not be described at " + report.FormatTime(f.DescribedAt) + ": " + report.SingleLine(f.Error)
 		}
 		for _, m := range f.Members {
-			row := Member{ID: m.MemberID, Host: orDash(m.Host), ClientID: orDash(m.ClientID), Self: m.Self, Owns: "-"}
+			row := Member{ID: m.MemberID, Host: report.OrDash(m.Host), ClientID: report.OrDash(m.ClientID), Self: m.Self, Owns: "-"}
 			if len(m.ControlTopics) > 0 {
 				row.Owns = strings.Join(m.ControlTopics, ", ")
 			}
 			for _, t := range m.ControlTopics {
-				owner[t] = "replica " + m.MemberID + " at " + orDash(m.Host)
+				owner[t] = "replica " + m.MemberID + " at " + report.OrDash(m.Host)
 			}
 			v.Worker.Members = append(v.Worker.Members, row)
 		}
@@ -76,7 +76,7 @@ func mirrorOf(ts any) string {
 	}
 	var m map[string]json.RawMessage
 	if json.Unmarshal(doc["mirror"], &m) != nil {
-		return singleLine(string(doc["mirror"]))
+		return report.SingleLine(string(doc["mirror"]))
 	}
 	keys := make([]string, 0, len(m))
 	for k := range m {
@@ -90,7 +90,7 @@ func mirrorOf(ts any) string {
 		if json.Unmarshal(m[k], &str) == nil {
 			v = str
 		}
-		parts = append(parts, k+": "+singleLine(v))
+		parts = append(parts, k+": "+report.SingleLine(v))
 	}
 	return strings.Join(parts, " · ")
 }
@@ -98,15 +98,15 @@ func mirrorOf(ts any) string {
 func liveTopic(ts report.TopicStatus, now time.Time) Topic {
 	st := ts.Status
 	t := header(st)
-	t.Fleet = &Fleet{Owned: ts.Owned, CaughtUp: ts.CaughtUp, LagRecords: ts.LagRecords, ReadError: singleLine(ts.ReadError),
+	t.Fleet = &Fleet{Owned: ts.Owned, CaughtUp: ts.CaughtUp, LagRecords: ts.LagRecords, ReadError: report.SingleLine(ts.ReadError),
 		Mirror: mirrorOf(ts)}
 	if ts.CaughtUpAt != nil {
-		t.Fleet.CaughtUpAt = formatTime(*ts.CaughtUpAt)
+		t.Fleet.CaughtUpAt = report.FormatTime(*ts.CaughtUpAt)
 	}
 	if !ts.CaughtUp {
 		why := "this replica has not read the control topic to its end lately"
 		if ts.ReadError != "" {
-			why += ": " + singleLine(ts.ReadError)
+			why += ": " + report.SingleLine(ts.ReadError)
 		}
 		t.Alerts = append(t.Alerts, Alert{Level: "bad", Title: "Not caught up",
 			Text: why + "; its /v1/validate answers \"cannot tell\" (503) and /readyz is 503",
@@ -117,10 +117,10 @@ func liveTopic(ts report.TopicStatus, now time.Time) Topic {
 	var logStart, hwm events.Offsets
 	if d := ts.DataTopic; d != nil {
 		logStart, hwm = d.LogStart, d.HighWatermark
-		t.BarsNote = "log start and high watermark as this replica listed them at " + formatTime(d.ListedAt)
+		t.BarsNote = "log start and high watermark as this replica listed them at " + report.FormatTime(d.ListedAt)
 		if d.Error != "" {
 			t.Alerts = append(t.Alerts, Alert{Level: "warn", Title: "Data topic offsets unknown",
-				Text: "cannot list the data topic's offsets: " + singleLine(d.Error),
+				Text: "cannot list the data topic's offsets: " + report.SingleLine(d.Error),
 				Hint: "the bars show the last offsets listed; check that the topic exists and that this worker may Describe it"})
 		}
 	} else if st.Topic != "" {
@@ -170,17 +170,17 @@ func liveTopic(ts report.TopicStatus, now time.Time) Topic {
 		switch b, isBlocked := blocked[op.PlanID]; {
 		case isBlocked:
 			l.Flag = "blocked"
-			l.FlagText = fmt.Sprintf("blocked since %s: %s; the worker retries at %s", formatTime(b.Since), singleLine(b.Reason), formatTime(b.RetryAt))
+			l.FlagText = fmt.Sprintf("blocked since %s: %s; the worker retries at %s", report.FormatTime(b.Since), report.SingleLine(b.Reason), report.FormatTime(b.RetryAt))
 			l.Hint = "remove the cause above; the owner retries on its own at that time"
 			t.Alerts = append(t.Alerts, Alert{Level: "bad", Title: "Blocked operation " + l.PlanShort, Text: l.FlagText, Hint: l.Hint})
 		case pending(op.State) && !op.UpdatedAt.IsZero() && now.Sub(op.UpdatedAt) > StuckAfter:
 			l.Flag = "stuck"
-			l.FlagText = fmt.Sprintf("%s since %s (%s): no worker finished it", op.State, formatTime(op.UpdatedAt), formatDuration(now.Sub(op.UpdatedAt)))
+			l.FlagText = fmt.Sprintf("%s since %s (%s): no worker finished it", op.State, report.FormatTime(op.UpdatedAt), formatDuration(now.Sub(op.UpdatedAt)))
 			l.Hint = "check that a worker owns this control topic (the fleet below, its /readyz and its log), or re-run `kcleanup apply PLAN.json`"
 			t.Alerts = append(t.Alerts, Alert{Level: "bad", Title: "Stuck operation " + l.PlanShort, Text: l.FlagText, Hint: l.Hint})
 		case pending(op.State):
 			l.Flag = "pending"
-			l.FlagText = fmt.Sprintf("%s since %s", op.State, formatTime(op.UpdatedAt))
+			l.FlagText = fmt.Sprintf("%s since %s", op.State, report.FormatTime(op.UpdatedAt))
 			l.Hint = pendingHint
 		}
 		t.Operations = append(t.Operations, l)
@@ -198,7 +198,7 @@ func liveTopic(ts report.TopicStatus, now time.Time) Topic {
 	for _, r := range st.Retractions {
 		retracting[r.Key] = true
 		t.Maintenance = append(t.Maintenance, MaintenanceRow{Kind: "retraction", Of: fmt.Sprint(r.Offset), Key: shortKey(r.Key),
-			Why: fmt.Sprintf("every record under this key was rejected: the owner tombstones it %s after %s", worker.RetractionGrace, formatTime(r.At))})
+			Why: fmt.Sprintf("every record under this key was rejected: the owner tombstones it %s after %s", worker.RetractionGrace, report.FormatTime(r.At))})
 	}
 	t.Maintenance = append(t.Maintenance, doneMaintenance(st.Maintenance, nil)...)
 	t.Rejected, t.Maintenance = rejectedRows(st.Rejected, repairing, retracting, retractedBy(st.Maintenance), t.Maintenance)
@@ -213,9 +213,9 @@ func doneMaintenance(ms []report.MaintenanceRecord, skip map[string]bool) []Main
 		if skip[fmt.Sprint(m.Offset)] {
 			continue
 		}
-		why := singleLine(m.Reason)
+		why := report.SingleLine(m.Reason)
 		if m.Actor != "" {
-			why += " (by " + m.Actor + ", " + formatTime(m.At) + ", " + string(m.Verdict) + ")"
+			why += " (by " + m.Actor + ", " + report.FormatTime(m.At) + ", " + string(m.Verdict) + ")"
 		}
 		out = append(out, MaintenanceRow{Kind: m.Kind, Done: true, Offset: fmt.Sprint(m.Offset), Of: "-", Key: shortKey(m.Key), Why: why})
 	}
@@ -254,8 +254,8 @@ func rejectedRows(rs []report.RejectedRecord, repairing, retracting map[string]b
 	}
 	out := make([]RejectedRow, 0, len(rs))
 	for _, r := range rs {
-		row := RejectedRow{Offset: r.Offset, At: formatTime(r.At), Actor: orDash(r.Actor), Reason: r.Reason,
-			Key: shortKey(r.Key), Detail: singleLine(r.Detail)}
+		row := RejectedRow{Offset: r.Offset, At: report.FormatTime(r.At), Actor: report.OrDash(r.Actor), Reason: r.Reason,
+			Key: shortKey(r.Key), Detail: report.SingleLine(r.Detail)}
 		switch {
 		case r.Reason == projector.ReasonOverwritesAccepted && repairing[r.Key]:
 			row.Fate = "repair pending"

@@ -201,14 +201,6 @@ func short(id string) string {
 	return id[:shortPlanID]
 }
 
-// formatTime is the CLI's: UTC to the second, "-" when unknown.
-func formatTime(t time.Time) string {
-	if t.IsZero() {
-		return "-"
-	}
-	return t.UTC().Format(time.RFC3339)
-}
-
 // formatDuration rounds a step's duration for people: milliseconds below
 // a second, then seconds.
 func formatDuration(d time.Duration) string {
@@ -223,26 +215,11 @@ func formatDuration(d time.Duration) string {
 	return d.Round(time.Second).String()
 }
 
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
-// singleLine keeps a cell on one line, as the CLI's tables do.
-func singleLine(s string) string { return strings.Join(strings.Fields(s), " ") }
-
 // maxKey is how much of a key a view shows: any producer may write a key
 // of any length.
 const maxKey = 200
 
-func clip(s string) string {
-	if len(s) <= maxKey {
-		return s
-	}
-	return fmt.Sprintf("%s… (%d bytes)", s[:maxKey], len(s))
-}
+func clip(s string) string { return report.Clip(s, maxKey) }
 
 // shortKey shows a control key as the CLI shows plan IDs in tables: a key
 // "<planId>/<EVENT>" with the plan ID's first 12 digits; any other key as
@@ -275,7 +252,7 @@ func verdictText(o projector.Outcome, r projector.Reason) string {
 }
 
 // pending is true for the states a worker finishes.
-func pending(s fsm.State) bool { return s == fsm.Committed || s == fsm.Deleting }
+func pending(s fsm.State) bool { return s.Unfinished() }
 
 // pendingHint is the CLI status's sentence for COMMITTED or DELETING.
 const pendingHint = "a running worker finishes it, or re-run `kcleanup apply PLAN.json`"
@@ -306,7 +283,7 @@ func omitted(st report.Status, t *Topic) {
 
 func countsText(counts map[fsm.State]int) string {
 	var parts []string
-	for _, s := range []fsm.State{fsm.Planned, fsm.Committed, fsm.Deleting, fsm.Applied} {
+	for _, s := range fsm.OperationStates() {
 		if counts[s] > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", counts[s], s))
 		}
@@ -324,7 +301,7 @@ func stateAlerts(st report.Status) []Alert {
 	}
 	if st.AtRisk {
 		out = append(out, Alert{Level: "bad", Title: "History at risk",
-			Text: singleLine(st.AtRiskReason) + "; until it is resolved the recovery gate answers \"cannot tell\"",
+			Text: report.SingleLine(st.AtRiskReason) + "; until it is resolved the recovery gate answers \"cannot tell\"",
 			Hint: "`kcleanup doctor` names the records; a worker repairs what it can, and `kcleanup history` shows each record"})
 	}
 	if st.Topic == "" {
@@ -461,7 +438,7 @@ func laneSteps(steps []step) ([]StepMark, string) {
 	out := make([]StepMark, 0, len(steps))
 	var prev, first, last time.Time
 	for _, s := range steps {
-		m := StepMark{Event: s.event, At: formatTime(s.at), Actor: orDash(s.actor), Verdict: s.verdict, Implied: s.implied, Bad: s.bad}
+		m := StepMark{Event: s.event, At: report.FormatTime(s.at), Actor: report.OrDash(s.actor), Verdict: s.verdict, Implied: s.implied, Bad: s.bad}
 		if s.offset >= 0 {
 			m.Offset = fmt.Sprint(s.offset)
 		}
@@ -489,17 +466,10 @@ func laneSteps(steps []step) ([]StepMark, string) {
 
 // lifecycleOrder places implied steps where the lifecycle has them.
 func lifecycleOrder(e events.Event) int {
-	switch e {
-	case events.Planned:
-		return 0
-	case events.Committed:
-		return 1
-	case events.Deleting:
-		return 2
-	case events.Applied:
-		return 3
+	if i := fsm.EventOrder(e); i >= 0 {
+		return i
 	}
-	return 4
+	return len(fsm.Events())
 }
 
 func lane(op report.OperationStatus) Lane {

@@ -45,7 +45,7 @@ func FromLog(st report.Status, audit []projector.Verdict) View {
 	for _, op := range st.Operations {
 		l := lane(op)
 		var steps []step
-		for _, e := range []events.Event{events.Planned, events.Committed, events.Deleting, events.Applied} {
+		for _, e := range fsm.Events() {
 			if lifecycleOrder(e) > stateOrder(op.State) {
 				break
 			}
@@ -112,12 +112,12 @@ func FromLog(st report.Status, audit []projector.Verdict) View {
 			Why: "pending when the log was read: every record under this key was rejected"})
 	}
 	for _, r := range audit {
-		row := RecordRow{Offset: r.Offset, At: formatTime(r.At), Event: orDash(string(r.Event)), Plan: orDash(short(r.PlanID)),
-			Verdict: verdictText(r.Outcome, r.Reason), Bad: r.Outcome == projector.Rejected, Actor: orDash(r.Actor),
-			Detail: singleLine(r.Detail)}
+		row := RecordRow{Offset: r.Offset, At: report.FormatTime(r.At), Event: report.OrDash(string(r.Event)), Plan: report.OrDash(short(r.PlanID)),
+			Verdict: verdictText(r.Outcome, r.Reason), Bad: r.Outcome == projector.Rejected, Actor: report.OrDash(r.Actor),
+			Detail: report.SingleLine(r.Detail)}
 		if m := r.Maintenance; m != nil {
 			// The fleet's own upkeep (its headers say who and why), not a bad write.
-			row.Verdict, row.Bad, row.Actor, row.Detail = "maintenance ("+m.Kind+")", false, orDash(m.Actor), singleLine(m.Reason)
+			row.Verdict, row.Bad, row.Actor, row.Detail = "maintenance ("+m.Kind+")", false, report.OrDash(m.Actor), report.SingleLine(m.Reason)
 		}
 		t.Records = append(t.Records, row)
 	}
@@ -158,19 +158,7 @@ func copies(audit []projector.Verdict) []MaintenanceRow {
 	return out
 }
 
-func stateOrder(s fsm.State) int {
-	switch s {
-	case fsm.Planned:
-		return 0
-	case fsm.Committed:
-		return 1
-	case fsm.Deleting:
-		return 2
-	case fsm.Applied:
-		return 3
-	}
-	return -1
-}
+func stateOrder(s fsm.State) int { return s.Order() }
 
 func countPending(ops []report.OperationStatus) int {
 	n := 0

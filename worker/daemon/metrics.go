@@ -153,7 +153,7 @@ func (c snapshotCollector) Collect(ch chan<- prometheus.Metric) {
 		snaps[i] = d.view(t).snap.Load()
 		owners[i] = d.owned(t)
 	}
-	states := []fsm.State{fsm.Planned, fsm.Committed, fsm.Deleting, fsm.Applied}
+	states := fsm.OperationStates()
 	for i, t := range topics {
 		for _, st := range states {
 			gauge("kcleanup_operations", "Operations on the control topic, by lifecycle state.", float64(snaps[i].byState[st]), "control_topic", t, "state", string(st))

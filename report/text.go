@@ -2,6 +2,8 @@ package report
 
 import (
 	"fmt"
+	"strings"
+	"time"
 	"unicode/utf8"
 )
 
@@ -30,4 +32,23 @@ func clipField(s string, whole bool) (string, int) {
 		return s, 0
 	}
 	return Clip(s, TextLimit), len(s)
+}
+
+// FormatTime prints a time as every view does: UTC to the second, "-" when unknown.
+func FormatTime(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+// SingleLine keeps a table row on one line: a record's detail may quote anything.
+func SingleLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// OrDash is s, or "-" for an empty cell.
+func OrDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
