@@ -124,7 +124,6 @@ func planProblem(c MirrorControl, v MirrorView) error {
 	return nil
 }
 
-
 // MirrorControl is what the mirror rules need of a control topic's projection,
 // copied out of it (MirrorControlOf), so that the mirror can be read without
 // holding the projection (a worker's view serves the gate meanwhile).

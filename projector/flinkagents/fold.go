@@ -199,7 +199,6 @@ func (f *Fold) SetBy(p int32) string {
 	return id
 }
 
-
 // incomparable finds two plans neither of which is at or above the other on
 // every partition. All plans hold the same partitions. Lexicographic order
 // over ascending partitions extends "at or above everywhere", so the plans
