@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/kcleanup/kcleanup/events"
+	"github.com/kcleanup/kcleanup/projector"
 	"github.com/kcleanup/kcleanup/projector/flinkagents"
 )
 
@@ -100,10 +101,10 @@ func TestDecideMixedFormats(t *testing.T) {
 	p := mustPlan(t, "chk-1", events.Offsets{0: 100, 1: 50}, tid)
 	l.raw([]byte(p.PlanID), flinkValue("COMMITTED", p))
 	f := facts(l, events.Offsets{0: 20, 1: 20})
-	r, ok := Foreign(l.n-1, []byte(p.PlanID), flinkValue("COMMITTED", p))
+	r, ok := projector.Foreign(l.n-1, []byte(p.PlanID), flinkValue("COMMITTED", p))
 	if !ok {
 		t.Fatal("not recognised")
 	}
-	f.Projection.Foreign = []ForeignRecord{r}
+	f.Projection.Foreign = []projector.ForeignRecord{r}
 	want(t, Decide(f), CannotTell, []Reason{ForeignFormat}, "Flink Agents' control format")
 }

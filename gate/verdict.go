@@ -56,8 +56,8 @@ type Projection struct {
 	// (nil: caught up).
 	Err error
 	// Foreign lists the rejected records that looked like another tool's
-	// control format when they were read (Foreign).
-	Foreign []ForeignRecord
+	// control format when they were read (projector.View.Foreign).
+	Foreign []projector.ForeignRecord
 	// Flink is set when every record is in Flink Agents' format: the
 	// records folded by the job's own rules (projector/flinkagents). The
 	// gate then decides by that fold (flink.go), never by State's.
@@ -425,7 +425,7 @@ func (d *decision) failClosed(st *projector.State) {
 // unreadable refuses on records whose meaning is unknown: a foreign
 // format's (always, while the projection sees them), and other unreadable
 // records while their key still holds them (a tombstone retracts one).
-func (d *decision) unreadable(st *projector.State, foreign []ForeignRecord) {
+func (d *decision) unreadable(st *projector.State, foreign []projector.ForeignRecord) {
 	topic := d.f.Control.Topic
 	if len(foreign) > 0 {
 		var offs []int64
@@ -442,7 +442,7 @@ func (d *decision) unreadable(st *projector.State, foreign []ForeignRecord) {
 		}
 		d.add(ForeignFormat, &Detail{Records: offs}, cannot+fmt.Sprintf(
 			"control topic %s holds %d record(s) in %s (key = plan ID, value {schemaVersion, status, plan}: %s): kcleanup does not fold them, so the boundary they record is unknown to it",
-			topic, len(foreign), FlinkAgents, strings.Join(ex, "; ")),
+			topic, len(foreign), projector.FlinkAgents, strings.Join(ex, "; ")),
 			"this looks like a control topic written by Flink Agents' own cleanup tool: validate with that tool, or give kcleanup a control topic of its own (kcleanup init --topic "+d.f.Data.Topic+" --control-topic <new name>)")
 	}
 	isForeign := map[int64]bool{}

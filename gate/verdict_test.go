@@ -297,13 +297,13 @@ func TestDecideRejectedRecords(t *testing.T) {
 	l = newLog()
 	id := strings.Repeat("c", 64)
 	flink := []byte(`{"schemaVersion":1,"status":"COMMITTED","plan":{"planId":"` + id + `"}}`)
-	if _, ok := Foreign(0, []byte(id), flink); !ok {
+	if _, ok := projector.Foreign(0, []byte(id), flink); !ok {
 		t.Fatal("Flink Agents' record not recognised")
 	}
 	l.raw([]byte(id), flink)
 	l.raw([]byte(id), nil)
 	f := facts(l, below)
-	f.Projection.Foreign = []ForeignRecord{{Offset: 0, Key: id, Format: FlinkAgents, Status: "COMMITTED"}}
+	f.Projection.Foreign = []projector.ForeignRecord{{Offset: 0, Key: id, Format: projector.FlinkAgents, Status: "COMMITTED"}}
 	v = Decide(f)
 	want(t, v, CannotTell, []Reason{ForeignFormat}, "holds 1 record(s) in Flink Agents' control format", "offset 0 key "+id+" status COMMITTED")
 	if !strings.Contains(v.Hints[0], "Flink Agents' own cleanup tool") {
@@ -322,7 +322,7 @@ func TestForeignIsKeyedByPlanID(t *testing.T) {
 		"upper-case key": strings.ToUpper(string(id)),
 		"65 digits":      string(id) + "d",
 	} {
-		if _, ok := Foreign(0, []byte(key), []byte(`{"schemaVersion":1,"status":"APPLIED","plan":{}}`)); ok {
+		if _, ok := projector.Foreign(0, []byte(key), []byte(`{"schemaVersion":1,"status":"APPLIED","plan":{}}`)); ok {
 			t.Errorf("%s: recognised as foreign", name)
 		}
 	}
@@ -333,7 +333,7 @@ func TestForeignIsKeyedByPlanID(t *testing.T) {
 		"tombstone": {nil, "tombstone"},
 		"not JSON":  {[]byte(`{"schemaVersion":1`), ""},
 	} {
-		r, ok := Foreign(3, id, tc.value)
+		r, ok := projector.Foreign(3, id, tc.value)
 		if !ok || r.Status != tc.status || r.Offset != 3 {
 			t.Errorf("%s: %+v %v", name, r, ok)
 		}

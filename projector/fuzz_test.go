@@ -126,6 +126,10 @@ func FuzzStep(f *testing.F) {
 		}
 		_, _ = s.AtRisk()
 		_ = s.Retractions()
-		_ = transcriptGate(s, []events.Marker{{Topic: testTopic, TopicID: testTopicID(1), Offsets: events.Offsets{0: 0}}})
+		// What the recovery gate reads of the fold (gate's own property tests drive Decide).
+		_, _, _ = s.Binding()
+		for p := range s.Boundary() {
+			_ = s.BoundarySetBy(p)
+		}
 	})
 }

@@ -36,8 +36,9 @@ import (
 //	repair off=N      fold Repairs() at offsets N, N+1, ...
 //	retractions       list Retractions() ("now": Retraction.Now)
 //	retract off=N     fold a tombstone for every Retractions() key at N, N+1, ...
-//	validate [topic=action-state] [tid=T1] offsets=0:100
-//	    validate one marker (or one per input line, in the same syntax)
+//	boundary    the committed boundary, each partition with the plan that set it
+//	            (what the recovery gate compares markers with: package gate's
+//	            transcripts, gate/testdata, show its answers)
 //	compact     replay the log compacted by key (tombstones gone with their
 //	            keys) in a fresh projection and print its state
 //	reader below=N  the log cleaner as Kafka runs it with min.compaction.lag:
@@ -149,8 +150,16 @@ func (tr *transcript) run(t *testing.T, d *datadriven.TestData) string {
 			return "nothing to retract\n"
 		}
 		return b.String()
-	case "validate":
-		return tr.validate(t, d)
+	case "boundary":
+		b := tr.s.Boundary()
+		if len(b) == 0 {
+			return "none\n"
+		}
+		var out strings.Builder
+		for _, p := range b.Partitions() {
+			fmt.Fprintf(&out, "%d=%d (set by %s)\n", p, b[p], tr.s.BoundarySetBy(p))
+		}
+		return tr.names.Replace(out.String())
 	case "compact":
 		return tr.show(fold(compact(tr.log, true)))
 	case "reader":
@@ -397,51 +406,6 @@ func (tr *transcript) show(s *State) string {
 	return tr.names.Replace(b.String())
 }
 
-func (tr *transcript) validate(t *testing.T, d *datadriven.TestData) string {
-	var markers []events.Marker
-	if d.HasArg("offsets") {
-		markers = append(markers, tr.marker(t, d.CmdArgs))
-	}
-	for _, line := range strings.Split(strings.TrimSpace(d.Input), "\n") {
-		if line == "" {
-			continue
-		}
-		_, args, err := datadriven.ParseLine("marker " + line)
-		if err != nil {
-			d.Fatalf(t, "%v", err)
-		}
-		markers = append(markers, tr.marker(t, args))
-	}
-	refusals := transcriptGate(tr.s, markers)
-	if len(refusals) == 0 {
-		return "allowed\n"
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "refused %s: %s\n", refusals[0].reason, refusals[0].message)
-	if refusals[0].hint != "" {
-		fmt.Fprintf(&b, "hint: %s\n", refusals[0].hint)
-	}
-	if n := len(refusals); n > 1 {
-		fmt.Fprintf(&b, "(%d refusals in all)\n", n)
-	}
-	return tr.names.Replace(b.String())
-}
-
-func (tr *transcript) marker(t *testing.T, args []datadriven.CmdArg) events.Marker {
-	m := events.Marker{Topic: testTopic, TopicID: tr.tids["T1"]}
-	for _, a := range args {
-		switch a.Key {
-		case "topic":
-			m.Topic = a.Vals[0]
-		case "tid":
-			m.TopicID = tr.topicID(t, a.Vals[0])
-		case "offsets":
-			m.Offsets = parseOffsets(t, a.Vals[0])
-		}
-	}
-	return m
-}
-
 // TestTranscriptsCoverReasons: every rejection reason is shown in some
 // transcript, so that each rule has an example a reader can find.
 func TestTranscriptsCoverReasons(t *testing.T) {
@@ -476,50 +440,4 @@ func maintHeaders(d *datadriven.TestData) []Header {
 		{Key: HeaderActor, Value: []byte("worker/w1")},
 		{Key: HeaderReason, Value: []byte(a.Vals[0] + " by the transcript")},
 	}
-}
-
-// transcriptRefusal is one line of the validate directive.
-type transcriptRefusal struct{ reason, message, hint string }
-
-// transcriptGate is the logical half of the recovery gate over the fold, in
-// the words of package gate (which defines the reasons and applies
-// the same rules, with the control-topic and physical checks around them;
-// TestTranscriptReasonsAreTheGates there checks these words are its own):
-// degraded, then per marker the binding, then per partition of the boundary
-// a missing or lower offset.
-func transcriptGate(s *State, markers []events.Marker) []transcriptRefusal {
-	if ok, why := s.Degraded(); ok {
-		return []transcriptRefusal{{"degraded", "Cannot validate the recovery point: the control-topic projection is degraded: " + why,
-			"upgrade kcleanup to a version that understands the newer control record, then validate again"}}
-	}
-	topic, tid, bound := s.Binding()
-	boundary := s.Boundary()
-	if len(markers) == 0 && len(boundary) > 0 {
-		return []transcriptRefusal{{"no-markers", fmt.Sprintf("Cannot restore Kafka action state for %s: the recovery point has no marker, and a cleanup boundary is committed", topic),
-			"pass the recovery point's markers for the action-state topic"}}
-	}
-	const incarnation = "check that the recovery point is from the job and topic incarnation this control topic governs; a recreated topic needs its own control topic"
-	var out []transcriptRefusal
-	for _, m := range markers {
-		switch {
-		case bound && m.Topic != topic:
-			out = append(out, transcriptRefusal{"topic-mismatch", fmt.Sprintf("Cannot restore Kafka action state for topic %s: this control topic governs topic %s", m.Topic, topic), incarnation})
-			continue
-		case bound && m.TopicID != tid:
-			out = append(out, transcriptRefusal{"topic-id-mismatch", fmt.Sprintf("Cannot restore Kafka action state for %s: the recovery point is from topic ID %s but this control topic governs topic ID %s", m.Topic, m.TopicID, tid), incarnation})
-			continue
-		}
-		for _, p := range boundary.Partitions() {
-			b, plan := boundary[p], s.BoundarySetBy(p)
-			hint := fmt.Sprintf("restore from a newer checkpoint or savepoint, taken after plan %s was committed: records of %s-%d below offset %d may already be deleted", plan, topic, p, b)
-			off, ok := m.Offsets[p]
-			switch {
-			case !ok:
-				out = append(out, transcriptRefusal{"missing-partition", fmt.Sprintf("Cannot restore Kafka action state for %s-%d: the recovery point has no offset for it, and the committed cleanup boundary is %d (set by plan %s)", topic, p, b, plan), hint})
-			case off < b:
-				out = append(out, transcriptRefusal{"below-boundary", fmt.Sprintf("Cannot restore Kafka action state for %s-%d from offset %d because the committed cleanup boundary is %d (set by plan %s)", topic, p, off, b, plan), hint})
-			}
-		}
-	}
-	return out
 }

@@ -123,7 +123,7 @@ func maintenanceSummary(counts map[string]int) string {
 func CheckFlinkControlTopic(info protocol.Topic, st Status) []protocol.Finding {
 	subject := "control topic " + info.Name
 	adopt := "to manage its cleanups with kcleanup, start a control topic of kcleanup's own from it: kcleanup adopt --from " + info.Name + " (docs/flink-agents.md)"
-	if st.Format == FormatMixed {
+	if st.Format == projector.FormatMixed {
 		return []protocol.Finding{{Severity: protocol.Block, Subject: subject,
 			Message: "mixes kcleanup's records with Flink Agents' (bare plan-ID keys): a Flink Agents job fails on kcleanup's records, kcleanup cannot read the job's plans; validate cannot tell, and kcleanup decides nothing here",
 			Hint:    "find which tool owns this topic with `kcleanup history --control-topic " + info.Name + "`; give each tool a control topic of its own"}}

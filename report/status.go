@@ -6,7 +6,6 @@ import (
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/fsm"
 	"github.com/kcleanup/kcleanup/projector"
-	"github.com/kcleanup/kcleanup/projector/flinkagents"
 	"github.com/kcleanup/kcleanup/protocol"
 )
 
@@ -84,7 +83,7 @@ type Status struct {
 	Retractions []PendingRetraction `json:"retractions"`
 	// Format is the control format of the records read: "kcleanup",
 	// "flink-agents" or "mixed" (absent while the topic is empty).
-	Format Format `json:"format,omitempty"`
+	Format projector.Format `json:"format,omitempty"`
 	// FlinkAgents is the topic folded by Flink Agents' own rules, when it is
 	// in that format (docs/flink-agents.md): the rest of the document is
 	// kcleanup's fold, which rejects every such record.
@@ -186,17 +185,13 @@ type BlockedOperation struct {
 	RetryAt time.Time `json:"retryAt"`
 }
 
-// Source is what a status document is built from: the fold of one control
-// topic and what its reader saw beside it (worker.Projection.Source).
+// Source is what a status document is built from: the pure read of one
+// control topic (worker.Projection.Source).
 type Source struct {
 	ControlTopic string
-	State        *projector.State
+	View         *projector.View
 	// ReadTo is the offset after the last control record read.
 	ReadTo int64
-	// Format is the control format of the records read; Flink is their fold
-	// by Flink Agents' rules when Format is FormatFlinkAgents, else nil.
-	Format Format
-	Flink  *flinkagents.Fold
 }
 
 // StatusOf builds the complete status document of a projection (status
@@ -211,7 +206,7 @@ func StatusOf(src Source) Status { return statusOf(src, true) }
 func SummaryOf(src Source) Status { return statusOf(src, false) }
 
 func statusOf(src Source, complete bool) Status {
-	s := src.State
+	s := src.View.State
 	st := Status{
 		SchemaVersion:   StatusSchemaVersion,
 		ControlTopic:    src.ControlTopic,
@@ -228,9 +223,9 @@ func statusOf(src Source, complete bool) Status {
 		Retractions:     []PendingRetraction{},
 	}
 	st.Topic, st.TopicID, _ = s.Binding()
-	st.Format = src.Format
-	if src.Flink != nil {
-		st.FlinkAgents = FlinkStatusOf(src.Flink)
+	st.Format = src.View.Format()
+	if fold := src.View.Flink(); fold != nil {
+		st.FlinkAgents = FlinkStatusOf(fold)
 	}
 	st.Degraded, st.DegradedReason = s.Degraded()
 	for p := range st.Boundary {

@@ -14,7 +14,7 @@ import (
 // with rejected records between them, into a projection.
 func statusLog(t *testing.T, applied, rejected int) Source {
 	t.Helper()
-	s := projector.New()
+	s := projector.NewView()
 	off := int64(0)
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	step := func(env events.Envelope) {
@@ -49,7 +49,7 @@ func statusLog(t *testing.T, applied, rejected int) Source {
 	}
 	op(applied, events.Committed)
 	op(applied+1, events.Planned)
-	return Source{ControlTopic: "action-state.kcleanup", State: s, ReadTo: off, Format: FormatKcleanup}
+	return Source{ControlTopic: "action-state.kcleanup", View: s, ReadTo: off}
 }
 
 func TestSummaryOfStaysSmallAndCountsEverything(t *testing.T) {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"slices"
 	"sync"
 	"time"
 
@@ -16,7 +15,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kcleanup/kcleanup/events"
-	"github.com/kcleanup/kcleanup/gate"
 	"github.com/kcleanup/kcleanup/projector"
 	"github.com/kcleanup/kcleanup/projector/flinkagents"
 	"github.com/kcleanup/kcleanup/protocol"
@@ -79,8 +77,10 @@ func (c *Cluster) waitForLeaders(ctx context.Context, topic string) error {
 // Projection is a projector.State fed from a control topic. It reads with a
 // dedicated consumer and knows how far it has read.
 type Projection struct {
+	// View is the pure read of the records folded so far: State, the
+	// format, the Flink Agents fold, the foreign records (projector.View).
+	*projector.View
 	Topic string
-	State *projector.State
 	// Actor names this writer in the maintenance headers of its repairs
 	// and retractions ("" is Actor()).
 	Actor string
@@ -94,16 +94,6 @@ type Projection struct {
 
 	reader  *kgo.Client
 	cluster *Cluster
-	// formats counts the records read by the format their key is in
-	// (formats.go): a control topic in Flink Agents' format is read only.
-	formats formatCount
-	// flink folds the records by Flink Agents' rules while none of them is
-	// kcleanup's (formats.go); nil once one is.
-	flink *flinkagents.Fold
-	// foreign lists the rejected records that looked like another tool's
-	// control format (gate.Foreign) as they were read: the fold keeps no
-	// raw values, and the gate must name what it found.
-	foreign []gate.ForeignRecord
 	// onVerdict, when set, sees every verdict the fold returns.
 	onVerdict func(projector.Verdict)
 	// decoders are decodeAll's, one per goroutine, kept across reads.
@@ -140,7 +130,7 @@ func (c *Cluster) OpenProjection(controlTopic string, stateOpts ...projector.Opt
 	if err != nil {
 		return nil, errors.Wrap(err, "create control-topic reader")
 	}
-	return &Projection{Topic: controlTopic, State: projector.New(stateOpts...), reader: reader, cluster: c}, nil
+	return &Projection{Topic: controlTopic, View: projector.NewView(stateOpts...), reader: reader, cluster: c}, nil
 }
 
 // PauseWhenIdle stops the reader's background fetching now and whenever a
@@ -152,22 +142,6 @@ func (p *Projection) PauseWhenIdle() {
 	p.pauseIdle = true
 	p.reader.PauseFetchPartitions(map[string][]int32{p.Topic: {0}})
 }
-
-// maxForeign bounds the foreign records a projection remembers.
-const maxForeign = 10000
-
-func (p *Projection) noteForeign(r projector.Record, v projector.Verdict) {
-	if v.Reason != projector.ReasonBadKey && v.Reason != projector.ReasonMalformed && v.Reason != projector.ReasonTombstone || len(p.foreign) >= maxForeign {
-		return
-	}
-	if f, ok := gate.Foreign(r.Offset, r.Key, r.Value); ok {
-		p.foreign = append(p.foreign, f)
-	}
-}
-
-// Foreign returns the rejected records read so far that look like another
-// tool's control format, in log order.
-func (p *Projection) Foreign() []gate.ForeignRecord { return slices.Clone(p.foreign) }
 
 // Close releases the projection's reader.
 func (p *Projection) Close() { p.reader.Close() }
@@ -220,14 +194,9 @@ func (p *Projection) readTo(ctx context.Context, end int64) error {
 			for _, d := range b.decoded {
 				var v projector.Verdict
 				if p.onVerdict != nil {
-					v = p.State.StepDecoded(d)
+					v = p.StepDecoded(d)
 				} else {
-					v = p.State.StepDecodedLean(d) // no detail text nobody reads
-				}
-				p.formats.count(d, v)
-				p.foldFlink(d)
-				if v.Outcome == projector.Rejected {
-					p.noteForeign(d.Record, v)
+					v = p.StepDecodedLean(d) // no detail text nobody reads
 				}
 				if p.onVerdict != nil {
 					p.onVerdict(v)
@@ -388,7 +357,7 @@ const RetractionGrace = time.Minute
 // repaired, so that compaction cannot erase its history, but no record
 // under a bare plan-ID key is ever tombstoned.
 func (p *Projection) Repair(ctx context.Context) error {
-	if p.Format() == report.FormatFlinkAgents {
+	if p.Format() == projector.FormatFlinkAgents {
 		return p.writable()
 	}
 	var recs, later []*kgo.Record
@@ -516,3 +485,26 @@ func (c *Cluster) stableEnd(ctx context.Context, kind, topic string) (int64, err
 
 // stableWait bounds how long stableEnd waits for an ended transaction's markers.
 const stableWait = 2 * time.Second
+
+// writable refuses every new event on a control topic that holds a record
+// in Flink Agents' format: the job reads that topic, and one kcleanup record
+// would make its recovery fail (in a mixed one the gate cannot tell, so
+// nothing may be decided there either). A topic wholly in Flink Agents'
+// format is audited, gated and adopted, never written (Repair too).
+func (p *Projection) writable() error {
+	n, first := p.FlinkRecords()
+	if n == 0 {
+		return nil
+	}
+	return errors.Mark(errors.WithHint(
+		errors.Newf("control topic %q holds %d record(s) in Flink Agents' control format (the first at offset %d): kcleanup never writes to a control topic a Flink Agents job reads",
+			p.Topic, n, first),
+		"give kcleanup a control topic of its own, started from this one: kcleanup adopt --from "+p.Topic+" (docs/flink-agents.md)"), ErrBlocked)
+}
+
+// Source is what the status document of the projection is built from
+// (report.StatusOf). Like every read of the projection, it must run on the
+// goroutine that folds into it.
+func (p *Projection) Source() report.Source {
+	return report.Source{ControlTopic: p.Topic, View: p.View, ReadTo: p.Next}
+}

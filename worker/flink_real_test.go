@@ -14,8 +14,8 @@ import (
 	"github.com/kcleanup/kcleanup/fsm"
 	"github.com/kcleanup/kcleanup/internal/kafkatest"
 	"github.com/kcleanup/kcleanup/internal/workertest"
+	"github.com/kcleanup/kcleanup/projector"
 	"github.com/kcleanup/kcleanup/projector/flinkagents"
-	"github.com/kcleanup/kcleanup/report"
 	"github.com/kcleanup/kcleanup/worker"
 )
 
@@ -262,8 +262,8 @@ func TestFlinkTopicIsNeverWritten(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer proj.Close()
-	if got := proj.Format(); got != report.FormatFlinkAgents {
-		t.Fatalf("format %q, want %q", got, report.FormatFlinkAgents)
+	if got := proj.Format(); got != projector.FormatFlinkAgents {
+		t.Fatalf("format %q, want %q", got, projector.FormatFlinkAgents)
 	}
 	if len(proj.State.Retractions()) == 0 {
 		t.Fatal("the test needs keys the fold would retract")
@@ -300,8 +300,8 @@ func TestMixedTopicRepairsButNeverRetractsFlinkKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer proj.Close()
-	if got := proj.Format(); got != report.FormatMixed {
-		t.Fatalf("format %q, want %q", got, report.FormatMixed)
+	if got := proj.Format(); got != projector.FormatMixed {
+		t.Fatalf("format %q, want %q", got, projector.FormatMixed)
 	}
 	if _, err := proj.Decide(ctx, workertest.Envelope(events.Planned, p1, "")); !errors.Is(err, worker.ErrBlocked) {
 		t.Fatalf("Decide on a mixed topic: %v", err)

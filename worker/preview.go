@@ -78,5 +78,5 @@ func (c *Cluster) projectIfExists(ctx context.Context, controlTopic string) (*Pr
 // checks (Preflight, Preview) and must never be caught up, decided on or
 // closed.
 func (c *Cluster) emptyProjection(controlTopic string) *Projection {
-	return &Projection{Topic: controlTopic, State: projector.New(), cluster: c}
+	return &Projection{Topic: controlTopic, View: projector.NewView(), cluster: c}
 }

@@ -91,7 +91,7 @@ func (c *Cluster) projectionFacts(ctx context.Context, o ValidateOptions, explai
 	// transaction that pins the last stable offset below it is
 	// ErrNotCaughtUp (Cluster.stableEnd): the gate never judges a read that
 	// stopped short of records appended after the transaction began.
-	out := &gate.Projection{State: proj.State, ReadTo: proj.Next, Foreign: proj.Foreign(), Flink: proj.FlinkFold()}
+	out := &gate.Projection{State: proj.State, ReadTo: proj.Next, Foreign: proj.Foreign(), Flink: proj.Flink()}
 	if err != nil {
 		out.Err = explain(err)
 	}

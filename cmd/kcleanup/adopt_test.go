@@ -12,6 +12,7 @@ import (
 
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/internal/kafkatest"
+	"github.com/kcleanup/kcleanup/projector"
 	"github.com/kcleanup/kcleanup/protocol"
 	"github.com/kcleanup/kcleanup/report"
 	"github.com/kcleanup/kcleanup/worker"
@@ -115,7 +116,7 @@ func TestValidateFlinkAgentsControlTopic(t *testing.T) {
 	if code != 0 || json.Unmarshal([]byte(out), &st) != nil {
 		t.Fatalf("status: exit %d\n%s%s", code, out, stderr)
 	}
-	if st.Format != report.FormatFlinkAgents || st.FlinkAgents == nil || !st.FlinkAgents.EffectiveBoundary.Equal(events.Offsets{0: 60, 1: 20}) ||
+	if st.Format != projector.FormatFlinkAgents || st.FlinkAgents == nil || !st.FlinkAgents.EffectiveBoundary.Equal(events.Offsets{0: 60, 1: 20}) ||
 		len(st.FlinkAgents.Plans) != 2 || st.FlinkAgents.BoundarySetBy[0] != p2.PlanID {
 		t.Fatalf("status of a Flink Agents topic: %+v", st.FlinkAgents)
 	}

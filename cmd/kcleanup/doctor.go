@@ -10,6 +10,7 @@ import (
 	"github.com/cockroachdb/errors"
 	"github.com/spf13/cobra"
 
+	"github.com/kcleanup/kcleanup/projector"
 	"github.com/kcleanup/kcleanup/protocol"
 	"github.com/kcleanup/kcleanup/report"
 	"github.com/kcleanup/kcleanup/worker"
@@ -150,7 +151,7 @@ func diagnose(ctx context.Context, c *worker.Cluster, g globalOptions, o doctorO
 				rep.Topic = st.Topic
 			}
 		}
-		if status != nil && (status.Format == report.FormatFlinkAgents || status.Format == report.FormatMixed) {
+		if status != nil && (status.Format == projector.FormatFlinkAgents || status.Format == projector.FormatMixed) {
 			// Not kcleanup's topic: its settings and fold rules do not apply.
 			add(report.CheckFlinkControlTopic(info, *status)...)
 			if fa := status.FlinkAgents; rep.Topic == "" && fa != nil && len(fa.Plans) > 0 {

@@ -139,7 +139,7 @@ func runHistory(ctx context.Context, w io.Writer, g globalOptions, controlTopic,
 	}
 	defer done()
 
-	if fold := proj.FlinkFold(); fold != nil && g.output != outputHTML {
+	if fold := proj.Flink(); fold != nil && g.output != outputHTML {
 		return flinkHistory(w, g, proj, fold, plan)
 	}
 	audit := proj.State.Audit()

@@ -128,7 +128,7 @@ func printStatus(w io.Writer, st report.Status, full bool) error {
 	} else {
 		fmt.Fprintf(tw, "Degraded:\tno\n")
 	}
-	if st.Format == report.FormatMixed {
+	if st.Format == projector.FormatMixed {
 		fmt.Fprintf(tw, "Format:\tMIXED: kcleanup's records and Flink Agents' (bare plan-ID keys); neither fold holds, validate cannot tell, kcleanup writes nothing here\n")
 	}
 	if m := st.Mirror; m != nil {

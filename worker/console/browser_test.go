@@ -246,7 +246,7 @@ func TestScreenshotsOfEachView(t *testing.T) {
 	proj := projection(recs)
 	file := filepath.Join(t.TempDir(), "report.html")
 	var b bytes.Buffer
-	if err := Render(&b, FromLog(report.StatusOf(proj), proj.State.Audit())); err != nil {
+	if err := Render(&b, FromLog(report.StatusOf(proj), proj.View.State.Audit())); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(file, b.Bytes(), 0o644); err != nil {

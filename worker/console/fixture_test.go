@@ -64,12 +64,12 @@ func (b *logBuilder) repair(s *projector.State) {
 	}
 }
 
-func fold(recs []projector.Record) *projector.State {
-	s := projector.New(projector.KeepAudit())
+func fold(recs []projector.Record) *projector.View {
+	v := projector.NewView(projector.KeepAudit())
 	for _, r := range recs {
-		s.Step(r)
+		v.Step(r)
 	}
-	return s
+	return v
 }
 
 // story is the fixed log: C1 applied, C2 committed and not finished (its
@@ -98,7 +98,7 @@ func story(t *testing.T) (recs []projector.Record, c1, c2 events.Plan) {
 	b.env(c2, events.Committed, 10*time.Minute+1500*time.Millisecond, "ci-runner/7", events.Offsets{0: 180, 1: 160}, nil)
 	b.env(c2, events.Deleting, 12*time.Minute, w1, nil, nil)
 	s := fold(b.recs)
-	b.repair(s)
+	b.repair(s.State)
 	return b.recs, c1, c2
 }
 
@@ -109,7 +109,7 @@ func projection(recs []projector.Record) report.Source {
 	if n := len(recs); n > 0 {
 		next = recs[n-1].Offset + 1
 	}
-	return report.Source{ControlTopic: fxControl, State: s, ReadTo: next}
+	return report.Source{ControlTopic: fxControl, View: s, ReadTo: next}
 }
 
 // fleetStatus is the /v1/status document of a replica that owns the story's
@@ -124,7 +124,7 @@ func fleetStatus(t *testing.T) (report.WorkerStatus, time.Time) {
 	owned.Blocked = []report.BlockedOperation{{PlanID: c2.PlanID,
 		Reason: "topic action-state was recreated: its topic ID is now Zm9vYmFyYmF6cXV4cXV1eA, the plan's is b3bvWsPXRsmVE0xrjM3xJA",
 		Since:  t0.Add(10*time.Minute + 3*time.Second), RetryAt: t0.Add(22 * time.Minute)}}
-	other := report.StatusOf(report.Source{ControlTopic: "payments.kcleanup", State: projector.New()})
+	other := report.StatusOf(report.Source{ControlTopic: "payments.kcleanup", View: projector.NewView()})
 	unread := report.TopicStatus{Status: other, ReadError: "unable to dial: dial tcp 10.0.0.7:9092: connect: connection refused", LagRecords: 0}
 	fleet := &report.FleetStatus{DescribedAt: caught, Members: []report.FleetMember{
 		{MemberID: "kcleanup-3f1c2a9e-5b7d-4c1e-9a2b-1d0e8f7a6b5c", ClientID: "kcleanup", Host: "/10.0.0.11",

@@ -66,7 +66,7 @@ func TestConsolePageGolden(t *testing.T) {
 func TestReportGolden(t *testing.T) {
 	recs, _, _ := story(t)
 	proj := projection(recs)
-	page, err := render(FromLog(report.StatusOf(proj), proj.State.Audit()), false)
+	page, err := render(FromLog(report.StatusOf(proj), proj.View.State.Audit()), false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -55,7 +55,7 @@ func TestPagesReferToNothingOutside(t *testing.T) {
 	recs, _, _ := story(t)
 	proj := projection(recs)
 	external := regexp.MustCompile(`(?i)(src|href)\s*=\s*"?(https?:)?//|@import|url\(`)
-	for name, v := range map[string]View{"console": FromWorker(ws, now), "report": FromLog(report.StatusOf(proj), proj.State.Audit())} {
+	for name, v := range map[string]View{"console": FromWorker(ws, now), "report": FromLog(report.StatusOf(proj), proj.View.State.Audit())} {
 		b, err := render(v, false)
 		if err != nil {
 			t.Fatal(err)

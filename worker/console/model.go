@@ -309,7 +309,7 @@ func stateAlerts(st report.Status) []Alert {
 			Text: "no plan was accepted yet: the first accepted PLANNED binds this control topic to its data topic",
 			Hint: "`kcleanup plan` then `kcleanup apply PLAN.json`"})
 	}
-	if st.Format == report.FormatFlinkAgents || st.Format == report.FormatMixed {
+	if st.Format == projector.FormatFlinkAgents || st.Format == projector.FormatMixed {
 		out = append(out, Alert{Level: "warn", Title: "Flink Agents records",
 			Text: fmt.Sprintf("this control topic holds records in Flink Agents' format (%s): kcleanup's fold shown here rejects them", st.Format),
 			Hint: "`kcleanup status` shows the topic as the Flink Agents job folds it"})

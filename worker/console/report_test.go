@@ -31,7 +31,7 @@ func auditReport(t *testing.T, recs []projector.Record, readTo int64) []byte {
 	t.Helper()
 	proj := projection(recs)
 	proj.ReadTo = readTo // Kafka's end offset does not move when the cleaner runs
-	b, err := render(FromLog(report.StatusOf(proj), proj.State.Audit()), false)
+	b, err := render(FromLog(report.StatusOf(proj), proj.View.State.Audit()), false)
 	if err != nil {
 		t.Fatal(err)
 	}

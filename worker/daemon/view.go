@@ -59,7 +59,7 @@ const dataOffsetsEvery = 2 * time.Second
 
 func newView(d *Daemon, topic string) *view {
 	v := &view{d: d, topic: topic, lock: make(chan struct{}, 1)}
-	empty := &worker.Projection{Topic: topic, State: projector.New()}
+	empty := &worker.Projection{Topic: topic, View: projector.NewView()}
 	v.snap.Store(&snapshot{status: report.StatusOf(empty.Source()), summary: report.SummaryOf(empty.Source())})
 	return v
 }

@@ -1,4 +1,4 @@
-package report
+package projector
 
 // Format is the control format a control topic's records are in.
 type Format string

@@ -1,4 +1,4 @@
-package gate
+package projector
 
 import "github.com/kcleanup/kcleanup/projector/flinkagents"
 
