@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 
@@ -128,9 +129,16 @@ func TestDemoOnARealBroker(t *testing.T) {
 		if !strings.Contains(stdout, "Deleted the demo's topics "+topic+" and "+control) {
 			t.Errorf("no word of deleting the topics:\n%s", stdout)
 		}
-		for tp, ok := range exists(t, topic, control) {
+		// DeleteTopics is acknowledged by the controller; a broker's metadata follows a moment
+		// later (more under load), so the test waits for it, within a bound.
+		gone := func() map[string]bool { return exists(t, topic, control) }
+		left := gone()
+		for deadline := time.Now().Add(30 * time.Second); (left[topic] || left[control]) && time.Now().Before(deadline); left = gone() {
+			time.Sleep(200 * time.Millisecond)
+		}
+		for tp, ok := range left {
 			if ok {
-				t.Errorf("topic %s still exists after the demo", tp)
+				t.Errorf("topic %s still exists 30 s after the demo", tp)
 			}
 		}
 	})
