@@ -12,7 +12,7 @@ export KCLEANUP_TEST_BOOTSTRAP ?=
 PURE  := $(shell $(GO) list $(patsubst %,./%/...,$(wildcard events fsm projector protocol gate report)))
 OTHER := $(filter-out $(PURE),$(shell $(GO) list $(PKGS)))
 
-.PHONY: help build demo test test-unit sim lint fuzz bench bench-quick bench-go \
+.PHONY: help build demo test test-broker test-unit sim lint fuzz bench bench-quick bench-go \
         kafka-up kafka-down kafka-cli docs screenshots chromium clean
 
 help: ## list the targets
@@ -34,8 +34,12 @@ demo: build ## walk the C0/C1 example end to end on an embedded broker
 test: chromium ## all tests: the pure packages (in full, then -short under -race), then the rest against a real Kafka broker (started if needed)
 	$(GO) test -count=1 $(PURE)
 	$(GO) test -race -short -count=1 $(PURE)
-	$(KAFKA) test $(GO) test -count=1 $(OTHER)
-	cd cmd/kcbench && ../../$(KAFKA) test $(GO) test -count=1 ./...
+	$(KAFKA) test $(MAKE) --no-print-directory test-broker
+
+# The packages that need the broker, and cmd/kcbench (a module of its own), under one broker.
+test-broker:
+	$(GO) test -count=1 $(OTHER)
+	cd cmd/kcbench && $(GO) test -count=1 ./...
 
 # The console's browser test drives Debian's headless Chromium; CI runs as root on a fresh clone.
 chromium: ## install Chromium (Debian package `chromium`) for the console's browser test, if missing
