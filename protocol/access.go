@@ -85,11 +85,11 @@ func FinishNeeds(controlTopic, dataTopic string) []Permission {
 	}
 }
 
-// ApplyNeeds are what an Apply run needs before it writes COMMITTED: with NoWait and no
-// Finish after it only what reaching COMMITTED takes (a worker finishes), otherwise
-// FinishNeeds, so that a principal that cannot finish writes nothing.
-func ApplyNeeds(controlTopic, dataTopic string, noWait, finishAfter bool) []Permission {
-	if noWait && !finishAfter {
+// ApplyNeeds are what an Apply run needs before it writes COMMITTED: with NoWait only what
+// reaching COMMITTED takes (a worker finishes), otherwise FinishNeeds, so that a principal
+// that cannot finish writes nothing.
+func ApplyNeeds(controlTopic, dataTopic string, noWait bool) []Permission {
+	if noWait {
 		return []Permission{ControlRead(controlTopic), ControlWrite(controlTopic), DataDescribe(dataTopic)}
 	}
 	return FinishNeeds(controlTopic, dataTopic)

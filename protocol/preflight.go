@@ -18,10 +18,6 @@ type Config struct {
 	Bootstrap string
 	// NoWait ends an Apply run once COMMITTED is accepted.
 	NoWait bool
-	// FinishAfter, with NoWait, says the caller runs Finish itself right after
-	// (the CLI's apply): the Permissions step before COMMITTED then asks for
-	// what finishing needs too (ApplyNeeds).
-	FinishAfter bool
 	// Principal is the Kafka principal the executor's client authenticates as
 	// ("User:kcleanup-worker"; "" when unknown), named in what to grant.
 	Principal string

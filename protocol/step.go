@@ -373,10 +373,10 @@ func (r *Run) described(st *projector.State, rep Report) Step {
 	case modeApply:
 		// Before the point of no return: every ACL the rest of the protocol needs.
 		r.phase = phasePermitted
-		need := ApplyNeeds(r.cfg.ControlTopic, r.plan.Topic, r.cfg.NoWait, r.cfg.FinishAfter)
+		need := ApplyNeeds(r.cfg.ControlTopic, r.plan.Topic, r.cfg.NoWait)
 		// A run that only submits (--no-wait) never writes the mirror, but
 		// it reads it: a plan the mirror could never take is not committed.
-		need = withMirrorNeeds(st, need, !r.cfg.NoWait || r.cfg.FinishAfter)
+		need = withMirrorNeeds(st, need, !r.cfg.NoWait)
 		return Step{Kind: Permissions, Need: need, Topic: r.plan.Topic,
 			Notes: say("check", "plan %s fits the live topic and the boundary", r.planID)}
 	}

@@ -285,7 +285,7 @@ func (h *harness) runProtocol(t *testing.T, d *datadriven.TestData) string {
 		d.Fatalf(t, "run: unknown plan %q", name)
 	}
 	cfg := Config{ControlTopic: "action-state.kcleanup", Bootstrap: "localhost:9092", NoWait: d.HasArg("nowait"),
-		FinishAfter: d.HasArg("finishafter"), Principal: "User:kcleanup"}
+		Principal: "User:kcleanup"}
 	h.acls = d.HasArg("acls")
 	var r *Run
 	switch mode {

@@ -34,9 +34,10 @@ type Options struct {
 	Actor string
 	// NoWait makes Apply return once COMMITTED is accepted.
 	NoWait bool
-	// FinishAfter, with NoWait, says the caller runs Finish itself right after (the CLI's
-	// apply): the permission check before COMMITTED then covers the whole protocol.
-	FinishAfter bool
+	// PhaseTimeout, when set, bounds each phase of a run on its own: up to the plan's
+	// COMMITTED (check, PLANNED, COMMITTED), then to its end (DELETING, DeleteRecords,
+	// verify, APPLIED). The CLI's --timeout.
+	PhaseTimeout time.Duration
 	// Observe, when set, sees each step as it happens.
 	Observe func(protocol.Progress)
 	// Bootstrap is quoted in hints (the exact commands to run).
@@ -66,7 +67,7 @@ func (o Options) actor() string {
 // the principal this cluster's client authenticates as.
 func (c *Cluster) config(proj *Projection, o Options) protocol.Config {
 	return protocol.Config{ControlTopic: proj.Topic, Bootstrap: o.Bootstrap, NoWait: o.NoWait,
-		FinishAfter: o.FinishAfter, Principal: c.principal}
+		Principal: c.principal}
 }
 
 // Outcome is where an operation ended up.
@@ -144,7 +145,11 @@ func (c *Cluster) execute(ctx context.Context, proj *Projection, run *protocol.R
 	out := executed{Outcome: Outcome{PlanID: run.PlanID()}}
 	var rep protocol.Report
 	armed := "" // a failpoint reached, fired once the step's notes are out
+	phases := phaseDeadlines{whole: ctx, each: o.PhaseTimeout}
+	defer phases.stop()
 	for {
+		op, _ := proj.State.Operation(run.PlanID())
+		ctx := phases.ctx(op.State.Order() >= fsm.Committed.Order())
 		step := run.Next(proj.State, rep)
 		for _, n := range step.Notes {
 			if o.Observe != nil {
@@ -205,6 +210,35 @@ func (c *Cluster) execute(ctx context.Context, proj *Projection, run *protocol.R
 			o.StepTook(string(step.Kind), time.Since(stepBegan))
 		}
 		rep.Code = KafkaCode(rep.Err)
+	}
+}
+
+// phaseDeadlines gives each phase of a run (before and after the plan's COMMITTED) a deadline
+// of its own (Options.PhaseTimeout); with none, every step runs under the caller's context.
+type phaseDeadlines struct {
+	whole     context.Context
+	each      time.Duration
+	committed bool
+	current   context.Context
+	cancel    context.CancelFunc
+}
+
+// ctx is the context of the next step: a new deadline when the phase changed.
+func (p *phaseDeadlines) ctx(committed bool) context.Context {
+	if p.each <= 0 {
+		return p.whole
+	}
+	if p.current == nil || committed != p.committed {
+		p.stop()
+		p.current, p.cancel = context.WithTimeout(p.whole, p.each)
+		p.committed = committed
+	}
+	return p.current
+}
+
+func (p *phaseDeadlines) stop() {
+	if p.cancel != nil {
+		p.cancel()
 	}
 }
 

@@ -18,7 +18,7 @@ func FinishPermissions(controlTopic, dataTopic string) []protocol.Permission {
 // ApplyPermissions are what apply needs before it writes COMMITTED (protocol.ApplyNeeds):
 // with --no-wait only the control topic (a worker finishes), otherwise FinishPermissions.
 func ApplyPermissions(controlTopic, dataTopic string, noWait bool) []protocol.Permission {
-	return protocol.ApplyNeeds(controlTopic, dataTopic, noWait, false)
+	return protocol.ApplyNeeds(controlTopic, dataTopic, noWait)
 }
 
 // The permissions the executor names when a request is denied (protocol's).

@@ -92,29 +92,21 @@ func runApply(ctx context.Context, g globalOptions, path string, o applyOptions,
 		say(p)
 	}
 
-	// Check and commit (or find the plan already committed or applied).
-	commitOpts := opts
-	commitOpts.NoWait = true
-	commitOpts.FinishAfter = !o.noWait // so that the ACL check before COMMITTED covers Finish too
-	out, err := withTimeout(ctx, g, func(ctx context.Context) (worker.Outcome, error) {
-		return s.cluster.Apply(ctx, s.proj, plan, commitOpts)
-	})
+	// One run of the protocol: check and commit (or find the plan already committed or
+	// applied), then, without --no-wait, delete and verify; --timeout bounds each phase.
+	opts.NoWait, opts.PhaseTimeout = o.noWait, g.timeout
+	out, err := s.cluster.Apply(ctx, s.proj, plan, opts)
 	if err != nil {
 		err = planError(g, err)
+		if op, ok := s.proj.State.Operation(plan.PlanID); ok && op.State.Unfinished() {
+			return errors.WithHintf(err,
+				"the boundary is committed and recovery enforces it; nothing more is needed for safety. "+
+					"To finish the deletion, remove the cause and run kcleanup apply %s again, or let a kcleanup worker finish it", path)
+		}
 		if !errors.Is(err, worker.ErrRejected) && !errors.Is(err, worker.ErrSuperseded) {
 			err = errors.WithHintf(err, "running kcleanup apply %s again is safe: it resumes where this run stopped", path)
 		}
 		return err
-	}
-	if !out.Already && !o.noWait {
-		out, err = withTimeout(ctx, g, func(ctx context.Context) (worker.Outcome, error) {
-			return s.cluster.Finish(ctx, s.proj, plan.PlanID, opts)
-		})
-		if err != nil {
-			return errors.WithHintf(planError(g, err),
-				"the boundary is committed and recovery enforces it; nothing more is needed for safety. "+
-					"To finish the deletion, remove the cause and run kcleanup apply %s again, or let a kcleanup worker finish it", path)
-		}
 	}
 	rep.State, rep.AlreadyApplied, rep.LogStart = out.State, out.Already, out.LogStart
 	rep.Boundary = s.proj.State.Boundary()
