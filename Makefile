@@ -58,7 +58,7 @@ define apt-install
 if $(1) >/dev/null 2>&1; then exit 0; fi; \
 sudo=; [ "$$(id -u)" = 0 ] || sudo=sudo; \
 echo "$(2): not installed ($(1) failed); installing Debian's package (apt-get install -y $(2))"; \
-$$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq $(2) >/dev/null
+$$sudo apt-get -o DPkg::Lock::Timeout=300 update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get -o DPkg::Lock::Timeout=300 install -y -qq $(2) >/dev/null
 endef
 
 # The image: FROM scratch, the static binary, the CA certificates of the build host, a
