@@ -8,7 +8,8 @@
 //
 // TestImage builds the image with `make image` and runs the binary taken out of it;
 // TestAlertRules runs promtool on the rules; TestAlertRulesUseExportedMetrics keeps their
-// metric and label names to those worker/daemon/metrics.go exports; TestDeployDocShowsTheFiles
+// metric and label names to those worker/daemon/metrics.go exports, and
+// TestAlertRulesUseAWorkersSeries to the series a worker's /metrics serves; TestDeployDocShowsTheFiles
 // keeps docs/deploy.md's copies of these files equal to them. The deploy files' flags,
 // variables, ports and paths are checked against the binary by cmd/kcleanup's
 // TestDeployFilesMatchTheWorker, which has the command tree.

@@ -4,6 +4,8 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,7 +15,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/kcleanup/kcleanup/worker"
+	"github.com/kcleanup/kcleanup/worker/daemon"
 )
 
 const (
@@ -264,6 +272,122 @@ func TestAlertRulesUseExportedMetrics(t *testing.T) {
 				t.Errorf("%s: input series %s: no worker exports %s", rulesTestFile, s.Series, name)
 			}
 			check(rulesTestFile+" series "+s.Series, s.Series)
+		}
+	}
+}
+
+// workerScrape is what GET /metrics of a worker replica serving control topic a.kcleanup
+// answers, configured as `kcleanup worker` configures it and not yet run (New connects to
+// nothing): every family a replica always exports, by name, with the label sets of its series.
+func workerScrape(t *testing.T) map[string][]map[string]string {
+	t.Helper()
+	c, err := worker.Connect(kgo.SeedBrokers("127.0.0.1:1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	d, err := daemon.New(c, daemon.WithControlTopics("a.kcleanup"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	d.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	if rec.Code != http.StatusOK {
+		t.Fatalf("GET /metrics: %d", rec.Code)
+	}
+	parser := expfmt.NewTextParser(model.LegacyValidation)
+	families, err := parser.TextToMetricFamilies(rec.Body)
+	if err != nil {
+		t.Fatalf("GET /metrics: %v", err)
+	}
+	out := map[string][]map[string]string{}
+	for name, mf := range families {
+		for _, m := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, lp := range m.GetLabel() {
+				labels[lp.GetName()] = lp.GetValue()
+			}
+			out[name] = append(out[name], labels)
+		}
+	}
+	return out
+}
+
+// mirrorFamilies are exported only while a Flink Agents mirror is attached, so a replica that
+// serves a bare control topic does not show them; worker/daemon's
+// TestWorkerReportsAMirrorItCannotWrite scrapes them with their labels (control_topic,
+// mirror_topic), and TestAlertRulesUseExportedMetrics finds them in metrics.go.
+var mirrorFamilies = regexp.MustCompile(`^kcleanup_mirror_`)
+
+var seriesLabel = regexp.MustCompile(`([a-zA-Z_][a-zA-Z0-9_]*)\s*(=~|!~|!=|=)\s*"([^"]*)"`)
+
+// TestAlertRulesUseAWorkersSeries scrapes a real worker's /metrics and holds the rules and
+// their unit tests to it: each family a rule or an input series names is one the worker
+// exports (or a mirror family, exported with a mirror only), each input series carries exactly
+// the labels the worker's series of that family carry (plus the scrape's job and instance), and
+// each label value they name (state="COMMITTED") is one the worker exports.
+func TestAlertRulesUseAWorkersSeries(t *testing.T) {
+	root := repoRoot(t)
+	scrape := workerScrape(t)
+	if len(scrape["kcleanup_operations"]) == 0 || len(scrape["kcleanup_owner"]) == 0 {
+		t.Fatalf("the worker's /metrics lacks kcleanup_operations or kcleanup_owner: %v", scrape)
+	}
+	exportedValue := func(family, label, value string) bool {
+		for _, ls := range scrape[family] {
+			if ls[label] == value {
+				return true
+			}
+		}
+		return false
+	}
+	checkValues := func(where, family, text string) {
+		for _, m := range seriesLabel.FindAllStringSubmatch(text, -1) {
+			label, op, value := m[1], m[2], m[3]
+			if slices.Contains(targetLabels, label) || label == "control_topic" || label == "mirror_topic" {
+				continue // set by the scrape, or the operator's own names
+			}
+			for _, v := range strings.Split(value, "|") {
+				if (op == "=" || op == "=~") && !exportedValue(family, label, v) {
+					t.Errorf("%s: %s{%s=%q}: the worker exports no such series", where, family, label, v)
+				}
+			}
+		}
+	}
+	for _, r := range readRules(t, root) {
+		for _, sel := range regexp.MustCompile(`(kcleanup_[a-z0-9_]+)(\{[^}]*\})?`).FindAllStringSubmatch(r.Expr, -1) {
+			family := sel[1]
+			if _, ok := scrape[family]; !ok && !mirrorFamilies.MatchString(family) {
+				t.Errorf("%s names %s, which a worker's /metrics does not have", r.Alert, family)
+			}
+			checkValues(r.Alert, family, sel[2])
+		}
+	}
+	for _, tc := range readRulesTests(t, root).Tests {
+		for _, s := range tc.InputSeries {
+			family, labels, _ := strings.Cut(s.Series, "{")
+			series, ok := scrape[family]
+			if !ok {
+				if !mirrorFamilies.MatchString(family) {
+					t.Errorf("%s: input series %s: a worker's /metrics has no %s", rulesTestFile, s.Series, family)
+				}
+				continue
+			}
+			var names []string
+			for _, m := range seriesLabel.FindAllStringSubmatch(labels, -1) {
+				if m[1] != "job" && m[1] != "instance" {
+					names = append(names, m[1])
+				}
+			}
+			slices.Sort(names)
+			var want []string
+			for l := range series[0] {
+				want = append(want, l)
+			}
+			slices.Sort(want)
+			if !slices.Equal(names, want) {
+				t.Errorf("%s: input series %s has the labels %v; the worker's %s has %v", rulesTestFile, s.Series, names, family, want)
+			}
+			checkValues(rulesTestFile, family, labels)
 		}
 	}
 }
