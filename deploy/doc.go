@@ -6,11 +6,11 @@
 //	systemd/     one worker replica per host
 //	prometheus/  the alerting rules and their promtool unit tests
 //
-// TestImage builds the image with `make image` and runs the binary taken out of it;
+// TestImage builds the image with `make image` and runs the binary taken out of it.
 // TestAlertRules runs promtool on the rules; TestAlertRulesUseExportedMetrics keeps their
 // metric and label names to those worker/daemon/metrics.go exports, and
-// TestAlertRulesUseAWorkersSeries to the series a worker's /metrics serves; TestDeployDocShowsTheFiles
-// keeps docs/deploy.md's copies of these files equal to them. The deploy files' flags,
-// variables, ports and paths are checked against the binary by cmd/kcleanup's
-// TestDeployFilesMatchTheWorker, which has the command tree.
+// TestAlertRulesUseAWorkersSeries to the series a worker's /metrics serves.
+// TestDeployDocShowsTheFiles keeps docs/deploy.md's copies of these files equal to them. The
+// deploy files' flags, variables, ports and paths are checked against the binary by
+// cmd/kcleanup's TestDeployFilesMatchTheWorker, which has the command tree.
 package deploy
