@@ -13,7 +13,7 @@ PURE  := $(shell $(GO) list $(patsubst %,./%/...,$(wildcard events fsm projector
 OTHER := $(filter-out $(PURE),$(shell $(GO) list $(PKGS)))
 
 .PHONY: help build demo test test-broker test-unit sim lint fuzz bench bench-quick bench-go \
-        kafka-up kafka-down kafka-cli docs screenshots chromium clean
+        kafka-up kafka-down kafka-cli docs screenshots chromium buildah promtool image clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -31,7 +31,7 @@ build: ## build bin/kcleanup (BIN=path for elsewhere), naming the commit in its 
 demo: build ## walk the C0/C1 example end to end on an embedded broker
 	$(BIN) demo
 
-test: chromium ## all tests: the pure packages (in full, then -short under -race), then the rest against a real Kafka broker (started if needed)
+test: chromium buildah promtool ## all tests: the pure packages (in full, then -short under -race), then the rest against a real Kafka broker (started if needed)
 	$(GO) test -count=1 $(PURE)
 	$(GO) test -race -short -count=1 $(PURE)
 	$(KAFKA) test $(MAKE) --no-print-directory test-broker
@@ -47,6 +47,55 @@ chromium: ## install Chromium (Debian package `chromium`) for the console's brow
 	sudo=; [ "$$(id -u)" = 0 ] || sudo=sudo; \
 	echo "chromium: not installed; installing Debian's package (apt-get install -y chromium)"; \
 	$$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq chromium >/dev/null
+
+# Debian packages the tools below come from, installed the same way when missing (CI runs as
+# root on a fresh clone): buildah builds the image (make image, deploy's TestImage), promtool
+# (package prometheus) checks and unit-tests the alert rules (TestAlertRules).
+buildah: ## install buildah (Debian package `buildah`) for make image, if missing
+	@$(call apt-install,command -v buildah,buildah)
+
+promtool: ## install promtool (Debian package `prometheus`) for the alert rules' tests, if missing
+	@$(call apt-install,command -v promtool,prometheus)
+
+# apt-install CHECK,PACKAGE: install Debian's PACKAGE unless the shell command CHECK succeeds.
+define apt-install
+if $(1) >/dev/null 2>&1; then exit 0; fi; \
+sudo=; [ "$$(id -u)" = 0 ] || sudo=sudo; \
+echo "$(2): not installed ($(1) failed); installing Debian's package (apt-get install -y $(2))"; \
+$$sudo apt-get -o DPkg::Lock::Timeout=300 update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get -o DPkg::Lock::Timeout=300 install -y -qq $(2) >/dev/null
+endef
+
+# The image: FROM scratch, the static binary, the CA certificates of the build host, a
+# passwd/group entry for a numeric non-root user (deploy/image/), OCI labels naming the version
+# and commit. Built by buildah alone with the vfs driver in a storage of its own that is removed
+# afterwards: no Docker engine, no daemon, no RUN (nothing runs a container, so no cgroups are
+# needed). IMAGE is the OCI archive written; IMAGE_NAME the name:tag inside it.
+IMAGE      ?= bin/kcleanup.oci.tar
+IMAGE_NAME ?= kcleanup:$(VERSION)
+# Numeric, so that Kubernetes' runAsNonRoot can check it (deploy/image/passwd names it;
+# deploy/kubernetes/deployment.yaml runs as it; deploy's TestImage keeps the three in step).
+IMAGE_USER := 65532:65532
+CA_BUNDLE  ?= /etc/ssl/certs/ca-certificates.crt
+OCI        := org.opencontainers.image
+
+image: buildah ## build the OCI image (FROM scratch, with buildah, no Docker) into IMAGE (default bin/kcleanup.oci.tar)
+	@$(call apt-install,test -s $(CA_BUNDLE),ca-certificates)
+	@set -euo pipefail; \
+	store=$$(mktemp -d); trap 'rm -rf "$$store"' EXIT; \
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o "$$store/kcleanup" ./cmd/kcleanup; \
+	b="buildah --storage-driver vfs --root $$store/root --runroot $$store/run"; \
+	c=$$($$b from scratch); \
+	$$b copy -q --chown 0:0 --chmod 0755 "$$c" "$$store/kcleanup" /kcleanup; \
+	$$b copy -q --chown 0:0 --chmod 0644 "$$c" $(CA_BUNDLE) /etc/ssl/certs/ca-certificates.crt; \
+	$$b copy -q --chown 0:0 --chmod 0644 "$$c" deploy/image/passwd deploy/image/group /etc/; \
+	$$b config --user $(IMAGE_USER) --workingdir / --entrypoint '["/kcleanup"]' --cmd '' --port 9308/tcp \
+	  --label $(OCI).title=kcleanup --label $(OCI).version=$(VERSION) --label $(OCI).revision=$(COMMIT) \
+	  --label $(OCI).source=https://github.com/kcleanup/kcleanup --label $(OCI).documentation=https://github.com/kcleanup/kcleanup/blob/main/docs/deploy.md "$$c"; \
+	mkdir -p $(dir $(IMAGE)); rm -f $(IMAGE); \
+	$$b commit -q --format oci --disable-compression=false "$$c" oci-archive:$(abspath $(IMAGE)):$(IMAGE_NAME) >/dev/null; \
+	echo "image $(IMAGE_NAME) (commit $(COMMIT), user $(IMAGE_USER)) written to $(IMAGE). Push it with one of:"; \
+	echo "  skopeo copy oci-archive:$(IMAGE) docker://registry.example.com/$(IMAGE_NAME)"; \
+	echo "  podman load -i $(IMAGE) && podman push $(IMAGE_NAME) docker://registry.example.com/$(IMAGE_NAME)"
 
 sim: ## the deterministic fleet simulation on 10,000 seeds, with fault and step counts (protocol/sim)
 	$(GO) test -count=1 -run '^TestSimulation$$' -v ./protocol/sim -args -seeds=$${SEEDS:-10000}
