@@ -64,9 +64,15 @@ func MirrorTopicProblem(v MirrorView, controlTopic, bootstrap string) error {
 			"mirror topic %s does not exist", v.Topic)
 	}
 	if err := flinkagents.CheckTopic(v.Topic, v.Partitions, v.CleanupPolicy); err != nil {
-		return refuse(fmt.Sprintf("a Flink Agents job refuses it too: give it exactly one partition and cleanup.policy=compact "+
-			"(kafka-configs --bootstrap-server %s --alter --entity-type topics --entity-name %s --add-config cleanup.policy=compact), "+
-			"or create a new topic with kcleanup init --topic <data topic> --mirror-topic <new topic>", bootstrap, v.Topic),
+		if len(v.Partitions) != 1 || v.Partitions[0] != 0 {
+			// Kafka adds partitions but never removes them: no config fixes this topic.
+			return refuse(fmt.Sprintf("a Flink Agents job refuses it too, and a topic's partitions cannot be reduced: create a one-partition topic and attach it instead: "+
+				"kcleanup init --topic <data topic> --mirror-topic <new topic> (or kafka-topics --bootstrap-server %s --create --topic <new topic> --partitions 1 --config cleanup.policy=compact, "+
+				"then kcleanup mirror attach <new topic> --topic <data topic> --reason …), and point the job's kafkaActionStateCleanupControlTopic at it", bootstrap),
+				"mirror topic %s: %v", v.Topic, err)
+		}
+		return refuse(fmt.Sprintf("a Flink Agents job refuses it too: kafka-configs --bootstrap-server %s --alter --entity-type topics --entity-name %s --add-config cleanup.policy=compact",
+			bootstrap, v.Topic),
 			"mirror topic %s: %v", v.Topic, err)
 	}
 	if v.Fold == nil {

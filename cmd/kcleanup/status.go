@@ -281,6 +281,9 @@ func printMirror(tw io.Writer, m protocol.MirrorAssessment) {
 		} else {
 			fmt.Fprintf(tw, "\tin step: the job's effective boundary there is %s (%d plan(s))\n", m.Boundary, m.Plans)
 		}
+	case protocol.MirrorPinned: // not read: no lag to tell
+		fmt.Fprintf(tw, "\tPINNED: %s\n", singleLine(m.Reason))
+		fmt.Fprintf(tw, "\tfix: %s\n", singleLine(m.Hint))
 	default:
 		fmt.Fprintf(tw, "\t%s (lag %d): %s\n", strings.ToUpper(string(m.Standing)), m.Lag, singleLine(m.Reason))
 		fmt.Fprintf(tw, "\tfix: %s\n", singleLine(m.Hint))
