@@ -109,6 +109,9 @@ func (b *bencher) mirrorKillCase(ctx context.Context, mirror bool) (Row, error) 
 		return Row{}, err
 	}
 	points := mirrorKillPoints(mirror)
+	// A random moment is drawn within the time the last apply that was not
+	// killed took (it follows the machine's load).
+	span := time.Second
 	var took []float64
 	byPoint := map[string][]float64{}
 	skipped := map[string]int{}
@@ -116,7 +119,7 @@ func (b *bencher) mirrorKillCase(ctx context.Context, mirror bool) (Row, error) 
 	for attempt := 0; len(took) < trials && attempt < 3*trials; attempt++ {
 		k++
 		point := points[rand.IntN(len(points))]
-		d, how, err := b.killApply(ctx, control, data, topicID, partitions, k, point)
+		d, how, err := b.killApply(ctx, control, data, topicID, partitions, k, point, &span)
 		if err != nil {
 			return Row{}, errors.Wrapf(err, "B8 %s, trial %d (%s)", name, attempt+1, point)
 		}
@@ -152,7 +155,7 @@ func (b *bencher) mirrorKillCase(ctx context.Context, mirror bool) (Row, error) 
 // killed at point, and waits for a worker to append APPLIED. It returns the
 // time from the kill to APPLIED, or why the trial measured nothing (the
 // apply finished before the kill, or died before COMMITTED).
-func (b *bencher) killApply(ctx context.Context, control, data, topicID string, partitions int, k int64, point string) (time.Duration, string, error) {
+func (b *bencher) killApply(ctx context.Context, control, data, topicID string, partitions int, k int64, point string, span *time.Duration) (time.Duration, string, error) {
 	path, err := b.writePlan(data, topicID, partitions, k)
 	if err != nil {
 		return 0, "", err
@@ -173,13 +176,13 @@ func (b *bencher) killApply(ctx context.Context, control, data, topicID string, 
 	if err := cmd.Start(); err != nil {
 		return 0, "", errors.Wrap(err, "start kcleanup apply")
 	}
+	began := time.Now()
 	exited := make(chan time.Time, 1)
 	go func() { _ = cmd.Wait(); exited <- time.Now() }()
 	var killedAt, diedAt time.Time
 	if point == randomMoment {
-		// Within the time an apply takes here (about a second).
 		select {
-		case <-time.After(time.Duration(rand.Int64N(int64(1500 * time.Millisecond)))):
+		case <-time.After(time.Duration(rand.Int64N(int64(*span)))):
 			_ = cmd.Process.Signal(syscall.SIGKILL)
 			killedAt = time.Now()
 		case diedAt = <-exited:
@@ -197,6 +200,7 @@ func (b *bencher) killApply(ctx context.Context, control, data, topicID string, 
 		killedAt = diedAt // it killed itself at the failpoint
 	}
 	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+		*span = max(diedAt.Sub(began)*9/10, 50*time.Millisecond)
 		return 0, "apply ended without being killed", nil
 	}
 	deadline := time.After(3 * time.Minute)
