@@ -45,6 +45,7 @@ func TestAssess(t *testing.T) {
 		{"missing", st, protocol.MirrorView{Topic: att.Topic, Missing: true}, nil, protocol.MirrorUnwritable, 40, "does not exist", "mirror detach", protocol.Block},
 		{"recreated", st, func() protocol.MirrorView { v := view(); v.TopicID = "AAAAAAAAAAAAAAAAAAAABA"; return v }(), nil, protocol.MirrorUnwritable, 40, "recreated", "mirror attach action-state.flink --topic action-state", protocol.Block},
 		{"misconfigured", st, func() protocol.MirrorView { v := view(); v.CleanupPolicy = "delete"; return v }(), nil, protocol.MirrorUnwritable, 40, "compact", "", protocol.Block},
+		{"three partitions", st, func() protocol.MirrorView { v := view(); v.Partitions = []int32{0, 1, 2}; return v }(), nil, protocol.MirrorUnwritable, 40, "exactly one partition", "create a one-partition topic and attach it instead", protocol.Block},
 		{"fold fails", st, view(rec{status: "APPLIED", plan: p1}, rec{plan: p1, tomb: true}), nil, protocol.MirrorUnwritable, 40, "fold fails", "", protocol.Block},
 		{"no permission", st, view(rec{status: "APPLIED", plan: p2}), errors.WithHint(errors.New("not authorized to write the Flink Agents mirror topic"), "kafka-acls --add …"),
 			protocol.MirrorUnwritable, 40, "cannot write", "kafka-acls --add", protocol.Warn},
@@ -59,6 +60,9 @@ func TestAssess(t *testing.T) {
 			}
 			if c.standing == protocol.MirrorInStep && a.Plans > 0 && !a.Boundary.Equal(st.Boundary()) {
 				t.Errorf("in step, the mirror's boundary %s is not kcleanup's %s", a.Boundary, st.Boundary())
+			}
+			if len(c.v.Partitions) > 1 && strings.Contains(a.Hint, "kafka-configs") {
+				t.Errorf("the hint for %d partitions offers a config fix: %q", len(c.v.Partitions), a.Hint)
 			}
 			if a.Denied != (c.writeErr != nil) {
 				t.Errorf("denied %v with write error %v", a.Denied, c.writeErr)
