@@ -78,8 +78,12 @@ func CheckMirror(topic, topicID, dataTopic string, v MirrorView) error {
 			"attach the new topic again (kcleanup mirror attach "+topic+" --topic "+dataTopic+" seeds it with the boundary); "+detachHint(topic, dataTopic))
 	}
 	if err := flinkagents.CheckTopic(topic, v.Partitions, v.CleanupPolicy); err != nil {
-		return errors.WithHint(errors.Mark(errors.Wrapf(err, "mirror topic %s", topic), ErrBlocked),
-			"a Flink Agents job refuses this topic too; "+detachHint(topic, dataTopic))
+		hint := "a Flink Agents job refuses this topic too; " + detachHint(topic, dataTopic)
+		if len(v.Partitions) != 1 || v.Partitions[0] != 0 {
+			hint = "a Flink Agents job refuses this topic too; nothing was deleted for the plan; " + newMirrorHint("<broker>", dataTopic) +
+				"; or detach this one (kcleanup mirror detach --topic " + dataTopic + " --reason …)"
+		}
+		return errors.WithHint(errors.Mark(errors.Wrapf(err, "mirror topic %s", topic), ErrBlocked), hint)
 	}
 	if v.Fold == nil {
 		return errors.AssertionFailedf("mirror topic %s: no fold reported", topic)

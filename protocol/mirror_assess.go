@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/cockroachdb/errors"
 
@@ -27,7 +28,51 @@ const (
 	// recreated, wrong settings, a fold the job fails on, a plan it could
 	// not be comparable with, or no permission to write it).
 	MirrorUnwritable MirrorStanding = "cannot-be-written"
+	// MirrorPinned: an open transaction holds the mirror's last stable offset
+	// below its end, so nothing after it can be read (read_committed) by
+	// kcleanup or by a Flink Agents job recovering, until it ends. Pin says
+	// whose: a kcleanup writer killed inside its transaction (the next
+	// kcleanup writer fences it) or another producer's.
+	MirrorPinned MirrorStanding = "pinned"
 )
+
+// MirrorPin is an open transaction that pins the mirror: what
+// DescribeProducers and DescribeTransactions said of it.
+type MirrorPin struct {
+	// Offset is the last stable offset (the open transaction's first
+	// record), HighWatermark the end.
+	Offset        int64 `json:"offset"`
+	HighWatermark int64 `json:"highWatermark"`
+	// ProducerID and ProducerEpoch are the producer whose transaction is
+	// open; -1 when the partition's producers could not be described.
+	ProducerID    int64 `json:"producerId"`
+	ProducerEpoch int16 `json:"producerEpoch"`
+	// TransactionalID is that producer's, "" when not known.
+	TransactionalID string `json:"transactionalId,omitempty"`
+	// KcleanupWriter: it is kcleanup's own mirror writer
+	// (MirrorTransactionalID), which the next kcleanup writer fences.
+	KcleanupWriter bool `json:"kcleanupWriter"`
+	// Since is when the transaction began (its first write when the
+	// transaction could not be described); zero when not known.
+	Since time.Time `json:"since,omitzero"`
+	// TimeoutMs is the transaction's transaction.timeout.ms, 0 when not known.
+	TimeoutMs int32 `json:"transactionTimeoutMs,omitempty"`
+	// Unknown says why whose it is could not be told ("" when told).
+	Unknown string `json:"unknown,omitempty"`
+}
+
+// Owner names the pinning transaction's producer, in words.
+func (p MirrorPin) Owner() string {
+	switch {
+	case p.KcleanupWriter:
+		return "kcleanup's writer " + p.TransactionalID
+	case p.TransactionalID != "":
+		return "a foreign producer, transactional ID " + p.TransactionalID
+	case p.ProducerID >= 0:
+		return fmt.Sprintf("a producer that is not kcleanup's writer (producer ID %d)", p.ProducerID)
+	}
+	return "an unknown producer"
+}
 
 // MirrorAssessment is how the attached mirror stands, with the reason and the
 // fix in words an operator acts on. It is part of the status document
@@ -56,8 +101,10 @@ type MirrorAssessment struct {
 	BoundaryPlan string `json:"boundaryPlan,omitempty"`
 	// Lag is how many offsets, summed over partitions, the mirror's
 	// boundary is below kcleanup's (0 in step; the job's fold failing
-	// counts the whole boundary).
+	// counts the whole boundary; 0 when pinned: not read).
 	Lag int64 `json:"lag"`
+	// Pin is the open transaction that pins the mirror (standing pinned).
+	Pin *MirrorPin `json:"pin,omitempty"`
 }
 
 // MirrorInStep reports whether the mirror agrees with the boundary.
@@ -93,7 +140,7 @@ func AssessMirror(c MirrorControl, v MirrorView, writeErr error) MirrorAssessmen
 			fmt.Sprintf("attach the new topic (kcleanup mirror attach %s --topic %s --reason …), which seeds it with the boundary", att.Topic, data))
 	}
 	if err := MirrorTopicProblem(v, "", "<broker>"); err != nil {
-		return unwritable(err.Error(), "fix the mirror topic as kcleanup mirror attach would require")
+		return unwritable(err.Error(), hintOf(err))
 	}
 	a.Plans = len(v.Fold.Operations())
 	if err := planProblem(c, v); err != nil && a.Plans > 0 {
@@ -132,6 +179,47 @@ func AssessMirror(c MirrorControl, v MirrorView, writeErr error) MirrorAssessmen
 	a.Reason = fmt.Sprintf("the mirror's boundary %s is below kcleanup's boundary %s (plan %s is not on the mirror yet)", mb, boundary, a.BoundaryPlan)
 	a.Hint = fmt.Sprintf("the owning worker writes it on its next pass (kcleanup mirror sync --topic %s does it now); until then a Flink Agents job reading the mirror allows recovery points kcleanup refuses: gate restores with kcleanup validate", data)
 	return a
+}
+
+// PinnedMirror is the assessment of an attached mirror that could not be read
+// because an open transaction pins its last stable offset: whose, since
+// when, and what ends it. The mirror's records are not judged (not read).
+func PinnedMirror(c MirrorControl, pin MirrorPin) MirrorAssessment {
+	att := c.Mirror
+	a := MirrorAssessment{Topic: att.Topic, TopicID: att.TopicID, LiveTopicID: att.TopicID, AttachedAt: att.Offset,
+		Standing: MirrorPinned, BoundaryPlan: c.BoundaryPlan, Pin: &pin}
+	a.Reason, a.Hint = pin.Explain(att.Topic, c.DataTopic)
+	return a
+}
+
+// Explain says, in words an operator acts on, what pins mirror (of the
+// data topic named in the hint): whose transaction, since when, and what
+// ends it.
+func (p MirrorPin) Explain(mirror, dataTopic string) (reason, hint string) {
+	since := ""
+	if !p.Since.IsZero() {
+		since = " since " + p.Since.UTC().Format(time.RFC3339)
+	}
+	reason = fmt.Sprintf("mirror topic %s is pinned by an open transaction of %s%s: neither kcleanup nor a Flink Agents job can read it past offset %d (end %d) until it ends",
+		mirror, p.Owner(), since, p.Offset, p.HighWatermark)
+	if p.Unknown != "" {
+		reason += " (whose it is could not be told: " + p.Unknown + ")"
+	}
+	timeout := "transaction.timeout.ms"
+	if p.TimeoutMs > 0 {
+		timeout = fmt.Sprintf("its transaction.timeout.ms, %d ms", p.TimeoutMs)
+	}
+	if dataTopic == "" {
+		dataTopic = "<data topic>"
+	}
+	if p.KcleanupWriter {
+		return reason, fmt.Sprintf("a kcleanup process died inside its mirror transaction: the owning worker's next attempt "+
+			"(or kcleanup mirror sync --topic %s, or the next kcleanup apply) fences it, which aborts the transaction at once; the broker aborts it after %s otherwise",
+			dataTopic, timeout)
+	}
+	return reason, fmt.Sprintf("kcleanup fences only its own writer (%s): wait for that producer to commit or abort (the broker aborts it after %s), or find and stop it "+
+		"(kafka-transactions --bootstrap-server <broker> find-hanging --topic %s --partition 0; a hanging one: kafka-transactions … abort --topic %s --partition 0 --start-offset %d)",
+		MirrorTransactionalID(mirror), timeout, mirror, mirror, p.Offset)
 }
 
 // above: a is above b on some partition.

@@ -3,6 +3,7 @@ package protocol_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/errors"
 
@@ -44,6 +45,7 @@ func TestAssess(t *testing.T) {
 		{"missing", st, protocol.MirrorView{Topic: att.Topic, Missing: true}, nil, protocol.MirrorUnwritable, 40, "does not exist", "mirror detach", protocol.Block},
 		{"recreated", st, func() protocol.MirrorView { v := view(); v.TopicID = "AAAAAAAAAAAAAAAAAAAABA"; return v }(), nil, protocol.MirrorUnwritable, 40, "recreated", "mirror attach action-state.flink --topic action-state", protocol.Block},
 		{"misconfigured", st, func() protocol.MirrorView { v := view(); v.CleanupPolicy = "delete"; return v }(), nil, protocol.MirrorUnwritable, 40, "compact", "", protocol.Block},
+		{"three partitions", st, func() protocol.MirrorView { v := view(); v.Partitions = []int32{0, 1, 2}; return v }(), nil, protocol.MirrorUnwritable, 40, "exactly one partition", "create a one-partition topic and attach it instead", protocol.Block},
 		{"fold fails", st, view(rec{status: "APPLIED", plan: p1}, rec{plan: p1, tomb: true}), nil, protocol.MirrorUnwritable, 40, "fold fails", "", protocol.Block},
 		{"no permission", st, view(rec{status: "APPLIED", plan: p2}), errors.WithHint(errors.New("not authorized to write the Flink Agents mirror topic"), "kafka-acls --add …"),
 			protocol.MirrorUnwritable, 40, "cannot write", "kafka-acls --add", protocol.Warn},
@@ -58,6 +60,9 @@ func TestAssess(t *testing.T) {
 			}
 			if c.standing == protocol.MirrorInStep && a.Plans > 0 && !a.Boundary.Equal(st.Boundary()) {
 				t.Errorf("in step, the mirror's boundary %s is not kcleanup's %s", a.Boundary, st.Boundary())
+			}
+			if len(c.v.Partitions) > 1 && strings.Contains(a.Hint, "kafka-configs") {
+				t.Errorf("the hint for %d partitions offers a config fix: %q", len(c.v.Partitions), a.Hint)
 			}
 			if a.Denied != (c.writeErr != nil) {
 				t.Errorf("denied %v with write error %v", a.Denied, c.writeErr)
@@ -85,5 +90,51 @@ func TestFindingsWarnOfDurabilitySettings(t *testing.T) {
 		if !strings.Contains(all, want) {
 			t.Errorf("no warning about %s in %q", want, all)
 		}
+	}
+}
+
+// TestPinnedMirrorSaysWhose: a mirror pinned by an open transaction is
+// neither a failure nor "cannot be written": status and doctor say whose
+// transaction it is and what ends it, kcleanup's own writer (fenced by the
+// next kcleanup writer) apart from a foreign producer (waited for).
+func TestPinnedMirrorSaysWhose(t *testing.T) {
+	att := events.Mirror{Topic: "action-state.flink", TopicID: mirrorID, Reason: "test"}
+	p := plan(t, "chk-1", events.Offsets{0: 10, 1: 10})
+	ctl := protocol.MirrorControlOf(state(t, p, events.Planned, events.Committed, att))
+	since := time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC)
+	ours := protocol.MirrorPin{Offset: 52, HighWatermark: 53, ProducerID: 7, ProducerEpoch: 3,
+		TransactionalID: protocol.MirrorTransactionalID(att.Topic), KcleanupWriter: true, Since: since, TimeoutMs: 15000}
+	foreign := protocol.MirrorPin{Offset: 52, HighWatermark: 53, ProducerID: 9, ProducerEpoch: 0, TransactionalID: "flink-tool", Since: since}
+	for _, c := range []struct {
+		name   string
+		pin    protocol.MirrorPin
+		reason []string
+		hint   string
+		not    string // never in the hint
+	}{
+		{"kcleanup's writer", ours, []string{"kcleanup's writer kcleanup-mirror-action-state.flink", "since 2026-12-02T09:00:00Z", "offset 52 (end 53)"},
+			"fences it", "find and stop"},
+		{"a foreign producer", foreign, []string{"foreign producer, transactional ID flink-tool", "since 2026-12-02T09:00:00Z"},
+			"kafka-transactions", "fences it"},
+		{"a producer that could not be described", protocol.MirrorPin{Offset: 52, HighWatermark: 53, ProducerID: -1, ProducerEpoch: -1, Unknown: "not authorized"},
+			[]string{"an unknown producer", "could not be told: not authorized"}, "kafka-transactions", "fences it"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			a := protocol.PinnedMirror(ctl, c.pin)
+			if a.Standing != protocol.MirrorPinned || a.Pin == nil || *a.Pin != c.pin || a.InStep() {
+				t.Fatalf("got %+v, want standing pinned with the pin", a)
+			}
+			for _, w := range c.reason {
+				if !strings.Contains(a.Reason, w) {
+					t.Errorf("reason %q lacks %q", a.Reason, w)
+				}
+			}
+			if !strings.Contains(a.Hint, c.hint) || strings.Contains(a.Hint, c.not) {
+				t.Errorf("hint %q: want %q in it, not %q", a.Hint, c.hint, c.not)
+			}
+			if fs := report.MirrorFindings(a, nil, "b:9092"); len(fs) != 1 || fs[0].Severity != protocol.Warn {
+				t.Errorf("doctor's findings %+v, want one warning (it passes; nothing is deleted meanwhile)", fs)
+			}
+		})
 	}
 }

@@ -64,9 +64,11 @@ func MirrorTopicProblem(v MirrorView, controlTopic, bootstrap string) error {
 			"mirror topic %s does not exist", v.Topic)
 	}
 	if err := flinkagents.CheckTopic(v.Topic, v.Partitions, v.CleanupPolicy); err != nil {
-		return refuse(fmt.Sprintf("a Flink Agents job refuses it too: give it exactly one partition and cleanup.policy=compact "+
-			"(kafka-configs --bootstrap-server %s --alter --entity-type topics --entity-name %s --add-config cleanup.policy=compact), "+
-			"or create a new topic with kcleanup init --topic <data topic> --mirror-topic <new topic>", bootstrap, v.Topic),
+		if len(v.Partitions) != 1 || v.Partitions[0] != 0 {
+			return refuse("a Flink Agents job refuses it too; "+newMirrorHint(bootstrap, "<data topic>"), "mirror topic %s: %v", v.Topic, err)
+		}
+		return refuse(fmt.Sprintf("a Flink Agents job refuses it too: kafka-configs --bootstrap-server %s --alter --entity-type topics --entity-name %s --add-config cleanup.policy=compact",
+			bootstrap, v.Topic),
 			"mirror topic %s: %v", v.Topic, err)
 	}
 	if v.Fold == nil {
@@ -78,6 +80,17 @@ func MirrorTopicProblem(v MirrorView, controlTopic, bootstrap string) error {
 			"mirror topic %s: the Flink Agents job's fold fails: %v", v.Topic, err)
 	}
 	return nil
+}
+
+// newMirrorHint is the way out of a mirror topic with more than one
+// partition: Kafka adds partitions but never removes them, so no config
+// fixes it; a new one-partition topic, attached, does.
+func newMirrorHint(bootstrap, dataTopic string) string {
+	return fmt.Sprintf("a topic's partitions cannot be reduced: create a one-partition topic and attach it instead "+
+		"(kafka-topics --bootstrap-server %s --create --topic <new topic> --partitions 1 --config cleanup.policy=compact, "+
+		"or kcleanup init --topic %s --mirror-topic <new topic>, which also sets the durability settings; "+
+		"then kcleanup mirror attach <new topic> --topic %s --reason …), and point the job's kafkaActionStateCleanupControlTopic at it",
+		bootstrap, dataTopic, dataTopic)
 }
 
 // planProblem: rules 4 and 5.

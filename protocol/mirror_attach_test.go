@@ -133,8 +133,14 @@ func TestAttach(t *testing.T) {
 		{"missing", applied, protocol.MirrorView{Topic: "m", Missing: true}, protocol.ErrMirrorRefused, "does not exist", "kcleanup init --topic <data topic> --mirror-topic m"},
 		{"the control topic itself", applied, func() protocol.MirrorView { v := view(); v.Topic = control; return v }(), protocol.ErrMirrorRefused, "is the control topic or the data topic", "kafkaActionStateCleanupControlTopic"},
 		{"the data topic", applied, func() protocol.MirrorView { v := view(); v.Topic = dataTopic; return v }(), protocol.ErrMirrorRefused, "is the control topic or the data topic", ""},
-		{"two partitions", applied, func() protocol.MirrorView { v := view(); v.Partitions = []int32{0, 1}; return v }(), protocol.ErrMirrorRefused, "partition", "exactly one partition"},
-		{"compact,delete", applied, func() protocol.MirrorView { v := view(); v.CleanupPolicy = "compact,delete"; return v }(), protocol.ErrMirrorRefused, "compact", "cleanup.policy=compact"},
+		{"two partitions", applied, func() protocol.MirrorView { v := view(); v.Partitions = []int32{0, 1}; return v }(), protocol.ErrMirrorRefused, "partition", "create a one-partition topic and attach it instead"},
+		{"three partitions, compact,delete", applied, func() protocol.MirrorView {
+			v := view()
+			v.Partitions, v.CleanupPolicy = []int32{0, 1, 2}, "compact,delete"
+			return v
+		}(), protocol.ErrMirrorRefused, "exactly one partition", "kafka-topics --bootstrap-server broker:9092 --create --topic <new topic> --partitions 1"},
+		{"compact,delete", applied, func() protocol.MirrorView { v := view(); v.CleanupPolicy = "compact,delete"; return v }(), protocol.ErrMirrorRefused, "compact",
+			"kafka-configs --bootstrap-server broker:9092 --alter --entity-type topics --entity-name action-state.flink --add-config cleanup.policy=compact"},
 		{"tombstone", applied, view(rec{status: "COMMITTED", plan: p1}, rec{plan: p1, tomb: true}), protocol.ErrMirrorRefused, "fold fails", "attach an empty topic"},
 		{"regressed", applied, view(rec{status: "APPLIED", plan: p1}, rec{status: "COMMITTED", plan: p1}), protocol.ErrMirrorRefused, "fold fails", ""},
 		{"not Flink Agents' format", applied, view(rec{status: "COMMITTED", plan: p1, key: p1.PlanID + "/COMMITTED"}), protocol.ErrMirrorRefused, "fold fails", ""},
@@ -156,6 +162,10 @@ func TestAttach(t *testing.T) {
 			}
 			if !errors.Is(err, c.class) || !strings.Contains(err.Error(), c.want) || !strings.Contains(errors.FlattenHints(err), c.hint) {
 				t.Fatalf("got %v (hint %q), want %v containing %q, hint containing %q", err, errors.FlattenHints(err), c.class, c.want, c.hint)
+			}
+			// No config changes a partition count: a hint that offers one misleads.
+			if len(c.v.Partitions) > 1 && strings.Contains(errors.FlattenHints(err), "kafka-configs") {
+				t.Fatalf("the hint for %d partitions offers a config fix: %q", len(c.v.Partitions), errors.FlattenHints(err))
 			}
 		})
 	}

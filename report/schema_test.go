@@ -54,6 +54,7 @@ func TestStatusSchemasMatchTheDocuments(t *testing.T) {
 		"maintenance": {inner[object](t, inner[map[string]any](t, status.Properties["maintenance"])["items"]), reflect.TypeFor[MaintenanceRecord]()},
 		"flinkAgents": {sdefs["flinkAgents"], reflect.TypeFor[FlinkStatus]()},
 		"mirror":      {sdefs["mirror"], reflect.TypeFor[protocol.MirrorAssessment]()},
+		"pin":         {inner[object](t, sdefs["mirror"].Properties["pin"]), reflect.TypeFor[protocol.MirrorPin]()},
 		"worker":      {ws, reflect.TypeFor[WorkerStatus]()},
 		"fleet":       {wdefs["fleet"], reflect.TypeFor[FleetStatus]()},
 		"member":      {wdefs["member"], reflect.TypeFor[FleetMember]()},
@@ -104,7 +105,7 @@ func ownFields(typ reflect.Type) (all, required []string) {
 		}
 		name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
 		all = append(all, name)
-		if !strings.Contains(opts, "omitempty") {
+		if !strings.Contains(opts, "omitempty") && !strings.Contains(opts, "omitzero") {
 			required = append(required, name)
 		}
 	}

@@ -195,7 +195,7 @@ func (c *Cluster) execute(ctx context.Context, proj *Projection, run *protocol.R
 		case protocol.Verify:
 			rep.Starts, rep.Err = c.StartOffsets(ctx, step.Topic)
 		case protocol.ReadMirror:
-			rep.Mirror, rep.Err = c.ReadMirror(ctx, step.Mirror.Topic)
+			rep.Mirror, rep.Err = c.readMirrorAsWriter(ctx, step.Mirror.Topic, o)
 		case protocol.WriteMirror:
 			rep.MirrorWrote, rep.Err = c.WriteMirror(ctx, step.Mirror)
 			if rep.Err == nil {

@@ -20,6 +20,12 @@ const (
 	// topic (docs/flink-agents.md, "The mirror").
 	AfterMirrorCommitted = "after-mirror-committed"
 	AfterMirrorApplied   = "after-mirror-applied"
+	// Inside a mirror transaction: the record written, not yet committed
+	// (any mirror record; the second only the APPLIED one). The process
+	// dies holding the transaction open: the mirror stays pinned until
+	// the next kcleanup writer fences it (docs/design.md §11).
+	InMirrorTransaction        = "in-mirror-transaction"
+	InMirrorAppliedTransaction = "in-mirror-applied-transaction"
 )
 
 // mirrorFailpoint is the failpoint of a mirror record written with status.

@@ -49,6 +49,16 @@ func (c *Cluster) ReadMirror(ctx context.Context, topic string) (protocol.Mirror
 		v.Missing = true
 		return v, nil
 	}
+	if errors.Is(err, ErrNotCaughtUp) {
+		// Say whose open transaction pins it, not the control topic's words
+		// (also when ctx ended waiting for it).
+		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pinDescribeTimeout)
+		pin, perr := c.MirrorPin(pctx, topic)
+		cancel()
+		if perr == nil && pin != nil {
+			return v, pinnedError(topic, *pin)
+		}
+	}
 	if err != nil {
 		return v, c.denied(err, permMirrorRead(topic))
 	}
@@ -79,18 +89,9 @@ func (c *Cluster) WriteMirror(ctx context.Context, rec protocol.MirrorRecord) (w
 
 func (c *Cluster) writeMirrorOnce(ctx context.Context, rec protocol.MirrorRecord) (bool, error) {
 	txnID := MirrorTransactionalID(rec.Topic)
-	cl, err := kgo.NewClient(append(c.ConnOpts(),
-		kgo.TransactionalID(txnID),
-		// Short: a writer killed inside its transaction pins the mirror's
-		// last stable offset until the broker aborts it (or the next
-		// writer's fence does), and a Flink Agents job recovering then
-		// waits for it.
-		kgo.TransactionTimeout(mirrorTxnTimeout),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.RequiredAcks(kgo.AllISRAcks()),
-	)...)
+	cl, err := c.newMirrorWriter(rec.Topic)
 	if err != nil {
-		return false, errors.Wrap(err, "create the mirror's transactional producer")
+		return false, err
 	}
 	defer cl.Close()
 	// InitProducerID: from here on every earlier writer of this mirror is
@@ -114,10 +115,33 @@ func (c *Cluster) writeMirrorOnce(ctx context.Context, rec protocol.MirrorRecord
 		_ = cl.EndTransaction(context.WithoutCancel(ctx), kgo.TryAbort)
 		return false, c.mirrorDenied(errors.Wrapf(err, "mirror %s: write %s %s", rec.Topic, rec.Status, rec.Plan.PlanID), rec.Topic)
 	}
+	failpoint(InMirrorTransaction) // the record written, its transaction open
+	if rec.Status == flinkagents.Applied {
+		failpoint(InMirrorAppliedTransaction)
+	}
 	if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
 		return false, c.mirrorDenied(errors.Wrapf(err, "mirror %s: commit %s %s", rec.Topic, rec.Status, rec.Plan.PlanID), rec.Topic)
 	}
 	return true, nil
+}
+
+// newMirrorWriter is a transactional producer of the mirror topic with
+// kcleanup's one transactional ID for it; its InitProducerID (ProducerID)
+// fences every earlier writer.
+func (c *Cluster) newMirrorWriter(topic string) (*kgo.Client, error) {
+	cl, err := kgo.NewClient(append(c.ConnOpts(),
+		kgo.TransactionalID(MirrorTransactionalID(topic)),
+		// Short: a writer killed inside its transaction pins the mirror's
+		// last stable offset until the next writer's fence or the broker
+		// aborts it, and a Flink Agents job recovering then waits for it.
+		kgo.TransactionTimeout(mirrorTxnTimeout),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.RequiredAcks(kgo.AllISRAcks()),
+	)...)
+	if err != nil {
+		return nil, errors.Wrap(err, "create the mirror's transactional producer")
+	}
+	return cl, nil
 }
 
 // mirrorDenied names the grant a denied mirror write needs.
@@ -158,7 +182,7 @@ func (c *Cluster) AttachMirror(ctx context.Context, proj *Projection, mirror, re
 		return projector.Mirror{}, errors.WithHint(errors.Newf("mirror topic %s is the control topic or the data topic it governs", mirror),
 			"name a topic of its own for the mirror (one partition, cleanup.policy=compact), the one the Flink Agents job's kafkaActionStateCleanupControlTopic names")
 	}
-	view, err := c.ReadMirror(ctx, mirror)
+	view, err := c.readMirrorAsWriter(ctx, mirror, o)
 	if err != nil {
 		return projector.Mirror{}, err
 	}

@@ -55,6 +55,10 @@ func (c *Cluster) AssessMirror(ctx context.Context, ctl protocol.MirrorControl, 
 	}
 	topic := ctl.Mirror.Topic
 	v, err := c.ReadMirror(ctx, topic)
+	if pinned := (*MirrorPinnedError)(nil); errors.As(err, &pinned) {
+		// Not a failure of the reader: say whose transaction pins it.
+		return protocol.PinnedMirror(ctl, pinned.Pin), true, nil
+	}
 	if err != nil && !IsAuthorizationError(err) {
 		return protocol.MirrorAssessment{}, true, err
 	}

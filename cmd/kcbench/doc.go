@@ -26,6 +26,11 @@
 //	             /v1/validate on an in-process worker (1 and 8 clients) and
 //	             worker.Cluster.Validate, vs the control-topic read alone
 //	             (validate.go; in process, not in a child)
+//	B8 apply     two kcleanup worker processes, `kcleanup apply` SIGKILLed at
+//	   killed    a random point (a failpoint drawn at random, inside each
+//	             mirror transaction too, or a random moment), with a Flink
+//	             Agents mirror attached and without; kill → APPLIED by a
+//	             worker, p50 and max (mirrorkill.go)
 //
 // How it measures, and why:
 //

@@ -79,6 +79,22 @@ func (rep *Report) goals() []Goal {
 	} else {
 		missing("B6 fleet", b6Goal)
 	}
+	// Issue 21: an apply killed inside its mirror transaction must not
+	// stall the mirror for the broker's transaction timeout.
+	b8Goal := fmt.Sprintf("apply killed at a random point, a mirror attached: max kill → APPLIED ≤ 15 s + the session timeout (%s)", formatSeconds(failoverSession.Seconds()))
+	var with Row
+	okWith := false
+	for _, r := range rep.Rows {
+		if r.Bench == "B8 apply killed" && strings.Contains(r.Case, "mirror attached") {
+			with, okWith = r, true
+		}
+	}
+	if okWith && len(with.Runs) > 0 {
+		add("B8 apply killed", b8Goal, with.Worst <= 15+failoverSession.Seconds(), "p50 %s, max %s over %d kills (%s)",
+			formatSeconds(with.Median), formatSeconds(with.Worst), len(with.Runs), with.Case)
+	} else {
+		missing("B8 apply killed", b8Goal)
+	}
 	return out
 }
 

@@ -33,7 +33,8 @@ began) and shows what the log decided: the committed boundary of every partition
 that set it, the operations and their state, the rejected records and why, whether the projection
 is degraded (a record from a newer kcleanup), and the offset it read to. When a Flink Agents
 mirror is attached, it also reads the mirror as the job would and says how it stands: in step,
-lagging (by how much, and which plan it lacks), ahead, or cannot be written, with the reason and
+lagging (by how much, and which plan it lacks), ahead, cannot be written, or pinned by an open
+transaction (whose, kcleanup's writer or another producer's, and since when), with the reason and
 the fix ("mirror" in -o json; docs/flink-agents.md).
 
 By default it stays short however long the history: every operation that is not APPLIED, the 20
@@ -267,6 +268,9 @@ func printMirror(tw io.Writer, m protocol.MirrorAssessment) {
 		} else {
 			fmt.Fprintf(tw, "\tin step: the job's effective boundary there is %s (%d plan(s))\n", m.Boundary, m.Plans)
 		}
+	case protocol.MirrorPinned: // not read: no lag to tell
+		fmt.Fprintf(tw, "\tPINNED: %s\n", singleLine(m.Reason))
+		fmt.Fprintf(tw, "\tfix: %s\n", singleLine(m.Hint))
 	default:
 		fmt.Fprintf(tw, "\t%s (lag %d): %s\n", strings.ToUpper(string(m.Standing)), m.Lag, report.SingleLine(m.Reason))
 		fmt.Fprintf(tw, "\tfix: %s\n", report.SingleLine(m.Hint))

@@ -216,7 +216,7 @@ func (c snapshotCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for i, t := range topics {
 		if mirrors[i] != nil {
-			counter("kcleanup_mirror_errors_total", "Checks of the attached Flink Agents mirror that could not read it (the broker did not answer in time).", float64(mirrors[i].errors), "control_topic", t)
+			counter("kcleanup_mirror_errors_total", "Checks of the attached Flink Agents mirror that could not read it to its end (the broker did not answer in time, or an open transaction pins it: /v1/status says whose).", float64(mirrors[i].errors), "control_topic", t)
 		}
 	}
 	denied := d.unauthorized()

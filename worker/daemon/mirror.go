@@ -78,6 +78,9 @@ func (v *view) checkMirror(ctx context.Context, ctl protocol.MirrorControl, read
 		v.mirror.Store(next)
 		return
 	}
+	if a.Standing == protocol.MirrorPinned {
+		next.errors++ // read only up to the pin: counted as a check that could not read it
+	}
 	if (old == nil || old.a == nil || old.a.Standing != a.Standing) && !a.InStep() {
 		v.d.log.Warn("Flink Agents mirror not in step", "control_topic", v.topic, "mirror_topic", a.Topic,
 			"standing", string(a.Standing), "reason", a.Reason, "hint", a.Hint)

@@ -132,7 +132,8 @@ func grepLines(s, prefix string) string {
 // TestWorkerSaysWhenTheMirrorCannotBeRead: while another producer's open
 // transaction pins the mirror's last stable offset, the mirror cannot be
 // read to its end (the job's reader waits the same way): the worker counts
-// kcleanup_mirror_errors_total and /readyz says so (still ready); once the
+// kcleanup_mirror_errors_total and /readyz says it is pinned and by whose
+// transaction (still ready; a foreign producer is not fenced); once the
 // transaction is aborted the mirror is in step again. Real broker.
 func TestWorkerSaysWhenTheMirrorCannotBeRead(t *testing.T) {
 	b := kafkatest.Bootstrap(t)
@@ -175,9 +176,9 @@ func TestWorkerSaysWhenTheMirrorCannotBeRead(t *testing.T) {
 	}
 	var code int
 	var body string
-	kafkatest.Eventually(t, 60*time.Second, "/readyz says the mirror cannot be read", func() bool {
+	kafkatest.Eventually(t, 60*time.Second, "/readyz says whose transaction pins the mirror", func() bool {
 		code, body = getBody(t, srv.URL+"/readyz")
-		return code == http.StatusOK && strings.Contains(body, "cannot read the mirror")
+		return code == http.StatusOK && strings.Contains(body, "pinned by an open transaction of a foreign producer, transactional ID test-pin-"+mirror)
 	})
 	if _, m := getBody(t, srv.URL+"/metrics"); strings.Contains(m, `kcleanup_mirror_errors_total{control_topic="`+rc.Ctl+`"} 0`) ||
 		!strings.Contains(m, `kcleanup_mirror_errors_total{control_topic="`+rc.Ctl+`"}`) {

@@ -1,0 +1,196 @@
+package worker
+
+import (
+	"context"
+	"time"
+
+	"github.com/cockroachdb/errors"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kcleanup/kcleanup/protocol"
+)
+
+// A mirror pinned by an open transaction (docs/design.md §11): its last
+// stable offset stays below its end, so a read_committed reader (kcleanup's,
+// and a Flink Agents job recovering) cannot read past it until the
+// transaction ends. A kcleanup writer killed inside its transaction leaves
+// one open until the broker aborts it (transaction.timeout.ms), unless the
+// next kcleanup writer fences it first: every run that keeps the mirror in
+// step does (readMirrorAsWriter), before it waits on the last stable offset.
+
+// pinDescribeTimeout bounds describing a pin after a read that gave up on it.
+const pinDescribeTimeout = 5 * time.Second
+
+// MirrorPinnedError is a read of a mirror that an open transaction pins.
+// It is ErrNotCaughtUp: nothing after the pin was read.
+type MirrorPinnedError struct {
+	Topic string
+	Pin   protocol.MirrorPin
+	// dataTopic names the governed topic in the hint ("" when not known).
+	dataTopic string
+}
+
+func (e *MirrorPinnedError) Error() string {
+	reason, _ := e.Pin.Explain(e.Topic, e.dataTopic)
+	return reason
+}
+
+// pinnedError is e with its hint, marked ErrNotCaughtUp.
+func pinnedError(topic string, pin protocol.MirrorPin) error {
+	e := &MirrorPinnedError{Topic: topic, Pin: pin}
+	_, hint := pin.Explain(topic, "")
+	return errors.Mark(errors.WithHint(e, hint), ErrNotCaughtUp)
+}
+
+// MirrorPin says whether an open transaction pins the mirror topic's last
+// stable offset below its end (nil: none), and whose: DescribeProducers
+// names the producer whose transaction began at the last stable offset,
+// DescribeTransactions of kcleanup's transactional ID tells whether that
+// producer is kcleanup's mirror writer, and ListTransactions names a
+// foreign one. What cannot be described (a missing Describe ACL) is said
+// in Unknown; only the offsets must be read.
+func (c *Cluster) MirrorPin(ctx context.Context, topic string) (*protocol.MirrorPin, error) {
+	partition0 := func(lo kadm.ListedOffsets, err error) (int64, error) {
+		if err != nil {
+			return 0, err
+		}
+		o, ok := lo.Lookup(topic, 0)
+		if !ok {
+			return 0, errors.Mark(errors.Newf("mirror topic %q has no partition 0", topic), ErrTopicNotFound)
+		}
+		return o.Offset, o.Err
+	}
+	hw, err := partition0(c.adm.ListEndOffsets(ctx, topic))
+	if err != nil {
+		return nil, errors.Wrapf(err, "read the high watermark of mirror topic %q", topic)
+	}
+	lso, err := partition0(c.adm.ListCommittedOffsets(ctx, topic))
+	if err != nil {
+		return nil, errors.Wrapf(err, "read the last stable offset of mirror topic %q", topic)
+	}
+	if lso >= hw {
+		return nil, nil
+	}
+	pin := &protocol.MirrorPin{Offset: lso, HighWatermark: hw, ProducerID: -1, ProducerEpoch: -1}
+	open, err := c.openProducer(ctx, topic, lso)
+	if err != nil {
+		pin.Unknown = err.Error()
+		return pin, nil
+	}
+	pin.ProducerID, pin.ProducerEpoch = open.ProducerID, open.ProducerEpoch
+	if open.LastTimestamp > 0 {
+		pin.Since = time.UnixMilli(open.LastTimestamp).UTC()
+	}
+	ours, err := c.describeTxn(ctx, MirrorTransactionalID(topic))
+	if err == nil && ours.ProducerID == open.ProducerID && transactionOpen(ours.State) {
+		pin.KcleanupWriter = true
+		pin.TransactionalID = ours.TxnID
+		pin.Since, pin.TimeoutMs = time.UnixMilli(ours.StartTimestamp).UTC(), ours.TimeoutMillis
+		return pin, nil
+	}
+	if err != nil && !errors.Is(err, kerr.TransactionalIDNotFound) {
+		pin.Unknown = err.Error()
+	}
+	// A foreign producer: its transactional ID, when this principal may describe it.
+	listed, lerr := c.adm.ListTransactions(ctx, []int64{open.ProducerID}, nil)
+	for _, t := range listed.Sorted() {
+		if t.ProducerID != open.ProducerID {
+			continue
+		}
+		pin.TransactionalID = t.TxnID
+		if d, err := c.describeTxn(ctx, t.TxnID); err == nil && transactionOpen(d.State) {
+			pin.Since, pin.TimeoutMs = time.UnixMilli(d.StartTimestamp).UTC(), d.TimeoutMillis
+		}
+		return pin, nil
+	}
+	if lerr != nil && pin.Unknown == "" {
+		pin.Unknown = "list transactions: " + lerr.Error()
+	}
+	return pin, nil
+}
+
+// openProducer is the producer whose open transaction begins at offset
+// lso of the topic's partition 0 (the earliest open one).
+func (c *Cluster) openProducer(ctx context.Context, topic string, lso int64) (kadm.DescribedProducer, error) {
+	described, err := c.adm.DescribeProducers(ctx, kadm.TopicsSet{topic: {0: struct{}{}}})
+	if err != nil {
+		return kadm.DescribedProducer{}, errors.Wrap(err, "describe producers")
+	}
+	var found kadm.DescribedProducer
+	ok := false
+	for _, p := range described[topic].Partitions {
+		if p.Err != nil {
+			return found, errors.Wrap(p.Err, "describe producers")
+		}
+		for _, d := range p.ActiveProducers {
+			if d.CurrentTxnStartOffset >= 0 && (!ok || d.CurrentTxnStartOffset < found.CurrentTxnStartOffset) {
+				found, ok = d, true
+			}
+		}
+	}
+	if !ok {
+		return found, errors.Newf("no producer of partition 0 has a transaction open at offset %d (it may have just ended)", lso)
+	}
+	return found, nil
+}
+
+// describeTxn describes one transactional ID (TRANSACTIONAL_ID_NOT_FOUND
+// when it never wrote).
+func (c *Cluster) describeTxn(ctx context.Context, txnID string) (kadm.DescribedTransaction, error) {
+	described, err := c.adm.DescribeTransactions(ctx, txnID)
+	if err != nil {
+		return kadm.DescribedTransaction{}, errors.Wrapf(err, "describe transaction %s", txnID)
+	}
+	d, ok := described[txnID]
+	if !ok {
+		return d, errors.Newf("describe transaction %s: no answer", txnID)
+	}
+	if d.Err != nil {
+		return d, errors.Wrapf(d.Err, "describe transaction %s", txnID)
+	}
+	return d, nil
+}
+
+// transactionOpen: a transaction in this state has not written its markers yet.
+func transactionOpen(state string) bool {
+	switch state {
+	case "Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence":
+		return true
+	}
+	return false
+}
+
+// FenceMirrorWriter fences every kcleanup writer of the mirror topic:
+// InitProducerID with MirrorTransactionalID bumps the epoch and aborts the
+// open transaction of a writer that died inside it. A live writer fenced
+// this way re-runs its write from its own fence (WriteMirror): safe, as
+// for two writers racing.
+func (c *Cluster) FenceMirrorWriter(ctx context.Context, topic string) error {
+	cl, err := c.newMirrorWriter(topic)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	if _, _, err := cl.ProducerID(ctx); err != nil {
+		return c.mirrorDenied(errors.Wrapf(err, "mirror %s: fence kcleanup's writer %s", topic, MirrorTransactionalID(topic)), topic)
+	}
+	return nil
+}
+
+// readMirrorAsWriter reads the mirror for a run that keeps it in step: when
+// kcleanup's own writer's open transaction pins it, that writer is fenced
+// first, so the read need not wait for transaction.timeout.ms. A fence
+// this principal may not make (a submitter without the transactional ID's
+// ACL) leaves the read to report the pin; the workers fence it.
+func (c *Cluster) readMirrorAsWriter(ctx context.Context, topic string, o Options) (protocol.MirrorView, error) {
+	if pin, err := c.MirrorPin(ctx, topic); err == nil && pin != nil && pin.KcleanupWriter {
+		if err := c.FenceMirrorWriter(ctx, topic); err != nil {
+			o.say("mirror", "mirror %s is pinned by kcleanup's writer %s (producer ID %d) and this client cannot fence it: %v", topic, pin.TransactionalID, pin.ProducerID, err)
+		} else {
+			o.say("mirror", "fenced kcleanup's writer %s (producer ID %d, epoch %d), whose transaction had pinned mirror %s at offset %d since %s: aborted, the mirror is readable again",
+				pin.TransactionalID, pin.ProducerID, pin.ProducerEpoch, topic, pin.Offset, pin.Since.Format(time.RFC3339Nano))
+		}
+	}
+	return c.ReadMirror(ctx, topic)
+}
