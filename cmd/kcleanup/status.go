@@ -269,8 +269,8 @@ func printMirror(tw io.Writer, m protocol.MirrorAssessment) {
 			fmt.Fprintf(tw, "\tin step: the job's effective boundary there is %s (%d plan(s))\n", m.Boundary, m.Plans)
 		}
 	case protocol.MirrorPinned: // not read: no lag to tell
-		fmt.Fprintf(tw, "\tPINNED: %s\n", singleLine(m.Reason))
-		fmt.Fprintf(tw, "\tfix: %s\n", singleLine(m.Hint))
+		fmt.Fprintf(tw, "\tPINNED: %s\n", report.SingleLine(m.Reason))
+		fmt.Fprintf(tw, "\tfix: %s\n", report.SingleLine(m.Hint))
 	default:
 		fmt.Fprintf(tw, "\t%s (lag %d): %s\n", strings.ToUpper(string(m.Standing)), m.Lag, report.SingleLine(m.Reason))
 		fmt.Fprintf(tw, "\tfix: %s\n", report.SingleLine(m.Hint))
