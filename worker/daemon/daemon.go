@@ -149,16 +149,18 @@ func WithLogger(l *slog.Logger) Option { return func(c *daemonConfig) { c.logger
 func WithHTTPAddr(addr string) Option { return func(c *daemonConfig) { c.httpAddr = addr } }
 
 // WithPage serves, next to the API, the handler page(d) builds on the
-// daemon for pattern (an http.ServeMux pattern such as "GET /{$}"). The
-// console uses it: it renders only d.WorkerStatus(), what /v1/status serves.
-func WithPage(pattern string, page func(d *Daemon) http.Handler) Option {
-	return func(c *daemonConfig) { c.pages = append(c.pages, pageConfig{pattern, page}) }
+// daemon for each of patterns (http.ServeMux patterns such as "GET /{$}").
+// The console uses it: it renders only d.WorkerStatus(), what /v1/status
+// serves. Patterns with a method and a path, not a catch-all "/", keep the
+// API's answer to a wrong method (405 with Allow) from becoming the page's 404.
+func WithPage(page func(d *Daemon) http.Handler, patterns ...string) Option {
+	return func(c *daemonConfig) { c.pages = append(c.pages, pageConfig{patterns, page}) }
 }
 
 // pageConfig is one WithPage.
 type pageConfig struct {
-	pattern string
-	page    func(d *Daemon) http.Handler
+	patterns []string
+	page     func(d *Daemon) http.Handler
 }
 
 // WithActor names this replica in the control records it writes. Default:
