@@ -1,6 +1,7 @@
 package report
 
 import (
+	"slices"
 	"time"
 
 	"github.com/kcleanup/kcleanup/events"
@@ -70,8 +71,9 @@ type Status struct {
 	AtRisk       bool   `json:"atRisk"`
 	AtRiskReason string `json:"atRiskReason,omitempty"`
 	// Blocked lists the operations a worker stopped retrying for a cause an
-	// operator must remove. Only the worker that owns the control topic
-	// knows them; `kcleanup status` always shows none.
+	// operator must remove, each with its fix (Hints). Only the worker that
+	// owns the control topic knows them all; `kcleanup status` lists those
+	// the control topic's unsafe settings block (BlockedBySettings).
 	Blocked []BlockedOperation `json:"blocked"`
 	// UnrepairedKeys counts accepted records listed for repair (key overwritten, or out of order) and
 	// not yet re-appended (a worker repairs them).
@@ -180,10 +182,34 @@ type MaintenanceRecord struct {
 // BlockedOperation is an operation a worker will not retry until RetryAt,
 // because its last attempt failed for a cause retrying cannot fix.
 type BlockedOperation struct {
-	PlanID  string    `json:"planId"`
-	Reason  string    `json:"reason"`
-	Since   time.Time `json:"since"`
-	RetryAt time.Time `json:"retryAt"`
+	PlanID string `json:"planId"`
+	Reason string `json:"reason"`
+	// Hints are the fixes, each the exact command where there is one
+	// (kafka-configs for a setting, kafka-acls for an ACL): what the
+	// worker's log says beside the reason.
+	Hints []string `json:"hints,omitempty"`
+	// Since and RetryAt are the worker's: when the operation first failed,
+	// and when it is tried again. `kcleanup status` finds a block itself
+	// (BlockedBySettings), so it has neither.
+	Since   time.Time `json:"since,omitzero"`
+	RetryAt time.Time `json:"retryAt,omitzero"`
+}
+
+// BlockedBySettings lists every operation of st a worker would drive
+// (COMMITTED or DELETING) as blocked by the control topic's settings:
+// reason and hints come from the error that refuses them (nothing when
+// there is none). `kcleanup status` shows it, as the owner's /v1/status does.
+func BlockedBySettings(st Status, reason string, hints []string) []BlockedOperation {
+	out := []BlockedOperation{}
+	if reason == "" {
+		return out
+	}
+	for _, op := range st.Operations {
+		if op.State == fsm.Committed || op.State == fsm.Deleting {
+			out = append(out, BlockedOperation{PlanID: op.PlanID, Reason: reason, Hints: slices.Clone(hints)})
+		}
+	}
+	return out
 }
 
 // Source is what a status document is built from: the fold of one control

@@ -105,6 +105,7 @@ func runStatus(ctx context.Context, w io.Writer, g globalOptions, controlTopic s
 	if err := g.assessMirror(ctx, c, proj, &st); err != nil {
 		return err
 	}
+	g.blockedBySettings(ctx, c, &st)
 	if g.output == outputJSON {
 		return writeJSON(w, st)
 	}
@@ -182,6 +183,7 @@ func printStatus(w io.Writer, st report.Status, full bool) error {
 		if pending := countPending(st.Operations); pending > 0 {
 			fmt.Fprintf(w, "  %d operation(s) COMMITTED or DELETING: a running worker finishes them, or re-run `kcleanup apply PLAN.json`\n", pending)
 		}
+		printBlocked(w, st.Blocked)
 	}
 
 	fmt.Fprintln(w)
@@ -269,6 +271,46 @@ func (g globalOptions) assessMirror(ctx context.Context, c *worker.Cluster, proj
 		st.Mirror = &a
 	}
 	return nil
+}
+
+// blockedBySettings lists in st.Blocked the operations a worker would drive
+// that the control topic's settings block, with the kafka-configs fix: what
+// the owner's /v1/status shows, so that the operator sees it here without
+// reading a worker's log. Other blocks (a worker's missing ACL) only the
+// owner knows. Settings this principal may not read, or a read that fails,
+// say nothing about the worker's: they add nothing.
+func (g globalOptions) blockedBySettings(ctx context.Context, c *worker.Cluster, st *report.Status) {
+	if st.FlinkAgents != nil || countPending(st.Operations) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, g.timeout)
+	defer cancel()
+	err := c.ControlTopicSafe(ctx, st.ControlTopic, g.bootstrap())
+	if err != nil && errors.Is(err, worker.ErrBlocked) && !worker.IsAuthorizationError(err) {
+		st.Blocked = report.BlockedBySettings(*st, err.Error(), errors.GetAllHints(err))
+	}
+}
+
+// printBlocked is the status table's lines about blocked operations: each
+// cause once, the plans it blocks, and its fixes.
+func printBlocked(w io.Writer, blocked []report.BlockedOperation) {
+	var reasons []string
+	plans := map[string][]string{}
+	hints := map[string][]string{}
+	for _, b := range blocked {
+		if _, ok := plans[b.Reason]; !ok {
+			reasons = append(reasons, b.Reason)
+			hints[b.Reason] = b.Hints
+		}
+		plans[b.Reason] = append(plans[b.Reason], b.PlanID)
+	}
+	for _, r := range reasons {
+		fmt.Fprintf(w, "  BLOCKED: %s\n", singleLine(r))
+		fmt.Fprintf(w, "    plan(s): %s (they stay in their state until the cause is removed; a worker then finishes them)\n", strings.Join(plans[r], ", "))
+		for _, h := range hints[r] {
+			fmt.Fprintf(w, "    fix: %s\n", singleLine(h))
+		}
+	}
 }
 
 // printMirror is the status table's lines about the attached mirror.

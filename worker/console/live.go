@@ -172,6 +172,10 @@ func liveTopic(ts report.TopicStatus, now time.Time) Topic {
 			l.Flag = "blocked"
 			l.FlagText = fmt.Sprintf("blocked since %s: %s; the worker retries at %s", formatTime(b.Since), singleLine(b.Reason), formatTime(b.RetryAt))
 			l.Hint = "remove the cause above; the owner retries on its own at that time"
+			if len(b.Hints) > 0 { // the fix itself, as the worker's log gives it
+				// One command a line (the page keeps the line breaks), so that each can be copied.
+				l.Hint = strings.Join(b.Hints, "\n") + "\nthe owner retries on its own at " + formatTime(b.RetryAt)
+			}
 			t.Alerts = append(t.Alerts, Alert{Level: "bad", Title: "Blocked operation " + l.PlanShort, Text: l.FlagText, Hint: l.Hint})
 		case pending(op.State) && !op.UpdatedAt.IsZero() && now.Sub(op.UpdatedAt) > StuckAfter:
 			l.Flag = "stuck"
