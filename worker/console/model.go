@@ -51,6 +51,11 @@ type ReportInfo struct {
 }
 
 // Topic is everything shown for one control topic.
+// AnyUnknown says whether a bar has a "not known" part (the legend names it then).
+func (t Topic) AnyUnknown() bool {
+	return slices.ContainsFunc(t.Partitions, func(b Bar) bool { return b.UnknownPct != "0.00" })
+}
+
 type Topic struct {
 	// Anchor is the HTML id of its section.
 	Anchor       string
@@ -102,9 +107,12 @@ type Bar struct {
 	LogStart, HighWatermark string
 	Boundary                string
 	SetBy, SetByShort       string
-	// Widths of the three segments, in percent of the scale: deleted
-	// (below the log start), below the boundary but still there, and kept.
-	GonePct, BelowPct, KeptPct string
+	// Widths of the segments, in percent of the scale: deleted (below the
+	// log start), below the boundary but still there, kept, and not known:
+	// without a high watermark (the audit report, or before the first
+	// listing) nothing past the boundary and the log start is known, and
+	// the bar says so instead of stretching "deleted" or "kept" over it.
+	GonePct, BelowPct, KeptPct, UnknownPct string
 	BoundaryPct                string
 	Scale                      int64
 	Marks                      []Mark
@@ -394,6 +402,9 @@ func bars(st report.Status, logStart, hwm events.Offsets) []Bar {
 			return cmp.Or(cmp.Compare(x.Offset, y.Offset), cmp.Compare(x.Plan, y.Plan))
 		})
 		scale = max(scale, 1)
+		if !hasHW { // room for "not known" past the last offset the log knows
+			scale += max(scale/4, 1)
+		}
 		b.Scale = scale
 		pct := func(v int64) string { return fmt.Sprintf("%.2f", 100*float64(v)/float64(scale)) }
 		for i := range b.Marks {
@@ -410,13 +421,19 @@ func bars(st report.Status, logStart, hwm events.Offsets) []Bar {
 		if hasHW {
 			b.HighWatermark = fmt.Sprint(hw)
 		}
-		end := scale
+		// end: the last offset whose fate is known. Without a high watermark
+		// that is the boundary or the log start; past it, nothing is claimed.
+		end := max(bound, ls)
 		if hasHW {
 			end = hw
 		}
 		gone := min(ls, end)
 		below := max(min(bound, end)-gone, 0)
 		b.GonePct, b.BelowPct, b.KeptPct = pct(gone), pct(below), pct(max(end-gone-below, 0))
+		b.UnknownPct = pct(0)
+		if !hasHW {
+			b.UnknownPct = pct(scale - end)
+		}
 		switch {
 		case hasBound && hasHW && hw < bound:
 			b.NoteLevel = "bad"
