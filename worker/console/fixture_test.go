@@ -125,7 +125,7 @@ func fleetStatus(t *testing.T) (report.WorkerStatus, time.Time) {
 		Reason: "topic action-state was recreated: its topic ID is now Zm9vYmFyYmF6cXV4cXV1eA, the plan's is b3bvWsPXRsmVE0xrjM3xJA",
 		Hints: []string{"the plan's records are gone with the old topic: plan again from the new topic's markers (kcleanup plan), then apply that plan",
 			"kcleanup history --control-topic action-state.kcleanup shows what was committed"},
-		Since:  t0.Add(10*time.Minute + 3*time.Second), RetryAt: t0.Add(22 * time.Minute)}}
+		Since: t0.Add(10*time.Minute + 3*time.Second), RetryAt: t0.Add(22 * time.Minute)}}
 	other := report.StatusOf(report.Source{ControlTopic: "payments.kcleanup", State: projector.New()})
 	unread := report.TopicStatus{Status: other, ReadError: "unable to dial: dial tcp 10.0.0.7:9092: connect: connection refused", LagRecords: 0}
 	fleet := &report.FleetStatus{DescribedAt: caught, Members: []report.FleetMember{

@@ -113,11 +113,11 @@ type Bar struct {
 	// listing) nothing past the boundary and the log start is known, and
 	// the bar says so instead of stretching "deleted" or "kept" over it.
 	GonePct, BelowPct, KeptPct, UnknownPct string
-	BoundaryPct                string
-	Scale                      int64
-	Marks                      []Mark
-	Note                       string
-	NoteLevel                  string
+	BoundaryPct                            string
+	Scale                                  int64
+	Marks                                  []Mark
+	Note                                   string
+	NoteLevel                              string
 }
 
 // Mark is a plan's offset on a partition's bar.
