@@ -26,12 +26,20 @@ func FromWorker(ws report.WorkerStatus, now time.Time) View {
 			v.Worker.FleetNote = "the group could not be described at " + formatTime(f.DescribedAt) + ": " + singleLine(f.Error)
 		}
 		for _, m := range f.Members {
-			row := Member{ID: m.MemberID, Host: orDash(m.Host), ClientID: orDash(m.ClientID), Self: m.Self, Owns: "-"}
+			// A member that is not a kcleanup worker of this version is
+			// named by its client ID, as the coordinator gives it.
+			row := Member{Name: m.Replica, ID: m.MemberID, Host: orDash(m.Host), Started: "-", Self: m.Self, Owns: "-"}
+			if row.Name == "" {
+				row.Name = "client ID " + orDash(m.ClientID)
+			}
+			if m.StartedAt != nil {
+				row.Started = formatTime(*m.StartedAt)
+			}
 			if len(m.ControlTopics) > 0 {
 				row.Owns = strings.Join(m.ControlTopics, ", ")
 			}
 			for _, t := range m.ControlTopics {
-				owner[t] = "replica " + m.MemberID + " at " + orDash(m.Host)
+				owner[t] = "replica " + row.Name + " at " + orDash(m.Host)
 			}
 			v.Worker.Members = append(v.Worker.Members, row)
 		}

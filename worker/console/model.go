@@ -38,9 +38,10 @@ type Replica struct {
 
 // Member is one replica of the fleet.
 type Member struct {
-	ID, Host, ClientID string
-	Owns               string
-	Self               bool
+	// Name is the replica's --replica-name; ID its member ID in the group.
+	Name, ID, Host, Started string
+	Owns                    string
+	Self                    bool
 }
 
 // ReportInfo is the provenance of a report: nothing but the log.

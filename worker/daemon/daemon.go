@@ -78,6 +78,8 @@ type daemonConfig struct {
 	httpAddr      string
 	pages         []pageConfig
 	actor         string
+	replica       string    // WithReplicaName: the fleet table's name for this replica
+	startedAt     time.Time // when New configured it: the fleet table's "started"
 	logger        *slog.Logger
 
 	sessionTimeout    time.Duration
@@ -162,6 +164,13 @@ type pageConfig struct {
 	patterns []string
 	page     func(d *Daemon) http.Handler
 }
+
+// WithReplicaName names this replica in the fleet every replica describes
+// (/v1/status fleet.members[].replica, the console's fleet table): a pod
+// name, or the address operators reach it at. Default: the hostname. It
+// travels in the group member's client ID (MemberClientID), the one field
+// of a member the group coordinator shows everyone.
+func WithReplicaName(name string) Option { return func(c *daemonConfig) { c.replica = name } }
 
 // WithActor names this replica in the control records it writes. Default:
 // "worker/" + Actor().
@@ -285,6 +294,10 @@ func New(c *worker.Cluster, opts ...Option) (*Daemon, error) {
 	for _, o := range opts {
 		o(&cfg)
 	}
+	if cfg.replica == "" {
+		cfg.replica = hostname()
+	}
+	cfg.startedAt = time.Now().UTC().Truncate(time.Second)
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
@@ -344,6 +357,9 @@ func (cfg daemonConfig) check() error {
 			return bad("control topic %q is given twice", t)
 		}
 		seen[t] = true
+	}
+	if err := CheckReplicaName(cfg.replica); err != nil {
+		return errors.Mark(err, ErrConfig)
 	}
 	if cfg.heartbeatInterval >= cfg.sessionTimeout {
 		return errors.WithHint(bad("heartbeat interval %s must be below the session timeout %s: the group coordinator would evict the member between two heartbeats",
@@ -492,6 +508,9 @@ func (d *Daemon) joinGroup() (*kgo.Client, error) {
 	opts := append(d.cluster.ConnOpts(), subscribe...)
 	opts = append(opts,
 		kgo.ConsumerGroup(d.cfg.group),
+		// Who this member is, for every replica's fleet table: the client
+		// ID is what the coordinator describes for every member.
+		kgo.ClientID(MemberClientID(d.cfg.replica, d.cfg.startedAt)),
 		kgo.SessionTimeout(d.cfg.sessionTimeout),
 		kgo.HeartbeatInterval(d.cfg.heartbeatInterval),
 		kgo.RebalanceTimeout(d.cfg.rebalanceTimeout),
