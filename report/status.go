@@ -26,6 +26,15 @@ const (
 	RecentRejected   = 20
 )
 
+// StalePlanned is how long a PLANNED operation stays in the default view
+// after its last record. A PLANNED commits nothing and deletes nothing: it
+// is an apply interrupted before its commit, or a submitted plan nobody
+// applied, and past this age it only hides what needs attention. The
+// complete document (status --all, /v1/status?all=true) and history keep
+// it, and `kcleanup apply` of its plan file still continues it; nothing is
+// written to the control topic to age it out.
+const StalePlanned = 7 * 24 * time.Hour
+
 // Status is the state of one control topic as `kcleanup status -o json`
 // prints it and a worker serves it at /v1/status: one document, one shape,
 // built by StatusOf for both.
@@ -53,7 +62,11 @@ type Status struct {
 	Operations        []OperationStatus `json:"operations"`
 	OperationCounts   map[fsm.State]int `json:"operationCounts"`
 	OperationsOmitted int               `json:"operationsOmitted"`
-	Rejected          []RejectedRecord  `json:"rejected"`
+	// StalePlanned counts the PLANNED operations the default view leaves
+	// out because their last record is older than StalePlanned (they are
+	// in OperationsOmitted too).
+	StalePlanned int              `json:"stalePlanned,omitempty"`
+	Rejected     []RejectedRecord `json:"rejected"`
 	// RejectedCounts counts every rejected record by reason.
 	RejectedCounts  map[projector.Reason]int `json:"rejectedCounts"`
 	RejectedOmitted int                      `json:"rejectedOmitted"`
@@ -223,6 +236,10 @@ type Source struct {
 	// by Flink Agents' rules when Format is FormatFlinkAgents, else nil.
 	Format Format
 	Flink  *flinkagents.Fold
+	// Now is the reader's clock when the document is built: the default
+	// view leaves out PLANNED operations whose last record is older than
+	// StalePlanned before it. Zero leaves none out.
+	Now time.Time
 }
 
 // StatusOf builds the complete status document of a projection (status
@@ -267,6 +284,14 @@ func statusOf(src Source, complete bool) Status {
 	ops, rejected := s.Unfinished(RecentOperations), s.RecentRejected(RecentRejected)
 	if complete {
 		ops, rejected = s.Operations(), s.Rejected()
+	} else if !src.Now.IsZero() {
+		ops = slices.DeleteFunc(ops, func(op projector.Operation) bool {
+			stale := op.State == fsm.Planned && len(op.History) > 0 && src.Now.Sub(op.History[len(op.History)-1].At) > StalePlanned
+			if stale {
+				st.StalePlanned++
+			}
+			return stale
+		})
 	}
 	for _, op := range ops {
 		os := OperationStatus{

@@ -1,6 +1,8 @@
 package worker
 
 import (
+	"time"
+
 	"github.com/cockroachdb/errors"
 
 	"github.com/kcleanup/kcleanup/projector"
@@ -74,7 +76,7 @@ func (p *Projection) foldFlink(d projector.Decoded) {
 // (report.StatusOf). Like every read of the projection, it must run on the
 // goroutine that folds into it.
 func (p *Projection) Source() report.Source {
-	return report.Source{ControlTopic: p.Topic, State: p.State, ReadTo: p.Next, Format: p.Format(), Flink: p.FlinkFold()}
+	return report.Source{ControlTopic: p.Topic, State: p.State, ReadTo: p.Next, Format: p.Format(), Flink: p.FlinkFold(), Now: time.Now()}
 }
 
 // FlinkFold is the fold of the control topic by Flink Agents' own rules

@@ -35,10 +35,12 @@ that set it, the operations and their state, the rejected records and why, wheth
 is degraded (a record from a newer kcleanup), and the offset it read to. When a Flink Agents
 mirror is attached, it also reads the mirror as the job would and says how it stands: in step,
 lagging (by how much, and which plan it lacks), ahead, or cannot be written, with the reason and
-the fix ("mirror" in -o json; docs/flink-agents.md).
+the fix ("mirror" in -o json; docs/flink-agents.md). An operation COMMITTED or DELETING that the
+control topic's unsafe settings block is shown BLOCKED, with the kafka-configs fix.
 
-By default it stays short however long the history: every operation that is not APPLIED, the 20
-most recent others, the 20 most recent rejected records, and counts of all of them by state and
+By default it stays short however long the history: every operation that is not APPLIED (but a
+PLANNED untouched for more than 7 days: an interrupted apply nobody continued, only counted), the
+20 most recent others, the 20 most recent rejected records, and counts of all of them by state and
 by reason; a key or a detail longer than 1024 bytes is cut and ends with "… (N bytes)" (in JSON,
 keyBytes and detailBytes give the length), and the table cuts keys at 80 bytes and details at 300.
 --all lists every operation and every rejected record, every key and detail whole (the document a
@@ -163,9 +165,13 @@ func printStatus(w io.Writer, st report.Status, full bool) error {
 		fmt.Fprintln(w, "Operations: none")
 	} else {
 		fmt.Fprintf(w, "Operations: %s\n", countByState(st.OperationCounts))
-		if st.OperationsOmitted > 0 {
+		if n := st.OperationsOmitted - st.StalePlanned; n > 0 {
 			fmt.Fprintf(w, "  showing every one not APPLIED and the %d most recent; %d older APPLIED not shown (--all lists them)\n",
-				report.RecentOperations, st.OperationsOmitted)
+				report.RecentOperations, n)
+		}
+		if st.StalePlanned > 0 {
+			fmt.Fprintf(w, "  %d PLANNED untouched for more than %s not shown: an apply interrupted before its commit, or a submitted plan nobody applied; nothing was committed or deleted (--all lists them; `kcleanup apply PLAN.json` still continues one)\n",
+				st.StalePlanned, staleAge)
 		}
 		tw = newTable(w)
 		fmt.Fprintln(tw, "  PLAN\tSTATE\tRECOVERY POINT\tOFFSETS\tUPDATED\tBY")
@@ -234,6 +240,9 @@ func countByReason(n map[projector.Reason]int) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// staleAge is report.StalePlanned in words.
+var staleAge = fmt.Sprintf("%d days", int(report.StalePlanned.Hours()/24))
 
 func countPending(ops []report.OperationStatus) int {
 	n := 0

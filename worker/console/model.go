@@ -305,8 +305,16 @@ func omitted(st report.Status, t *Topic) {
 	if st.Complete {
 		return
 	}
-	if st.OperationsOmitted > 0 {
-		t.OperationsNote = fmt.Sprintf("%d older APPLIED operation(s) not shown (%s in all)", st.OperationsOmitted, countsText(st.OperationCounts))
+	var notes []string
+	if n := st.OperationsOmitted - st.StalePlanned; n > 0 {
+		notes = append(notes, fmt.Sprintf("%d older APPLIED operation(s) not shown", n))
+	}
+	if st.StalePlanned > 0 {
+		notes = append(notes, fmt.Sprintf("%d PLANNED untouched for more than %d days not shown (nothing committed: an interrupted apply or a plan nobody applied)",
+			st.StalePlanned, int(report.StalePlanned.Hours()/24)))
+	}
+	if len(notes) > 0 {
+		t.OperationsNote = strings.Join(notes, "; ") + " (" + countsText(st.OperationCounts) + " in all)"
 	}
 	if st.RejectedOmitted > 0 {
 		t.RejectedNote = fmt.Sprintf("%d older rejected record(s) not shown", st.RejectedOmitted)
