@@ -14,7 +14,7 @@ import (
 // TestStatusSchemasMatchTheDocuments keeps docs/schema/status.schema.json
 // and worker-status.schema.json from drifting from the Go types: every
 // field is in the schema, every schema property is a field, and the fields
-// without omitempty are the required ones (but for the status document,
+// without omitempty or omitzero are the required ones (but for the status document,
 // whose worker-only fields are absent from `kcleanup status`). The CLI's
 // TestJSONDocumentsMatchTheirSchemas validates real output.
 func TestStatusSchemasMatchTheDocuments(t *testing.T) {

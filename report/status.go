@@ -1,6 +1,7 @@
 package report
 
 import (
+	"slices"
 	"time"
 
 	"github.com/kcleanup/kcleanup/events"
@@ -23,6 +24,15 @@ const (
 	RecentOperations = 20
 	RecentRejected   = 20
 )
+
+// StalePlanned is how long a PLANNED operation stays in the default view
+// after its last record. A PLANNED commits nothing and deletes nothing: it
+// is an apply interrupted before its commit, or a submitted plan nobody
+// applied, and past this age it only hides what needs attention. The
+// complete document (status --all, /v1/status?all=true) and history keep
+// it, and `kcleanup apply` of its plan file still continues it; nothing is
+// written to the control topic to age it out.
+const StalePlanned = 7 * 24 * time.Hour
 
 // Status is the state of one control topic as `kcleanup status -o json`
 // prints it and a worker serves it at /v1/status: one document, one shape,
@@ -51,7 +61,11 @@ type Status struct {
 	Operations        []OperationStatus `json:"operations"`
 	OperationCounts   map[fsm.State]int `json:"operationCounts"`
 	OperationsOmitted int               `json:"operationsOmitted"`
-	Rejected          []RejectedRecord  `json:"rejected"`
+	// StalePlanned counts the PLANNED operations the default view leaves
+	// out because their last record is older than StalePlanned (they are
+	// in OperationsOmitted too).
+	StalePlanned int              `json:"stalePlanned,omitempty"`
+	Rejected     []RejectedRecord `json:"rejected"`
 	// RejectedCounts counts every rejected record by reason.
 	RejectedCounts  map[projector.Reason]int `json:"rejectedCounts"`
 	RejectedOmitted int                      `json:"rejectedOmitted"`
@@ -69,8 +83,9 @@ type Status struct {
 	AtRisk       bool   `json:"atRisk"`
 	AtRiskReason string `json:"atRiskReason,omitempty"`
 	// Blocked lists the operations a worker stopped retrying for a cause an
-	// operator must remove. Only the worker that owns the control topic
-	// knows them; `kcleanup status` always shows none.
+	// operator must remove, each with its fix (Hints). Only the worker that
+	// owns the control topic knows them all; `kcleanup status` lists those
+	// the control topic's unsafe settings block (BlockedBySettings).
 	Blocked []BlockedOperation `json:"blocked"`
 	// UnrepairedKeys counts accepted records listed for repair (key overwritten, or out of order) and
 	// not yet re-appended (a worker repairs them).
@@ -179,10 +194,34 @@ type MaintenanceRecord struct {
 // BlockedOperation is an operation a worker will not retry until RetryAt,
 // because its last attempt failed for a cause retrying cannot fix.
 type BlockedOperation struct {
-	PlanID  string    `json:"planId"`
-	Reason  string    `json:"reason"`
-	Since   time.Time `json:"since"`
-	RetryAt time.Time `json:"retryAt"`
+	PlanID string `json:"planId"`
+	Reason string `json:"reason"`
+	// Hints are the fixes, each the exact command where there is one
+	// (kafka-configs for a setting, kafka-acls for an ACL): what the
+	// worker's log says beside the reason.
+	Hints []string `json:"hints,omitempty"`
+	// Since and RetryAt are the worker's: when the operation first failed,
+	// and when it is tried again. `kcleanup status` finds a block itself
+	// (BlockedBySettings), so it has neither.
+	Since   time.Time `json:"since,omitzero"`
+	RetryAt time.Time `json:"retryAt,omitzero"`
+}
+
+// BlockedBySettings lists every operation of st a worker would drive
+// (COMMITTED or DELETING) as blocked by the control topic's settings:
+// reason and hints come from the error that refuses them (nothing when
+// there is none). `kcleanup status` shows it, as the owner's /v1/status does.
+func BlockedBySettings(st Status, reason string, hints []string) []BlockedOperation {
+	out := []BlockedOperation{}
+	if reason == "" {
+		return out
+	}
+	for _, op := range st.Operations {
+		if op.State == fsm.Committed || op.State == fsm.Deleting {
+			out = append(out, BlockedOperation{PlanID: op.PlanID, Reason: reason, Hints: slices.Clone(hints)})
+		}
+	}
+	return out
 }
 
 // Source is what a status document is built from: the pure read of one
@@ -192,6 +231,10 @@ type Source struct {
 	View         *projector.View
 	// ReadTo is the offset after the last control record read.
 	ReadTo int64
+	// Now is the reader's clock when the document is built: the default
+	// view leaves out PLANNED operations whose last record is older than
+	// StalePlanned before it. Zero leaves none out.
+	Now time.Time
 }
 
 // StatusOf builds the complete status document of a projection (status
@@ -236,6 +279,14 @@ func statusOf(src Source, complete bool) Status {
 	ops, rejected := s.Unfinished(RecentOperations), s.RecentRejected(RecentRejected)
 	if complete {
 		ops, rejected = s.Operations(), s.Rejected()
+	} else if !src.Now.IsZero() {
+		ops = slices.DeleteFunc(ops, func(op projector.Operation) bool {
+			stale := op.State == fsm.Planned && len(op.History) > 0 && src.Now.Sub(op.History[len(op.History)-1].At) > StalePlanned
+			if stale {
+				st.StalePlanned++
+			}
+			return stale
+		})
 	}
 	for _, op := range ops {
 		os := OperationStatus{

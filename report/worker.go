@@ -64,6 +64,11 @@ type FleetStatus struct {
 type FleetMember struct {
 	MemberID string `json:"memberId"`
 	ClientID string `json:"clientId"`
+	// Replica and StartedAt are a kcleanup worker's name (--replica-name,
+	// default its hostname) and start time, read from its client ID; absent
+	// for any other member.
+	Replica   string     `json:"replica,omitempty"`
+	StartedAt *time.Time `json:"startedAt,omitempty"`
 	// Host is the member's address as the broker sees it.
 	Host string `json:"host"`
 	// ControlTopics are the control topics assigned to it: it finishes

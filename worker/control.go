@@ -506,5 +506,5 @@ func (p *Projection) writable() error {
 // (report.StatusOf). Like every read of the projection, it must run on the
 // goroutine that folds into it.
 func (p *Projection) Source() report.Source {
-	return report.Source{ControlTopic: p.Topic, View: p.View, ReadTo: p.Next}
+	return report.Source{ControlTopic: p.Topic, View: p.View, ReadTo: p.Next, Now: time.Now()}
 }

@@ -240,6 +240,7 @@ func TestEveryCommandsBadInput(t *testing.T) {
 		{"worker: bad --log-format", []string{"worker", "--control-topic", "c", "--log-format", "xml"}, exitUsage, `"xml"`},
 		{"worker: bad --log-level", []string{"worker", "--control-topic", "c", "--log-level", "loud"}, exitUsage, `"loud"`},
 		{"worker: blank --control-topics", []string{"worker", "--control-topics", ""}, exitUsage, "--control-topics is given but blank"},
+		{"worker: --replica-name with a space", []string{"worker", "--control-topic", "c", "--replica-name", "kc 1"}, exitUsage, "has spaces or control characters"},
 
 		{"demo: extra argument", []string{"demo", "now"}, exitUsage, "now"},
 		{"demo: unreachable cluster", append(down, "demo"), exitError, "127.0.0.1:1"},

@@ -35,10 +35,12 @@ is degraded (a record from a newer kcleanup), and the offset it read to. When a 
 mirror is attached, it also reads the mirror as the job would and says how it stands: in step,
 lagging (by how much, and which plan it lacks), ahead, cannot be written, or pinned by an open
 transaction (whose, kcleanup's writer or another producer's, and since when), with the reason and
-the fix ("mirror" in -o json; docs/flink-agents.md).
+the fix ("mirror" in -o json; docs/flink-agents.md). An operation COMMITTED or DELETING that the
+control topic's unsafe settings block is shown BLOCKED, with the kafka-configs fix.
 
-By default it stays short however long the history: every operation that is not APPLIED, the 20
-most recent others, the 20 most recent rejected records, and counts of all of them by state and
+By default it stays short however long the history: every operation that is not APPLIED (but a
+PLANNED untouched for more than 7 days: an interrupted apply nobody continued, only counted), the
+20 most recent others, the 20 most recent rejected records, and counts of all of them by state and
 by reason; a key or a detail longer than 1024 bytes is cut and ends with "… (N bytes)" (in JSON,
 keyBytes and detailBytes give the length), and the table cuts keys at 80 bytes and details at 300.
 --all lists every operation and every rejected record, every key and detail whole (the document a
@@ -105,6 +107,7 @@ func runStatus(ctx context.Context, w io.Writer, g globalOptions, controlTopic s
 	if err := g.assessMirror(ctx, c, proj, &st); err != nil {
 		return err
 	}
+	g.blockedBySettings(ctx, c, &st)
 	if g.output == outputJSON {
 		return writeJSON(w, st)
 	}
@@ -162,9 +165,13 @@ func printStatus(w io.Writer, st report.Status, full bool) error {
 		fmt.Fprintln(w, "Operations: none")
 	} else {
 		fmt.Fprintf(w, "Operations: %s\n", countByState(st.OperationCounts))
-		if st.OperationsOmitted > 0 {
+		if n := st.OperationsOmitted - st.StalePlanned; n > 0 {
 			fmt.Fprintf(w, "  showing every one not APPLIED and the %d most recent; %d older APPLIED not shown (--all lists them)\n",
-				report.RecentOperations, st.OperationsOmitted)
+				report.RecentOperations, n)
+		}
+		if st.StalePlanned > 0 {
+			fmt.Fprintf(w, "  %d PLANNED untouched for more than %s not shown: an apply interrupted before its commit, or a submitted plan nobody applied; nothing was committed or deleted (--all lists them; `kcleanup apply PLAN.json` still continues one)\n",
+				st.StalePlanned, staleAge)
 		}
 		tw = newTable(w)
 		fmt.Fprintln(tw, "  PLAN\tSTATE\tRECOVERY POINT\tOFFSETS\tUPDATED\tBY")
@@ -182,6 +189,7 @@ func printStatus(w io.Writer, st report.Status, full bool) error {
 		if pending := countPending(st.Operations); pending > 0 {
 			fmt.Fprintf(w, "  %d operation(s) COMMITTED or DELETING: a running worker finishes them, or re-run `kcleanup apply PLAN.json`\n", pending)
 		}
+		printBlocked(w, st.Blocked)
 	}
 
 	fmt.Fprintln(w)
@@ -233,6 +241,9 @@ func countByReason(n map[projector.Reason]int) string {
 	return strings.Join(parts, ", ")
 }
 
+// staleAge is report.StalePlanned in words.
+var staleAge = fmt.Sprintf("%d days", int(report.StalePlanned.Hours()/24))
+
 func countPending(ops []report.OperationStatus) int {
 	n := 0
 	for _, op := range ops {
@@ -256,6 +267,46 @@ func (g globalOptions) assessMirror(ctx context.Context, c *worker.Cluster, proj
 		st.Mirror = &a
 	}
 	return nil
+}
+
+// blockedBySettings lists in st.Blocked the operations a worker would drive
+// that the control topic's settings block, with the kafka-configs fix: what
+// the owner's /v1/status shows, so that the operator sees it here without
+// reading a worker's log. Other blocks (a worker's missing ACL) only the
+// owner knows. Settings this principal may not read, or a read that fails,
+// say nothing about the worker's: they add nothing.
+func (g globalOptions) blockedBySettings(ctx context.Context, c *worker.Cluster, st *report.Status) {
+	if st.FlinkAgents != nil || countPending(st.Operations) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, g.timeout)
+	defer cancel()
+	err := c.ControlTopicSafe(ctx, st.ControlTopic, g.bootstrap())
+	if err != nil && errors.Is(err, worker.ErrBlocked) && !worker.IsAuthorizationError(err) {
+		st.Blocked = report.BlockedBySettings(*st, err.Error(), errors.GetAllHints(err))
+	}
+}
+
+// printBlocked is the status table's lines about blocked operations: each
+// cause once, the plans it blocks, and its fixes.
+func printBlocked(w io.Writer, blocked []report.BlockedOperation) {
+	var reasons []string
+	plans := map[string][]string{}
+	hints := map[string][]string{}
+	for _, b := range blocked {
+		if _, ok := plans[b.Reason]; !ok {
+			reasons = append(reasons, b.Reason)
+			hints[b.Reason] = b.Hints
+		}
+		plans[b.Reason] = append(plans[b.Reason], b.PlanID)
+	}
+	for _, r := range reasons {
+		fmt.Fprintf(w, "  BLOCKED: %s\n", report.SingleLine(r))
+		fmt.Fprintf(w, "    plan(s): %s (they stay in their state until the cause is removed; a worker then finishes them)\n", strings.Join(plans[r], ", "))
+		for _, h := range hints[r] {
+			fmt.Fprintf(w, "    fix: %s\n", report.SingleLine(h))
+		}
+	}
 }
 
 // printMirror is the status table's lines about the attached mirror.

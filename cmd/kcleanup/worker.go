@@ -26,6 +26,7 @@ const (
 	flagWorkerSession   = "session-timeout"
 	flagWorkerHeartbeat = "heartbeat-interval"
 	flagWorkerBlocked   = "blocked-retry"
+	flagWorkerReplica   = "replica-name"
 
 	envWorkerTopics    = "KCLEANUP_CONTROL_TOPICS"
 	envWorkerRegex     = "KCLEANUP_CONTROL_TOPIC_REGEX"
@@ -33,6 +34,7 @@ const (
 	envWorkerHTTPAddr  = "KCLEANUP_HTTP_ADDR"
 	envWorkerLogFormat = "KCLEANUP_LOG_FORMAT"
 	envWorkerLogLevel  = "KCLEANUP_LOG_LEVEL"
+	envWorkerReplica   = "KCLEANUP_REPLICA_NAME"
 
 	// defaultHTTPAddr listens on every interface, so that Kubernetes probes and Prometheus
 	// reach it. The API only reads: nothing served there changes any state.
@@ -46,6 +48,7 @@ type workerOptions struct {
 	discover     time.Duration
 	group        string
 	httpAddr     string
+	replica      string // "" is the hostname
 	logFormat    string
 	logLevel     slog.Level
 	session      time.Duration
@@ -108,6 +111,8 @@ itself with SIGKILL at that step of an operation (see docs/deploy.md).`,
 	f.String(flagWorkerHTTPAddr, defaultHTTPAddr,
 		"`host:port` of the HTTP API, probes and metrics; empty disables it (env "+envWorkerHTTPAddr+")")
 	allowBlank(f, flagWorkerHTTPAddr)
+	f.String(flagWorkerReplica, "",
+		"`name` of this replica in every replica's fleet table (/v1/status, the console): its pod name, or host:port (env "+envWorkerReplica+"; default the hostname)")
 	f.String(flagWorkerLogFormat, "text", "log `format` on stderr: text or json (env "+envWorkerLogFormat+")")
 	f.String(flagWorkerLogLevel, "info", "log `level`: debug, info, warn or error (env "+envWorkerLogLevel+")")
 	f.Duration(flagWorkerSession, daemon.DefaultSessionTimeout,
@@ -166,8 +171,15 @@ func parseWorkerFlags(cmd *cobra.Command, g globalOptions) (workerOptions, error
 	if o.httpAddr, _, err = lookupSetting(cmd, flagWorkerHTTPAddr, envWorkerHTTPAddr, defaultHTTPAddr); err != nil {
 		return o, err
 	}
+	var src string
+	if o.replica, src, err = lookupSetting(cmd, flagWorkerReplica, envWorkerReplica, ""); err != nil {
+		return o, err
+	}
+	if err := daemon.CheckReplicaName(o.replica); o.replica != "" && err != nil {
+		return o, usageError(errors.Wrapf(err, "invalid %s", src))
+	}
 
-	raw, src, err := lookupSetting(cmd, flagWorkerLogFormat, envWorkerLogFormat, "text")
+	raw, src, err = lookupSetting(cmd, flagWorkerLogFormat, envWorkerLogFormat, "text")
 	if err != nil {
 		return o, err
 	}
@@ -228,6 +240,7 @@ func runWorker(cmd *cobra.Command, g globalOptions, o workerOptions) error {
 		daemon.WithDiscoveryInterval(o.discover),
 		daemon.WithGroup(o.group),
 		daemon.WithHTTPAddr(o.httpAddr),
+		daemon.WithReplicaName(o.replica),
 		console.Mount(), // the operator console at /
 		daemon.WithLogger(log),
 		daemon.WithGroupTimings(o.session, o.heartbeat, 0),

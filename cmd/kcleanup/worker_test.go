@@ -88,6 +88,8 @@ func TestWorkerUsageErrors(t *testing.T) {
 		{[]string{"worker", "--control-topic", "a", "--control-topic-regex", "b"}, "control topics are given both by name (a) and by --control-topic-regex"},
 		{[]string{"worker", "--control-topic-regex", "("}, `invalid --control-topic-regex "(": error parsing regexp`},
 		{[]string{"worker", "--control-topic-regex", "x", "--discovery-interval", "0s"}, "invalid --discovery-interval 0s"},
+		{[]string{"worker", "--control-topic", "a", "--replica-name", "kc 1"}, `invalid --replica-name: replica name "kc 1" is blank, longer than 100 bytes, or has spaces`},
+		{[]string{"worker", "--control-topic", "a", "--replica-name", ""}, "--replica-name is given but blank"},
 	} {
 		code, _, stderr := runCLI(t, tc.args...)
 		if code != exitUsage || !strings.Contains(stderr, tc.want) {

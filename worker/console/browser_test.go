@@ -256,5 +256,14 @@ func TestScreenshotsOfEachView(t *testing.T) {
 	if n := eval[int](t, ctx, `document.querySelectorAll("li.lane").length`); n != 3 {
 		t.Errorf("the report shows %d operations, want the story's 3", n)
 	}
+	// The log has no high watermark: every bar ends in a visible part that
+	// is not known, neither hatched "deleted" nor coloured "kept".
+	if ok := eval[bool](t, ctx, `[...document.querySelectorAll(".bar")].every(bar => {
+		const u = bar.querySelector(".seg.unknown"), gone = bar.querySelector(".seg.gone");
+		return u && u.getBoundingClientRect().width > 0 && getComputedStyle(u).backgroundImage === "none" &&
+			gone.getBoundingClientRect().width < bar.getBoundingClientRect().width;
+	})`); !ok {
+		t.Errorf("a bar of the report is hatched or coloured where the log has no high watermark")
+	}
 	screenshot(t, ctx, "report.png")
 }

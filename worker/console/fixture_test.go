@@ -123,14 +123,18 @@ func fleetStatus(t *testing.T) (report.WorkerStatus, time.Time) {
 			HighWatermark: events.Offsets{0: 200, 1: 200}, ListedAt: caught}}
 	owned.Blocked = []report.BlockedOperation{{PlanID: c2.PlanID,
 		Reason: "topic action-state was recreated: its topic ID is now Zm9vYmFyYmF6cXV4cXV1eA, the plan's is b3bvWsPXRsmVE0xrjM3xJA",
-		Since:  t0.Add(10*time.Minute + 3*time.Second), RetryAt: t0.Add(22 * time.Minute)}}
+		Hints: []string{"the plan's records are gone with the old topic: plan again from the new topic's markers (kcleanup plan), then apply that plan",
+			"kcleanup history --control-topic action-state.kcleanup shows what was committed"},
+		Since: t0.Add(10*time.Minute + 3*time.Second), RetryAt: t0.Add(22 * time.Minute)}}
 	other := report.StatusOf(report.Source{ControlTopic: "payments.kcleanup", View: projector.NewView()})
 	unread := report.TopicStatus{Status: other, ReadError: "unable to dial: dial tcp 10.0.0.7:9092: connect: connection refused", LagRecords: 0}
+	started1, started2 := t0.Add(-5*time.Minute), t0.Add(-3*time.Minute-50*time.Second)
 	fleet := &report.FleetStatus{DescribedAt: caught, Members: []report.FleetMember{
-		{MemberID: "kcleanup-3f1c2a9e-5b7d-4c1e-9a2b-1d0e8f7a6b5c", ClientID: "kcleanup", Host: "/10.0.0.11",
-			ControlTopics: []string{"action-state.kcleanup"}, Self: true},
-		{MemberID: "kcleanup-8a4b6c2d-1e3f-4a5b-8c7d-9e0f1a2b3c4d", ClientID: "kcleanup", Host: "/10.0.0.12",
-			ControlTopics: []string{"payments.kcleanup"}},
+		{MemberID: "kcleanup-worker/kc-1@2026-12-01T08:55:00Z-3f1c2a9e-5b7d-4c1e-9a2b-1d0e8f7a6b5c", ClientID: "kcleanup-worker/kc-1@2026-12-01T08:55:00Z",
+			Replica: "kc-1", StartedAt: &started1, Host: "/10.0.0.11", ControlTopics: []string{"action-state.kcleanup"}, Self: true},
+		{MemberID: "kcleanup-worker/kc-2@2026-12-01T08:56:10Z-8a4b6c2d-1e3f-4a5b-8c7d-9e0f1a2b3c4d", ClientID: "kcleanup-worker/kc-2@2026-12-01T08:56:10Z",
+			Replica: "kc-2", StartedAt: &started2, Host: "/10.0.0.12", ControlTopics: []string{"payments.kcleanup"}},
+		// A replica of an older kcleanup: named by its client ID.
 		{MemberID: "kcleanup-c5d6e7f8-9a0b-4c1d-8e2f-3a4b5c6d7e8f", ClientID: "kcleanup", Host: "/10.0.0.13", ControlTopics: []string{}},
 	}}
 	return report.WorkerStatus{SchemaVersion: report.StatusSchemaVersion, Group: "kcleanup-worker.action-state.kcleanup",

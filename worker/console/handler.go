@@ -27,10 +27,11 @@ func Handler(status func(all bool) report.WorkerStatus) http.Handler {
 	return mux
 }
 
-// Mount adds the console to a worker daemon's HTTP server: it takes every
-// path the API does not (and answers 404 to those it does not know).
+// Mount adds the console to a worker daemon's HTTP server, at the paths
+// Handler serves and no other: a path neither serves is a 404, and a path
+// asked with the wrong method (POST /, GET /v1/validate) a 405.
 func Mount() daemon.Option {
-	return daemon.WithPage("/", page)
+	return daemon.WithPage(page, "GET /{$}", "GET /console/main")
 }
 
 func page(d *daemon.Daemon) http.Handler { return Handler(d.WorkerStatusView) }

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/kcleanup/kcleanup/report"
+	"github.com/kcleanup/kcleanup/worker"
+	"github.com/kcleanup/kcleanup/worker/daemon"
 )
 
 func TestHandlerServesThePageAndItsContent(t *testing.T) {
@@ -118,5 +120,33 @@ func TestConsoleShowsTheDefaultViewAndAllOnRequest(t *testing.T) {
 	}
 	if !slices.Equal(asked, []bool{false, true}) {
 		t.Errorf("asked the worker for views %v, want [false true]", asked)
+	}
+}
+
+// Mounted on a worker, the console takes its own paths only: a wrong
+// method on the API's paths or on its own is a 405 with Allow, not its 404.
+func TestMountedConsoleLeavesWrongMethodsTo405(t *testing.T) {
+	d, err := daemon.New(&worker.Cluster{}, daemon.WithControlTopics("a.kcleanup"), Mount())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := d.Handler()
+	for _, c := range []struct {
+		method, path string
+		code         int
+		allow        string
+	}{
+		{http.MethodGet, "/", 200, ""},
+		{http.MethodGet, "/v1/validate", 405, "POST"},
+		{http.MethodPost, "/v1/status", 405, "GET, HEAD"},
+		{http.MethodPost, "/", 405, "GET, HEAD"},
+		{http.MethodPost, "/console/main", 405, "GET, HEAD"},
+		{http.MethodGet, "/nope", 404, ""},
+	} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(c.method, c.path, nil))
+		if rec.Code != c.code || rec.Header().Get("Allow") != c.allow {
+			t.Errorf("%s %s: %d Allow %q, want %d Allow %q", c.method, c.path, rec.Code, rec.Header().Get("Allow"), c.code, c.allow)
+		}
 	}
 }

@@ -26,12 +26,20 @@ func FromWorker(ws report.WorkerStatus, now time.Time) View {
 			v.Worker.FleetNote = "the group could not be described at " + report.FormatTime(f.DescribedAt) + ": " + report.SingleLine(f.Error)
 		}
 		for _, m := range f.Members {
-			row := Member{ID: m.MemberID, Host: report.OrDash(m.Host), ClientID: report.OrDash(m.ClientID), Self: m.Self, Owns: "-"}
+			// A member that is not a kcleanup worker of this version is
+			// named by its client ID, as the coordinator gives it.
+			row := Member{Name: m.Replica, ID: m.MemberID, Host: report.OrDash(m.Host), Started: "-", Self: m.Self, Owns: "-"}
+			if row.Name == "" {
+				row.Name = "client ID " + report.OrDash(m.ClientID)
+			}
+			if m.StartedAt != nil {
+				row.Started = report.FormatTime(*m.StartedAt)
+			}
 			if len(m.ControlTopics) > 0 {
 				row.Owns = strings.Join(m.ControlTopics, ", ")
 			}
 			for _, t := range m.ControlTopics {
-				owner[t] = "replica " + m.MemberID + " at " + report.OrDash(m.Host)
+				owner[t] = "replica " + row.Name + " at " + report.OrDash(m.Host)
 			}
 			v.Worker.Members = append(v.Worker.Members, row)
 		}
@@ -172,6 +180,10 @@ func liveTopic(ts report.TopicStatus, now time.Time) Topic {
 			l.Flag = "blocked"
 			l.FlagText = fmt.Sprintf("blocked since %s: %s; the worker retries at %s", report.FormatTime(b.Since), report.SingleLine(b.Reason), report.FormatTime(b.RetryAt))
 			l.Hint = "remove the cause above; the owner retries on its own at that time"
+			if len(b.Hints) > 0 { // the fix itself, as the worker's log gives it
+				// One command a line (the page keeps the line breaks), so that each can be copied.
+				l.Hint = strings.Join(b.Hints, "\n") + "\nthe owner retries on its own at " + report.FormatTime(b.RetryAt)
+			}
 			t.Alerts = append(t.Alerts, Alert{Level: "bad", Title: "Blocked operation " + l.PlanShort, Text: l.FlagText, Hint: l.Hint})
 		case pending(op.State) && !op.UpdatedAt.IsZero() && now.Sub(op.UpdatedAt) > StuckAfter:
 			l.Flag = "stuck"

@@ -38,9 +38,10 @@ type Replica struct {
 
 // Member is one replica of the fleet.
 type Member struct {
-	ID, Host, ClientID string
-	Owns               string
-	Self               bool
+	// Name is the replica's --replica-name; ID its member ID in the group.
+	Name, ID, Host, Started string
+	Owns                    string
+	Self                    bool
 }
 
 // ReportInfo is the provenance of a report: nothing but the log.
@@ -51,6 +52,11 @@ type ReportInfo struct {
 }
 
 // Topic is everything shown for one control topic.
+// AnyUnknown says whether a bar has a "not known" part (the legend names it then).
+func (t Topic) AnyUnknown() bool {
+	return slices.ContainsFunc(t.Partitions, func(b Bar) bool { return b.UnknownPct != "0.00" })
+}
+
 type Topic struct {
 	// Anchor is the HTML id of its section.
 	Anchor       string
@@ -102,14 +108,17 @@ type Bar struct {
 	LogStart, HighWatermark string
 	Boundary                string
 	SetBy, SetByShort       string
-	// Widths of the three segments, in percent of the scale: deleted
-	// (below the log start), below the boundary but still there, and kept.
-	GonePct, BelowPct, KeptPct string
-	BoundaryPct                string
-	Scale                      int64
-	Marks                      []Mark
-	Note                       string
-	NoteLevel                  string
+	// Widths of the segments, in percent of the scale: deleted (below the
+	// log start), below the boundary but still there, kept, and not known:
+	// without a high watermark (the audit report, or before the first
+	// listing) nothing past the boundary and the log start is known, and
+	// the bar says so instead of stretching "deleted" or "kept" over it.
+	GonePct, BelowPct, KeptPct, UnknownPct string
+	BoundaryPct                            string
+	Scale                                  int64
+	Marks                                  []Mark
+	Note                                   string
+	NoteLevel                              string
 }
 
 // Mark is a plan's offset on a partition's bar.
@@ -273,8 +282,16 @@ func omitted(st report.Status, t *Topic) {
 	if st.Complete {
 		return
 	}
-	if st.OperationsOmitted > 0 {
-		t.OperationsNote = fmt.Sprintf("%d older APPLIED operation(s) not shown (%s in all)", st.OperationsOmitted, countsText(st.OperationCounts))
+	var notes []string
+	if n := st.OperationsOmitted - st.StalePlanned; n > 0 {
+		notes = append(notes, fmt.Sprintf("%d older APPLIED operation(s) not shown", n))
+	}
+	if st.StalePlanned > 0 {
+		notes = append(notes, fmt.Sprintf("%d PLANNED untouched for more than %d days not shown (nothing committed: an interrupted apply or a plan nobody applied)",
+			st.StalePlanned, int(report.StalePlanned.Hours()/24)))
+	}
+	if len(notes) > 0 {
+		t.OperationsNote = strings.Join(notes, "; ") + " (" + countsText(st.OperationCounts) + " in all)"
 	}
 	if st.RejectedOmitted > 0 {
 		t.RejectedNote = fmt.Sprintf("%d older rejected record(s) not shown", st.RejectedOmitted)
@@ -371,6 +388,9 @@ func bars(st report.Status, logStart, hwm events.Offsets) []Bar {
 			return cmp.Or(cmp.Compare(x.Offset, y.Offset), cmp.Compare(x.Plan, y.Plan))
 		})
 		scale = max(scale, 1)
+		if !hasHW { // room for "not known" past the last offset the log knows
+			scale += max(scale/4, 1)
+		}
 		b.Scale = scale
 		pct := func(v int64) string { return fmt.Sprintf("%.2f", 100*float64(v)/float64(scale)) }
 		for i := range b.Marks {
@@ -387,13 +407,19 @@ func bars(st report.Status, logStart, hwm events.Offsets) []Bar {
 		if hasHW {
 			b.HighWatermark = fmt.Sprint(hw)
 		}
-		end := scale
+		// end: the last offset whose fate is known. Without a high watermark
+		// that is the boundary or the log start; past it, nothing is claimed.
+		end := max(bound, ls)
 		if hasHW {
 			end = hw
 		}
 		gone := min(ls, end)
 		below := max(min(bound, end)-gone, 0)
 		b.GonePct, b.BelowPct, b.KeptPct = pct(gone), pct(below), pct(max(end-gone-below, 0))
+		b.UnknownPct = pct(0)
+		if !hasHW {
+			b.UnknownPct = pct(scale - end)
+		}
 		switch {
 		case hasBound && hasHW && hw < bound:
 			b.NoteLevel = "bad"

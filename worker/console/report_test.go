@@ -2,9 +2,12 @@ package console
 
 import (
 	"bytes"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/projector"
 	"github.com/kcleanup/kcleanup/report"
 )
@@ -81,5 +84,49 @@ func TestReportIsTheSameAfterCompaction(t *testing.T) {
 		if strings.Contains(string(c), "<span class=\"reason\">"+s) {
 			t.Errorf("the compacted log's report lists a %s record the cleaner removed", s)
 		}
+	}
+}
+
+// A report reads no live offsets, so the log has no high watermark: past
+// what the log knows (the boundary, the log start APPLIED verified) a bar
+// says "not known", never "deleted" or "kept". One plan applied on every
+// partition made every bar hatched "deleted" from end to end.
+func TestReportBarsSayNotKnownWithoutAHighWatermark(t *testing.T) {
+	b := &logBuilder{t: t}
+	c1 := plan(t, "chk-1", events.Offsets{0: 150, 1: 120})
+	b.env(c1, events.Planned, 0, "ops", nil, nil)
+	b.env(c1, events.Committed, time.Second, "ops", c1.Offsets, nil)
+	b.env(c1, events.Deleting, 2*time.Second, "ops", nil, nil)
+	b.env(c1, events.Applied, 3*time.Second, "ops", nil, c1.Offsets)
+	proj := projection(b.recs)
+	v := FromLog(report.StatusOf(proj), proj.View.State.Audit())
+	bars := v.Topics[0].Partitions
+	if len(bars) != 2 {
+		t.Fatalf("%d bars, want one per partition", len(bars))
+	}
+	for _, bar := range bars {
+		pct := func(s string) float64 {
+			f, err := strconv.ParseFloat(s, 64)
+			if err != nil {
+				t.Fatalf("partition %d: width %q", bar.Partition, s)
+			}
+			return f
+		}
+		if pct(bar.GonePct) >= 100 || pct(bar.KeptPct) != 0 || pct(bar.UnknownPct) <= 0 ||
+			pct(bar.GonePct)+pct(bar.BelowPct)+pct(bar.KeptPct)+pct(bar.UnknownPct) < 99.9 {
+			t.Errorf("partition %d: deleted %s%%, below %s%%, kept %s%%, not known %s%%; want deleted up to the verified log start and the rest not known",
+				bar.Partition, bar.GonePct, bar.BelowPct, bar.KeptPct, bar.UnknownPct)
+		}
+		if bar.HighWatermark != "not in the log" || bar.LogStart != strconv.FormatInt(c1.Offsets[bar.Partition], 10) {
+			t.Errorf("partition %d: log start %q, high watermark %q", bar.Partition, bar.LogStart, bar.HighWatermark)
+		}
+	}
+	page, err := render(v, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(page, []byte(`<span class="key unknown"></span> not known (no high watermark)`)) ||
+		!bytes.Contains(page, []byte(`<span class="seg unknown" style="width: 20.00%">`)) {
+		t.Errorf("the report's bars and legend do not show the part that is not known")
 	}
 }

@@ -78,6 +78,8 @@ type daemonConfig struct {
 	httpAddr      string
 	pages         []pageConfig
 	actor         string
+	replica       string    // WithReplicaName: the fleet table's name for this replica
+	startedAt     time.Time // when New configured it: the fleet table's "started"
 	logger        *slog.Logger
 
 	sessionTimeout    time.Duration
@@ -149,17 +151,26 @@ func WithLogger(l *slog.Logger) Option { return func(c *daemonConfig) { c.logger
 func WithHTTPAddr(addr string) Option { return func(c *daemonConfig) { c.httpAddr = addr } }
 
 // WithPage serves, next to the API, the handler page(d) builds on the
-// daemon for pattern (an http.ServeMux pattern such as "GET /{$}"). The
-// console uses it: it renders only d.WorkerStatus(), what /v1/status serves.
-func WithPage(pattern string, page func(d *Daemon) http.Handler) Option {
-	return func(c *daemonConfig) { c.pages = append(c.pages, pageConfig{pattern, page}) }
+// daemon for each of patterns (http.ServeMux patterns such as "GET /{$}").
+// The console uses it: it renders only d.WorkerStatus(), what /v1/status
+// serves. Patterns with a method and a path, not a catch-all "/", keep the
+// API's answer to a wrong method (405 with Allow) from becoming the page's 404.
+func WithPage(page func(d *Daemon) http.Handler, patterns ...string) Option {
+	return func(c *daemonConfig) { c.pages = append(c.pages, pageConfig{patterns, page}) }
 }
 
 // pageConfig is one WithPage.
 type pageConfig struct {
-	pattern string
-	page    func(d *Daemon) http.Handler
+	patterns []string
+	page     func(d *Daemon) http.Handler
 }
+
+// WithReplicaName names this replica in the fleet every replica describes
+// (/v1/status fleet.members[].replica, the console's fleet table): a pod
+// name, or the address operators reach it at. Default: the hostname. It
+// travels in the group member's client ID (MemberClientID), the one field
+// of a member the group coordinator shows everyone.
+func WithReplicaName(name string) Option { return func(c *daemonConfig) { c.replica = name } }
 
 // WithActor names this replica in the control records it writes. Default:
 // "worker/" + Actor().
@@ -283,6 +294,10 @@ func New(c *worker.Cluster, opts ...Option) (*Daemon, error) {
 	for _, o := range opts {
 		o(&cfg)
 	}
+	if cfg.replica == "" {
+		cfg.replica = hostname()
+	}
+	cfg.startedAt = time.Now().UTC().Truncate(time.Second)
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
@@ -342,6 +357,9 @@ func (cfg daemonConfig) check() error {
 			return bad("control topic %q is given twice", t)
 		}
 		seen[t] = true
+	}
+	if err := CheckReplicaName(cfg.replica); err != nil {
+		return errors.Mark(err, ErrConfig)
 	}
 	if cfg.heartbeatInterval >= cfg.sessionTimeout {
 		return errors.WithHint(bad("heartbeat interval %s must be below the session timeout %s: the group coordinator would evict the member between two heartbeats",
@@ -490,6 +508,9 @@ func (d *Daemon) joinGroup() (*kgo.Client, error) {
 	opts := append(d.cluster.ConnOpts(), subscribe...)
 	opts = append(opts,
 		kgo.ConsumerGroup(d.cfg.group),
+		// Who this member is, for every replica's fleet table: the client
+		// ID is what the coordinator describes for every member.
+		kgo.ClientID(MemberClientID(d.cfg.replica, d.cfg.startedAt)),
 		kgo.SessionTimeout(d.cfg.sessionTimeout),
 		kgo.HeartbeatInterval(d.cfg.heartbeatInterval),
 		kgo.RebalanceTimeout(d.cfg.rebalanceTimeout),

@@ -32,8 +32,13 @@
 //     for Kafka; ?all=true for the complete documents)
 //   - POST /v1/validate (worker.Cluster.Validate on the live projection,
 //     read to the end first; it fails closed: 503 when it cannot tell)
-//   - the pages WithPage mounts, such as the console (worker/console), which
-//     render only what /v1/status serves.
+//   - the pages WithPage mounts at their own paths, such as the console
+//     (worker/console), which render only what /v1/status serves. A known
+//     path asked with another method is a 405 with Allow.
+//
+// Every replica describes the group for /v1/status (fleet.go); it names
+// each member from its client ID, which carries the replica's name
+// (WithReplicaName) and start time (MemberClientID).
 //
 // The control topics are named (WithControlTopics), or matched by a regular
 // expression (WithControlTopicRegex, discover.go): then views are added at

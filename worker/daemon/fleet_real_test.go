@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"regexp"
 	"slices"
@@ -166,4 +167,55 @@ func TestWorkerGivenADataTopicWritesNothingToIt(t *testing.T) {
 		t.Fatalf("the data topic was written to: end offsets %v, were %v (%v)", got, end, err)
 	}
 	w.terminate(t)
+}
+
+// Every replica's fleet table names each replica as its operator named it
+// (--replica-name, or KCLEANUP_REPLICA_NAME), with its host and start time,
+// read from what the group coordinator describes for every member: two
+// replicas on one host were two member IDs with client ID "kcleanup" and
+// host /127.0.0.1. Real broker, real processes.
+func TestFleetNamesEveryReplica(t *testing.T) {
+	s := newScene(t)
+	a := s.startWorkerServing("a", []string{"--control-topic", s.ctl, "--replica-name", "kc-a.example:9308"})
+	b := s.startWorkerServing("b", []string{"--control-topic", s.ctl}, "KCLEANUP_REPLICA_NAME=kc-b")
+	for _, p := range []*proc{a, b} {
+		var fleet *report.FleetStatus
+		kafkatest.Eventually(t, time.Minute, p.name+" describes both replicas", func() bool {
+			resp, err := http.Get(p.url + "/v1/status")
+			if err != nil {
+				return false
+			}
+			defer resp.Body.Close()
+			var ws report.WorkerStatus
+			if json.NewDecoder(resp.Body).Decode(&ws) != nil || ws.Fleet == nil {
+				return false
+			}
+			fleet = ws.Fleet
+			return len(fleet.Members) == 2
+		})
+		names := map[string]report.FleetMember{}
+		for _, m := range fleet.Members {
+			names[m.Replica] = m
+		}
+		for name, self := range map[string]bool{"kc-a.example:9308": p == a, "kc-b": p == b} {
+			m, ok := names[name]
+			if !ok || m.StartedAt == nil || m.StartedAt.IsZero() || m.Host == "" || m.Self != self ||
+				m.ClientID != "kcleanup-worker/"+name+"@"+m.StartedAt.Format(time.RFC3339) {
+				t.Errorf("%s's fleet: replica %q is %+v; want it named, with its host, start time and self=%t", p.name, name, m, self)
+			}
+		}
+		resp, err := http.Get(p.url + "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		page, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		for _, name := range []string{"kc-a.example:9308", "kc-b"} {
+			if !strings.Contains(string(page), "<b>"+name+"</b>") || !strings.Contains(string(page), names[name].StartedAt.Format(time.RFC3339)) {
+				t.Errorf("%s's console does not name replica %s with its start time", p.name, name)
+			}
+		}
+	}
+	a.terminate(t)
+	b.terminate(t)
 }

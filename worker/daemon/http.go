@@ -20,18 +20,36 @@ import (
 //	                   ?all=true for every operation and rejected record)
 //	POST /v1/validate  the recovery gate: markers in, a verdict out
 //
-// and whatever was added with WithPage (the console, at /).
+// and whatever was added with WithPage (the console, at /). A known path
+// asked with another method is a 405 naming the methods it takes (Allow),
+// never a 404 that reads as "no such endpoint".
 func (d *Daemon) Handler() http.Handler {
 	mux := http.NewServeMux()
 	for _, p := range d.cfg.pages {
-		mux.Handle(p.pattern, p.page(d))
+		h := p.page(d)
+		for _, pattern := range p.patterns {
+			mux.Handle(pattern, h)
+		}
 	}
 	mux.HandleFunc("GET /healthz", d.serveHealth)
 	mux.HandleFunc("GET /readyz", d.serveReady)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(d.registry, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /v1/status", d.serveStatus)
 	mux.HandleFunc("POST /v1/validate", d.serveValidate)
+	// ServeMux answers every other wrong method with a bare 405; the gate's
+	// callers are scripts, so this one says how to ask.
+	mux.HandleFunc("/v1/validate", serveValidateMethod)
 	return mux
+}
+
+// serveValidateMethod answers a /v1/validate request that is not a POST
+// (a browser, or curl without -X POST): 405, Allow: POST, and how to ask.
+func serveValidateMethod(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Allow", http.MethodPost)
+	writeJSONStatus(w, http.StatusMethodNotAllowed, apiError{
+		Error: r.Method + " /v1/validate: the recovery gate takes the markers by POST",
+		Hints: []string{"curl -s -X POST --data-binary @markers.json http://" + r.Host + "/v1/validate"},
+	})
 }
 
 func writeJSONStatus(w http.ResponseWriter, code int, v any) {

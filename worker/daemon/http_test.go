@@ -374,11 +374,11 @@ func TestValidatePicksTheControlTopicByBinding(t *testing.T) {
 // the API keeps its own.
 func TestWithPageServesNextToTheAPI(t *testing.T) {
 	d, err := New(&worker.Cluster{}, WithControlTopics("a.kcleanup"),
-		WithPage("/", func(d *Daemon) http.Handler {
+		WithPage(func(d *Daemon) http.Handler {
 			return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 				_, _ = w.Write([]byte("page of " + d.WorkerStatus().ControlTopics[0].ControlTopic))
 			})
-		}))
+		}, "GET /{$}"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -389,5 +389,41 @@ func TestWithPageServesNextToTheAPI(t *testing.T) {
 		if rec.Code != 200 || rec.Body.String() != want {
 			t.Errorf("GET %s: %d %q, want 200 %q", path, rec.Code, rec.Body.String(), want)
 		}
+	}
+}
+
+// A known path asked with the wrong method is a 405 naming the methods it
+// takes, never a 404 that reads as "no such endpoint"; an unknown path is a 404.
+func TestWrongMethodIsMethodNotAllowed(t *testing.T) {
+	d, err := New(&worker.Cluster{}, WithControlTopics("a.kcleanup"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := d.Handler()
+	for _, c := range []struct {
+		method, path string
+		code         int
+		allow        string
+	}{
+		{http.MethodGet, "/v1/validate", 405, "POST"},
+		{http.MethodPut, "/v1/validate", 405, "POST"},
+		{http.MethodPost, "/v1/status", 405, "GET, HEAD"},
+		{http.MethodPost, "/healthz", 405, "GET, HEAD"},
+		{http.MethodDelete, "/readyz", 405, "GET, HEAD"},
+		{http.MethodPost, "/metrics", 405, "GET, HEAD"},
+		{http.MethodGet, "/v1/nope", 404, ""},
+	} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(c.method, c.path, nil))
+		if rec.Code != c.code || rec.Header().Get("Allow") != c.allow {
+			t.Errorf("%s %s: %d Allow %q, want %d Allow %q", c.method, c.path, rec.Code, rec.Header().Get("Allow"), c.code, c.allow)
+		}
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "http://worker:9308/v1/validate", nil))
+	var e apiError
+	if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil || !strings.Contains(e.Error, "POST") ||
+		len(e.Hints) != 1 || !strings.Contains(e.Hints[0], "curl -s -X POST --data-binary @markers.json http://worker:9308/v1/validate") {
+		t.Fatalf("GET /v1/validate says how to ask? %s", rec.Body)
 	}
 }

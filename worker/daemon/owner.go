@@ -60,6 +60,7 @@ type attempt struct {
 	blocked  bool      // the last failure needs an operator (or time)
 	denied   bool      // ...and it was a missing ACL
 	reason   string
+	hints    []string  // the fixes the error carries (errors.GetAllHints)
 	since    time.Time // first failure of the current streak
 }
 
@@ -385,7 +386,7 @@ func (o *owner) failed(planID string, blocked bool, err error, cfg daemonConfig)
 		o.attempts[planID] = a
 	}
 	a.failures++
-	a.blocked, a.reason = blocked, err.Error()
+	a.blocked, a.reason, a.hints = blocked, err.Error(), errors.GetAllHints(err)
 	a.denied = blocked && worker.IsAuthorizationError(err)
 	if blocked {
 		a.next = time.Now().Add(cfg.blockedRetry)
@@ -430,7 +431,7 @@ func (o *owner) blocked() []report.BlockedOperation {
 	out := []report.BlockedOperation{}
 	for id, a := range o.attempts {
 		if a.blocked {
-			out = append(out, report.BlockedOperation{PlanID: id, Reason: a.reason, Since: a.since, RetryAt: a.next})
+			out = append(out, report.BlockedOperation{PlanID: id, Reason: a.reason, Hints: slices.Clone(a.hints), Since: a.since, RetryAt: a.next})
 		}
 	}
 	slices.SortFunc(out, func(a, b report.BlockedOperation) int { return a.Since.Compare(b.Since) })

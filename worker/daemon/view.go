@@ -45,6 +45,7 @@ type listedEnd struct {
 type snapshot struct {
 	status     report.Status // complete
 	summary    report.Status // the default view
+	summaryAt  time.Time     // when summary was built: it ages (report.StalePlanned)
 	caughtUpAt time.Time     // end of the last read that reached the end
 	err        error         // the last read's error; nil when it reached the end
 	lag        int64         // records between the projection and the end seen
@@ -52,6 +53,10 @@ type snapshot struct {
 	rejected   map[projector.Reason]int
 	data       *report.DataTopicOffsets // nil until listed once
 }
+
+// summaryEvery is how often an idle view rebuilds its default view, so that
+// it ages without a new record (report.StalePlanned is days).
+const summaryEvery = time.Minute
 
 // dataOffsetsEvery is how often a view lists the data topic's log starts
 // and high watermarks for /v1/status (two ListOffsets requests).
@@ -250,7 +255,7 @@ func (v *view) publish(ctx context.Context, readErr error) {
 	}
 	if s.byState == nil || old.status.ReadTo != v.proj.Next {
 		s.status = report.StatusOf(v.proj.Source())
-		s.summary = report.SummaryOf(v.proj.Source())
+		s.summary, s.summaryAt = report.SummaryOf(v.proj.Source()), time.Now()
 		s.byState = map[fsm.State]int{}
 		for _, op := range s.status.Operations {
 			s.byState[op.State]++
@@ -259,6 +264,11 @@ func (v *view) publish(ctx context.Context, readErr error) {
 		for _, r := range s.status.Rejected {
 			s.rejected[r.Reason]++
 		}
+	}
+	if time.Since(s.summaryAt) >= summaryEvery {
+		// An idle control topic's default view still ages: a PLANNED
+		// leaves it once older than report.StalePlanned.
+		s.summary, s.summaryAt = report.SummaryOf(v.proj.Source()), time.Now()
 	}
 	if readErr == nil {
 		v.listDataTopic(ctx, &s, old)
