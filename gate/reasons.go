@@ -58,6 +58,11 @@ const (
 	MissingPartition Reason = "missing-partition"
 	// NoMarkers: there is no marker to compare with the boundary.
 	NoMarkers Reason = "no-markers"
+	// UnconfirmedBoundary: a marker is below a part of the boundary that only
+	// evidence holds up (a DELETING or APPLIED whose COMMITTED is not in the
+	// log: projector.State.Unconfirmed). An erased commit and a record nobody
+	// committed look the same, so the gate cannot tell.
+	UnconfirmedBoundary Reason = "unconfirmed-boundary"
 )
 
 // The physical check: the live data topic still holds every record.
@@ -126,6 +131,8 @@ var classes = map[Reason]Class{
 	MissingPartition: Refused,
 	NoMarkers:        Refused,
 
+	UnconfirmedBoundary: CannotTell,
+
 	DataTopicMissing:    Refused,
 	DataTopicUnreadable: CannotTell,
 	TopicRecreated:      Refused,
@@ -158,7 +165,7 @@ func Reasons() []Reason {
 	return []Reason{
 		ControlTopicMissing, ControlTopicUnreadable, ControlTopicPartitions, ControlTopicSettings,
 		TopicMismatch, TopicIDMismatch,
-		BelowBoundary, MissingPartition, NoMarkers,
+		BelowBoundary, MissingPartition, NoMarkers, UnconfirmedBoundary,
 		DataTopicMissing, DataTopicUnreadable, TopicRecreated, UnknownPartition, UncoveredPartition, OutOfRange,
 		NotCaughtUp, Degraded, HistoryAtRisk, UnreadableRecords, ForeignFormat, ShuttingDown,
 		BadRequest, UnknownControlTopic,
