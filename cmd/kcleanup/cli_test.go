@@ -179,7 +179,12 @@ func TestEveryCommandsBadInput(t *testing.T) {
 		// The command line itself.
 		{"unknown command", []string{"plna"}, exitUsage, `unknown command "plna"`},
 		{"no command", nil, exitUsage, "missing command"},
-		{"unknown flag", []string{"status", "--topik", "t"}, exitUsage, "unknown flag: --topik"},
+		{"unknown flag", []string{"status", "--topik", "t"}, exitUsage, "unknown flag --topik: did you mean --topic?"},
+		{"flag typo: a local flag", []string{"plan", "--outt", "p.json"}, exitUsage, "unknown flag --outt: did you mean --out or --output?"},
+		{"flag typo: a global flag before the command", []string{"--timout", "3s", "status", "--topic", "t"}, exitUsage, "unknown flag --timout: did you mean --timeout?"},
+		{"flag typo: a global flag after it", []string{"status", "--topic", "t", "--bootstrap-sever", "b:9092"}, exitUsage, "unknown flag --bootstrap-sever: did you mean --bootstrap-server?"},
+		{"flag typo: a prefix", []string{"apply", "--no", planFile}, exitUsage, "unknown flag --no: did you mean --no-wait?"},
+		{"unknown flag, nothing near it", []string{"status", "--xyzzy"}, exitUsage, "unknown flag: --xyzzy"},
 		{"bad --output", []string{"status", "--topic", "t", "-o", "yaml"}, exitUsage, `invalid --output "yaml"`},
 		{"bad --timeout", []string{"status", "--topic", "t", "--timeout", "soon"}, exitUsage, `invalid --timeout "soon"`},
 		{"empty --bootstrap-server", []string{"status", "--topic", "t", "-b", ","}, exitUsage, "is empty"},
