@@ -79,6 +79,8 @@ var (
 	errUsage      = errors.New("kcleanup: usage error (exit 2)")
 	errRefused    = errors.New("kcleanup: refused by the recovery gate (exit 3)")
 	errCannotTell = errors.New("kcleanup: the recovery gate cannot tell (exit 4)")
+	// errInterrupted: Ctrl-C or SIGTERM stopped the command (globalOptions.explain).
+	errInterrupted = errors.New("kcleanup: interrupted (exit 130)")
 )
 
 // usageError marks err as a mistake in the command line (exit code 2). nil stays nil.
@@ -113,6 +115,8 @@ func exitCode(err error) int {
 	switch {
 	case err == nil:
 		return exitOK
+	case errors.Is(err, errInterrupted):
+		return exitInterrupted
 	case errors.Is(err, errUsage):
 		return exitUsage
 	case errors.Is(err, errRefused):

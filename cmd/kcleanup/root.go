@@ -159,6 +159,13 @@ func installPreflight(cmd *cobra.Command, g *globalOptions) {
 		*g = resolved
 		return nil
 	}
+	// Every error a command returns is worded by what stopped it (interrupt.go): Ctrl-C, the
+	// --timeout, an unreachable cluster.
+	if run := cmd.RunE; run != nil {
+		cmd.RunE = func(c *cobra.Command, a []string) error {
+			return g.explain(c.Context(), run(c, a))
+		}
+	}
 	for _, sub := range cmd.Commands() {
 		installPreflight(sub, g)
 	}
