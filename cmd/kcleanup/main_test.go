@@ -401,8 +401,9 @@ func TestCommandsGetTheContext(t *testing.T) {
 	}}
 	var out, errOut bytes.Buffer
 	code := execute(ctx, buildRoot(&globalOptions{}, c), []string{"wait"}, &out, &errOut)
-	if !errors.Is(sawErr, context.Canceled) || code != exitError {
-		t.Fatalf("command saw %v, exit %d", sawErr, code)
+	// A command stopped by Ctrl-C is "interrupted", exit 130 (interrupt.go).
+	if !errors.Is(sawErr, context.Canceled) || code != exitInterrupted || !strings.HasPrefix(errOut.String(), "Error: interrupted") {
+		t.Fatalf("command saw %v, exit %d, stderr:\n%s", sawErr, code, errOut.String())
 	}
 }
 
