@@ -310,7 +310,7 @@ func (d *decision) logical(st *projector.State) {
 	topic := d.f.Data.Topic
 	if len(d.f.Markers) == 0 {
 		if len(committed) == 0 {
-			d.unconfirmed(st, nil, "the recovery point has no marker")
+			d.unconfirmed(st, nil, "the recovery point has no marker, and a boundary exists")
 			return
 		}
 		d.add(NoMarkers, nil, fmt.Sprintf("Cannot restore Kafka action state for %s: the recovery point has no marker, and a cleanup boundary is committed", topic),
@@ -339,10 +339,10 @@ func (d *decision) logical(st *projector.State) {
 					topic, p, off, cb, plan), hint)
 			case !ok:
 				d.unconfirmed(st, &Detail{Marker: ptr(i), Partition: ptr(p), Boundary: ptr(boundary[p]), PlanID: st.BoundarySetBy(p)},
-					fmt.Sprintf("the recovery point has no offset for %s-%d", topic, p))
+					fmt.Sprintf("the recovery point has no offset for %s-%d, whose boundary is %d", topic, p, boundary[p]))
 			case off < boundary[p]:
 				d.unconfirmed(st, &Detail{Marker: ptr(i), Partition: ptr(p), Boundary: ptr(boundary[p]), PlanID: st.BoundarySetBy(p), Requested: ptr(off)},
-					fmt.Sprintf("offset %d of %s-%d is below offset %d", off, topic, p, boundary[p]))
+					fmt.Sprintf("offset %d of %s-%d is below the boundary %d", off, topic, p, boundary[p]))
 			}
 		}
 	}
@@ -359,14 +359,14 @@ func (d *decision) unconfirmed(st *projector.State, det *Detail, what string) {
 	} else if ops := st.Unconfirmed(); len(ops) > 0 {
 		plan = ops[0].PlanID
 	}
-	held := fmt.Sprintf("plan %s", plan)
-	if e, off, ok := st.Evidence(plan); ok {
-		held = fmt.Sprintf("plan %s, for which the log holds a %s (offset %d) but no COMMITTED", plan, e, off)
-	}
 	ctl := d.f.Control.Topic
-	d.add(UnconfirmedBoundary, det, cannot+fmt.Sprintf("%s of %s, and the log of control topic %s holds only evidence of a commit that is no longer in the log: %s; "+
-		"whether that plan was committed (and its records may be deleted) or never was cannot be told from the log",
-		what, held, ctl, ctl),
+	held := fmt.Sprintf("plan %s, for which control topic %s holds no COMMITTED", plan, ctl)
+	if e, off, ok := st.Evidence(plan); ok {
+		held = fmt.Sprintf("plan %s, for which control topic %s holds a %s (offset %d) but no COMMITTED", plan, ctl, e, off)
+	}
+	d.add(UnconfirmedBoundary, det, cannot+fmt.Sprintf("%s, set only by %s: evidence of a commit that is no longer in the log. "+
+		"Whether that plan was committed (and its records may be deleted) or never was cannot be told from the log",
+		what, held),
 		fmt.Sprintf("if plan %s was committed and its COMMITTED was erased, a running worker re-appends it once nothing is left to delete, and kcleanup apply of the plan re-commits it; the gate then refuses below it", plan),
 		fmt.Sprintf("if nobody committed plan %s (a record written by hand or by a foreign producer), see docs/operator-guide.md, \"Evidence of a commit that is no longer in the log\"; kcleanup history --control-topic %s shows who wrote it", plan, ctl),
 		"or restore from a recovery point at or above the plan's offsets")

@@ -374,5 +374,5 @@ func TestDecideUnderEvidenceOfAnErasedCommit(t *testing.T) {
 		"from offset 100 because the committed cleanup boundary is 150 (set by plan "+c1.PlanID+")")
 	// Between the two: cannot tell.
 	v = Decide(facts(l, events.Offsets{0: 160, 1: 160}))
-	want(t, v, CannotTell, []Reason{UnconfirmedBoundary, UnconfirmedBoundary, HistoryAtRisk}, "offset 160 of action-state-0 is below offset 180")
+	want(t, v, CannotTell, []Reason{UnconfirmedBoundary, UnconfirmedBoundary, HistoryAtRisk}, "offset 160 of action-state-0 is below the boundary 180, set only by plan "+forged.PlanID)
 }
