@@ -74,7 +74,8 @@ func unknownEvent(field, ev string) *DecodeError {
 // JSON value with fields in a fixed order, so equal envelopes give equal
 // bytes. It always writes SchemaVersion (this build writes no other), At in
 // UTC, and boundary and logStart when they are non-nil. Encode does not
-// check the envelope; Validate does.
+// check the envelope; Validate does (text that is not valid UTF-8 is written
+// as U+FFFD, so only an envelope Validate accepts decodes to itself).
 func (e Envelope) Encode() (key, value []byte) {
 	if e.Mirror != nil {
 		return e.encodeMirror()
@@ -104,9 +105,19 @@ func (e Envelope) Encode() (key, value []byte) {
 	return []byte(Key(e.PlanID, e.Event)), b
 }
 
-// Validate checks that the envelope would decode: exactly what a reader of
-// the control topic will check. Call it before producing a record.
+// Validate checks that the envelope would decode, and to itself: what a
+// reader of the control topic will check, and the one thing Decode cannot
+// see, text that is not valid UTF-8. Encode writes such bytes as U+FFFD (the
+// JSON it writes stays valid), so the record would decode to another actor
+// or reason than the one written; Validate refuses it instead. Call it
+// before producing a record (worker.Cluster.Append does).
 func (e Envelope) Validate() error {
+	if !utf8.ValidString(e.Actor) {
+		return malformed(fieldErrorf("actor", "is not valid UTF-8: Encode would write U+FFFD for its invalid bytes, and the record would decode to another actor"))
+	}
+	if e.Mirror != nil && !utf8.ValidString(e.Mirror.Reason) {
+		return malformed(fieldErrorf("reason", "is not valid UTF-8: Encode would write U+FFFD for its invalid bytes, and the record would decode to another reason"))
+	}
 	k, v := e.Encode()
 	_, err := Decode(k, v)
 	return err

@@ -270,6 +270,17 @@ func TestEnvelopeValidate(t *testing.T) {
 	if err := env.Validate(); err == nil {
 		t.Fatal("Validate accepted an envelope without plan ID")
 	}
+	// Encode writes invalid UTF-8 as U+FFFD, a record that decodes to another
+	// actor (or mirror reason) than the one written: Validate refuses it.
+	env = envelopeOf(Planned, planC1())
+	env.Actor = "\x8e"
+	if err := env.Validate(); err == nil || !strings.Contains(err.Error(), `field "actor": is not valid UTF-8`) {
+		t.Fatalf("Validate of actor %q = %v", env.Actor, err)
+	}
+	mirror := NewMirrorEvent(MirrorAttached, Mirror{Topic: "ops.mirror", TopicID: "-39OXTwrGgn459bFtKOSgQ", Reason: "drill \xff"}, time.Unix(0, 0), "h/1")
+	if err := mirror.Validate(); err == nil || !strings.Contains(err.Error(), `field "reason": is not valid UTF-8`) {
+		t.Fatalf("Validate of mirror reason %q = %v", mirror.Mirror.Reason, err)
+	}
 }
 
 func TestDecodeFinerCauses(t *testing.T) {

@@ -58,6 +58,11 @@ const (
 	MissingPartition Reason = "missing-partition"
 	// NoMarkers: there is no marker to compare with the boundary.
 	NoMarkers Reason = "no-markers"
+	// UnconfirmedBoundary: a marker is below a part of the boundary that only
+	// evidence holds up (a DELETING or APPLIED whose COMMITTED is not in the
+	// log: projector.State.Unconfirmed). An erased commit and a record nobody
+	// committed look the same, so the gate cannot tell.
+	UnconfirmedBoundary Reason = "unconfirmed-boundary"
 )
 
 // The physical check: the live data topic still holds every record.
@@ -132,6 +137,7 @@ var table = []struct {
 	{BelowBoundary, Refused},
 	{MissingPartition, Refused},
 	{NoMarkers, Refused},
+	{UnconfirmedBoundary, CannotTell},
 
 	{DataTopicMissing, Refused},
 	{DataTopicUnreadable, CannotTell},

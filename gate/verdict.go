@@ -301,8 +301,18 @@ func (d *decision) logical(st *projector.State) {
 	if len(boundary) == 0 {
 		return
 	}
+	// The part of the boundary accepted COMMITTED records hold up is proved:
+	// below it is refused. Above it, up to Boundary, only evidence holds it up
+	// (a DELETING or APPLIED whose COMMITTED the log does not hold): an erased
+	// commit, or a record nobody committed. The log cannot tell which, and
+	// neither can the gate.
+	committed := st.CommittedBoundary()
 	topic := d.f.Data.Topic
 	if len(d.f.Markers) == 0 {
+		if len(committed) == 0 {
+			d.unconfirmed(st, nil, "the recovery point has no marker, and a boundary exists")
+			return
+		}
 		d.add(NoMarkers, nil, fmt.Sprintf("Cannot restore Kafka action state for %s: the recovery point has no marker, and a cleanup boundary is committed", topic),
 			"pass the recovery point's markers for the action-state topic")
 		return
@@ -313,22 +323,53 @@ func (d *decision) logical(st *projector.State) {
 			continue // another topic's boundary says nothing about it (the binding check said so)
 		}
 		for _, p := range boundary.Partitions() {
-			b, plan := boundary[p], st.BoundarySetBy(p)
+			cb, proved := committed[p]
+			plan := st.CommittedBoundarySetBy(p)
 			hint := fmt.Sprintf("restore from a newer checkpoint or savepoint, taken after plan %s was committed: records of %s-%d below offset %d may already be deleted",
-				plan, topic, p, b)
-			det := &Detail{Marker: ptr(i), Partition: ptr(p), Boundary: ptr(b), PlanID: plan}
+				plan, topic, p, cb)
+			det := &Detail{Marker: ptr(i), Partition: ptr(p), Boundary: ptr(cb), PlanID: plan}
 			off, ok := m.Offsets[p]
 			switch {
-			case !ok:
+			case !ok && proved:
 				d.add(MissingPartition, det, fmt.Sprintf("Cannot restore Kafka action state for %s-%d: the recovery point has no offset for it, and the committed cleanup boundary is %d (set by plan %s)",
-					topic, p, b, plan), hint)
-			case off < b:
+					topic, p, cb, plan), hint)
+			case ok && proved && off < cb:
 				det.Requested = ptr(off)
 				d.add(BelowBoundary, det, fmt.Sprintf("Cannot restore Kafka action state for %s-%d from offset %d because the committed cleanup boundary is %d (set by plan %s)",
-					topic, p, off, b, plan), hint)
+					topic, p, off, cb, plan), hint)
+			case !ok:
+				d.unconfirmed(st, &Detail{Marker: ptr(i), Partition: ptr(p), Boundary: ptr(boundary[p]), PlanID: st.BoundarySetBy(p)},
+					fmt.Sprintf("the recovery point has no offset for %s-%d, whose boundary is %d", topic, p, boundary[p]))
+			case off < boundary[p]:
+				d.unconfirmed(st, &Detail{Marker: ptr(i), Partition: ptr(p), Boundary: ptr(boundary[p]), PlanID: st.BoundarySetBy(p), Requested: ptr(off)},
+					fmt.Sprintf("offset %d of %s-%d is below the boundary %d", off, topic, p, boundary[p]))
 			}
 		}
 	}
+}
+
+// unconfirmed says that what the marker needs is below a boundary only
+// evidence of an erased commit holds up (det.PlanID's, or any unconfirmed
+// plan's when det is nil): cannot tell, never refused, since the records may
+// all be there and the plan may never have been committed.
+func (d *decision) unconfirmed(st *projector.State, det *Detail, what string) {
+	plan := ""
+	if det != nil {
+		plan = det.PlanID
+	} else if ops := st.Unconfirmed(); len(ops) > 0 {
+		plan = ops[0].PlanID
+	}
+	ctl := d.f.Control.Topic
+	held := fmt.Sprintf("plan %s, for which control topic %s holds no COMMITTED", plan, ctl)
+	if e, off, ok := st.Evidence(plan); ok {
+		held = fmt.Sprintf("plan %s, for which control topic %s holds a %s (offset %d) but no COMMITTED", plan, ctl, e, off)
+	}
+	d.add(UnconfirmedBoundary, det, cannot+fmt.Sprintf("%s, set only by %s: evidence of a commit that is no longer in the log. "+
+		"Whether that plan was committed (and its records may be deleted) or never was cannot be told from the log",
+		what, held),
+		fmt.Sprintf("if plan %s was committed and its COMMITTED was erased, a running worker re-appends it once nothing is left to delete, and kcleanup apply of the plan re-commits it; the gate then refuses below it", plan),
+		fmt.Sprintf("if nobody committed plan %s (a record written by hand or by a foreign producer), see docs/operator-guide.md, \"Evidence of a commit that is no longer in the log\"; kcleanup history --control-topic %s shows who wrote it", plan, ctl),
+		"or restore from a recovery point at or above the plan's offsets")
 }
 
 func (d *decision) physical() {

@@ -339,3 +339,40 @@ func TestForeignIsKeyedByPlanID(t *testing.T) {
 		}
 	}
 }
+
+// A DELETING for a plan nobody committed (or whose COMMITTED was erased: the
+// log cannot tell which) holds the boundary up as evidence. Below it, with
+// every record still there, the gate cannot tell: never "refused because the
+// committed cleanup boundary is 180". Below what accepted COMMITTED records
+// prove, it still refuses.
+func TestDecideUnderEvidenceOfAnErasedCommit(t *testing.T) {
+	l := newLog()
+	forged, err := events.BuildPlan("never-committed", []events.Marker{{Topic: topic, TopicID: tid, Offsets: events.Offsets{0: 180, 1: 180}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.env(events.Envelope{Event: events.Deleting, PlanID: forged.PlanID, Plan: forged})
+	if got := l.s.Boundary(); !got.Equal(events.Offsets{0: 180, 1: 180}) {
+		t.Fatalf("evidence does not hold the boundary up: %v", got)
+	}
+	v := Decide(facts(l, events.Offsets{0: 100, 1: 100}))
+	want(t, v, CannotTell, []Reason{UnconfirmedBoundary, UnconfirmedBoundary, HistoryAtRisk},
+		"evidence of a commit that is no longer in the log", "a DELETING (offset 0) but no COMMITTED", forged.PlanID)
+	if strings.Contains(v.Message, "committed cleanup boundary is") || v.Detail == nil || *v.Detail.Boundary != 180 || v.Detail.PlanID != forged.PlanID {
+		t.Fatalf("verdict speaks of a committed boundary, or its detail is not the evidence's: %+v", v)
+	}
+	if !strings.Contains(strings.Join(v.Hints, "\n"), "Evidence of a commit that is no longer in the log") {
+		t.Errorf("hints do not point at the operator guide: %q", v.Hints)
+	}
+
+	// A committed boundary under the evidence: below it is proved, refused.
+	l = newLog()
+	c1 := l.commit(t, "C1", events.Offsets{0: 150, 1: 120})
+	l.env(events.Envelope{Event: events.Deleting, PlanID: forged.PlanID, Plan: forged})
+	v = Decide(facts(l, events.Offsets{0: 100, 1: 160}))
+	want(t, v, Refused, []Reason{BelowBoundary, UnconfirmedBoundary, HistoryAtRisk},
+		"from offset 100 because the committed cleanup boundary is 150 (set by plan "+c1.PlanID+")")
+	// Between the two: cannot tell.
+	v = Decide(facts(l, events.Offsets{0: 160, 1: 160}))
+	want(t, v, CannotTell, []Reason{UnconfirmedBoundary, UnconfirmedBoundary, HistoryAtRisk}, "offset 160 of action-state-0 is below the boundary 180, set only by plan "+forged.PlanID)
+}

@@ -228,6 +228,40 @@ func (s *State) Boundary() events.Offsets {
 	return b
 }
 
+// CommittedBoundary returns a copy of the part of Boundary that accepted
+// COMMITTED records hold up, without the plans of unconfirmed operations:
+// what the log proves was committed. The recovery gate refuses below it
+// (proved), and cannot tell between it and Boundary (only evidence of a
+// commit that is no longer in the log holds that part up).
+func (s *State) CommittedBoundary() events.Offsets {
+	b := s.boundary.Clone()
+	if b == nil {
+		b = events.Offsets{}
+	}
+	return b
+}
+
+// CommittedBoundarySetBy returns the plan ID of the accepted commit that set
+// partition p's CommittedBoundary, or "" when it has none.
+func (s *State) CommittedBoundarySetBy(p int32) string {
+	if _, ok := s.boundary[p]; !ok {
+		return ""
+	}
+	return s.setBy[p]
+}
+
+// Evidence returns, for an unconfirmed operation (Unconfirmed), its earliest
+// evidence record: the event (DELETING or APPLIED) and its offset.
+func (s *State) Evidence(planID string) (events.Event, int64, bool) {
+	for oi := range s.unconfirmed {
+		if o := s.ops[oi]; o.id == planID {
+			e, off := o.firstEvidence()
+			return e, off, true
+		}
+	}
+	return "", 0, false
+}
+
 // BoundarySetBy returns the plan ID of the commit that set partition p's
 // boundary, or "" when p has none: the plan whose own offset is the boundary
 // when one was committed, else the commit whose boundary field raised it;

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 
@@ -287,14 +288,22 @@ func (p *Projection) decodeAll(recs []projector.Record) []projector.Decoded {
 }
 
 // Actor names the writer of a control record: host/pid unless set.
+//
+// The host name is made valid UTF-8 first (the kernel allows any bytes):
+// events.Envelope.Validate refuses an actor that is not, because it would
+// decode to another string than the one written.
 func Actor() string {
 	host, _ := os.Hostname()
-	return fmt.Sprintf("%s/%d", host, os.Getpid())
+	return fmt.Sprintf("%s/%d", strings.ToValidUTF8(host, "?"), os.Getpid())
 }
 
 // Append writes one control record and returns its offset. It does not wait
 // for the verdict: see Decide.
 func (c *Cluster) Append(ctx context.Context, controlTopic string, env events.Envelope, headers ...kgo.RecordHeader) (int64, error) {
+	// Never write a record that reads back as another one (events.Envelope.Validate).
+	if err := env.Validate(); err != nil {
+		return 0, errors.Wrapf(err, "refuse to append %s to control topic %q", env.Event, controlTopic)
+	}
 	key, value := env.Encode()
 	r := &kgo.Record{Topic: controlTopic, Partition: 0, Key: key, Value: value, Headers: headers}
 	if err := c.cl.ProduceSync(ctx, r).FirstErr(); err != nil {

@@ -28,6 +28,12 @@ const (
 	InMirrorAppliedTransaction = "in-mirror-applied-transaction"
 )
 
+// Failpoints lists every failpoint step, in the order an operation reaches
+// them, for help texts and the test that keeps docs/deploy.md complete.
+func Failpoints() []string {
+	return []string{AfterCommitted, AfterMirrorCommitted, AfterDeleting, AfterDeleteRecords, AfterMirrorApplied}
+}
+
 // mirrorFailpoint is the failpoint of a mirror record written with status.
 func mirrorFailpoint(status flinkagents.Status) string {
 	if status == flinkagents.Applied {

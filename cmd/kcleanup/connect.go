@@ -2,10 +2,7 @@ package main
 
 import (
 	"context"
-	"net"
 	"strings"
-
-	"github.com/cockroachdb/errors"
 
 	"github.com/kcleanup/kcleanup/projector"
 	"github.com/kcleanup/kcleanup/worker"
@@ -52,20 +49,4 @@ func (g globalOptions) project(ctx context.Context, c *worker.Cluster, controlTo
 		return nil, g.unreachable(err)
 	}
 	return p, nil
-}
-
-// unreachable adds the hint an operator needs when the cluster did not answer
-// within --timeout, or refused the connection (franz-go does not retry a dial
-// that fails at once, such as a refused connection).
-func (g globalOptions) unreachable(err error) error {
-	if errors.Is(err, context.DeadlineExceeded) {
-		return errors.WithHintf(err,
-			"no answer from %s within --timeout %s: check the address (-b), the network and --command-config",
-			g.bootstrap(), g.timeout)
-	}
-	if op := (*net.OpError)(nil); errors.As(err, &op) && op.Op == "dial" {
-		return errors.WithHintf(err,
-			"could not connect to %s: check the address (-b) and that the brokers are up", g.bootstrap())
-	}
-	return err
 }

@@ -4,8 +4,11 @@
 // # Layout
 //
 //	main.go          main and run: execute the root command, print errors, map them to exit codes
-//	exitcode.go      exit codes (0 ok, 1 error, 2 usage, 3 refused, 4 cannot tell), usageError,
-//	                 refusedError, cannotTellError, printError
+//	exitcode.go      exit codes (0 ok, 1 error, 2 usage, 3 refused, 4 cannot tell, 130
+//	                 interrupted: exitCodes, the one table), usageError, refusedError,
+//	                 cannotTellError, printError
+//	interrupt.go     explain: Ctrl-C, --timeout and an unreachable cluster in words, with what
+//	                 the invocation wrote (trace, franz-go hooks)
 //	root.go          the root command, the list of subcommands, the preflight every command gets
 //	globals.go       global flags with KCLEANUP_* fallbacks → globalOptions → franz-go options
 //	commandconfig.go --command-config: Kafka client properties → clientSecurity
@@ -37,10 +40,12 @@
 //   - Set Args (cobra.ExactArgs(1), ...) if the command takes positional arguments; without it,
 //     any argument is rejected. Argument, flag and MarkFlagRequired errors become usage errors
 //     (exit 2) by themselves: root.go installs the checks on every command of the tree. Wrap
-//     other errors about the command line in usageError, and a refusal by validation (a
-//     recovery point older than the boundary) in refusedError (exit 3). The recovery gate's
-//     "cannot tell" is cannotTellError (exit 4), from the verdict's class (gate.Class).
-//     Everything else exits 1.
+//     other errors about the command line in usageError. Only the recovery gate (validate)
+//     uses refusedError (exit 3) and cannotTellError (exit 4), from the verdict's class
+//     (gate.Class); a refused plan or mirror is an error (exit 1), like everything else.
+//     Every error a RunE returns then goes through globalOptions.explain (interrupt.go, installed
+//     by root.go): Ctrl-C or SIGTERM makes it "interrupted" (exit 130) with what the invocation
+//     wrote (a trace of its clients), a --timeout says whether the cluster answered.
 //   - Attach operator advice with errors.WithHint: it is printed as a "Hint:" line. Every error
 //     an operator can fix has one: TestEveryCommandsBadInput (cli_test.go) runs every command
 //     with bad input and fails for a command without a row or an error without a hint.

@@ -8,36 +8,79 @@ import (
 	"github.com/cockroachdb/errors"
 )
 
-// Exit codes. They are part of the CLI's contract with scripts: never renumber them.
+// Exit codes. They are part of the CLI's contract with scripts: never renumber them. 3 and 4
+// belong to the recovery gate (kcleanup validate) alone, so that a pipeline can tell "do not
+// restore this" from "the gate cannot answer now" from "something is broken" (1).
 const (
 	exitOK      = 0 // success
-	exitError   = 1 // the command ran and failed (Kafka unreachable, bad file, ...)
+	exitError   = 1 // the command ran and failed (Kafka unreachable, bad file, a refused plan or mirror, ...)
 	exitUsage   = 2 // the command line is wrong: unknown command or flag, bad value, missing argument
-	exitRefused = 3 // validation refused: the request is well formed but kcleanup will not do it
+	exitRefused = 3 // the recovery gate proved restoring the recovery point unsafe
 	// exitCannotTell: the recovery gate could not prove that restoring is safe (cluster
 	// unreachable, control topic unreadable or unsafe, projection not caught up, degraded or at
 	// risk). Unlike 3, another recovery point would not help: fix the cause and ask again.
 	exitCannotTell = 4
+	// exitInterrupted: Ctrl-C or SIGTERM stopped the command before it finished (128 + SIGINT,
+	// as shells report it). The error says what was and was not written.
+	exitInterrupted = 130
 )
+
+// exitCodes is the contract, in the words --help, README.md and docs/operator-guide.md use:
+// TestExitCodesAgreeEverywhere checks that each documents exactly these codes with these words.
+var exitCodes = []struct {
+	code int
+	word string // the name of the code, the same everywhere
+	help string // what --help says after the word
+}{
+	{exitOK, "success", ""},
+	{exitError, "error", "the command ran and failed (a plan or mirror that does not fit, an unreachable cluster, a bad file)"},
+	{exitUsage, "usage", "unknown command or flag, bad flag value, missing argument, a flag given blank"},
+	{exitRefused, "refused", "kcleanup validate only: the recovery gate proved restoring the recovery point unsafe (its records are deleted, or below the committed boundary)"},
+	{exitCannotTell, "cannot tell", "kcleanup validate only: the recovery gate could not prove the recovery point safe (cluster unreachable, control topic missing, unreadable or unsafe, projection not caught up, degraded or at risk)"},
+	{exitInterrupted, "interrupted", "Ctrl-C or SIGTERM stopped the command; it says what was and was not written"},
+}
 
 // exitCodesHelp is appended to the root command's help text, so the codes are documented where
 // an operator looks first.
-const exitCodesHelp = `Exit codes:
-  0  success
-  1  error (the command ran and failed)
-  2  usage (unknown command or flag, bad flag value, missing argument)
-  3  refused: restoring is proved unsafe, or the request does not fit (e.g. a recovery point
-     older than the committed boundary, or whose records are deleted)
-  4  cannot tell: validate could not prove the recovery point safe (cluster unreachable,
-     control topic missing, unreadable or unsafe, projection not caught up or degraded)`
+var exitCodesHelp = func() string {
+	var b strings.Builder
+	b.WriteString("Exit codes:")
+	for _, c := range exitCodes {
+		text := c.word
+		if c.help != "" {
+			text += ": " + c.help
+		}
+		fmt.Fprintf(&b, "\n%5d  %s", c.code, wrap(text, 93, "\n       "))
+	}
+	return b.String()
+}()
+
+// wrap breaks s at spaces into lines of at most width bytes (a longer word stays whole), joined
+// by sep.
+func wrap(s string, width int, sep string) string {
+	var lines []string
+	line := ""
+	for _, w := range strings.Fields(s) {
+		if line != "" && len(line)+1+len(w) > width {
+			lines, line = append(lines, line), ""
+		}
+		if line != "" {
+			line += " "
+		}
+		line += w
+	}
+	return strings.Join(append(lines, line), sep)
+}
 
 // Sentinels that classify an error for the exit code. They are attached with errors.Mark, so the
 // message of the marked error is unchanged and the mark survives any later wrapping.
 // Their messages must stay unique: cockroachdb/errors compares sentinels by message.
 var (
 	errUsage      = errors.New("kcleanup: usage error (exit 2)")
-	errRefused    = errors.New("kcleanup: refused by validation (exit 3)")
+	errRefused    = errors.New("kcleanup: refused by the recovery gate (exit 3)")
 	errCannotTell = errors.New("kcleanup: the recovery gate cannot tell (exit 4)")
+	// errInterrupted: Ctrl-C or SIGTERM stopped the command (globalOptions.explain).
+	errInterrupted = errors.New("kcleanup: interrupted (exit 130)")
 )
 
 // usageError marks err as a mistake in the command line (exit code 2). nil stays nil.
@@ -48,8 +91,8 @@ func usageError(err error) error {
 	return errors.Mark(err, errUsage)
 }
 
-// refusedError marks err as a refusal by validation (exit code 3): the input was understood, and
-// the answer is no. nil stays nil.
+// refusedError marks err as a refusal by the recovery gate (exit code 3): restoring the recovery
+// point is proved unsafe. Only kcleanup validate uses it. nil stays nil.
 func refusedError(err error) error {
 	if err == nil {
 		return nil
@@ -72,6 +115,8 @@ func exitCode(err error) int {
 	switch {
 	case err == nil:
 		return exitOK
+	case errors.Is(err, errInterrupted):
+		return exitInterrupted
 	case errors.Is(err, errUsage):
 		return exitUsage
 	case errors.Is(err, errRefused):

@@ -66,6 +66,7 @@ type globalOptions struct {
 
 	stderr    io.Writer  // where the --command-config notes go; nil: nowhere
 	notesOnce *sync.Once // the notes are printed once per invocation, however many clients it opens
+	trace     *trace     // what this invocation's clients did (interrupt.go); nil: not traced
 }
 
 // addGlobalFlags declares the persistent flags on the root command. Their defaults are shown in
@@ -93,7 +94,7 @@ func addGlobalFlags(root *cobra.Command) {
 // persistent flags) with their environment fallbacks. An invalid value is a usage error naming
 // where it came from (the flag or the environment variable).
 func resolveGlobals(cmd *cobra.Command) (globalOptions, error) {
-	g := globalOptions{stderr: cmd.ErrOrStderr(), notesOnce: new(sync.Once)}
+	g := globalOptions{stderr: cmd.ErrOrStderr(), notesOnce: new(sync.Once), trace: new(trace)}
 
 	raw, src, err := lookupSetting(cmd, flagBootstrap, envBootstrap, defaultBootstrap)
 	if err != nil {
@@ -202,6 +203,9 @@ func (g globalOptions) kgoOpts() ([]kgo.Opt, error) {
 		kgo.DialTimeout(g.timeout),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.ClientID(defaultClientID),
+	}
+	if g.trace != nil {
+		opts = append(opts, kgo.WithHooks(g.trace))
 	}
 	if g.commandConfig == "" {
 		return opts, nil

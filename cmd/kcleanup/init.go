@@ -205,7 +205,7 @@ func initMirror(ctx context.Context, c *worker.Cluster, g globalOptions, o initO
 		return nil
 	}
 	did, err := attachMirror(ctx, c, g, proj, o.mirrorTopic, "created and attached by kcleanup init", worker.Options{Bootstrap: g.bootstrap()})
-	if errors.Is(err, errRefused) || errors.Is(err, errCannotTell) {
+	if attachRefused(err) {
 		rep.Findings = append(rep.Findings, protocol.Finding{Severity: protocol.Block, Subject: subject,
 			Message: "not attached: " + err.Error(), Hint: errors.FlattenHints(err)})
 		return nil

@@ -128,7 +128,8 @@ func TestHelpListsExitCodes(t *testing.T) {
 		"0  success",
 		"1  error",
 		"2  usage",
-		"3  refused: restoring is proved unsafe",
+		"3  refused: kcleanup validate only",
+		"130  interrupted",
 		"4  cannot tell",
 		"--bootstrap-server", "--control-topic", "--command-config", "--output", "--timeout",
 		envBootstrap, envControlTopic, envCommandConfig, envOutput, envTimeout,
@@ -400,8 +401,9 @@ func TestCommandsGetTheContext(t *testing.T) {
 	}}
 	var out, errOut bytes.Buffer
 	code := execute(ctx, buildRoot(&globalOptions{}, c), []string{"wait"}, &out, &errOut)
-	if !errors.Is(sawErr, context.Canceled) || code != exitError {
-		t.Fatalf("command saw %v, exit %d", sawErr, code)
+	// A command stopped by Ctrl-C is "interrupted", exit 130 (interrupt.go).
+	if !errors.Is(sawErr, context.Canceled) || code != exitInterrupted || !strings.HasPrefix(errOut.String(), "Error: interrupted") {
+		t.Fatalf("command saw %v, exit %d, stderr:\n%s", sawErr, code, errOut.String())
 	}
 }
 

@@ -41,9 +41,9 @@ topic this control topic governs), appends MIRROR_ATTACHED with its topic ID, an
 the plan that set the boundary, so that the job's boundary equals kcleanup's from the start.
 From then on every apply and every worker keeps it in step. Attaching another topic replaces
 the mirror. A topic that does not fit (missing, the control or data topic, not one partition or
-not compact, a fold the job fails on, a plan for another topic or above kcleanup's boundary) is
-refused with exit 3, a control topic that cannot vouch for its boundary (degraded, history at
-risk) with exit 4; nothing is written either way. Create the topic first:
+not compact, a fold the job fails on, a plan for another topic or above kcleanup's boundary), or
+a control topic that cannot vouch for its boundary (degraded, history at risk), is refused with
+exit 1 and nothing is written (exits 3 and 4 are the recovery gate's). Create the topic first:
 
   kafka-topics --create --topic action-state.flink --partitions 1 --config cleanup.policy=compact`,
 		Example: `  kcleanup mirror attach action-state.flink --topic action-state
@@ -53,7 +53,7 @@ risk) with exit 4; nothing is written either way. Create the topic first:
 			return runMirror(cmd.Context(), *g, *dataTopic, cmd.OutOrStdout(), cmd.ErrOrStderr(),
 				func(ctx context.Context, c *worker.Cluster, proj *worker.Projection, o worker.Options) (projector.Mirror, error) {
 					if err := protocol.MirrorOwnTopic(proj.State, proj.Topic, args[0]); err != nil {
-						return projector.Mirror{}, err // a refusal (exit 3), before AttachMirror's own check
+						return projector.Mirror{}, err // a refusal (exit 1), before AttachMirror's own check
 					}
 					return c.AttachMirror(ctx, proj, args[0], reason, o)
 				}, "attached")

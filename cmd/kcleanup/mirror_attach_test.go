@@ -96,7 +96,7 @@ func TestAdoptAttachMirrorThenApply(t *testing.T) {
 }
 
 // TestMirrorAttachRefusals: a topic the Flink Agents job would refuse, or
-// whose plans do not fit kcleanup's boundary, is refused with exit 3 and a
+// whose plans do not fit kcleanup's boundary, is refused with exit 1 (3 and 4 are the gate's) and a
 // hint, and nothing is written to the control topic. Real broker.
 func TestMirrorAttachRefusals(t *testing.T) {
 	e := opTestEnv(t)
@@ -128,7 +128,7 @@ func TestMirrorAttachRefusals(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			before := e.controlEnd(t, control)
 			code, _, stderr := e.run(t, "mirror", "attach", c.mirror, "--topic", topic)
-			opWantFailure(t, code, stderr, exitRefused, append(c.want, "Hint:", "nothing was written")...)
+			opWantFailure(t, code, stderr, exitError, append(c.want, "Hint:", "nothing was written")...)
 			if after := e.controlEnd(t, control); after != before {
 				t.Errorf("the control topic grew from %d to %d", before, after)
 			}
@@ -217,10 +217,10 @@ func TestDoctorChecksTheMirrorACLs(t *testing.T) {
 	}
 }
 
-// TestMirrorAttachOnADegradedControlTopicCannotTell: a control topic holding
-// a record of a newer kcleanup cannot vouch for its boundary: attach exits 4
+// TestMirrorAttachOnADegradedControlTopicIsRefused: a control topic holding
+// a record of a newer kcleanup cannot vouch for its boundary: attach exits 1 (4 is the gate's)
 // and writes nothing. Real broker.
-func TestMirrorAttachOnADegradedControlTopicCannotTell(t *testing.T) {
+func TestMirrorAttachOnADegradedControlTopicIsRefused(t *testing.T) {
 	e := opTestEnv(t)
 	topic, _ := e.dataTopic(t, 1, 10, opGoodDataConfigs())
 	control := protocol.ControlTopicFor(topic)
@@ -231,7 +231,7 @@ func TestMirrorAttachOnADegradedControlTopicCannotTell(t *testing.T) {
 	mirror := kafkatest.NewTopic(t, e.cl, "mirror-degraded", 1, map[string]string{"cleanup.policy": "compact"})
 	before := e.controlEnd(t, control)
 	code, _, stderr := e.run(t, "mirror", "attach", mirror, "--topic", topic)
-	opWantFailure(t, code, stderr, exitCannotTell, "Hint:", "nothing was written")
+	opWantFailure(t, code, stderr, exitError, "Hint:", "nothing was written")
 	if after := e.controlEnd(t, control); after != before {
 		t.Errorf("the control topic grew from %d to %d", before, after)
 	}

@@ -10,20 +10,21 @@ import (
 	"github.com/kcleanup/kcleanup/worker"
 )
 
-// attachError gives a refusal of protocol.AttachMirror (which AttachMirror
-// decides with) its exit code: 3 for a mirror that does not fit, 4 when
-// the control topic cannot vouch for its boundary (degraded, history at
-// risk). Nothing was written in either case.
+// attachError says that nothing was written when protocol.AttachMirror
+// (which AttachMirror decides with) refused: a mirror that does not fit, or
+// a control topic that cannot vouch for its boundary (degraded, history at
+// risk). It exits 1 like any refused operation: 3 and 4 are the recovery
+// gate's alone (exitcode.go).
 func attachError(err error) error {
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, protocol.ErrMirrorRefused):
-		return refusedError(errors.WithHint(err, "nothing was written"))
-	case errors.Is(err, protocol.ErrMirrorCannotTell), errors.Is(err, worker.ErrDegraded):
-		return cannotTellError(errors.WithHint(err, "nothing was written"))
+	if attachRefused(err) {
+		return errors.WithHint(err, "nothing was written")
 	}
 	return err
+}
+
+// attachRefused reports whether err is a refusal of the mirror attach rules.
+func attachRefused(err error) bool {
+	return errors.Is(err, protocol.ErrMirrorRefused) || errors.Is(err, protocol.ErrMirrorCannotTell) || errors.Is(err, worker.ErrDegraded)
 }
 
 // attachMirror attaches mirror to proj's control topic, unless

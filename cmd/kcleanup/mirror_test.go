@@ -27,7 +27,7 @@ func TestMirrorCommands(t *testing.T) {
 	mirror := kafkatest.NewTopic(t, e.cl, topic+".flink", 1, map[string]string{"cleanup.policy": "compact"})
 
 	code, _, stderr := e.run(t, "mirror", "attach", topic+".nothing", "--topic", topic)
-	opWantFailure(t, code, stderr, exitRefused, "does not exist", "kafka-topics")
+	opWantFailure(t, code, stderr, exitError, "does not exist", "kafka-topics")
 
 	code, stdout, stderr := e.run(t, "mirror", "attach", mirror, "--topic", topic, "--reason", "the job reads it")
 	if code != exitOK || !strings.Contains(stdout, "mirror "+mirror) || !strings.Contains(stderr, "MIRROR_ATTACHED") {

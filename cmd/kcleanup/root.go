@@ -1,9 +1,12 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 
+	"github.com/agnivade/levenshtein"
 	"github.com/cockroachdb/errors"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -56,7 +59,7 @@ flags, with examples: kcleanup <command> --help. The workflow and every error: d
 	root.SetVersionTemplate("{{.Version}}\n")
 	addGlobalFlags(root)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return usageError(errors.WithHint(err, helpHint(c)))
+		return usageError(errors.WithHint(unknownFlag(c, err), helpHint(c)))
 	})
 	root.AddCommand(subcommands...)
 	// Cobra's help and completion commands are made here rather than at Execute time, so that
@@ -156,6 +159,13 @@ func installPreflight(cmd *cobra.Command, g *globalOptions) {
 		*g = resolved
 		return nil
 	}
+	// Every error a command returns is worded by what stopped it (interrupt.go): Ctrl-C, the
+	// --timeout, an unreachable cluster.
+	if run := cmd.RunE; run != nil {
+		cmd.RunE = func(c *cobra.Command, a []string) error {
+			return g.explain(c.Context(), run(c, a))
+		}
+	}
 	for _, sub := range cmd.Commands() {
 		installPreflight(sub, g)
 	}
@@ -234,6 +244,50 @@ func blankFlag(c *cobra.Command) error {
 	}
 	return usageError(errors.WithHintf(errors.Newf("--%s is given but blank", blank.Name),
 		"%s: %s; %s (%s)", what, usage, next, helpHint(c)))
+}
+
+// unknownFlag words pflag's "unknown flag: --outt" as "unknown flag --outt: did you mean --out?"
+// when c has flags (its own or global) close to the name: at most 2 edits away, or one name a
+// prefix of the other. Any other error is returned as it is.
+func unknownFlag(c *cobra.Command, err error) error {
+	var ne *pflag.NotExistError
+	if !errors.As(err, &ne) || ne.GetSpecifiedShortnames() != "" {
+		return err // not an unknown long flag (a shorthand is one letter: nothing to suggest)
+	}
+	typed := ne.GetSpecifiedName()
+	if s := flagSuggestions(c, typed); len(s) > 0 {
+		return errors.Newf("unknown flag --%s: did you mean %s?", typed, strings.Join(s, " or "))
+	}
+	return err
+}
+
+// flagSuggestions lists the visible flags of c (local and inherited) whose names are close to
+// typed, closest first.
+func flagSuggestions(c *cobra.Command, typed string) []string {
+	type near struct {
+		name string
+		dist int
+	}
+	var found []near
+	seen := map[string]bool{}
+	visit := func(f *pflag.Flag) {
+		if f.Hidden || seen[f.Name] {
+			return
+		}
+		seen[f.Name] = true
+		d := levenshtein.ComputeDistance(strings.ToLower(typed), f.Name)
+		if d <= 2 || strings.HasPrefix(f.Name, typed) || strings.HasPrefix(typed, f.Name) {
+			found = append(found, near{f.Name, d})
+		}
+	}
+	c.LocalFlags().VisitAll(visit)
+	c.InheritedFlags().VisitAll(visit)
+	slices.SortStableFunc(found, func(a, b near) int { return cmp.Compare(a.dist, b.dist) })
+	out := make([]string, 0, len(found))
+	for _, n := range found {
+		out = append(out, "--"+n.name)
+	}
+	return out
 }
 
 func helpHint(c *cobra.Command) string {

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 
@@ -259,4 +260,30 @@ func TestValidateGateCompactOnlyControlTopic(t *testing.T) {
 		code, _, _ := e.run(t, "validate", "--markers", m)
 		return code == exitOK
 	})
+}
+
+// TestValidateGateUnderEvidenceOfAnErasedCommit: a DELETING for a plan nobody committed, every
+// record still there. The gate cannot tell (exit 4, unconfirmed-boundary) and says what the log
+// holds; it once refused (exit 3) "because the committed cleanup boundary is 180". Real broker.
+func TestValidateGateUnderEvidenceOfAnErasedCommit(t *testing.T) {
+	e := newReadEnv(t, false)
+	e.initControlTopic(t)
+	forged, err := events.BuildPlan("never-committed", []events.Marker{{Topic: e.topic, TopicID: e.topicID, Offsets: events.Offsets{0: 180, 1: 180}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, value := events.Envelope{SchemaVersion: events.SchemaVersion, Event: events.Deleting, PlanID: forged.PlanID, Plan: forged,
+		At: time.Now().UTC(), Actor: "someone/1"}.Encode()
+	e.produceControl(t, key, value)
+
+	d := e.validate(t, exitCannotTell, "--markers", e.markers(t, "m.json", events.Offsets{0: 100, 1: 90}))
+	d.refusal(t, gate.UnconfirmedBoundary, "evidence of a commit that is no longer in the log", "a DELETING (offset 0) but no COMMITTED", forged.PlanID)
+	if d.has(gate.BelowBoundary) {
+		t.Errorf("refused as below a committed boundary: %+v", d)
+	}
+	// Above the evidence's plan: allowed is not possible either (history at risk), but never refused.
+	d = e.validate(t, exitCannotTell, "--markers", e.markers(t, "above.json", events.Offsets{0: 190, 1: 190}))
+	if d.has(gate.UnconfirmedBoundary) || !d.has(gate.HistoryAtRisk) {
+		t.Errorf("above the plan: %+v", d)
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/cockroachdb/errors"
 	"github.com/spf13/cobra"
 
+	"github.com/kcleanup/kcleanup/worker"
 	"github.com/kcleanup/kcleanup/worker/console"
 	"github.com/kcleanup/kcleanup/worker/daemon"
 )
@@ -83,8 +84,10 @@ matched anywhere in the name: anchor it), those created later too (found within
 name is kcleanup-worker.regex.<RE>. On SIGTERM the replica stops taking work, lets the step in flight end (at most 5s),
 leaves the group so another replica takes over at once, and exits 0.
 
-Testing aid: KCLEANUP_FAILPOINT=after-deleting or after-delete-records makes the process kill
-itself with SIGKILL at that step of an operation (see docs/deploy.md).`,
+Testing aid: KCLEANUP_FAILPOINT=<step> makes the process kill itself with SIGKILL at that step
+of an operation, <step>:stop freezes it with SIGSTOP (docs/deploy.md, "Testing aid: failpoints").
+Never set it in production. Steps (after-committed is apply's alone):
+  ` + strings.Join(worker.Failpoints(), ", "),
 		Example: `  kcleanup worker -b kafka:9092 --control-topic action-state.kcleanup
   kcleanup worker -b kafka:9092 --control-topics orders.kcleanup,payments.kcleanup --log-format json
   kcleanup worker -b kafka:9092 --control-topic-regex '^.*\.kcleanup$'`,

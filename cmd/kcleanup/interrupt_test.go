@@ -1,0 +1,199 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kcleanup/kcleanup/events"
+	"github.com/kcleanup/kcleanup/internal/kafkatest"
+	"github.com/kcleanup/kcleanup/protocol"
+	"github.com/kcleanup/kcleanup/worker"
+)
+
+// opOpenTransaction leaves a transaction open on control (a record produced, never committed):
+// its last stable offset stays below the high watermark, so no read of it can finish. The
+// transaction is aborted at the end of the test.
+func (e *opEnv) opOpenTransaction(t *testing.T, control string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), opTestTimeout)
+	defer cancel()
+	tx := kafkatest.Client(t, e.bootstrap, kgo.TransactionalID("optest-open-"+control))
+	if err := tx.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.ProduceSync(ctx, &kgo.Record{Topic: control, Key: []byte("open-transaction")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), opTestTimeout)
+		defer cancel()
+		_ = tx.EndTransaction(ctx, kgo.TryAbort)
+	})
+}
+
+// TestATimeoutIsNotAnUnreachableCluster: a command the cluster answered but that did not finish
+// within --timeout (here an apply paused after its DELETING, as a VM pause or a long GC would,
+// until the deadline of that phase passed) says so, to raise --timeout, and what it wrote; never "no answer
+// from … check the address". A cluster that never answers (a listener that accepts and stays
+// silent) still gets that. The built binary, a real broker.
+func TestATimeoutIsNotAnUnreachableCluster(t *testing.T) {
+	e := opTestEnv(t)
+	topic, id := e.dataTopic(t, 2, 100, opGoodDataConfigs())
+	control := protocol.ControlTopicFor(topic)
+	if code, _, stderr := e.run(t, "init", "--topic", topic); code != exitOK {
+		t.Fatalf("init: exit %d\n%s", code, stderr)
+	}
+	plan, path := opTestPlan(t, t.TempDir(), "chk-1", topic, id, events.Offsets{0: 30, 1: 20})
+	const timeout = 3 * time.Second
+	apply, stderr := e.opStartProcess(t, []string{worker.FailpointEnv + "=" + worker.AfterDeleting + worker.FailpointStop},
+		"--timeout", timeout.String(), "apply", path)
+	opAwait(t, "apply stops after DELETING", func() bool { return opStopped(apply.Process.Pid) })
+	started := time.Now()
+	opAwait(t, "its --timeout has passed", func() bool { return time.Since(started) > timeout })
+	if err := apply.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	code := opExitCode(t, apply)
+	opWantFailure(t, code, stderr.String(), exitError, "did not finish within --timeout 3s", "Hint: raise --timeout",
+		"COMMITTED of plan "+plan.PlanID[:12], "DELETING of plan "+plan.PlanID[:12], "of "+control, "sent no DeleteRecords")
+	if strings.Contains(stderr.String(), "no answer from") {
+		t.Errorf("a cluster that answered is called unreachable:\n%s", stderr)
+	}
+
+	silent := opSilentListener(t)
+	code, _, errText := runCLI(t, "-b", silent, "--timeout", "2s", "status", "--topic", topic)
+	opWantFailure(t, code, errText, exitError, "no answer from "+silent+" within --timeout 2s")
+}
+
+// opStartProcess starts the built binary with -b for the test broker; stderr is collected.
+func (e *opEnv) opStartProcess(t *testing.T, env []string, args ...string) (*exec.Cmd, *bytes.Buffer) {
+	t.Helper()
+	cmd := exec.Command(opTestBinary(t), append([]string{"-b", e.bootstrap}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = new(bytes.Buffer), &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	return cmd, &stderr
+}
+
+// opAwait polls cond until it holds, failing the test after opTestTimeout.
+func opAwait(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(opTestTimeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting until %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// opHasSocket reports whether process pid has a socket open: it is past its signal setup
+// (run's first line) and talking to Kafka.
+func opHasSocket(pid int) bool {
+	fds, _ := filepath.Glob(fmt.Sprintf("/proc/%d/fd/*", pid))
+	for _, fd := range fds {
+		if l, err := os.Readlink(fd); err == nil && strings.HasPrefix(l, "socket:") {
+			return true
+		}
+	}
+	return false
+}
+
+// opStopped reports whether process pid is stopped (SIGSTOP: a failpoint's :stop).
+func opStopped(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+	return len(fields) > 0 && fields[0] == "T"
+}
+
+// opExitCode waits for cmd and returns its exit code.
+func opExitCode(t *testing.T, cmd *exec.Cmd) int {
+	t.Helper()
+	err := cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return 0
+}
+
+// TestCtrlCSaysWhatWasWritten: SIGINT or SIGTERM stops a command with "interrupted" and exit 130,
+// saying what was and was not written: nothing, for a status blocked on a read (a transaction
+// left open on its control topic) and stopped by SIGTERM; for an apply stopped by SIGINT
+// right after its COMMITTED, exactly the control records it appended (read back from the topic)
+// and that no DeleteRecords was sent. The built binary, a real broker.
+func TestCtrlCSaysWhatWasWritten(t *testing.T) {
+	e := opTestEnv(t)
+	blocked, _ := e.dataTopic(t, 1, 10, opGoodDataConfigs())
+	if code, _, stderr := e.run(t, "init", "--topic", blocked); code != exitOK {
+		t.Fatalf("init: exit %d\n%s", code, stderr)
+	}
+	e.opOpenTransaction(t, protocol.ControlTopicFor(blocked))
+	status, stderr := e.opStartProcess(t, nil, "--timeout", "5m", "status", "--topic", blocked)
+	opAwait(t, "status talks to Kafka", func() bool { return opHasSocket(status.Process.Pid) })
+	if err := status.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	code := opExitCode(t, status)
+	opWantFailure(t, code, stderr.String(), exitInterrupted, "Error: interrupted (Ctrl-C or SIGTERM) before the command finished: nothing was written to Kafka")
+
+	topic, id := e.dataTopic(t, 2, 100, opGoodDataConfigs())
+	control := protocol.ControlTopicFor(topic)
+	if code, _, stderr := e.run(t, "init", "--topic", topic); code != exitOK {
+		t.Fatalf("init: exit %d\n%s", code, stderr)
+	}
+	plan, path := opTestPlan(t, t.TempDir(), "chk-1", topic, id, events.Offsets{0: 30, 1: 20})
+	apply, stderr := e.opStartProcess(t, []string{worker.FailpointEnv + "=" + worker.AfterCommitted + worker.FailpointStop},
+		"--timeout", "5m", "apply", path)
+	opAwait(t, "apply stops after COMMITTED", func() bool { return opStopped(apply.Process.Pid) })
+	if err := apply.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	if err := apply.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	code = opExitCode(t, apply)
+	opWantFailure(t, code, stderr.String(), exitInterrupted, "Error: interrupted", "sent no DeleteRecords (this run deleted nothing)", "Hint: run the same command again")
+	// The records it says it appended are those on the control topic, PLANNED and COMMITTED
+	// among them.
+	said := map[int64]string{}
+	for _, m := range regexp.MustCompile(`([A-Z]+) of plan ([0-9a-f]{12}) at offset (\d+) of `+regexp.QuoteMeta(control)).FindAllStringSubmatch(stderr.String(), -1) {
+		off, _ := strconv.ParseInt(m[3], 10, 64)
+		said[off] = m[1] + "/" + m[2]
+	}
+	recs, _ := e.controlRecords(t, control)
+	if len(recs) != len(said) {
+		t.Fatalf("the control topic holds %d records, the error names %d:\n%s", len(recs), len(said), stderr)
+	}
+	for _, r := range recs {
+		if want := string(r.Event) + "/" + plan.PlanID[:12]; said[r.Offset] != want {
+			t.Errorf("offset %d holds %s; the error says %q", r.Offset, want, said[r.Offset])
+		}
+	}
+	if opCountEvents(recs, events.Committed) != 1 {
+		t.Errorf("no COMMITTED on the control topic: %+v", recs)
+	}
+	if got := e.logStarts(t, topic); !got.Equal(events.Offsets{0: 0, 1: 0}) {
+		t.Errorf("log starts %v: something was deleted", got)
+	}
+}
