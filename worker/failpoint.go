@@ -31,7 +31,7 @@ const (
 // Failpoints lists every failpoint step, in the order an operation reaches
 // them, for help texts and the test that keeps docs/deploy.md complete.
 func Failpoints() []string {
-	return []string{AfterCommitted, AfterMirrorCommitted, AfterDeleting, AfterDeleteRecords, AfterMirrorApplied}
+	return []string{AfterCommitted, AfterMirrorCommitted, InMirrorTransaction, InMirrorAppliedTransaction, AfterDeleting, AfterDeleteRecords, AfterMirrorApplied}
 }
 
 // mirrorFailpoint is the failpoint of a mirror record written with status.
