@@ -1,0 +1,124 @@
+package protocol
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/cockroachdb/errors"
+
+	"github.com/kcleanup/kcleanup/events"
+	"github.com/kcleanup/kcleanup/projector"
+)
+
+// Tombstones and prefix cleanup do not mix (the seed's "Related work" and
+// "Migration"): a tombstone (a record with a null value) lets compaction
+// erase every older record of its key, so a recovery point below it may
+// replay from records that are gone and repeat their actions. A boundary is
+// only as good as the absence of tombstones at or above it. The rules here
+// judge what the executor read of the data topic (TombstoneScan); worker
+// reads it.
+
+// PartitionScan is what a read of one partition of the data topic found,
+// read_committed, from From up to To (the last stable offset captured when
+// the scan began).
+type PartitionScan struct {
+	From, To int64
+	// Read is the offset after the last one read: To when the scan covered
+	// [From, To), less when it stopped at the limit.
+	Read int64
+	// Latest is the offset of the latest tombstone seen, -1 for none;
+	// Count how many tombstones were seen.
+	Latest, Count int64
+}
+
+// Complete reports whether the partition was read through To.
+func (s PartitionScan) Complete() bool { return s.Read >= s.To }
+
+// TombstoneScan is the executor's answer to a scan, per partition. A
+// partition it did not read is absent: not scanned, never "no tombstones".
+type TombstoneScan struct {
+	Partitions map[int32]PartitionScan
+	// Limit is the most records the scan was allowed to read over all
+	// partitions (0: unbounded), quoted when it stopped the scan.
+	Limit int64
+}
+
+// NeedsTombstoneScan reports whether a plan committed on st would be the
+// first: no boundary yet. Only the first plan is scanned before COMMITTED
+// (its offsets must follow every old tombstone); later plans are covered
+// by the workers' watch above the boundary (TombstonesAboveBoundary), so
+// later applies read no data record.
+func NeedsTombstoneScan(st *projector.State) bool { return len(st.Boundary()) == 0 }
+
+// migrationHint is the fix, in the seed's words (docs/operator-guide.md,
+// "Migrating from tombstones").
+const migrationHint = "stop the job emitting tombstones, restart it, complete a new checkpoint or savepoint, and make the first plan from that post-tombstone recovery point (docs/operator-guide.md, \"Migrating from tombstones\"); --allow-tombstones only if you know these tombstones name keys no supported recovery point replays"
+
+// FirstPlanTombstones judges the scan made before a control topic's first
+// COMMITTED: every partition of plan read from the plan's offset, and no
+// tombstone at or above it. A tombstone found blocks (the plan's recovery
+// point predates the end of tombstone mode, or the job still writes them);
+// a partition not scanned to its end blocks too, as cannot tell. With
+// allow (the operator's --allow-tombstones) the same findings are warnings,
+// and ack is what the COMMITTED records as acknowledged ("" when nothing
+// needed acknowledging).
+func FirstPlanTombstones(plan events.Plan, scan *TombstoneScan, allow bool) (fs []Finding, ack string) {
+	subject := "data topic " + plan.Topic
+	var acks []string
+	for _, p := range plan.Offsets.Partitions() {
+		msg := ""
+		s, ok := PartitionScan{}, false
+		if scan != nil {
+			s, ok = scan.Partitions[p]
+		}
+		switch {
+		case !ok:
+			msg = fmt.Sprintf("partition %d: not scanned for tombstones: cannot tell whether one lies at or above the plan offset %d", p, plan.Offsets[p])
+			acks = append(acks, fmt.Sprintf("%d unscanned", p))
+		case s.Latest >= plan.Offsets[p]:
+			msg = fmt.Sprintf("partition %d: %d tombstone(s) (null values) at or above the plan offset %d, the latest at offset %d: the plan's recovery point predates the end of tombstone mode, or the job still writes tombstones",
+				p, s.Count, plan.Offsets[p], s.Latest)
+			acks = append(acks, fmt.Sprintf("%d@%d", p, s.Latest))
+		case !s.Complete():
+			msg = fmt.Sprintf("partition %d: cannot tell whether a tombstone lies at or above the plan offset %d: the scan stopped at offset %d of %d (--tombstone-scan-limit %d records)",
+				p, plan.Offsets[p], s.Read, s.To, scan.Limit)
+			acks = append(acks, fmt.Sprintf("%d unscanned from %d", p, s.Read))
+		default:
+			continue
+		}
+		sev := Block
+		if allow {
+			sev = Warn
+		}
+		fs = append(fs, Finding{sev, subject, msg, migrationHint})
+	}
+	if allow && len(acks) > 0 {
+		ack = "allowed tombstones: " + strings.Join(acks, ", ")
+	}
+	return fs, ack
+}
+
+// TombstonesAboveBoundary judges a scan of the data topic above the
+// committed boundary (the workers' watch, doctor): a tombstone at or above
+// the boundary means the job writes tombstones again, and a recovery point
+// the boundary still supports may replay from records compaction erases.
+// The error (ErrBlocked) blocks every deletion until an operator acts; nil
+// when the scan found none. A scan that could not tell is not judged here:
+// the caller reads on (Complete) before it deletes.
+func TombstonesAboveBoundary(topic string, boundary events.Offsets, scan TombstoneScan) error {
+	var lines []string
+	for _, p := range boundary.Partitions() {
+		s, ok := scan.Partitions[p]
+		if ok && s.Latest >= boundary[p] {
+			lines = append(lines, fmt.Sprintf("%s-%d: %d tombstone(s) at or above the committed boundary %d, the latest at offset %d",
+				topic, p, s.Count, boundary[p], s.Latest))
+		}
+	}
+	if len(lines) == 0 {
+		return nil
+	}
+	return errors.WithHint(errors.Mark(errors.Newf(
+		"the job writes tombstones again: a recovery point the boundary supports may replay records compaction erases, so no deletion starts:\n%s",
+		strings.Join(lines, "\n")), ErrBlocked),
+		"stop the job emitting tombstones (cleanup mode rejects them), restart it and complete a new checkpoint; then plan from that recovery point, above the latest tombstone, and the workers delete again (docs/operator-guide.md, \"Migrating from tombstones\")")
+}

@@ -1,0 +1,97 @@
+package protocol
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/cockroachdb/errors"
+
+	"github.com/kcleanup/kcleanup/events"
+)
+
+// noTombstones answers a scan from the given offsets as a complete read
+// that found none; nil when no scan was asked.
+func noTombstones(from events.Offsets, t Topic) *TombstoneScan {
+	if from == nil {
+		return nil
+	}
+	scan := &TombstoneScan{Partitions: map[int32]PartitionScan{}}
+	for p, off := range from {
+		scan.Partitions[p] = PartitionScan{From: off, To: t.End[p], Read: t.End[p], Latest: -1}
+	}
+	return scan
+}
+
+func TestFirstPlanTombstones(t *testing.T) {
+	plan := events.Plan{Topic: "action-state", Offsets: events.Offsets{0: 100, 1: 50}}
+	scan := func(ps ...PartitionScan) *TombstoneScan {
+		s := &TombstoneScan{Partitions: map[int32]PartitionScan{}, Limit: 10}
+		for i, p := range ps {
+			s.Partitions[int32(i)] = p
+		}
+		return s
+	}
+	clean := PartitionScan{From: 100, To: 200, Read: 200, Latest: 99, Count: 3} // below the plan: harmless
+	for _, tc := range []struct {
+		name  string
+		scan  *TombstoneScan
+		allow bool
+		want  []string // one per finding, in partition order; "" none
+		ack   string
+	}{
+		{"tombstones below the plan", scan(clean, PartitionScan{From: 50, To: 60, Read: 60, Latest: -1}), false, nil, ""},
+		{"one at the plan offset", scan(clean, PartitionScan{From: 50, To: 60, Read: 60, Latest: 50, Count: 1}), false,
+			[]string{"block partition 1: 1 tombstone(s) (null values) at or above the plan offset 50, the latest at offset 50"}, ""},
+		{"scan stopped at the limit", scan(PartitionScan{From: 100, To: 200, Read: 110, Latest: -1}, PartitionScan{From: 50, To: 60, Read: 60, Latest: -1}), false,
+			[]string{"block partition 0: cannot tell whether a tombstone lies at or above the plan offset 100: the scan stopped at offset 110 of 200 (--tombstone-scan-limit 10 records)"}, ""},
+		{"a tombstone found before the limit is still found", scan(PartitionScan{From: 100, To: 200, Read: 110, Latest: 105, Count: 1}, PartitionScan{From: 50, To: 60, Read: 60, Latest: -1}), false,
+			[]string{"block partition 0: 1 tombstone(s) (null values) at or above the plan offset 100, the latest at offset 105"}, ""},
+		{"not scanned", nil, false, []string{"block partition 0: not scanned", "block partition 1: not scanned"}, ""},
+		{"a partition missing from the scan", scan(clean), false, []string{"block partition 1: not scanned"}, ""},
+		{"allowed", scan(clean, PartitionScan{From: 50, To: 60, Read: 55, Latest: 52, Count: 2}), true,
+			[]string{"warn partition 1: 2 tombstone(s)"}, "allowed tombstones: 1@52"},
+		{"allowed, cannot tell", scan(PartitionScan{From: 100, To: 200, Read: 110, Latest: -1}, PartitionScan{From: 50, To: 60, Read: 60, Latest: -1}), true,
+			[]string{"warn partition 0: cannot tell"}, "allowed tombstones: 0 unscanned from 110"},
+		{"allowed, nothing to acknowledge", scan(clean, PartitionScan{From: 50, To: 60, Read: 60, Latest: -1}), true, nil, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs, ack := FirstPlanTombstones(plan, tc.scan, tc.allow)
+			if len(fs) != len(tc.want) {
+				t.Fatalf("findings %v, want %d: %v", fs, len(tc.want), tc.want)
+			}
+			for i, f := range fs {
+				if got := string(f.Severity) + " " + f.Message; !strings.HasPrefix(got, tc.want[i]) {
+					t.Errorf("finding %d: %q, want prefix %q", i, got, tc.want[i])
+				}
+				if !strings.Contains(f.Hint, "post-tombstone recovery point") {
+					t.Errorf("finding %d: hint %q does not give the migration steps", i, f.Hint)
+				}
+			}
+			if ack != tc.ack {
+				t.Errorf("acknowledgement %q, want %q", ack, tc.ack)
+			}
+		})
+	}
+}
+
+func TestTombstonesAboveBoundary(t *testing.T) {
+	boundary := events.Offsets{0: 100, 1: 50}
+	scan := TombstoneScan{Partitions: map[int32]PartitionScan{
+		0: {From: 100, To: 300, Read: 300, Latest: -1},
+		1: {From: 50, To: 80, Read: 80, Latest: 49, Count: 1},
+	}}
+	if err := TombstonesAboveBoundary("action-state", boundary, scan); err != nil {
+		t.Fatalf("no tombstone at or above the boundary, yet: %v", err)
+	}
+	scan.Partitions[0] = PartitionScan{From: 100, To: 300, Read: 300, Latest: 250, Count: 2}
+	err := TombstonesAboveBoundary("action-state", boundary, scan)
+	if !errors.Is(err, ErrBlocked) {
+		t.Fatalf("a tombstone above the boundary: %v, want ErrBlocked", err)
+	}
+	if want := "action-state-0: 2 tombstone(s) at or above the committed boundary 100, the latest at offset 250"; !strings.Contains(err.Error(), want) {
+		t.Errorf("error %q does not say %q", err, want)
+	}
+	if hints := errors.GetAllHints(err); len(hints) != 1 || !strings.Contains(hints[0], "stop the job emitting tombstones") {
+		t.Errorf("hints %q", hints)
+	}
+}
