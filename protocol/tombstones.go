@@ -26,9 +26,9 @@ type PartitionScan struct {
 	// Read is the offset after the last one read: To when the scan covered
 	// [From, To), less when it stopped at the limit.
 	Read int64
-	// Latest is the offset of the latest tombstone seen, -1 for none;
-	// Count how many tombstones were seen.
-	Latest, Count int64
+	// Latest is the offset of the latest tombstone seen in [From, Read),
+	// -1 for none.
+	Latest int64
 }
 
 // Complete reports whether the partition was read through To.
@@ -41,6 +41,29 @@ type TombstoneScan struct {
 	// Limit is the most records the scan was allowed to read over all
 	// partitions (0: unbounded), quoted when it stopped the scan.
 	Limit int64
+}
+
+// Continue is where a scan from "from" may start given an earlier one:
+// a partition the prior scan read from at or below from[p] and through at
+// least from[p] is continued at its Read, keeping a tombstone found at or
+// above from[p], so that a scan repeated (apply after its own preflight,
+// the workers' watch on every pass) reads only what is new. The executor
+// reads from each partition's Read to its To, which it sets.
+func Continue(from events.Offsets, prior *TombstoneScan) map[int32]PartitionScan {
+	out := map[int32]PartitionScan{}
+	for p, off := range from {
+		ps := PartitionScan{From: off, Read: off, Latest: -1}
+		if prior != nil {
+			if q, ok := prior.Partitions[p]; ok && q.From <= off && off <= q.Read {
+				ps.Read = q.Read
+				if q.Latest >= off {
+					ps.Latest = q.Latest
+				}
+			}
+		}
+		out[p] = ps
+	}
+	return out
 }
 
 // NeedsTombstoneScan reports whether a plan committed on st would be the
@@ -76,8 +99,8 @@ func FirstPlanTombstones(plan events.Plan, scan *TombstoneScan, allow bool) (fs 
 			msg = fmt.Sprintf("partition %d: not scanned for tombstones: cannot tell whether one lies at or above the plan offset %d", p, plan.Offsets[p])
 			acks = append(acks, fmt.Sprintf("%d unscanned", p))
 		case s.Latest >= plan.Offsets[p]:
-			msg = fmt.Sprintf("partition %d: %d tombstone(s) (null values) at or above the plan offset %d, the latest at offset %d: the plan's recovery point predates the end of tombstone mode, or the job still writes tombstones",
-				p, s.Count, plan.Offsets[p], s.Latest)
+			msg = fmt.Sprintf("partition %d: a tombstone (null value) at offset %d, at or above the plan offset %d (the latest found): the plan's recovery point predates the end of tombstone mode, or the job still writes tombstones",
+				p, s.Latest, plan.Offsets[p])
 			acks = append(acks, fmt.Sprintf("%d@%d", p, s.Latest))
 		case !s.Complete():
 			msg = fmt.Sprintf("partition %d: cannot tell whether a tombstone lies at or above the plan offset %d: the scan stopped at offset %d of %d (--tombstone-scan-limit %d records)",
@@ -110,8 +133,8 @@ func TombstonesAboveBoundary(topic string, boundary events.Offsets, scan Tombsto
 	for _, p := range boundary.Partitions() {
 		s, ok := scan.Partitions[p]
 		if ok && s.Latest >= boundary[p] {
-			lines = append(lines, fmt.Sprintf("%s-%d: %d tombstone(s) at or above the committed boundary %d, the latest at offset %d",
-				topic, p, s.Count, boundary[p], s.Latest))
+			lines = append(lines, fmt.Sprintf("%s-%d: a tombstone at offset %d, at or above the committed boundary %d (the latest found)",
+				topic, p, s.Latest, boundary[p]))
 		}
 	}
 	if len(lines) == 0 {

@@ -545,7 +545,7 @@ func (h *harness) scan(from events.Offsets) *TombstoneScan {
 			ps.Read = min(ps.To, ps.From+h.scanLimit)
 		}
 		if t, ok := h.tombstones[p]; ok && t >= ps.From && t < ps.Read {
-			ps.Latest, ps.Count = t, 1
+			ps.Latest = t
 		}
 		scan.Partitions[p] = ps
 	}
