@@ -18,6 +18,10 @@ import (
 // judge what the executor read of the data topic (TombstoneScan); worker
 // reads it.
 
+// ErrTombstones marks TombstonesAboveBoundary's error (also ErrBlocked): the
+// data topic holds a tombstone at or above the committed boundary.
+var ErrTombstones = errors.New("tombstones at or above the committed boundary")
+
 // PartitionScan is what a read of one partition of the data topic found,
 // read_committed, from From up to To (the last stable offset captured when
 // the scan began).
@@ -140,8 +144,8 @@ func TombstonesAboveBoundary(topic string, boundary events.Offsets, scan Tombsto
 	if len(lines) == 0 {
 		return nil
 	}
-	return errors.WithHint(errors.Mark(errors.Newf(
+	return errors.WithHint(errors.Mark(errors.Mark(errors.Newf(
 		"the job writes tombstones again: a recovery point the boundary supports may replay records compaction erases, so no deletion starts:\n%s",
-		strings.Join(lines, "\n")), ErrBlocked),
+		strings.Join(lines, "\n")), ErrBlocked), ErrTombstones),
 		"stop the job emitting tombstones (cleanup mode rejects them), restart it and complete a new checkpoint; then plan from that recovery point, above the latest tombstone, and the workers delete again (docs/operator-guide.md, \"Migrating from tombstones\")")
 }

@@ -105,9 +105,9 @@ func TestContinue(t *testing.T) {
 	got := Continue(events.Offsets{0: 260, 1: 55, 2: 30, 3: 5}, prior)
 	want := map[int32]PartitionScan{
 		0: {From: 260, Read: 300, Latest: -1}, // the tombstone is below the new start
-		1: {From: 55, Read: 70, Latest: 60},  // kept, read on from 70
-		2: {From: 30, Read: 30, Latest: -1},  // the prior scan ended below: read afresh
-		3: {From: 5, Read: 5, Latest: -1},    // never scanned
+		1: {From: 55, Read: 70, Latest: 60},   // kept, read on from 70
+		2: {From: 30, Read: 30, Latest: -1},   // the prior scan ended below: read afresh
+		3: {From: 5, Read: 5, Latest: -1},     // never scanned
 	}
 	for p, w := range want {
 		if got[p] != w {
