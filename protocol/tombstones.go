@@ -149,3 +149,40 @@ func TombstonesAboveBoundary(topic string, boundary events.Offsets, scan Tombsto
 		strings.Join(lines, "\n")), ErrBlocked), ErrTombstones),
 		"stop the job emitting tombstones (cleanup mode rejects them), restart it and complete a new checkpoint; then plan from that recovery point, above the latest tombstone, and the workers delete again (docs/operator-guide.md, \"Migrating from tombstones\")")
 }
+
+// TombstoneFindings are doctor's findings on a scan of the data topic from
+// the committed boundary, or from the log start when there is none yet
+// (from: where the scan began per partition). Above a boundary a tombstone
+// blocks, as it blocks the workers' deletions (TombstonesAboveBoundary);
+// before the first plan one is where that plan must lie above (a warning:
+// nothing is committed yet). A scan the limit stopped warns: cannot tell.
+func TombstoneFindings(topic string, boundary, from events.Offsets, scan TombstoneScan) []Finding {
+	subject := "data topic " + topic
+	var fs []Finding
+	if err := TombstonesAboveBoundary(topic, boundary, scan); err != nil {
+		fs = append(fs, Finding{Block, subject, err.Error(), strings.Join(errors.GetAllHints(err), "; ")})
+	}
+	for _, p := range from.Partitions() {
+		s, ok := scan.Partitions[p]
+		switch {
+		case !ok:
+			fs = append(fs, Finding{Warn, subject, fmt.Sprintf("partition %d: not scanned for tombstones: cannot tell", p), ""})
+		case len(boundary) == 0 && s.Latest >= 0:
+			fs = append(fs, Finding{Warn, subject, fmt.Sprintf(
+				"partition %d: a tombstone (null value) at offset %d (the latest found): the first plan's offset must lie above it", p, s.Latest),
+				migrationHint})
+		case !s.Complete():
+			fs = append(fs, Finding{Warn, subject, fmt.Sprintf(
+				"partition %d: cannot tell whether a tombstone lies at or above offset %d: the scan stopped at offset %d of %d (--tombstone-scan-limit %d records)",
+				p, s.From, s.Read, s.To, scan.Limit), "raise --tombstone-scan-limit, or 0 for no limit"})
+		}
+	}
+	if len(fs) == 0 {
+		where := "the committed boundary"
+		if len(boundary) == 0 {
+			where = "the log start (no boundary yet)"
+		}
+		fs = append(fs, Finding{OK, subject, "no tombstone (null value) from " + where + " to the last stable offset", ""})
+	}
+	return fs
+}

@@ -115,3 +115,36 @@ func TestContinue(t *testing.T) {
 		}
 	}
 }
+
+func TestTombstoneFindings(t *testing.T) {
+	scan := TombstoneScan{Limit: 5, Partitions: map[int32]PartitionScan{
+		0: {From: 100, To: 300, Read: 300, Latest: 250},
+		1: {From: 50, To: 80, Read: 60, Latest: -1},
+	}}
+	for _, tc := range []struct {
+		name     string
+		boundary events.Offsets
+		want     []string
+	}{
+		{"above the boundary", events.Offsets{0: 100, 1: 50}, []string{
+			"block the job writes tombstones again", "warn partition 1: cannot tell whether a tombstone lies at or above offset 50: the scan stopped at offset 60 of 80"}},
+		{"no boundary yet", nil, []string{
+			"warn partition 0: a tombstone (null value) at offset 250 (the latest found): the first plan's offset must lie above it", "warn partition 1: cannot tell"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := TombstoneFindings("action-state", tc.boundary, events.Offsets{0: 100, 1: 50}, scan)
+			if len(fs) != len(tc.want) {
+				t.Fatalf("findings %+v, want %d", fs, len(tc.want))
+			}
+			for i, f := range fs {
+				if got := string(f.Severity) + " " + f.Message; !strings.HasPrefix(got, tc.want[i]) {
+					t.Errorf("finding %d: %q, want prefix %q", i, got, tc.want[i])
+				}
+			}
+		})
+	}
+	clean := TombstoneScan{Partitions: map[int32]PartitionScan{0: {From: 100, To: 300, Read: 300, Latest: 99}}}
+	if fs := TombstoneFindings("action-state", events.Offsets{0: 100}, events.Offsets{0: 100}, clean); len(fs) != 1 || fs[0].Severity != OK {
+		t.Errorf("a clean scan: %+v", fs)
+	}
+}

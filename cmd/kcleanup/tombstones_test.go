@@ -70,6 +70,11 @@ func TestFirstPlanRefusedByATombstoneAboveIt(t *testing.T) {
 	if before.controlExists {
 		t.Fatalf("control topic %s exists", control)
 	}
+	// doctor, before any plan, says where the first plan must lie above.
+	if _, stdout, _ := e.run(t, "doctor", "--topic", topic); !strings.Contains(stdout,
+		"partition 0: a tombstone (null value) at offset 100 (the latest found): the first plan's offset must lie above it") {
+		t.Errorf("doctor does not say where the first plan must lie:\n%s", stdout)
+	}
 
 	// The operator who read the migration section allows them: COMMITTED records it.
 	code, _, stderr = e.run(t, "apply", "--no-wait", "--allow-tombstones", dir+"/C1.plan.json")
@@ -86,6 +91,10 @@ func TestFirstPlanRefusedByATombstoneAboveIt(t *testing.T) {
 	if _, history, _ := e.run(t, "history", "--control-topic", control); !strings.Contains(history, "allowed tombstones: 0@100") {
 		t.Errorf("history does not show the acknowledgement:\n%s", history)
 	}
+	// Above the boundary now: doctor blocks, as the workers do.
+	code, stdout, _ = e.run(t, "doctor", "--topic", topic)
+	opWantFailure(t, code, stdout, 1, "BLOCK  data topic "+topic+": the job writes tombstones again",
+		topic+"-0: a tombstone at offset 100, at or above the committed boundary 50")
 }
 
 // TestFirstPlanAboveEveryTombstone: tombstones below the plan's offsets (a job that stopped
