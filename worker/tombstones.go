@@ -13,8 +13,9 @@ import (
 )
 
 // DefaultTombstoneScanLimit is how many records a tombstone scan reads at
-// most, over all partitions, unless told otherwise: about 10 s of reading
-// on the development broker (docs/benchmarks.md, "Tombstone scan").
+// most, over all partitions, unless told otherwise: about 11–14 s of
+// 100-byte records on the development broker, 33–63 s of 1 KB ones
+// (docs/benchmarks.md, "Tombstone scan").
 const DefaultTombstoneScanLimit = 10_000_000
 
 // ScanTombstones reads topic's partitions from the given offsets (each

@@ -112,7 +112,7 @@ func BenchmarkScanTombstones(b *testing.B) {
 			var bytes int64
 			for p := int32(0); p < 4; p++ {
 				for i := 0; i < perPartition; i += 10_000 {
-					recs := make([]*kgo.Record, 10_000)
+					recs := make([]*kgo.Record, min(10_000, perPartition-i))
 					for j := range recs {
 						recs[j] = &kgo.Record{Topic: topic, Partition: p, Key: fmt.Appendf(nil, "key-%d", i+j), Value: value}
 						bytes += int64(len(recs[j].Key) + size)
