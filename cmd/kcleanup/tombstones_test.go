@@ -9,6 +9,7 @@ import (
 
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/fsm"
+	"github.com/kcleanup/kcleanup/internal/kafkatest"
 	"github.com/kcleanup/kcleanup/projector"
 	"github.com/kcleanup/kcleanup/protocol"
 )
@@ -68,8 +69,24 @@ func TestFirstPlanRefusedByATombstoneAboveIt(t *testing.T) {
 		e.assertUnchanged(t, topic, control, before)
 	}
 	if before.controlExists {
-		t.Fatalf("control topic %s exists", control)
+		t.Fatalf("control topic %s exists before any command made it", control)
 	}
+	// With the control topic made by init (no boundary yet), apply refuses the same and the
+	// control topic stays empty.
+	if code, stdout, stderr := e.run(t, "init", "--topic", topic); code != 0 {
+		t.Fatalf("init: exit %d\n%s%s", code, stdout, stderr)
+	}
+	var initialised opSnapshot
+	kafkatest.Eventually(t, opTestTimeout, "the control topic init made is listed", func() bool {
+		initialised = e.snapshot(t, topic, control)
+		return initialised.controlExists
+	})
+	if initialised.controlEnd != 0 {
+		t.Fatalf("after init: %+v", initialised)
+	}
+	code, _, stderr = e.run(t, "apply", dir+"/C1.plan.json")
+	opWantFailure(t, code, stderr, 1, want...)
+	e.assertUnchanged(t, topic, control, initialised)
 	// doctor, before any plan, says where the first plan must lie above.
 	if _, stdout, _ := e.run(t, "doctor", "--topic", topic); !strings.Contains(stdout,
 		"partition 0: a tombstone (null value) at offset 100 (the latest found): the first plan's offset must lie above it") {
