@@ -176,3 +176,24 @@ func actorOf(t *testing.T, e *opEnv, control string, ev events.Event) string {
 	t.Fatalf("no %s on %s", ev, control)
 	return ""
 }
+
+// TestTombstoneScanLimitIsCheckedAsUsage: a negative limit is a usage error (exit 2) on every
+// command that takes it, before any connection.
+func TestTombstoneScanLimitIsCheckedAsUsage(t *testing.T) {
+	clearWorkerEnv(t)
+	dir := t.TempDir()
+	_, path := opTestPlan(t, dir, "C1", "t", "Xw8WDWFFGCB7AAZnSGmHfw", events.Offsets{0: 1})
+	for _, args := range [][]string{
+		{"plan", "--markers", path, "--recovery-point", "C1", "--tombstone-scan-limit", "-1"},
+		{"apply", path, "--tombstone-scan-limit", "-1"},
+		{"submit", path, "--tombstone-scan-limit", "-1"},
+		{"doctor", "--topic", "t", "--tombstone-scan-limit", "-1"},
+	} {
+		if code, _, stderr := runCLI(t, append([]string{"-b", "127.0.0.1:1"}, args...)...); code != exitUsage || !strings.Contains(stderr, "invalid --tombstone-scan-limit -1") {
+			t.Errorf("%s: exit %d, want %d\n%s", args[0], code, exitUsage, stderr)
+		}
+	}
+	if _, code, stderr := parseWorker(t, "--control-topic", "c", "--tombstone-scan-limit", "-1"); code != exitUsage {
+		t.Errorf("worker: exit %d, want %d\n%s", code, exitUsage, stderr)
+	}
+}

@@ -267,11 +267,11 @@ var ErrConfig = errors.New("invalid worker configuration")
 
 // WithTombstoneScanLimit bounds how many data records one pass of an
 // owner's tombstone watch reads (default worker.DefaultTombstoneScanLimit;
-// the next pass reads on, and nothing is deleted until the watch has read
-// to the end).
+// 0: no limit; the next pass reads on, and nothing is deleted until the
+// watch has read to the end).
 func WithTombstoneScanLimit(records int64) Option {
 	return func(c *daemonConfig) {
-		if records > 0 {
+		if records >= 0 {
 			c.tombstoneScanLimit = records
 		}
 	}

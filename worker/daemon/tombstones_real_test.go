@@ -23,6 +23,13 @@ import (
 // nothing is deleted. A plan from a recovery point above the tombstone (the fix) is deleted.
 // Real broker: the watch reads the data topic read_committed.
 func TestWorkerBlocksDeletionWhenTheJobWritesTombstonesAgain(t *testing.T) {
+	t.Run("unbounded", func(t *testing.T) { watchScene(t, 0) })
+	// 7 records per pass: the tombstone lies beyond the first passes, which say cannot tell
+	// (the operation waits, nothing is deleted) until a pass reads that far.
+	t.Run("bounded", func(t *testing.T) { watchScene(t, 7) })
+}
+
+func watchScene(t *testing.T, limit int64) {
 	if testing.Short() {
 		t.Skip("needs a Kafka broker")
 	}
@@ -42,7 +49,7 @@ func TestWorkerBlocksDeletionWhenTheJobWritesTombstonesAgain(t *testing.T) {
 
 	r := startDaemon(t, c, WithControlTopics(rc.Ctl), WithGroupTimings(6*time.Second, 500*time.Millisecond, 10*time.Second),
 		WithPollInterval(100*time.Millisecond), WithBackoff(50*time.Millisecond, time.Second), WithShutdownGrace(time.Second),
-		WithLogger(testLogger(t)))
+		WithLogger(testLogger(t)), WithTombstoneScanLimit(limit))
 	srv := httptest.NewServer(r.d.Handler())
 	defer srv.Close()
 	var st report.TopicStatus
