@@ -66,10 +66,14 @@ func TestScanTombstonesReadsAsAJobRecovers(t *testing.T) {
 	}
 
 	txn(true) // partition 0: a committed tombstone (203) and its marker (204)
-	next, err := c.ScanTombstones(ctx, topic, from, &scan, 3)
-	if err != nil {
-		t.Fatal(err)
-	}
+	var next protocol.TombstoneScan
+	kafkatest.Eventually(t, 20*time.Second, "the commit marker is written (the last stable offset moves on)", func() bool {
+		var err error
+		if next, err = c.ScanTombstones(ctx, topic, from, &scan, 3); err != nil {
+			t.Fatal(err)
+		}
+		return next.Partitions[0].To == 205
+	})
 	if got := next.Partitions[0]; got.Latest != 203 || got.Read != 205 || !got.Complete() {
 		t.Errorf("read on from the earlier scan: %+v, want the committed tombstone at 203, read to 205 (2 records of the limit of 3)", got)
 	}
