@@ -71,6 +71,12 @@ func DataDelete(data string) Permission {
 	return Permission{"Delete", "topic", data, "DeleteRecords on the data topic"}
 }
 
+// DataRead: reading the data topic's records for tombstones (a control topic's first plan,
+// and the workers' watch above the boundary: protocol.TombstoneScan).
+func DataRead(data string) Permission {
+	return Permission{"Read", "topic", data, "read the data topic for tombstones"}
+}
+
 // GroupRead: joining the workers' consumer group.
 func GroupRead(group string) Permission {
 	return Permission{"Read", "group", group, "join the workers' consumer group"}

@@ -24,7 +24,13 @@
 //     topic and ID (or to none), the live ID and partition set are the
 //     plan's, the configs keep Kafka from retiring records and allow
 //     DeleteRecords (CheckDataTopic), every offset is within [log start,
-//     high watermark] and at or above the committed boundary. Any problem:
+//     high watermark] and at or above the committed boundary, and, for a
+//     control topic's first plan (NeedsTombstoneScan: Describe asks for a
+//     scan with ScanFrom), no tombstone at or above a plan offset and a
+//     scan that read to the end (FirstPlanTombstones; --allow-tombstones
+//     turns these into warnings that PLANNED and COMMITTED acknowledge,
+//     Step.Acknowledge). Later plans read no data record: the workers watch
+//     above the boundary (TombstonesAboveBoundary). Any problem:
 //     Refused, nothing written. Then Permissions: every ACL the rest of
 //     the run needs (a missing one: Blocked, nothing written).
 //  2. Append PLANNED (unless the operation exists), then COMMITTED with the

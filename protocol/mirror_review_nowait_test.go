@@ -47,7 +47,7 @@ func TestReviewNoWaitApplyChecksTheMirrorBeforeCommitted(t *testing.T) {
 			log.recs = append(log.recs, recordOf(rec, key, value))
 			rep.Verdict = st.Step(log.recs[rec])
 		case Describe, Recheck:
-			rep.Topic = topic
+			rep.Topic, rep.Tombstones = topic, noTombstones(step.ScanFrom, topic)
 		case ReadMirror:
 			rep.Mirror = view
 		}

@@ -18,6 +18,11 @@ type Config struct {
 	Bootstrap string
 	// NoWait ends an Apply run once COMMITTED is accepted.
 	NoWait bool
+	// AllowTombstones is the operator's --allow-tombstones: tombstones at or
+	// above a first plan's offsets (or a scan that could not tell) warn
+	// instead of refusing, and PLANNED and COMMITTED record the
+	// acknowledgement (FirstPlanTombstones).
+	AllowTombstones bool
 	// Principal is the Kafka principal the executor's client authenticates as
 	// ("User:kcleanup-worker"; "" when unknown), named in what to grant.
 	Principal string
@@ -99,9 +104,11 @@ func PartitionRefusal(p int32, off int64, info Topic, boundary events.Offsets, s
 	return "", ""
 }
 
-// Preflight is the whole of step 1 as one pure check: the plan's own
-// validity, the projection, the binding, then PreflightFindings. nil means
-// the plan may be committed.
+// Preflight is step 1 as one pure check: the plan's own validity, the
+// projection, the binding, then PreflightFindings. nil means the plan may be
+// committed as far as the live topic's description tells; a control
+// topic's first plan also needs its tombstone scan (FirstPlanTombstones),
+// which a Run asks for with its Describe step.
 func Preflight(st *projector.State, plan events.Plan, info Topic, cfg Config) error {
 	if err := plan.Validate(); err != nil {
 		return errors.Mark(err, ErrRejected)

@@ -21,7 +21,9 @@ type Kind string
 const (
 	// Describe: the data topic from an uncached Metadata request, its
 	// configs, log starts and high watermarks (Report.Topic), for the checks
-	// before COMMITTED.
+	// before COMMITTED. With Step.ScanFrom set (a control topic's first
+	// plan: NeedsTombstoneScan) also its tombstones from those offsets
+	// (Report.Tombstones).
 	Describe Kind = "describe"
 	// Permissions: ask the brokers whether this client holds every ACL the
 	// rest of the run needs (Step.Need: the protocol decides it), before the
@@ -96,6 +98,13 @@ type Step struct {
 	// Mirror is the mirror to read (ReadMirror: Topic and TopicID) or the
 	// record to write to it (WriteMirror).
 	Mirror MirrorRecord
+	// ScanFrom asks Describe to read the data topic for tombstones from
+	// these offsets to the last stable offset (Report.Tombstones).
+	ScanFrom events.Offsets
+	// Acknowledge is what the operator acknowledged to get this record
+	// written (--allow-tombstones): the executor appends it to the
+	// record's actor, so that history shows it.
+	Acknowledge string
 }
 
 // Result is where a run left its operation.
@@ -132,6 +141,8 @@ type Report struct {
 	Deleted []Deleted
 	// Starts answers Verify.
 	Starts events.Offsets
+	// Tombstones answers a Describe with ScanFrom.
+	Tombstones *TombstoneScan
 	// Mirror answers ReadMirror.
 	Mirror MirrorView
 	// MirrorWrote answers WriteMirror: false when the fresh read inside
@@ -204,6 +215,10 @@ type Run struct {
 	// mirrored names the mirror (topic/ID) that showed the plan covered.
 	mirror   *mirrorRun
 	mirrored string
+	// scan: this plan would be the first COMMITTED (NeedsTombstoneScan);
+	// ack is what the operator's --allow-tombstones acknowledged.
+	scan bool
+	ack  string
 }
 
 // NewApply runs the whole protocol for plan: checks, PLANNED, COMMITTED
@@ -355,7 +370,11 @@ func (r *Run) start(st *projector.State) Step {
 		return Step{Kind: Refused, Err: err}
 	}
 	r.phase = phaseDescribed
-	return Step{Kind: Describe, Topic: r.plan.Topic}
+	step := Step{Kind: Describe, Topic: r.plan.Topic}
+	if r.scan = NeedsTombstoneScan(st); r.scan {
+		step.ScanFrom = r.plan.Offsets.Clone()
+	}
+	return step
 }
 
 // described: the preflight checks, then PLANNED or COMMITTED.
@@ -364,7 +383,13 @@ func (r *Run) described(st *projector.State, rep Report) Step {
 		return Step{Kind: Refused, Err: errors.WithHint(errors.Mark(rep.Err, ErrRejected),
 			"check the plan's topic name and the bootstrap server (-b)")}
 	}
-	if err := findingsError(PreflightFindings(st, r.plan, rep.Topic, r.cfg.Bootstrap)); err != nil {
+	fs := PreflightFindings(st, r.plan, rep.Topic, r.cfg.Bootstrap)
+	if r.scan {
+		var tfs []Finding
+		tfs, r.ack = FirstPlanTombstones(r.plan, rep.Tombstones, r.cfg.AllowTombstones)
+		fs = append(fs, tfs...)
+	}
+	if err := findingsError(fs); err != nil {
 		return Step{Kind: Refused, Err: err}
 	}
 	switch r.mode {
@@ -388,7 +413,7 @@ func (r *Run) permitted(st *projector.State) Step {
 	op, _ := st.Operation(r.planID)
 	if op.State == fsm.None {
 		r.phase = phasePlanned
-		return Step{Kind: Append, Record: r.envelope(events.Planned)}
+		return r.acknowledged(Step{Kind: Append, Record: r.envelope(events.Planned)})
 	}
 	return r.commit(st, nil)
 }
@@ -404,7 +429,7 @@ func (r *Run) commit(st *projector.State, notes []Progress) Step {
 	env := r.envelope(events.Committed)
 	env.Boundary = CommitBoundary(st, r.plan)
 	r.phase = phaseCommitted
-	return Step{Kind: Append, Record: env, Notes: notes}
+	return r.acknowledged(Step{Kind: Append, Record: env, Notes: notes})
 }
 
 func (r *Run) planned(st *projector.State, rep Report) Step {
@@ -738,6 +763,13 @@ func atRisk(st *projector.State) error {
 
 func (r *Run) envelope(e events.Event) events.Envelope {
 	return events.Envelope{SchemaVersion: events.SchemaVersion, Event: e, PlanID: r.planID, Plan: r.plan}
+}
+
+// acknowledged is an Append of a record written past the operator's
+// acknowledgement (PLANNED and COMMITTED of a run that passed FirstPlanTombstones by --allow-tombstones).
+func (r *Run) acknowledged(s Step) Step {
+	s.Acknowledge = r.ack
+	return s
 }
 
 func accepted(v projector.Verdict) bool {

@@ -26,12 +26,16 @@ import (
 //	topic partitions=0,1 end=0:200,1:200 [start=..] [tid=T1] [policy=compact,delete] [retention=-1]
 //	    the live data topic action-state
 //	set [tid=T2] [policy=..] [retention=..] [start=..] [end=..] [missing] [back]
-//	    change the live topic (missing: delete it; back: recreate it)
+//	    [tombstones=0:160] [scanlimit=n]
+//	    change the live topic (missing: delete it; back: recreate it;
+//	    tombstones: the latest tombstone per partition; scanlimit: a scan
+//	    reads at most n offsets per partition). Once tombstones or scanlimit
+//	    is set, every scan and its answer is printed.
 //	plan id=p1 rp=C1 offsets=0:150,1:100 [tid=T1]
 //	record plan=p1 event=COMMITTED [boundary=..] [logstart=..]
 //	    another writer appends a record (the run's projection folds it at its
 //	    next catch-up or read-back)
-//	run apply|finish|submit|preflight plan=p1 [nowait] [finishafter] [acls]
+//	run apply|finish|submit|preflight plan=p1 [nowait] [finishafter] [acls] [allowtombstones]
 //	    one run to its end (acls: print what each Permissions step asks for);
 //	    each input line alters one step, by number, by kind (the first step of
 //	    that kind) or by kind#n (its n-th):
@@ -75,6 +79,11 @@ type harness struct {
 	actors  int
 	mirror  simMirror
 	acls    bool // print what Permissions steps ask for
+	// tombstones is the latest tombstone per partition of the data topic;
+	// scanLimit bounds a scan per partition (0: none); showScan prints scans.
+	tombstones events.Offsets
+	scanLimit  int64
+	showScan   bool
 }
 
 func topicID(n byte) string {
@@ -183,6 +192,11 @@ func (h *harness) set(t *testing.T, args []datadriven.CmdArg) {
 			h.topic.Configs["cleanup.policy"] = v
 		case "retention":
 			h.topic.Configs["retention.ms"] = v
+		case "tombstones":
+			h.tombstones, h.showScan = offsets(t, v), true
+		case "scanlimit":
+			h.scanLimit, _ = strconv.ParseInt(v, 10, 64)
+			h.showScan = true
 		case "missing":
 			h.missing = true
 		case "back":
@@ -276,7 +290,7 @@ func (h *harness) runProtocol(t *testing.T, d *datadriven.TestData) string {
 	var mode, name string
 	d.MaybeScanArgs(t, "plan", &name)
 	for _, a := range d.CmdArgs {
-		if len(a.Vals) == 0 && a.Key != "nowait" && a.Key != "finishafter" && a.Key != "acls" {
+		if len(a.Vals) == 0 && a.Key != "nowait" && a.Key != "finishafter" && a.Key != "acls" && a.Key != "allowtombstones" {
 			mode = a.Key
 		}
 	}
@@ -285,7 +299,7 @@ func (h *harness) runProtocol(t *testing.T, d *datadriven.TestData) string {
 		d.Fatalf(t, "run: unknown plan %q", name)
 	}
 	cfg := Config{ControlTopic: "action-state.kcleanup", Bootstrap: "localhost:9092", NoWait: d.HasArg("nowait"),
-		Principal: "User:kcleanup"}
+		Principal: "User:kcleanup", AllowTombstones: d.HasArg("allowtombstones")}
 	h.acls = d.HasArg("acls")
 	var r *Run
 	switch mode {
@@ -377,7 +391,14 @@ func (h *harness) describeStep(s Step) string {
 		if s.Record.LogStart != nil {
 			line += " logstart " + s.Record.LogStart.String()
 		}
+		if s.Acknowledge != "" {
+			line += " (" + s.Acknowledge + ")"
+		}
 		return line
+	case Describe:
+		if s.ScanFrom != nil && h.showScan {
+			return fmt.Sprintf("describe %s, tombstones from %s", s.Topic, s.ScanFrom)
+		}
 	case Delete:
 		return fmt.Sprintf("delete %s up to %s (%d of %d partitions)", s.Topic, s.Delete, len(s.Delete), s.Of)
 	case CatchUp:
@@ -435,6 +456,15 @@ func (h *harness) describeReport(s Step, rep Report) string {
 		return "log start " + rep.Starts.String()
 	case ReadMirror:
 		return h.describeMirror(rep.Mirror)
+	case Describe:
+		if rep.Tombstones != nil && h.showScan {
+			var parts []string
+			for _, p := range slices.Sorted(maps.Keys(rep.Tombstones.Partitions)) {
+				ps := rep.Tombstones.Partitions[p]
+				parts = append(parts, fmt.Sprintf("%d: read [%d, %d) of [%d, %d), latest tombstone %d", p, ps.From, ps.Read, ps.From, ps.To, ps.Latest))
+			}
+			return "scanned " + strings.Join(parts, "; ")
+		}
 	}
 	return ""
 }
@@ -497,6 +527,31 @@ func (h *harness) execute(s Step, f fault, faulty bool) Report {
 	return rep
 }
 
+// scan answers a Describe's ScanFrom from the topic's tombstones (one per
+// partition, the latest) and the scan limit; nil when none was asked.
+func (h *harness) scan(from events.Offsets) *TombstoneScan {
+	if from == nil {
+		return nil
+	}
+	scan := &TombstoneScan{Partitions: map[int32]PartitionScan{}, Limit: h.scanLimit}
+	for p, off := range from {
+		end, ok := h.topic.End[p]
+		if !ok {
+			continue
+		}
+		ps := PartitionScan{From: max(off, h.topic.Start[p]), To: end, Latest: -1}
+		ps.Read = ps.To
+		if h.scanLimit > 0 {
+			ps.Read = min(ps.To, ps.From+h.scanLimit)
+		}
+		if t, ok := h.tombstones[p]; ok && t >= ps.From && t < ps.Read {
+			ps.Latest = t
+		}
+		scan.Partitions[p] = ps
+	}
+	return scan
+}
+
 func (h *harness) perform(s Step, f fault, faulty bool) Report {
 	switch s.Kind {
 	case Describe, Recheck:
@@ -507,7 +562,7 @@ func (h *harness) perform(s Step, f fault, faulty bool) Report {
 		info.Configs = maps.Clone(info.Configs)
 		info.Start, info.End = info.Start.Clone(), info.End.Clone()
 		info.Partitions = slices.Clone(info.Partitions)
-		return Report{Topic: info}
+		return Report{Topic: info, Tombstones: h.scan(s.ScanFrom)}
 	case CatchUp:
 		h.catchUp()
 		return Report{}

@@ -48,6 +48,13 @@ type Options struct {
 	// StepTook, when set, sees how long each protocol step took to execute
 	// (the worker's step-duration histogram), by protocol.Kind.
 	StepTook func(step string, took time.Duration)
+	// TombstoneScanLimit bounds the tombstone scan of a control topic's
+	// first plan (ScanTombstones): the most records it reads over all
+	// partitions; 0 reads to the end.
+	TombstoneScanLimit int64
+	// AllowTombstones is the operator's --allow-tombstones
+	// (protocol.Config.AllowTombstones).
+	AllowTombstones bool
 }
 
 func (o Options) say(step, format string, args ...any) {
@@ -67,7 +74,7 @@ func (o Options) actor() string {
 // the principal this cluster's client authenticates as.
 func (c *Cluster) config(proj *Projection, o Options) protocol.Config {
 	return protocol.Config{ControlTopic: proj.Topic, Bootstrap: o.Bootstrap, NoWait: o.NoWait,
-		Principal: c.principal}
+		Principal: c.principal, AllowTombstones: o.AllowTombstones}
 }
 
 // Outcome is where an operation ended up.
@@ -170,9 +177,19 @@ func (c *Cluster) execute(ctx context.Context, proj *Projection, run *protocol.R
 		case protocol.Describe, protocol.Recheck:
 			rep.Topic, rep.Err = c.DescribeTopic(ctx, step.Topic)
 			rep.Missing = errors.Is(rep.Err, ErrTopicNotFound)
+			if step.ScanFrom != nil && rep.Err == nil {
+				began := time.Now()
+				var scan protocol.TombstoneScan
+				scan, rep.Err = c.scanFirstPlan(ctx, rep.Topic, step.ScanFrom, o.TombstoneScanLimit)
+				rep.Tombstones = &scan
+				o.say("tombstones", "read %s for tombstones from %s (%s)", step.Topic, step.ScanFrom, time.Since(began).Round(time.Millisecond))
+			}
 		case protocol.Append:
 			env := step.Record
 			env.At, env.Actor = time.Now().UTC(), o.actor()
+			if step.Acknowledge != "" {
+				env.Actor += " (" + step.Acknowledge + ")"
+			}
 			rep.Verdict, rep.Err = proj.Decide(ctx, env)
 			armed = reached(proj, env)
 		case protocol.Delete:

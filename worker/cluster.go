@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/cockroachdb/errors"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -30,6 +31,12 @@ type Cluster struct {
 	adm  *kadm.Client
 
 	principal string // the Kafka principal of cl, for messages; "" when unknown
+
+	// scanned is the last first-plan tombstone scan, by topic and ID: a
+	// run after its own preflight (apply creating the control topic) reads
+	// only what is new (protocol.Continue).
+	scanMu  sync.Mutex
+	scanned map[string]*protocol.TombstoneScan
 }
 
 // Connect creates a Cluster from franz-go connection options (seed brokers,

@@ -83,11 +83,11 @@ func TestPrepareControlTopicOnlyForAPlanThatPasses(t *testing.T) {
 	if err := c.PrepareControlTopic(ctx, ctl, workertest.MustPlan(t, "C1", "t", id, events.Offsets{0: 10}), o); err != nil {
 		t.Fatal(err)
 	}
-	if info, err := c.TopicMetadata(ctx, ctl); err != nil || len(info.Partitions) != 1 || strings.Join(said, ",") != "init" {
+	if info, err := c.TopicMetadata(ctx, ctl); err != nil || len(info.Partitions) != 1 || strings.Join(said, ",") != "tombstones,init" {
 		t.Fatalf("control topic %+v %v; steps %v", info, err, said)
 	}
 	// An existing control topic is only checked.
-	if err := c.PrepareControlTopic(ctx, ctl, workertest.MustPlan(t, "C1", "t", id, events.Offsets{0: 10}), o); err != nil || len(said) != 1 {
+	if err := c.PrepareControlTopic(ctx, ctl, workertest.MustPlan(t, "C1", "t", id, events.Offsets{0: 10}), o); err != nil || len(said) != 2 {
 		t.Fatalf("second prepare: %v, steps %v", err, said)
 	}
 }

@@ -16,7 +16,8 @@ import (
 
 // applyOptions are the flags of `kcleanup apply`.
 type applyOptions struct {
-	noWait bool
+	noWait     bool
+	tombstones tombstoneOptions
 }
 
 func newApplyCmd(g *globalOptions) *cobra.Command {
@@ -27,7 +28,11 @@ func newApplyCmd(g *globalOptions) *cobra.Command {
 		Long: `Apply a plan, printing each step to standard error as it happens:
 
   1. check     the plan against the live topic (topic ID, partitions, configs, offsets within
-               [log start, high watermark]) and the committed boundary; nothing is written
+               [log start, high watermark]) and the committed boundary; nothing is written.
+               A control topic's first plan also has the data topic read for tombstones (null
+               values) from its offsets: one found, or a scan --tombstone-scan-limit stopped,
+               refuses it (docs/operator-guide.md, "Migrating from tombstones") unless
+               --allow-tombstones, which PLANNED and COMMITTED record in their actor
   2. commit    append PLANNED and COMMITTED to the control topic and read the verdict back.
                COMMITTED accepted is the point of no return: recovery refuses older recovery
                points from then on
@@ -45,10 +50,14 @@ topic is created, as kcleanup init would, if it does not exist yet and the plan 
   kcleanup apply chk-42.plan.json --no-wait -o json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.tombstones.check(); err != nil {
+				return err
+			}
 			return runApply(cmd.Context(), *g, args[0], o, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	cmd.Flags().BoolVar(&o.noWait, "no-wait", false, "return once COMMITTED is accepted; workers delete")
+	o.tombstones.addFlags(cmd.Flags(), true)
 	return cmd
 }
 
@@ -78,7 +87,7 @@ func runApply(ctx context.Context, g globalOptions, path string, o applyOptions,
 	if err != nil {
 		return err
 	}
-	s, err := openPlanSession(ctx, g, plan, stderr)
+	s, err := openPlanSession(ctx, g, plan, o.tombstones, stderr)
 	if err != nil {
 		return err
 	}

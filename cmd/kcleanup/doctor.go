@@ -10,6 +10,7 @@ import (
 	"github.com/cockroachdb/errors"
 	"github.com/spf13/cobra"
 
+	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/projector"
 	"github.com/kcleanup/kcleanup/protocol"
 	"github.com/kcleanup/kcleanup/report"
@@ -20,6 +21,7 @@ import (
 type doctorOptions struct {
 	topic      string        // "" means: the topic the control topic governs
 	stuckAfter time.Duration // COMMITTED or DELETING for longer than this is reported
+	tombstones tombstoneOptions
 }
 
 func newDoctorCmd(g *globalOptions) *cobra.Command {
@@ -35,6 +37,11 @@ func newDoctorCmd(g *globalOptions) *cobra.Command {
                  accepted records listed for repair (overwritten or out of order), not yet re-appended
   data topic     cleanup.policy=compact,delete, retention.ms=-1, retention.bytes=-1, and the
                  topic ID the control topic governs
+  tombstones     the data topic's records from the committed boundary (or, before the first
+                 plan, from the log start) to the last stable offset, at most
+                 --tombstone-scan-limit of them: a tombstone (null value) at or above the
+                 boundary blocks (the job writes tombstones again; the workers delete nothing);
+                 before the first plan the latest one is where that plan must lie above
   mirror         when a Flink Agents mirror is attached: it exists with the topic ID it was
                  attached with, one partition, cleanup.policy=compact, its Flink Agents fold is
                  valid, its effective boundary equals kcleanup's (or lags, by which plan), this
@@ -49,6 +56,9 @@ finding, each problem with a hint. Exits 1 when anything blocks cleanup.`,
 				return usageError(errors.WithHint(errors.New("doctor needs a data topic or a control topic"),
 					"give --topic TOPIC, or --control-topic NAME to check the topic it governs"))
 			}
+			if err := o.tombstones.check(); err != nil {
+				return err
+			}
 			if o.stuckAfter <= 0 {
 				return usageError(errors.Newf("invalid --stuck-after %s: want a positive duration", o.stuckAfter))
 			}
@@ -58,6 +68,7 @@ finding, each problem with a hint. Exits 1 when anything blocks cleanup.`,
 	cmd.Flags().StringVar(&o.topic, "topic", "", "the data `topic` (default: the one the control topic governs)")
 	cmd.Flags().DurationVar(&o.stuckAfter, "stuck-after", 5*time.Minute,
 		"report an operation COMMITTED or DELETING for longer than this `duration` as stuck")
+	o.tombstones.addFlags(cmd.Flags(), false)
 	return cmd
 }
 
@@ -173,13 +184,15 @@ func diagnose(ctx context.Context, c *worker.Cluster, g globalOptions, o doctorO
 			Hint:    "give --topic TOPIC to check the data topic too"})
 		return nil
 	}
-	return step(func(ctx context.Context) error {
+	exists := false
+	if err := step(func(ctx context.Context) error {
 		info, err := c.DescribeTopic(ctx, rep.Topic)
 		if errors.Is(err, worker.ErrTopicNotFound) {
 			add(protocol.Finding{Severity: protocol.Block, Subject: "data topic " + rep.Topic, Message: "does not exist",
 				Hint: "check the name (--topic); a control topic governs the topic it was bound to by its first plan"})
 			return nil
 		}
+		exists = err == nil
 		if err != nil {
 			return err
 		}
@@ -188,7 +201,44 @@ func diagnose(ctx context.Context, c *worker.Cluster, g globalOptions, o doctorO
 			add(report.CheckBinding(*status, info)...)
 		}
 		return nil
+	}); err != nil {
+		return err
+	}
+	if !exists || status != nil && (status.Format == projector.FormatFlinkAgents || status.Format == projector.FormatMixed) {
+		return nil // a Flink Agents control topic: kcleanup commits nothing on it
+	}
+	return step(func(ctx context.Context) error {
+		fs, err := checkTombstones(ctx, c, rep.Topic, status, o.tombstones.scanLimit)
+		add(fs...)
+		return err
 	})
+}
+
+// checkTombstones is doctor's tombstone scan of the data topic: from the committed boundary,
+// or from the log start before the first plan (protocol.TombstoneFindings). A scan the broker
+// refuses (no Read on the data topic) is a finding, not a failure of doctor.
+func checkTombstones(ctx context.Context, c *worker.Cluster, topic string, status *report.Status, limit int64) ([]protocol.Finding, error) {
+	var boundary events.Offsets
+	if status != nil {
+		boundary = status.Boundary
+	}
+	from := boundary
+	if len(from) == 0 {
+		starts, err := c.StartOffsets(ctx, topic)
+		if err != nil {
+			return nil, nil // the data topic's own findings say why
+		}
+		from = starts
+	}
+	scan, err := c.ScanTombstones(ctx, topic, from, nil, limit)
+	if err != nil {
+		if worker.IsAuthorizationError(err) {
+			return []protocol.Finding{{Severity: protocol.Warn, Subject: "data topic " + topic,
+				Message: "cannot read it for tombstones: " + err.Error(), Hint: strings.Join(errors.GetAllHints(err), "; ")}}, nil
+		}
+		return nil, err
+	}
+	return protocol.TombstoneFindings(topic, boundary, from, scan), nil
 }
 
 // printFindings writes doc as JSON, or the findings as one line each ("SEVERITY  subject:

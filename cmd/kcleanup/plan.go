@@ -25,6 +25,7 @@ type planOptions struct {
 	recoveryPoint string
 	out           string // "" means standard output
 	noPreview     bool
+	tombstones    tombstoneOptions
 }
 
 func newPlanCmd(g *globalOptions) *cobra.Command {
@@ -43,12 +44,20 @@ apply, how many offsets become deletable, and the committed boundary; with --out
 command's output, otherwise it goes to standard error. The plan itself needs no cluster: when the
 cluster cannot be reached the plan is still written and the preview says it is unavailable.
 
+When the control topic has no boundary yet (this would be its first plan), the preview also reads
+the data topic for tombstones (null values) from the plan's offsets, at most
+--tombstone-scan-limit records: one found, or a scan the limit stopped, means apply would refuse
+the plan (docs/operator-guide.md, "Migrating from tombstones").
+
 Exit 0: the plan is written and apply would accept it now (or there is no preview: --no-preview,
 or the cluster could not be reached). Exit 1: no plan was written (a bad markers file, say), or
 the plan is written but the preview says apply would refuse it now, as apply would exit.`,
 		Example: `  kcleanup plan --markers chk-42/markers.json --recovery-point chk-42 --out chk-42.plan.json
   kcleanup plan --markers sub-0.json --markers sub-1.json --recovery-point sp-7 > sp-7.plan.json`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.tombstones.check(); err != nil {
+				return err
+			}
 			return runPlan(cmd.Context(), *g, o, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
@@ -57,6 +66,7 @@ the plan is written but the preview says apply would refuse it now, as apply wou
 	f.StringVar(&o.recoveryPoint, "recovery-point", "", "`name` of the recovery point, e.g. the checkpoint ID (required)")
 	f.StringVar(&o.out, "out", "", "write the plan to this new `file` instead of standard output")
 	f.BoolVar(&o.noPreview, "no-preview", false, "do not contact the cluster for a preview")
+	o.tombstones.addFlags(f, false)
 	_ = cmd.MarkFlagRequired("markers")
 	_ = cmd.MarkFlagRequired("recovery-point")
 	return cmd
@@ -103,7 +113,7 @@ func runPlan(ctx context.Context, g globalOptions, o planOptions, stdin io.Reade
 	if o.noPreview {
 		pvErr = errors.New("not requested (--no-preview)")
 	} else {
-		pv, pvErr = previewPlan(ctx, g, plan)
+		pv, pvErr = previewPlan(ctx, g, plan, o.tombstones)
 	}
 	switch {
 	case o.out == "": // stdout holds the plan; the preview is a diagnostic
@@ -238,7 +248,7 @@ func writeNewFile(path string, data []byte) error {
 }
 
 // previewPlan asks the cluster what applying plan would do, within --timeout.
-func previewPlan(ctx context.Context, g globalOptions, plan events.Plan) (*previewDoc, error) {
+func previewPlan(ctx context.Context, g globalOptions, plan events.Plan, t tombstoneOptions) (*previewDoc, error) {
 	control, err := g.controlTopicOf(plan.Topic)
 	if err != nil {
 		return nil, err
@@ -250,7 +260,7 @@ func previewPlan(ctx context.Context, g globalOptions, plan events.Plan) (*previ
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(ctx, g.timeout)
 	defer cancel()
-	pv, err := c.Preview(ctx, control, plan, worker.Options{Bootstrap: g.bootstrap()})
+	pv, err := c.Preview(ctx, control, plan, t.apply(worker.Options{Bootstrap: g.bootstrap()}))
 	if err != nil {
 		return nil, g.unreachable(err)
 	}

@@ -15,7 +15,8 @@ import (
 )
 
 func newSubmitCmd(g *globalOptions) *cobra.Command {
-	return &cobra.Command{
+	var t tombstoneOptions
+	cmd := &cobra.Command{
 		Use:   "submit PLAN.json",
 		Short: "Record a plan on the control topic (PLANNED) without committing it",
 		Long: `Check a plan against the live cluster and the committed boundary, then append its PLANNED
@@ -23,13 +24,23 @@ record to the control topic. Nothing is committed and nothing is deleted: a PLAN
 proposal that anyone can review (kcleanup status, history) and later apply.
 
 The control topic is created, as kcleanup init would, if it does not exist yet and the plan
-passes the checks. Submitting a plan that is already on the control topic changes nothing.`,
+passes the checks. Submitting a plan that is already on the control topic changes nothing.
+
+A control topic's first plan is refused while the data topic holds a tombstone (null value) at or
+above its offsets, or while a scan bounded by --tombstone-scan-limit cannot tell
+(docs/operator-guide.md, "Migrating from tombstones"); --allow-tombstones overrides that and is
+recorded in the PLANNED record's actor.`,
 		Example: `  kcleanup submit chk-42.plan.json`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runSubmit(cmd.Context(), *g, args[0], cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+			if err := t.check(); err != nil {
+				return err
+			}
+			return runSubmit(cmd.Context(), *g, args[0], t, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
+	t.addFlags(cmd.Flags(), true)
+	return cmd
 }
 
 // submitReport is what submit prints.
@@ -44,12 +55,12 @@ type submitReport struct {
 	Outcome string `json:"outcome,omitempty"`
 }
 
-func runSubmit(ctx context.Context, g globalOptions, path string, stdin io.Reader, stdout, stderr io.Writer) error {
+func runSubmit(ctx context.Context, g globalOptions, path string, t tombstoneOptions, stdin io.Reader, stdout, stderr io.Writer) error {
 	plan, err := readPlanFile(path, stdin)
 	if err != nil {
 		return err
 	}
-	s, err := openPlanSession(ctx, g, plan, stderr)
+	s, err := openPlanSession(ctx, g, plan, t, stderr)
 	if err != nil {
 		return err
 	}
@@ -109,7 +120,7 @@ type planSession struct {
 // openPlanSession connects, readies the control topic of plan's data topic (creating it only
 // for a plan that passes the checks: worker.PrepareControlTopic) and reads it to its end, all
 // within --timeout. Progress lines go to stderr.
-func openPlanSession(ctx context.Context, g globalOptions, plan events.Plan, stderr io.Writer) (*planSession, error) {
+func openPlanSession(ctx context.Context, g globalOptions, plan events.Plan, t tombstoneOptions, stderr io.Writer) (*planSession, error) {
 	control, err := g.controlTopicOf(plan.Topic)
 	if err != nil {
 		return nil, err
@@ -118,12 +129,12 @@ func openPlanSession(ctx context.Context, g globalOptions, plan events.Plan, std
 	if err != nil {
 		return nil, err
 	}
-	opts := worker.Options{
+	opts := t.apply(worker.Options{
 		Bootstrap: g.bootstrap(),
 		Observe: func(p protocol.Progress) {
 			fmt.Fprintf(stderr, "[%s] %s\n", p.Step, p.Message)
 		},
-	}
+	})
 	ctx, cancel := context.WithTimeout(ctx, g.timeout)
 	defer cancel()
 	if err := c.PrepareControlTopic(ctx, control, plan, opts); err != nil {

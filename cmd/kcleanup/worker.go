@@ -28,6 +28,7 @@ const (
 	flagWorkerHeartbeat = "heartbeat-interval"
 	flagWorkerBlocked   = "blocked-retry"
 	flagWorkerReplica   = "replica-name"
+	flagWorkerTombstone = "tombstone-scan-limit"
 
 	envWorkerTopics    = "KCLEANUP_CONTROL_TOPICS"
 	envWorkerRegex     = "KCLEANUP_CONTROL_TOPIC_REGEX"
@@ -55,6 +56,8 @@ type workerOptions struct {
 	session      time.Duration
 	heartbeat    time.Duration
 	blockedRetry time.Duration
+	// tombstoneScanLimit bounds each pass of the owners' tombstone watch (0: no limit).
+	tombstoneScanLimit int64
 }
 
 func newWorkerCmd(g *globalOptions) *cobra.Command {
@@ -123,6 +126,8 @@ Never set it in production. Steps (after-committed is apply's alone):
 	f.Duration(flagWorkerHeartbeat, daemon.DefaultHeartbeatInterval, "consumer-group heartbeat interval (below a third of the session timeout)")
 	f.Duration(flagWorkerBlocked, daemon.DefaultBlockedRetry,
 		"how long an operation blocked for a cause an operator must remove waits before the next attempt")
+	f.Int64(flagWorkerTombstone, worker.DefaultTombstoneScanLimit,
+		"the most data `records` one pass of an owner's tombstone watch above the boundary reads (0: no limit); the next pass reads on, and nothing is deleted until it has read to the end")
 	return cmd
 }
 
@@ -207,6 +212,9 @@ func parseWorkerFlags(cmd *cobra.Command, g globalOptions) (workerOptions, error
 			return o, usageError(errors.Newf("invalid --%s %s: want a positive duration", name, d))
 		}
 	}
+	if o.tombstoneScanLimit, _ = cmd.Flags().GetInt64(flagWorkerTombstone); o.tombstoneScanLimit < 0 {
+		return o, usageError(errors.Newf("invalid --%s %d: want a number of records, or 0 for no limit", flagWorkerTombstone, o.tombstoneScanLimit))
+	}
 	if o.heartbeat >= o.session {
 		// Checked before connecting: the group would evict the member
 		// between two heartbeats, and it would own nothing.
@@ -248,6 +256,7 @@ func runWorker(cmd *cobra.Command, g globalOptions, o workerOptions) error {
 		daemon.WithLogger(log),
 		daemon.WithGroupTimings(o.session, o.heartbeat, 0),
 		daemon.WithBlockedRetry(o.blockedRetry),
+		daemon.WithTombstoneScanLimit(o.tombstoneScanLimit),
 		daemon.WithBootstrap(g.bootstrap()),
 	}
 	d, err := daemon.New(c, opts...)

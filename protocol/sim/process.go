@@ -263,7 +263,8 @@ func (p *process) execute(w *world, s protocol.Step) protocol.Report {
 		case Denied:
 			return protocol.Report{Err: errors.New("sim: TOPIC_AUTHORIZATION_FAILED"), Code: protocol.CodeTopicAuthorizationFailed}
 		}
-		return protocol.Report{Topic: w.snapshot()}
+		t := w.snapshot()
+		return protocol.Report{Topic: t, Tombstones: noTombstones(s.ScanFrom, t)}
 	case protocol.Permissions:
 		switch w.fault(Fail, Denied) {
 		case Fail:
@@ -286,6 +287,21 @@ func (p *process) execute(w *world, s protocol.Step) protocol.Report {
 		return protocol.Report{Starts: w.topic.Start.Clone()}
 	}
 	return protocol.Report{Err: errors.Newf("sim: unknown step %s", s.Kind)}
+}
+
+// noTombstones answers a first plan's tombstone scan: the modelled data
+// topic holds none (the tombstone rules have their transcripts,
+// protocol/testdata/tombstones); nil when no scan was asked.
+func noTombstones(from events.Offsets, t protocol.Topic) *protocol.TombstoneScan {
+	if from == nil {
+		return nil
+	}
+	scan := &protocol.TombstoneScan{Partitions: map[int32]protocol.PartitionScan{}}
+	for p, off := range from {
+		end := t.End[p]
+		scan.Partitions[p] = protocol.PartitionScan{From: off, To: end, Read: end, Latest: -1}
+	}
+	return scan
 }
 
 func (w *world) snapshot() protocol.Topic {

@@ -83,6 +83,7 @@ func (e *aclEnv) workerACLs() []kafkatest.ACL {
 		{Principal: e.principal, Resource: topic, Name: e.data, Operation: kmsg.ACLOperationDescribeConfigs},
 		{Principal: e.principal, Resource: topic, Name: e.data, Operation: kmsg.ACLOperationDelete},
 		{Principal: e.principal, Resource: topic, Name: e.ctl, Operation: kmsg.ACLOperationDescribeConfigs},
+		{Principal: e.principal, Resource: topic, Name: e.data, Operation: kmsg.ACLOperationRead},
 	}
 }
 
@@ -186,6 +187,7 @@ func TestApplyWithoutEachDocumentedACL(t *testing.T) {
 		{"DescribeConfigs on the data topic", func(e *aclEnv) kafkatest.ACL { return e.workerACLs()[5] }},
 		{"Delete on the data topic", func(e *aclEnv) kafkatest.ACL { return e.workerACLs()[6] }},
 		{"DescribeConfigs on the control topic", func(e *aclEnv) kafkatest.ACL { return e.workerACLs()[7] }},
+		{"Read on the data topic", func(e *aclEnv) kafkatest.ACL { return e.workerACLs()[8] }}, // the first plan's tombstone scan
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newACLEnv(t)
@@ -239,6 +241,7 @@ func TestWorkerWithoutEachDocumentedACL(t *testing.T) {
 		{"Delete on the data topic", 6, true},
 		{"Read on the group", 3, false},
 		{"DescribeConfigs on the control topic", 7, true},
+		{"Read on the data topic", 8, true}, // the tombstone watch above the boundary
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newACLEnv(t)

@@ -95,6 +95,8 @@ type daemonConfig struct {
 	blockedRetry     time.Duration
 	grace            time.Duration
 	bootstrap        string
+	// tombstoneScanLimit bounds each pass of the tombstone watch (records).
+	tombstoneScanLimit int64
 	// rereadAfter: a projection showing a disputed conflict is read afresh
 	// at most this often (worker.RetractionGrace; tests shorten it).
 	rereadAfter time.Duration
@@ -274,6 +276,18 @@ func GroupFor(controlTopic string) string { return "kcleanup-worker." + controlT
 // ErrConfig marks an invalid Daemon configuration.
 var ErrConfig = errors.New("invalid worker configuration")
 
+// WithTombstoneScanLimit bounds how many data records one pass of an
+// owner's tombstone watch reads (default worker.DefaultTombstoneScanLimit;
+// 0: no limit; the next pass reads on, and nothing is deleted until the
+// watch has read to the end).
+func WithTombstoneScanLimit(records int64) Option {
+	return func(c *daemonConfig) {
+		if records >= 0 {
+			c.tombstoneScanLimit = records
+		}
+	}
+}
+
 // New configures a replica. It connects to nothing until Run.
 func New(c *worker.Cluster, opts ...Option) (*Daemon, error) {
 	cfg := daemonConfig{
@@ -290,6 +304,8 @@ func New(c *worker.Cluster, opts ...Option) (*Daemon, error) {
 		blockedRetry:      DefaultBlockedRetry,
 		rereadAfter:       worker.RetractionGrace,
 		grace:             DefaultShutdownGrace,
+
+		tombstoneScanLimit: worker.DefaultTombstoneScanLimit,
 	}
 	for _, o := range opts {
 		o(&cfg)

@@ -85,6 +85,11 @@ type readiness struct {
 	// serves status and validation correctly, and no deletion starts until
 	// the mirror holds the plan.
 	Mirror map[string]string `json:"mirror,omitempty"`
+	// Tombstones says, per control topic this replica owns, that its data
+	// topic holds a tombstone at or above the committed boundary (the job
+	// writes tombstones again), and the fix. Like Mirror it does not fail
+	// readiness: status and validation stay correct; no deletion starts.
+	Tombstones map[string]string `json:"tombstones,omitempty"`
 }
 
 func (d *Daemon) serveReady(w http.ResponseWriter, _ *http.Request) {
@@ -104,6 +109,9 @@ func (d *Daemon) serveReady(w http.ResponseWriter, _ *http.Request) {
 	}
 	if m := d.mirrorNotInStep(); len(m) > 0 {
 		r.Mirror = m
+	}
+	if ts := d.tombstonesAbove(); len(ts) > 0 {
+		r.Tombstones = ts
 	}
 	for _, t := range d.servedTopics() {
 		if ok, why := d.view(t).snap.Load().caughtUp(d.cfg.readyWindow); !ok {

@@ -200,6 +200,13 @@ func (c snapshotCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		gauge("kcleanup_blocked_operations", "Pending operations this replica stopped retrying for a cause an operator must remove (only the owner knows).", float64(n), "control_topic", t)
 	}
+	tombstones := d.tombstonesAbove()
+	for i, t := range topics {
+		if owners[i] != nil {
+			_, found := tombstones[t]
+			gauge("kcleanup_tombstones_above_boundary", "1 when the owner's watch found a tombstone (null value) in the data topic at or above the committed boundary: the job writes tombstones again and no deletion starts; /readyz says where and the fix.", b2f(found), "control_topic", t)
+		}
+	}
 	mirrors := make([]*mirrorState, len(topics))
 	for i, t := range topics {
 		mirrors[i] = d.view(t).mirror.Load()

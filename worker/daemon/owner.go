@@ -47,6 +47,11 @@ type owner struct {
 	// mirrorSyncedAt is when (mirrorLagsSince).
 	mirrorSyncedAt time.Time
 	mirrorRetryAt  time.Time
+	// tombstones is the watch of the data topic above the boundary
+	// (tombstones.go), owner goroutine only; tombstoneReason is its
+	// finding for /readyz and metrics, under mu.
+	tombstones      tombstoneWatch
+	tombstoneReason string
 }
 
 // settingsEvery is how often an owner re-checks its control topic's
@@ -281,6 +286,18 @@ func (d *Daemon) pass(o *owner, proj *worker.Projection, opts worker.Options) er
 	if len(pending) > 0 && time.Since(o.settingsAt) >= settingsEvery {
 		o.settingsAt, o.settingsErr = time.Now(), d.cluster.ControlTopicSafe(ctx, o.topic, d.cfg.bootstrap)
 	}
+	if o.anyDue(pending, time.Now()) {
+		// Before any deletion: the data topic above the boundary, read on
+		// from where the last pass stopped.
+		o.tombstones.err = d.checkTombstones(ctx, o, proj)
+		found := ""
+		if errors.Is(o.tombstones.err, protocol.ErrTombstones) {
+			found = reason(o.tombstones.err)
+		}
+		o.mu.Lock()
+		o.tombstoneReason = found
+		o.mu.Unlock()
+	}
 	for _, op := range pending {
 		if o.soft.Err() != nil {
 			return nil
@@ -304,6 +321,23 @@ func (d *Daemon) pass(o *owner, proj *worker.Projection, opts worker.Options) er
 			d.metrics.attempt(o.topic, "blocked")
 			d.log.Error("operation blocked: it stays in its state until the cause is removed", "control_topic", o.topic,
 				"plan", op.PlanID, "state", op.State, errAttr(err), "hints", errors.GetAllHints(err), "retry_at", a.next.Format(time.RFC3339))
+			continue
+		}
+		if err := o.tombstones.err; err != nil {
+			// Tombstones above the boundary (or a watch that may not read
+			// the data topic) block every deletion; a watch that has not
+			// read to the end yet is retried: it reads on at the next pass.
+			blocked := errors.Is(err, worker.ErrBlocked)
+			a := o.failed(op.PlanID, blocked, err, d.cfg)
+			if blocked {
+				d.metrics.attempt(o.topic, "blocked")
+				d.log.Error("operation blocked: it stays in its state until the cause is removed", "control_topic", o.topic,
+					"plan", op.PlanID, "state", op.State, errAttr(err), "hints", errors.GetAllHints(err), "retry_at", a.next.Format(time.RFC3339))
+			} else {
+				d.metrics.attempt(o.topic, "retry")
+				d.log.Warn("tombstone watch cannot tell yet; will retry", "control_topic", o.topic, "plan", op.PlanID,
+					errAttr(err), "retry_in", time.Until(a.next).Round(time.Millisecond).String())
+			}
 			continue
 		}
 		d.finish(o, proj, op, opts)
@@ -356,6 +390,16 @@ func (o *owner) due(planID string, now time.Time) bool {
 	defer o.mu.Unlock()
 	a := o.attempts[planID]
 	return a == nil || !now.Before(a.next)
+}
+
+// anyDue reports whether one of the pending operations may be attempted now.
+func (o *owner) anyDue(pending []projector.Operation, now time.Time) bool {
+	for _, op := range pending {
+		if o.due(op.PlanID, now) {
+			return true
+		}
+	}
+	return false
 }
 
 // nextDue is the earliest time a waiting operation may be retried.

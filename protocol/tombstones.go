@@ -1,0 +1,188 @@
+package protocol
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/cockroachdb/errors"
+
+	"github.com/kcleanup/kcleanup/events"
+	"github.com/kcleanup/kcleanup/projector"
+)
+
+// Tombstones and prefix cleanup do not mix (the seed's "Related work" and
+// "Migration"): a tombstone (a record with a null value) lets compaction
+// erase every older record of its key, so a recovery point below it may
+// replay from records that are gone and repeat their actions. A boundary is
+// only as good as the absence of tombstones at or above it. The rules here
+// judge what the executor read of the data topic (TombstoneScan); worker
+// reads it.
+
+// ErrTombstones marks TombstonesAboveBoundary's error (also ErrBlocked): the
+// data topic holds a tombstone at or above the committed boundary.
+var ErrTombstones = errors.New("tombstones at or above the committed boundary")
+
+// PartitionScan is what a read of one partition of the data topic found,
+// read_committed, from From up to To (the last stable offset captured when
+// the scan began).
+type PartitionScan struct {
+	From, To int64
+	// Read is the offset after the last one read: To when the scan covered
+	// [From, To), less when it stopped at the limit.
+	Read int64
+	// Latest is the offset of the latest tombstone seen in [From, Read),
+	// -1 for none.
+	Latest int64
+}
+
+// Complete reports whether the partition was read through To.
+func (s PartitionScan) Complete() bool { return s.Read >= s.To }
+
+// TombstoneScan is the executor's answer to a scan, per partition. A
+// partition it did not read is absent: not scanned, never "no tombstones".
+type TombstoneScan struct {
+	Partitions map[int32]PartitionScan
+	// Limit is the most records the scan was allowed to read over all
+	// partitions (0: unbounded), quoted when it stopped the scan.
+	Limit int64
+}
+
+// Continue is where a scan from "from" may start given an earlier one:
+// a partition the prior scan read from at or below from[p] and through at
+// least from[p] is continued at its Read, keeping a tombstone found at or
+// above from[p], so that a scan repeated (apply after its own preflight,
+// the workers' watch on every pass) reads only what is new. The executor
+// reads from each partition's Read to its To, which it sets.
+func Continue(from events.Offsets, prior *TombstoneScan) map[int32]PartitionScan {
+	out := map[int32]PartitionScan{}
+	for p, off := range from {
+		ps := PartitionScan{From: off, Read: off, Latest: -1}
+		if prior != nil {
+			if q, ok := prior.Partitions[p]; ok && q.From <= off && off <= q.Read {
+				ps.Read = q.Read
+				if q.Latest >= off {
+					ps.Latest = q.Latest
+				}
+			}
+		}
+		out[p] = ps
+	}
+	return out
+}
+
+// NeedsTombstoneScan reports whether a plan committed on st would be the
+// first: no boundary yet. Only the first plan is scanned before COMMITTED
+// (its offsets must follow every old tombstone); later plans are covered
+// by the workers' watch above the boundary (TombstonesAboveBoundary), so
+// later applies read no data record.
+func NeedsTombstoneScan(st *projector.State) bool { return len(st.Boundary()) == 0 }
+
+// migrationHint is the fix, in the seed's words (docs/operator-guide.md,
+// "Migrating from tombstones").
+const migrationHint = "stop the job emitting tombstones, restart it, complete a new checkpoint or savepoint, and make the first plan from that post-tombstone recovery point (docs/operator-guide.md, \"Migrating from tombstones\"); --allow-tombstones only if you know these tombstones name keys no supported recovery point replays"
+
+// FirstPlanTombstones judges the scan made before a control topic's first
+// COMMITTED: every partition of plan read from the plan's offset, and no
+// tombstone at or above it. A tombstone found blocks (the plan's recovery
+// point predates the end of tombstone mode, or the job still writes them);
+// a partition not scanned to its end blocks too, as cannot tell. With
+// allow (the operator's --allow-tombstones) the same findings are warnings,
+// and ack is what the COMMITTED records as acknowledged ("" when nothing
+// needed acknowledging).
+func FirstPlanTombstones(plan events.Plan, scan *TombstoneScan, allow bool) (fs []Finding, ack string) {
+	subject := "data topic " + plan.Topic
+	var acks []string
+	for _, p := range plan.Offsets.Partitions() {
+		msg := ""
+		s, ok := PartitionScan{}, false
+		if scan != nil {
+			s, ok = scan.Partitions[p]
+		}
+		switch {
+		case !ok:
+			msg = fmt.Sprintf("partition %d: not scanned for tombstones: cannot tell whether one lies at or above the plan offset %d", p, plan.Offsets[p])
+			acks = append(acks, fmt.Sprintf("%d unscanned", p))
+		case s.Latest >= plan.Offsets[p]:
+			msg = fmt.Sprintf("partition %d: a tombstone (null value) at offset %d, at or above the plan offset %d (the latest found): the plan's recovery point predates the end of tombstone mode, or the job still writes tombstones",
+				p, s.Latest, plan.Offsets[p])
+			acks = append(acks, fmt.Sprintf("%d@%d", p, s.Latest))
+		case !s.Complete():
+			msg = fmt.Sprintf("partition %d: cannot tell whether a tombstone lies at or above the plan offset %d: the scan stopped at offset %d of %d (--tombstone-scan-limit %d records)",
+				p, plan.Offsets[p], s.Read, s.To, scan.Limit)
+			acks = append(acks, fmt.Sprintf("%d unscanned from %d", p, s.Read))
+		default:
+			continue
+		}
+		sev := Block
+		if allow {
+			sev = Warn
+		}
+		fs = append(fs, Finding{sev, subject, msg, migrationHint})
+	}
+	if allow && len(acks) > 0 {
+		ack = "allowed tombstones: " + strings.Join(acks, ", ")
+	}
+	return fs, ack
+}
+
+// TombstonesAboveBoundary judges a scan of the data topic above the
+// committed boundary (the workers' watch, doctor): a tombstone at or above
+// the boundary means the job writes tombstones again, and a recovery point
+// the boundary still supports may replay from records compaction erases.
+// The error (ErrBlocked) blocks every deletion until an operator acts; nil
+// when the scan found none. A scan that could not tell is not judged here:
+// the caller reads on (Complete) before it deletes.
+func TombstonesAboveBoundary(topic string, boundary events.Offsets, scan TombstoneScan) error {
+	var lines []string
+	for _, p := range boundary.Partitions() {
+		s, ok := scan.Partitions[p]
+		if ok && s.Latest >= boundary[p] {
+			lines = append(lines, fmt.Sprintf("%s-%d: a tombstone at offset %d, at or above the committed boundary %d (the latest found)",
+				topic, p, s.Latest, boundary[p]))
+		}
+	}
+	if len(lines) == 0 {
+		return nil
+	}
+	return errors.WithHint(errors.Mark(errors.Mark(errors.Newf(
+		"the job writes tombstones again: a recovery point the boundary supports may replay records compaction erases, so no deletion starts:\n%s",
+		strings.Join(lines, "\n")), ErrBlocked), ErrTombstones),
+		"stop the job emitting tombstones (cleanup mode rejects them), restart it and complete a new checkpoint; then plan from that recovery point, above the latest tombstone, and the workers delete again (docs/operator-guide.md, \"Migrating from tombstones\")")
+}
+
+// TombstoneFindings are doctor's findings on a scan of the data topic from
+// the committed boundary, or from the log start when there is none yet
+// (from: where the scan began per partition). Above a boundary a tombstone
+// blocks, as it blocks the workers' deletions (TombstonesAboveBoundary);
+// before the first plan one is where that plan must lie above (a warning:
+// nothing is committed yet). A scan the limit stopped warns: cannot tell.
+func TombstoneFindings(topic string, boundary, from events.Offsets, scan TombstoneScan) []Finding {
+	subject := "data topic " + topic
+	var fs []Finding
+	if err := TombstonesAboveBoundary(topic, boundary, scan); err != nil {
+		fs = append(fs, Finding{Block, subject, err.Error(), strings.Join(errors.GetAllHints(err), "; ")})
+	}
+	for _, p := range from.Partitions() {
+		s, ok := scan.Partitions[p]
+		switch {
+		case !ok:
+			fs = append(fs, Finding{Warn, subject, fmt.Sprintf("partition %d: not scanned for tombstones: cannot tell", p), ""})
+		case len(boundary) == 0 && s.Latest >= 0:
+			fs = append(fs, Finding{Warn, subject, fmt.Sprintf(
+				"partition %d: a tombstone (null value) at offset %d (the latest found): the first plan's offset must lie above it", p, s.Latest),
+				migrationHint})
+		case !s.Complete():
+			fs = append(fs, Finding{Warn, subject, fmt.Sprintf(
+				"partition %d: cannot tell whether a tombstone lies at or above offset %d: the scan stopped at offset %d of %d (--tombstone-scan-limit %d records)",
+				p, s.From, s.Read, s.To, scan.Limit), "raise --tombstone-scan-limit, or 0 for no limit"})
+		}
+	}
+	if len(fs) == 0 {
+		where := "the committed boundary"
+		if len(boundary) == 0 {
+			where = "the log start (no boundary yet)"
+		}
+		fs = append(fs, Finding{OK, subject, "no tombstone (null value) from " + where + " to the last stable offset", ""})
+	}
+	return fs
+}

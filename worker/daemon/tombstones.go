@@ -1,0 +1,89 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/cockroachdb/errors"
+
+	"github.com/kcleanup/kcleanup/protocol"
+	"github.com/kcleanup/kcleanup/worker"
+)
+
+// tombstoneWatch is an owner's watch of its data topic above the committed
+// boundary (docs/operator-guide.md, "Migrating from tombstones"): a
+// tombstone there means the job writes tombstones again, and no deletion
+// starts. It is incremental: each check reads only the records appended
+// since the last one (protocol.Continue), at most the scan limit per pass.
+// Owner goroutine only, but found, which HTTP handlers read under the
+// owner's mu.
+type tombstoneWatch struct {
+	key  string                  // data topic/ID the scan is of
+	scan *protocol.TombstoneScan // what was read so far
+	err  error                   // the last check's answer: nil, ErrBlocked (tombstones, access), or not yet known
+}
+
+// checkTombstones runs one pass of the watch before the owner's due
+// operations are attempted: nil when the data topic was read to its end
+// above the boundary and holds no tombstone there.
+func (d *Daemon) checkTombstones(ctx context.Context, o *owner, proj *worker.Projection) error {
+	topic, id, ok := proj.State.Binding()
+	boundary := proj.State.Boundary()
+	if !ok || len(boundary) == 0 {
+		return nil
+	}
+	w := &o.tombstones
+	if key := topic + "/" + id; w.key != key {
+		w.key, w.scan = key, nil // another incarnation: its records are new
+	}
+	scan, err := d.cluster.ScanTombstones(ctx, topic, boundary, w.scan, d.cfg.tombstoneScanLimit)
+	if err != nil {
+		if worker.KafkaCode(err) == 3 { // UNKNOWN_TOPIC_OR_PARTITION: the run's recheck blocks on it, and says why
+			return nil
+		}
+		return errors.Wrapf(err, "tombstone watch of %s", topic)
+	}
+	w.scan = &scan
+	if err := protocol.TombstonesAboveBoundary(topic, boundary, scan); err != nil {
+		return err
+	}
+	var behind []string
+	for _, p := range boundary.Partitions() {
+		if ps, ok := scan.Partitions[p]; !ok || !ps.Complete() {
+			behind = append(behind, fmt.Sprintf("%s-%d at %d of %d", topic, p, ps.Read, ps.To))
+		}
+	}
+	if len(behind) > 0 {
+		// Cannot tell yet: never "no tombstones". The next pass reads on.
+		return errors.Newf("tombstone watch has not yet read the data topic above the boundary (%s); no deletion until it has", strings.Join(behind, ", "))
+	}
+	return nil
+}
+
+// tombstonesFound is why the owner's watch blocks deletion ("" when it does not).
+func (o *owner) tombstonesFound() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.tombstoneReason
+}
+
+// tombstonesAbove says, per control topic this replica owns, why its
+// tombstone watch blocks deletion (/readyz, metrics).
+func (d *Daemon) tombstonesAbove() map[string]string {
+	out := map[string]string{}
+	for _, t := range d.ownedTopics() {
+		if o := d.owned(t); o != nil {
+			if why := o.tombstonesFound(); why != "" {
+				out[t] = why
+			}
+		}
+	}
+	return out
+}
+
+// reason is what /readyz says of the tombstone watch: the error and its hint, since the
+// operator's fix is not a retry.
+func reason(err error) string {
+	return err.Error() + "\nhint: " + strings.Join(errors.GetAllHints(err), "\nhint: ")
+}
