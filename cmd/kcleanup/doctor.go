@@ -131,6 +131,16 @@ func diagnose(ctx context.Context, c *worker.Cluster, g globalOptions, o doctorO
 		if err != nil {
 			return err
 		}
+		// A topic of another shape is never read as a control topic (gate.Shape): one finding
+		// says what it looks like, instead of its settings judged as a control topic's.
+		notControl := func(err error) {
+			add(protocol.Finding{Severity: protocol.Block, Subject: "control topic " + rep.ControlTopic,
+				Message: err.Error(), Hint: strings.Join(errors.GetAllHints(err), "; ")})
+		}
+		if err := c.CheckControlShape(ctx, rep.ControlTopic); errors.Is(err, worker.ErrNotControlTopic) {
+			notControl(err)
+			return nil
+		}
 		var projection []protocol.Finding
 		if len(info.Partitions) == 1 { // otherwise there is no single log to project
 			proj, err := c.Project(ctx, rep.ControlTopic)
@@ -138,6 +148,10 @@ func diagnose(ctx context.Context, c *worker.Cluster, g globalOptions, o doctorO
 				return err
 			}
 			defer proj.Close()
+			if err := proj.CheckShape(ctx); err != nil {
+				notControl(err)
+				return nil
+			}
 			st := report.StatusOf(proj.Source())
 			status = &st
 			projection = report.CheckProjection(st, time.Now(), o.stuckAfter)

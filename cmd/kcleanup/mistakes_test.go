@@ -1,0 +1,122 @@
+package main
+
+// Operator mistakes at the edges, where the operator's input is resolved (issue 20): a topic
+// that is not a control topic named as one, a typo'd topic name. Each test fails on the
+// behaviour before the fix: the topic read as an empty control topic ("Boundary: none
+// committed"), a hint to create the typo.
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/kcleanup/kcleanup/events"
+	"github.com/kcleanup/kcleanup/gate"
+	"github.com/kcleanup/kcleanup/internal/kafkatest"
+	"github.com/kcleanup/kcleanup/protocol"
+)
+
+// TestATopicNotShapedLikeAControlTopicIsNeverReadAsOne: a data topic (3 partitions,
+// compact,delete) or a compacted one-partition topic of someone else's records, named as the
+// control topic, is refused by every command that would read it, naming what it is and, when a
+// control topic's binding names it, that control topic; never "Boundary: none committed".
+func TestATopicNotShapedLikeAControlTopicIsNeverReadAsOne(t *testing.T) {
+	e := opTestEnv(t)
+	topic, id := e.dataTopic(t, 3, 20, opGoodDataConfigs())
+	control := protocol.ControlTopicFor(topic)
+	dir := t.TempDir()
+	_, planFile := opTestPlan(t, dir, "chk-1", topic, id, events.Offsets{0: 5, 1: 5, 2: 5})
+	if code, _, stderr := e.run(t, "submit", planFile); code != exitOK { // PLANNED binds control to topic
+		t.Fatalf("submit: exit %d\n%s", code, stderr)
+	}
+	// Settings a control topic's, records someone else's.
+	other := kafkatest.NewTopic(t, e.cl, "optest-notctl", 1, gate.CreateSettings())
+	t.Cleanup(func() { e.deleteTopic(t, other) })
+	kafkatest.Produce(t, e.cl, other, 0, 5)
+
+	for _, tc := range []struct {
+		name  string
+		args  []string
+		stdio bool // doctor says it in a finding on stdout
+		want  []string
+	}{
+		{"status", []string{"status", "--control-topic", topic}, false,
+			[]string{topic + " has 3 partitions and cleanup.policy=compact,delete", "looks like a data topic", "its control topic is " + control}},
+		{"status -o json", []string{"status", "-o", "json", "--control-topic", topic}, false, []string{"looks like a data topic"}},
+		{"history", []string{"history", "--control-topic", topic}, false, []string{"looks like a data topic", "its control topic is " + control}},
+		{"doctor", []string{"doctor", "--control-topic", topic}, true, []string{"looks like a data topic", "its control topic is " + control}},
+		{"submit", []string{"submit", planFile, "--control-topic", other}, false, []string{other + " has 5 record(s), none in kcleanup's or Flink Agents' control format"}},
+		{"mirror sync", []string{"mirror", "sync", "--control-topic", topic}, false, []string{"looks like a data topic"}},
+		{"status of other records", []string{"status", "--control-topic", other}, false,
+			[]string{other + " has 5 record(s), none in kcleanup's or Flink Agents' control format", "looks like a data topic"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := e.run(t, tc.args...)
+			if code != exitError {
+				t.Errorf("exit %d, want %d", code, exitError)
+			}
+			out := stderr
+			if tc.stdio {
+				out = stdout
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("want %q", w)
+				}
+			}
+			if strings.Contains(stdout, "Boundary: none committed") || !strings.Contains(stderr, "Hint: ") {
+				t.Errorf("read as a control topic, or no hint")
+			}
+			if t.Failed() {
+				t.Logf("kcleanup %s\nstdout:\n%s\nstderr:\n%s", strings.Join(tc.args, " "), stdout, stderr)
+			}
+		})
+	}
+	if recs, _ := e.controlRecords(t, other); len(recs) != 5 {
+		t.Errorf("%s holds %d records after the commands, want its 5: a refused command writes nothing", other, len(recs))
+	}
+}
+
+// TestATypoedTopicGetsTheNearestNamesNeverAdviceToCreateIt: status, history and init given a
+// topic that does not exist say "no topic X", the existing names nearest to it and how to list
+// them; none advises creating the misspelt name (issue 20, row "typo'd name").
+func TestATypoedTopicGetsTheNearestNamesNeverAdviceToCreateIt(t *testing.T) {
+	e := opTestEnv(t)
+	topic, _ := e.dataTopic(t, 1, 1, opGoodDataConfigs())
+	if code, _, stderr := e.run(t, "init", "--topic", topic); code != exitOK {
+		t.Fatalf("init: exit %d\n%s", code, stderr)
+	}
+	typo := topic[:len(topic)-1] + "x" // one letter off
+	if strings.HasSuffix(topic, "x") {
+		typo = topic[:len(topic)-1] + "y"
+	}
+	for _, tc := range []struct {
+		args   []string
+		stdout bool // init says it in a finding
+		want   []string
+	}{
+		{[]string{"status", "--topic", typo}, false, []string{"no topic " + typo, "did you mean " + topic, "kafka-topics --bootstrap-server"}},
+		{[]string{"history", "--topic", typo}, false, []string{"no topic " + typo, "did you mean " + topic}},
+		{[]string{"status", "--control-topic", typo + ".kcleanup"}, false, []string{"no control topic " + typo + ".kcleanup", "did you mean " + protocol.ControlTopicFor(topic)}},
+		{[]string{"init", "--topic", typo}, true, []string{"no topic " + typo, "did you mean " + topic, "kafka-topics --bootstrap-server"}},
+	} {
+		code, stdout, stderr := e.run(t, tc.args...)
+		out := stderr
+		if tc.stdout {
+			out = stdout
+		}
+		bad := code != exitError
+		for _, w := range tc.want {
+			bad = bad || !strings.Contains(out, w)
+		}
+		if strings.Contains(stdout+stderr, "--control-topic "+typo) || strings.Contains(stdout+stderr, "--topic "+typo) {
+			bad = true // advice to create (or init) the typo
+		}
+		if bad {
+			t.Errorf("kcleanup %s: exit %d, want %d and %q, never advice naming the typo\nstdout:\n%s\nstderr:\n%s",
+				strings.Join(tc.args, " "), code, exitError, tc.want, stdout, stderr)
+		}
+	}
+	if _, exists := e.controlRecords(t, protocol.ControlTopicFor(typo)); exists {
+		t.Errorf("a control topic for the typo was created")
+	}
+}
