@@ -120,3 +120,26 @@ func TestATypoedTopicGetsTheNearestNamesNeverAdviceToCreateIt(t *testing.T) {
 		t.Errorf("a control topic for the typo was created")
 	}
 }
+
+// TestAPreviewRefusedAsAWholeShowsNoPartitionOK: apply commits all of a plan's partitions or
+// none, so while it refuses the plan (partition 0 above the high watermark) the APPLY column
+// of partition 1 shows that refusal, not "ok", and its NEW LOG START deletes nothing (issue 20,
+// row "preview of a plan apply refuses as a whole").
+func TestAPreviewRefusedAsAWholeShowsNoPartitionOK(t *testing.T) {
+	e := opTestEnv(t)
+	topic, id := e.dataTopic(t, 2, 20, opGoodDataConfigs())
+	dir := t.TempDir()
+	markers := opTestMarkers(t, dir, "m.json", events.Marker{Topic: topic, TopicID: id, Offsets: events.Offsets{0: 500, 1: 10}})
+	code, stdout, stderr := e.run(t, "plan", "--markers", markers, "--recovery-point", "chk-1", "--out", dir+"/p.json")
+	wantExit(t, code, exitError, stdout, stderr)
+	var row1 string
+	for _, l := range strings.Split(stdout, "\n") {
+		if f := strings.Fields(l); len(f) > 0 && f[0] == "1" {
+			row1 = l
+		}
+	}
+	if !strings.Contains(row1, "refused: plan refused as a whole: ") || !strings.Contains(row1, "partition 0: plan offset 500 is outside the available range") ||
+		strings.HasSuffix(strings.TrimSpace(row1), " ok") || !strings.HasPrefix(strings.Join(strings.Fields(row1), " "), "1 10 0 - -") {
+		t.Errorf("partition 1's row: %q\nstdout:\n%s", row1, stdout)
+	}
+}
