@@ -143,3 +143,28 @@ func TestAPreviewRefusedAsAWholeShowsNoPartitionOK(t *testing.T) {
 		t.Errorf("partition 1's row: %q\nstdout:\n%s", row1, stdout)
 	}
 }
+
+// TestApplyOfAnAppliedPlanAfterTheTopicWasRecreated: a plan APPLIED to one incarnation of a
+// topic, applied again after the topic was deleted and recreated, exits 1 saying so with both
+// topic IDs; never "APPLIED (already)" next to the new topic's log starts (issue 20, row
+// "apply of an already-APPLIED plan after the topic was recreated").
+func TestApplyOfAnAppliedPlanAfterTheTopicWasRecreated(t *testing.T) {
+	e := opTestEnv(t)
+	topic, oldID := e.dataTopic(t, 1, 20, opGoodDataConfigs())
+	_, path := opTestPlan(t, t.TempDir(), "chk-1", topic, oldID, events.Offsets{0: 10})
+	code, stdout, stderr := e.run(t, "apply", path)
+	wantExit(t, code, exitOK, stdout, stderr)
+	e.recreate(t, topic, 1, opGoodDataConfigs())
+	newID := e.topicID(t, topic)
+	if newID == oldID {
+		t.Fatalf("recreated topic kept its ID %s", oldID)
+	}
+	control := protocol.ControlTopicFor(topic)
+	before := e.snapshot(t, topic, control)
+	code, stdout, stderr = e.run(t, "apply", path)
+	opWantFailure(t, code, stderr, exitError, "was APPLIED to topic ID "+oldID, "now has ID "+newID, "it was recreated", "Hint: control topic "+control+" governs the old incarnation")
+	if strings.Contains(stdout, "already") {
+		t.Errorf("stdout says the plan holds:\n%s", stdout)
+	}
+	e.assertUnchanged(t, topic, control, before)
+}
