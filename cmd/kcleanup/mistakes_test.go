@@ -168,3 +168,37 @@ func TestApplyOfAnAppliedPlanAfterTheTopicWasRecreated(t *testing.T) {
 	}
 	e.assertUnchanged(t, topic, control, before)
 }
+
+// TestStatusOfTheMirrorSaysWhoseMirrorItIs: status named the Flink Agents mirror kcleanup keeps
+// says so and names the control topic whose MIRROR_ATTACHED names it, empty or seeded; never
+// "kcleanup never writes here", never "every recovery point is allowed" (issue 20, row
+// "status --control-topic <the mirror>").
+func TestStatusOfTheMirrorSaysWhoseMirrorItIs(t *testing.T) {
+	e := opTestEnv(t)
+	topic, id := e.dataTopic(t, 1, 20, opGoodDataConfigs())
+	control := protocol.ControlTopicFor(topic)
+	mirror := e.mirrorTopicName(t, topic)
+	if code, stdout, stderr := e.run(t, "init", "--topic", topic, "--mirror-topic", mirror); code != exitOK {
+		t.Fatalf("init: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	check := func(when string) {
+		t.Helper()
+		code, stdout, stderr := e.run(t, "status", "--control-topic", mirror)
+		wantExit(t, code, exitOK, stdout, stderr)
+		if !strings.Contains(stdout, "Mirror of:") || !strings.Contains(stdout, control+": the Flink Agents mirror kcleanup keeps") ||
+			strings.Contains(stdout, "kcleanup never writes here") || strings.Contains(stdout, "every recovery point is allowed") {
+			t.Errorf("%s:\n%s", when, stdout)
+		}
+		code, stdout, stderr = e.run(t, "status", "-o", "json", "--control-topic", mirror)
+		wantExit(t, code, exitOK, stdout, stderr)
+		if !strings.Contains(stdout, `"mirrorOf": [`) || !strings.Contains(stdout, `"`+control+`"`) {
+			t.Errorf("%s, json:\n%s", when, stdout)
+		}
+	}
+	check("empty mirror")
+	_, path := opTestPlan(t, t.TempDir(), "chk-1", topic, id, events.Offsets{0: 10})
+	if code, stdout, stderr := e.run(t, "apply", path); code != exitOK {
+		t.Fatalf("apply: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	check("mirror with a plan")
+}
