@@ -56,10 +56,10 @@ func (c *Cluster) notControlTopic(ctx context.Context, s gate.Shape) error {
 		return nil
 	}
 	var bound []string
-	if known, err := c.ControlTopics(ctx); err == nil { // best effort: the refusal stands without it
+	if known, err := c.ControlTopics(ctx, false); err == nil { // best effort: the refusal stands without it
 		for _, k := range known {
-			if k.Topic == s.Topic && k.Name != s.Topic {
-				bound = append(bound, k.Name)
+			if k.Topic == s.Topic && k.ControlTopic != s.Topic {
+				bound = append(bound, k.ControlTopic)
 			}
 		}
 	}
@@ -73,19 +73,29 @@ func (c *Cluster) notControlTopic(ctx context.Context, s gate.Shape) error {
 
 // KnownControlTopic is a control topic found by ControlTopics and what its
 // records say: the data topic it governs (Topic, TopicID; "" while none)
-// and the Flink Agents mirror it keeps ("" while none).
+// and, when read whole, the Flink Agents mirror it keeps ("" while none).
 type KnownControlTopic struct {
-	Name           string
-	Topic, TopicID string
-	Mirror         string
+	protocol.Governor
+	Mirror string
+}
+
+// Governors are the bindings of known control topics, for protocol.SharedGovernance.
+func Governors(known []KnownControlTopic) []protocol.Governor {
+	out := make([]protocol.Governor, len(known))
+	for i, k := range known {
+		out[i] = k.Governor
+	}
+	return out
 }
 
 // ControlTopics finds the control topics of the cluster kcleanup can know
 // of without being told: every topic named *.kcleanup, and the extra names
 // given (a fleet's --control-topic-regex matches), that is shaped like a
-// control topic, each read to its end for its binding and mirror. A
-// candidate that cannot be read is left out. Sorted by name.
-func (c *Cluster) ControlTopics(ctx context.Context, extra ...string) ([]KnownControlTopic, error) {
+// control topic. Each is read until its binding is known (the first
+// accepted PLANNED, which never changes), or to its end with whole (for
+// the mirror it keeps). A candidate that cannot be read is left out.
+// Sorted by name.
+func (c *Cluster) ControlTopics(ctx context.Context, whole bool, extra ...string) ([]KnownControlTopic, error) {
 	names, err := c.ListTopics(ctx)
 	if err != nil {
 		return nil, err
@@ -108,12 +118,20 @@ func (c *Cluster) ControlTopics(ctx context.Context, extra ...string) ([]KnownCo
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			p, err := c.Project(ctx, name)
+			p, err := c.OpenProjection(name)
 			if err != nil {
 				return
 			}
 			defer p.Close()
-			k := KnownControlTopic{Name: name}
+			if whole {
+				err = p.CatchUp(ctx)
+			} else {
+				err = p.readBinding(ctx)
+			}
+			if err != nil {
+				return
+			}
+			k := KnownControlTopic{Governor: protocol.Governor{ControlTopic: name}}
 			k.Topic, k.TopicID, _ = p.State.Binding()
 			if m, attached := p.State.Mirror(); attached {
 				k.Mirror = m.Topic
@@ -129,4 +147,23 @@ func (c *Cluster) ControlTopics(ctx context.Context, extra ...string) ([]KnownCo
 		}
 	}
 	return found, nil
+}
+
+// readBinding reads a control topic until its binding is known or to its
+// end: the binding is set by the first accepted PLANNED, at the start of
+// the log as a rule, so a few records are read, not the history.
+func (p *Projection) readBinding(ctx context.Context) error {
+	end, err := p.cluster.stableEnd(ctx, "control topic", p.Topic)
+	if err != nil {
+		return err
+	}
+	for step := int64(16); p.Next < end; step *= 8 {
+		if err := p.readTo(ctx, min(end, p.Next+step)); err != nil {
+			return err
+		}
+		if _, _, bound := p.State.Binding(); bound {
+			return nil
+		}
+	}
+	return nil
 }

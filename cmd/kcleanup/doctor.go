@@ -29,7 +29,8 @@ func newDoctorCmd(g *globalOptions) *cobra.Command {
 		Long: `Check everything kcleanup depends on, without changing anything:
 
   brokers        DeleteRecords supported, topic IDs supported (Metadata v10+)
-  control topic  exists, exactly one partition, cleanup.policy=compact
+  control topic  exists, exactly one partition, cleanup.policy=compact, and no other control
+                 topic (among those named *.kcleanup) is bound to the same data topic
   projection     not degraded, rejected records, operations stuck in COMMITTED or DELETING,
                  accepted records listed for repair (overwritten or out of order), not yet re-appended
   data topic     cleanup.policy=compact,delete, retention.ms=-1, retention.bytes=-1, and the
@@ -175,6 +176,17 @@ func diagnose(ctx context.Context, c *worker.Cluster, g globalOptions, o doctorO
 		add(report.CheckControlTopic(info, rep.Topic, info.Replicas, g.bootstrap())...)
 		add(report.CheckControlTopicDurability(info, g.bootstrap())...)
 		add(projection...)
+		if status != nil && status.Topic != "" {
+			// One data topic, one control topic: each of two is blind to the other's boundary.
+			known, err := c.ControlTopics(ctx, false)
+			if err != nil {
+				return err
+			}
+			if err := protocol.SharedGovernance(rep.ControlTopic, status.Topic, status.TopicID, worker.Governors(known), g.bootstrap()); err != nil {
+				add(protocol.Finding{Severity: protocol.Block, Subject: "control topic " + rep.ControlTopic,
+					Message: err.Error(), Hint: strings.Join(errors.GetAllHints(err), "; ")})
+			}
+		}
 		return nil
 	}); err != nil {
 		return err

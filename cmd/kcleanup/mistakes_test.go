@@ -6,13 +6,18 @@ package main
 // committed"), a hint to create the typo.
 
 import (
+	"context"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/gate"
 	"github.com/kcleanup/kcleanup/internal/kafkatest"
 	"github.com/kcleanup/kcleanup/protocol"
+	"github.com/kcleanup/kcleanup/worker"
 )
 
 // TestATopicNotShapedLikeAControlTopicIsNeverReadAsOne: a data topic (3 partitions,
@@ -201,4 +206,52 @@ func TestStatusOfTheMirrorSaysWhoseMirrorItIs(t *testing.T) {
 		t.Fatalf("apply: exit %d\n%s\n%s", code, stdout, stderr)
 	}
 	check("mirror with a plan")
+}
+
+// TestTwoControlTopicsOfOneTopicBlockEachOther: a second control topic bound to the same topic
+// incarnation would be blind to the first's boundary (and the first to its). submit refuses to
+// bind one while another is bound; once both are (an older kcleanup bound the second), apply
+// refuses to commit on either and doctor reports it as a BLOCK finding with the fix (issue 20
+// item 4).
+func TestTwoControlTopicsOfOneTopicBlockEachOther(t *testing.T) {
+	e := opTestEnv(t)
+	topic, id := e.dataTopic(t, 1, 30, opGoodDataConfigs())
+	control := protocol.ControlTopicFor(topic)
+	second := topic + "-ops" + worker.ControlTopicSuffix
+	t.Cleanup(func() { e.deleteTopic(t, second) })
+	dir := t.TempDir()
+	_, p1 := opTestPlan(t, dir, "chk-1", topic, id, events.Offsets{0: 5})
+	if code, stdout, stderr := e.run(t, "apply", p1); code != exitOK {
+		t.Fatalf("apply: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if code, stdout, stderr := e.run(t, "init", "--topic", topic, "--control-topic", second); code != exitOK {
+		t.Fatalf("init: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	both := "control topics " + second + " and " + control + " both govern topic " + topic + " (topic ID " + id + ")"
+	p2, p2file := opTestPlan(t, dir, "chk-2", topic, id, events.Offsets{0: 8})
+	code, _, stderr := e.run(t, "submit", p2file, "--control-topic", second)
+	opWantFailure(t, code, stderr, exitError, both, "Hint: keep one control topic per data topic", "nothing was committed or deleted")
+	if recs, _ := e.controlRecords(t, second); len(recs) != 0 {
+		t.Fatalf("the refused submit wrote %d record(s) to %s", len(recs), second)
+	}
+
+	// An older kcleanup bound the second one all the same.
+	planned := events.Envelope{SchemaVersion: events.SchemaVersion, Event: events.Planned, PlanID: p2.PlanID, Plan: p2, At: time.Now(), Actor: "old-kcleanup"}
+	k, v := planned.Encode()
+	if err := e.cl.ProduceSync(context.Background(), &kgo.Record{Topic: second, Partition: 0, Key: k, Value: v}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	before := e.snapshot(t, topic, control)
+	_, p3 := opTestPlan(t, dir, "chk-3", topic, id, events.Offsets{0: 10})
+	code, _, stderr = e.run(t, "apply", p3)
+	opWantFailure(t, code, stderr, exitError, "control topics "+control+" and "+second+" both govern topic "+topic)
+	e.assertUnchanged(t, topic, control, before)
+	code, _, stderr = e.run(t, "apply", p2file, "--control-topic", second)
+	opWantFailure(t, code, stderr, exitError, both)
+
+	code, stdout, _ := e.run(t, "doctor", "--topic", topic)
+	if code != exitError || !strings.Contains(stdout, "BLOCK  control topic "+control+": control topics "+control+" and "+second+" both govern topic "+topic) ||
+		!strings.Contains(stdout, "hint: keep one control topic per data topic") {
+		t.Errorf("doctor: exit %d\n%s", code, stdout)
+	}
 }

@@ -286,14 +286,14 @@ func (g globalOptions) assessMirror(ctx context.Context, c *worker.Cluster, proj
 func (g globalOptions) mirrorOf(ctx context.Context, c *worker.Cluster, topic string) []string {
 	ctx, cancel := context.WithTimeout(ctx, g.timeout)
 	defer cancel()
-	known, err := c.ControlTopics(ctx)
+	known, err := c.ControlTopics(ctx, true)
 	if err != nil {
 		return nil
 	}
 	var out []string
 	for _, k := range known {
 		if k.Mirror == topic {
-			out = append(out, k.Name)
+			out = append(out, k.ControlTopic)
 		}
 	}
 	return out
