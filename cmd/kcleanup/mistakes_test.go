@@ -50,6 +50,7 @@ func TestATopicNotShapedLikeAControlTopicIsNeverReadAsOne(t *testing.T) {
 		{"history", []string{"history", "--control-topic", topic}, false, []string{"looks like a data topic", "its control topic is " + control}},
 		{"doctor", []string{"doctor", "--control-topic", topic}, true, []string{"looks like a data topic", "its control topic is " + control}},
 		{"submit", []string{"submit", planFile, "--control-topic", other}, false, []string{other + " has 5 record(s), none in kcleanup's or Flink Agents' control format"}},
+		{"adopt", []string{"adopt", "--from", topic}, false, []string{topic + " has 3 partitions", "looks like a data topic"}},
 		{"mirror sync", []string{"mirror", "sync", "--control-topic", topic}, false, []string{"looks like a data topic"}},
 		{"status of other records", []string{"status", "--control-topic", other}, false,
 			[]string{other + " has 5 record(s), none in kcleanup's or Flink Agents' control format", "looks like a data topic"}},
