@@ -118,12 +118,21 @@ func diagnose(ctx context.Context, c *worker.Cluster, g globalOptions, o doctorO
 	if err := step(func(ctx context.Context) error {
 		info, err := c.DescribeTopic(ctx, rep.ControlTopic)
 		if errors.Is(err, worker.ErrTopicNotFound) {
-			hint := "create it: kcleanup init --topic <data topic>"
+			// Most often a typo: the nearest names, and "create it" only for a data topic that
+			// exists and was never cleaned.
 			if rep.Topic != "" {
+				if _, err := c.TopicMetadata(ctx, rep.Topic); errors.Is(err, worker.ErrTopicNotFound) {
+					add(protocol.Finding{Severity: protocol.Block, Subject: "data topic " + rep.Topic,
+						Message: "no topic " + rep.Topic + " on the cluster", Hint: strings.Join(g.typoHints(ctx, c, rep.Topic), "; ")})
+					return nil
+				}
+			}
+			hint := "if cleanup never ran for the data topic, create its control topic: kcleanup init --topic <data topic>"
+			if rep.Topic != "" && g.controlTopic == "" {
 				hint = "create it: kcleanup init --topic " + rep.Topic
 			}
 			if g.controlTopic != "" {
-				hint += " --control-topic " + rep.ControlTopic
+				hint = strings.Join(append(g.typoHints(ctx, c, rep.ControlTopic), hint), "; ")
 			}
 			add(protocol.Finding{Severity: protocol.Block, Subject: "control topic " + rep.ControlTopic,
 				Message: "does not exist", Hint: hint})

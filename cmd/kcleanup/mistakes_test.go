@@ -82,7 +82,7 @@ func TestATopicNotShapedLikeAControlTopicIsNeverReadAsOne(t *testing.T) {
 	}
 }
 
-// TestATypoedTopicGetsTheNearestNamesNeverAdviceToCreateIt: status, history and init given a
+// TestATypoedTopicGetsTheNearestNamesNeverAdviceToCreateIt: status, history, init and doctor given a
 // topic that does not exist say "no topic X", the existing names nearest to it and how to list
 // them; none advises creating the misspelt name (issue 20, row "typo'd name").
 func TestATypoedTopicGetsTheNearestNamesNeverAdviceToCreateIt(t *testing.T) {
@@ -104,6 +104,7 @@ func TestATypoedTopicGetsTheNearestNamesNeverAdviceToCreateIt(t *testing.T) {
 		{[]string{"history", "--topic", typo}, false, []string{"no topic " + typo, "did you mean " + topic}},
 		{[]string{"status", "--control-topic", typo + ".kcleanup"}, false, []string{"no control topic " + typo + ".kcleanup", "did you mean " + protocol.ControlTopicFor(topic)}},
 		{[]string{"init", "--topic", typo}, true, []string{"no topic " + typo, "did you mean " + topic, "kafka-topics --bootstrap-server"}},
+		{[]string{"doctor", "--topic", typo}, true, []string{"BLOCK  data topic " + typo + ": no topic " + typo, "did you mean " + topic}},
 	} {
 		code, stdout, stderr := e.run(t, tc.args...)
 		out := stderr
