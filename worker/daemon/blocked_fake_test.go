@@ -110,7 +110,8 @@ func TestDaemonBlocksAPlanAboveTheHighWatermark(t *testing.T) {
 
 // Two served control topics bound to the same topic incarnation: each is blind to the other's
 // boundary, so the fleet starts no deletion on either and shows the operation blocked with
-// why and the fix (issue 20 item 4). The control topic gains no DELETING.
+// why and the fix, and /readyz names it for both (issue 20 item 4). The control topic gains
+// no DELETING.
 func TestDaemonBlocksTwoControlTopicsOfOneTopic(t *testing.T) {
 	c := fakeGroupCluster(t)
 	id, ctl := setup(t, c, "action-state")
@@ -140,6 +141,14 @@ func TestDaemonBlocksTwoControlTopicsOfOneTopic(t *testing.T) {
 	}
 	if got := stateOf(t, c, ctl, plan.PlanID); got != fsm.Committed {
 		t.Fatalf("state %s, want COMMITTED: nothing may be deleted while both are bound", got)
+	}
+	// /readyz names it for both, pending work or not, with the fix.
+	var ready readiness
+	getJSON(t, srv.URL+"/readyz", &ready)
+	for _, topic := range []string{ctl, second} {
+		if g := ready.Governance[topic]; !strings.Contains(g, "both govern topic action-state") || !strings.Contains(g, "fix: keep one control topic per data topic") {
+			t.Errorf("/readyz governance[%s] = %q", topic, g)
+		}
 	}
 	start, err := c.StartOffsets(ctx, "action-state")
 	if err != nil {

@@ -67,6 +67,11 @@ type readiness struct {
 	// serves status and validation correctly, and no deletion starts until
 	// the mirror holds the plan.
 	Mirror map[string]string `json:"mirror,omitempty"`
+	// Governance names, per control topic, another served control topic
+	// bound to the same topic incarnation, and the fix: no deletion starts
+	// on either (protocol.SharedGovernance). Like Mirror it does not fail
+	// readiness.
+	Governance map[string]string `json:"governance,omitempty"`
 }
 
 func (d *Daemon) serveReady(w http.ResponseWriter, _ *http.Request) {
@@ -86,6 +91,9 @@ func (d *Daemon) serveReady(w http.ResponseWriter, _ *http.Request) {
 	}
 	if m := d.mirrorNotInStep(); len(m) > 0 {
 		r.Mirror = m
+	}
+	if g := d.sharedGovernances(); len(g) > 0 {
+		r.Governance = g
 	}
 	for _, t := range d.servedTopics() {
 		if ok, why := d.view(t).snap.Load().caughtUp(d.cfg.readyWindow); !ok {

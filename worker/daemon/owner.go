@@ -5,6 +5,7 @@ import (
 	"context"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -320,8 +321,13 @@ func (d *Daemon) pass(o *owner, proj *worker.Projection, opts worker.Options) er
 // it; nil while self is unbound or alone. A view still on its first read may be bound to the
 // same topic: until it is read, that is a transient error (fail closed), never "alone".
 func (d *Daemon) sharedGovernance(topic string, self *projector.State) error {
-	bt, bid, bound := self.Binding()
-	if !bound {
+	bt, bid, _ := self.Binding()
+	return d.sharedGovernanceOf(topic, bt, bid)
+}
+
+// sharedGovernanceOf is sharedGovernance for a control topic bound to topic bt (ID bid).
+func (d *Daemon) sharedGovernanceOf(topic, bt, bid string) error {
+	if bt == "" {
 		return nil
 	}
 	var known []protocol.Governor
@@ -336,6 +342,23 @@ func (d *Daemon) sharedGovernance(topic string, self *projector.State) error {
 		known = append(known, protocol.Governor{ControlTopic: v.topic, Topic: s.status.Topic, TopicID: s.status.TopicID})
 	}
 	return protocol.SharedGovernance(topic, bt, bid, known, d.cfg.bootstrap)
+}
+
+// sharedGovernances is sharedGovernance for every served control topic, as its view last
+// read it, with the fix (for /readyz): the finding whether or not anything is pending.
+func (d *Daemon) sharedGovernances() map[string]string {
+	out := map[string]string{}
+	for _, v := range d.allViews() {
+		s := v.snap.Load()
+		if s.caughtUpAt.IsZero() {
+			continue
+		}
+		err := d.sharedGovernanceOf(v.topic, s.status.Topic, s.status.TopicID)
+		if err != nil && errors.Is(err, worker.ErrBlocked) {
+			out[v.topic] = err.Error() + "; fix: " + strings.Join(errors.GetAllHints(err), "; ")
+		}
+	}
+	return out
 }
 
 // finish makes one attempt to drive one operation to APPLIED.
