@@ -201,6 +201,7 @@ func TestStatusOfTheMirrorSaysWhoseMirrorItIs(t *testing.T) {
 		if !strings.Contains(stdout, `"mirrorOf": [`) || !strings.Contains(stdout, `"`+control+`"`) {
 			t.Errorf("%s, json:\n%s", when, stdout)
 		}
+		validateStatusSchema(t, []byte(stdout))
 	}
 	check("empty mirror")
 	_, path := opTestPlan(t, t.TempDir(), "chk-1", topic, id, events.Offsets{0: 10})
