@@ -31,9 +31,9 @@ func (c *Cluster) CheckControlShape(ctx context.Context, topic string) error {
 	if err != nil {
 		return err
 	}
-	configs, err := c.TopicConfigs(ctx, topic)
+	configs, err := c.TopicConfigs(ctx, topic) // its error names the grant a denial needs
 	if err != nil {
-		return c.denied(err, permControlDescribeConfigs(topic))
+		return err
 	}
 	return c.notControlTopic(ctx, gate.ShapeOf(topic, len(info.Partitions), configs))
 }
@@ -65,7 +65,10 @@ func (c *Cluster) notControlTopic(ctx context.Context, s gate.Shape) error {
 	}
 	err := errors.Mark(errors.New(s.NotControlTopic(bound)), ErrNotControlTopic)
 	if len(bound) > 0 {
-		return errors.WithHintf(err, "name its control topic: --control-topic %s (or --topic %s)", bound[0], s.Topic)
+		if bound[0] == protocol.ControlTopicFor(s.Topic) {
+			return errors.WithHintf(err, "name its control topic: --topic %s (or --control-topic %s)", s.Topic, bound[0])
+		}
+		return errors.WithHintf(err, "name its control topic: --control-topic %s", bound[0])
 	}
 	return errors.WithHintf(err, "if %s is the data topic, give --topic %s (its control topic is %s) or the control topic that governs it (--control-topic); "+
 		"kcleanup never reads a topic of this shape as a control topic", s.Topic, s.Topic, protocol.ControlTopicFor(s.Topic))
