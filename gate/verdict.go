@@ -372,6 +372,14 @@ func (d *decision) unconfirmed(st *projector.State, det *Detail, what string) {
 		"or restore from a recovery point at or above the plan's offsets")
 }
 
+// binding is the data topic the control topic governs, when it was read.
+func (d *decision) binding() (topic, topicID string, ok bool) {
+	if p := d.f.Projection; p != nil && p.State != nil {
+		return p.State.Binding()
+	}
+	return "", "", false
+}
+
 func (d *decision) physical() {
 	data := d.f.Data
 	switch {
@@ -380,8 +388,16 @@ func (d *decision) physical() {
 			append(errors.GetAllHints(data.Err), "the gate checks the live topic on every request and fails closed when it cannot")...)
 		return
 	case !data.Exists:
-		d.add(DataTopicMissing, nil, fmt.Sprintf("Cannot restore Kafka action state for %s: the topic does not exist (it was deleted), and with it every record the recovery point needs", data.Topic),
-			"restore from a recovery point of the topic's current incarnation, if there is one; this one's action state is gone")
+		// "Deleted" only when the control topic knew the topic: a name nobody ever cleaned is
+		// as likely a typo in the markers as a deleted topic.
+		if bt, bid, ok := d.binding(); ok && bt == data.Topic {
+			d.add(DataTopicMissing, nil, fmt.Sprintf("Cannot restore Kafka action state for %s: the topic does not exist (it was deleted: control topic %s governed it as topic ID %s), and with it every record the recovery point needs",
+				data.Topic, d.f.Control.Topic, bid),
+				"restore from a recovery point of the topic's current incarnation, if there is one; this one's action state is gone")
+			return
+		}
+		d.add(DataTopicMissing, nil, fmt.Sprintf("Cannot restore Kafka action state for %s: the topic does not exist, so none of the records the recovery point needs is there", data.Topic),
+			"check the topic name the markers give (list the topics: kafka-topics --bootstrap-server "+d.f.Bootstrap+" --list); if the topic was deleted, restore from a recovery point of its current incarnation")
 		return
 	}
 	for i, m := range d.f.Markers {

@@ -157,7 +157,15 @@ func TestDecidePhysical(t *testing.T) {
 
 	f = facts(l, ok)
 	f.Data = Data{Topic: topic}
-	want(t, Decide(f), Refused, []Reason{DataTopicMissing}, "action-state: the topic does not exist")
+	want(t, Decide(f), Refused, []Reason{DataTopicMissing}, "action-state: the topic does not exist (it was deleted: control topic action-state.kcleanup governed it as topic ID "+tid+")")
+	// A name no control topic knew is as likely a typo as a deleted topic: never "deleted".
+	f = facts(newLog(), ok)
+	f.Data = Data{Topic: topic}
+	v = Decide(f)
+	want(t, v, Refused, []Reason{DataTopicMissing}, "action-state: the topic does not exist, so none of the records")
+	if strings.Contains(v.Message, "deleted)") || !strings.Contains(strings.Join(v.Hints, "\n"), "check the topic name the markers give") {
+		t.Errorf("message %q hints %q", v.Message, v.Hints)
+	}
 
 	f = facts(l, ok)
 	f.Data.ID = "AAAAAAAAAAAAAAAAAAAAAQ"

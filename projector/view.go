@@ -86,6 +86,12 @@ func (v *View) Format() Format {
 // the offset of the first (a writer refuses such a topic, naming it).
 func (v *View) FlinkRecords() (n, first int64) { return v.formats.flink, v.formats.firstFlink }
 
+// Counts is how many records read so far are kcleanup's, keyed in Flink
+// Agents' format, or neither (the shape of a control topic: gate.Shape).
+func (v *View) Counts() (kcleanup, flinkAgents, other int64) {
+	return v.formats.kcleanup, v.formats.flink, v.formats.other
+}
+
 // Flink is the fold of the control topic by Flink Agents' own rules when
 // its records are in that format (Format() == FormatFlinkAgents), else nil.
 func (v *View) Flink() *flinkagents.Fold {

@@ -605,6 +605,16 @@ func leftToDelete(plan events.Plan, t Topic) bool {
 	return false
 }
 
+// Recreated says, when the live topic (liveID) is not the incarnation the plan is for, that
+// the topic was deleted and recreated: nothing the control topic says about the plan holds for
+// the new one. "" when the IDs agree.
+func Recreated(plan events.Plan, liveID string) string {
+	if liveID == plan.TopicID {
+		return ""
+	}
+	return fmt.Sprintf("topic %s now has ID %s, not the plan's %s: it was recreated", plan.Topic, liveID, plan.TopicID)
+}
+
 // blocked is why the live topic no longer allows this plan's deletion, or nil.
 func (r *Run) blocked(rep Report) error {
 	plan := r.plan
@@ -613,10 +623,8 @@ func (r *Run) blocked(rep Report) error {
 			"the committed boundary stays and recovery enforces it; nothing was deleted. If the topic was deleted on purpose, nothing is left to clean")
 	}
 	info := rep.Topic
-	if info.ID != plan.TopicID {
-		return errors.WithHint(errors.Mark(errors.Newf(
-			"topic %s now has ID %s, not the plan's %s: it was recreated; nothing was deleted",
-			plan.Topic, info.ID, plan.TopicID), ErrBlocked),
+	if why := Recreated(plan, info.ID); why != "" {
+		return errors.WithHint(errors.Mark(errors.Newf("%s; nothing was deleted", why), ErrBlocked),
 			"the committed boundary stays; make a new plan for the new topic on a new control topic")
 	}
 	if err := findingsError(CheckDataTopic(info, r.cfg.Bootstrap)); err != nil {

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/cockroachdb/errors"
+
 	"github.com/kcleanup/kcleanup/events"
 )
 
@@ -100,3 +102,33 @@ func CheckDataTopic(info Topic, bootstrap string) []Finding {
 
 // ControlTopicFor is the default control topic of a data topic.
 func ControlTopicFor(dataTopic string) string { return dataTopic + ".kcleanup" }
+
+// Governor is a control topic and the data topic incarnation its binding
+// names (Topic, TopicID; "" while unbound).
+type Governor struct{ ControlTopic, Topic, TopicID string }
+
+// SharedGovernance is why control topic self may not commit for topic
+// (with topicID): another control topic among known is bound to the same
+// incarnation. Each of two such control topics is blind to the other's
+// boundary, so a gate that reads either may allow what the other's boundary
+// condemns. The error is marked ErrBlocked and its hint is the fix; nil
+// when no other control topic is bound to it.
+func SharedGovernance(self, topic, topicID string, known []Governor, bootstrap string) error {
+	var others []string
+	for _, k := range known {
+		if k.ControlTopic != self && k.Topic == topic && k.TopicID == topicID {
+			others = append(others, k.ControlTopic)
+		}
+	}
+	if len(others) == 0 {
+		return nil
+	}
+	slices.Sort(others)
+	return errors.WithHintf(errors.Mark(errors.Newf(
+		"control topics %s and %s both govern topic %s (topic ID %s): each is blind to the other's boundary, so the recovery gate reading either may allow what the other's boundary condemns; nothing is committed on either while both are bound",
+		self, strings.Join(others, ", "), topic, topicID), ErrBlocked),
+		"keep one control topic per data topic, the one the validate pipelines and workers name: compare the boundaries (kcleanup status --control-topic %s, and the other); "+
+			"re-apply on the kept one any plan committed only on the other (kcleanup apply PLAN.json --control-topic <kept>), then delete the other: "+
+			"kafka-topics --bootstrap-server %s --delete --topic <the other>",
+		self, bootstrap)
+}

@@ -1,6 +1,9 @@
 package report
 
 import (
+	"slices"
+	"strings"
+
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/projector"
 	"github.com/kcleanup/kcleanup/protocol"
@@ -23,7 +26,9 @@ type PartitionPreview struct {
 	// removed some of them already. 0 when the partition is refused.
 	Deletable int64 `json:"deletable"`
 	// Refused says why apply refuses this partition now ("" when it would
-	// not): the same sentence Preflight gives for it.
+	// not): the same sentence Preflight gives for it, or, when apply
+	// refuses the plan as a whole for another reason, that reason
+	// (RefuseWhole).
 	Refused string `json:"refused,omitempty"`
 	// Boundary is the committed boundary of the partition; nil when nothing
 	// was ever committed for it.
@@ -73,4 +78,25 @@ func PartitionsPreview(plan events.Plan, info protocol.Topic, st *projector.Stat
 		out = append(out, row)
 	}
 	return out
+}
+
+// RefuseWhole marks every row apply would accept on its own with the
+// refusal of the whole plan: apply commits all of a plan's partitions or
+// none, so no partition is "ok" while the plan is refused. The refusal
+// named is the first of refusal's lines that is not a row's own.
+func RefuseWhole(rows []PartitionPreview, refusal string) {
+	lines := strings.Split(refusal, "\n")
+	why := lines[0]
+	for _, l := range lines {
+		if !slices.ContainsFunc(rows, func(r PartitionPreview) bool { return r.Refused != "" && strings.Contains(l, r.Refused) }) {
+			why = l
+			break
+		}
+	}
+	for i := range rows {
+		if rows[i].Refused == "" {
+			rows[i].Refused = "plan refused as a whole: " + why
+			rows[i].NewLogStart, rows[i].Deletable = rows[i].LogStart, 0
+		}
+	}
 }

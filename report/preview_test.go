@@ -49,3 +49,30 @@ func TestPartitionsPreview(t *testing.T) {
 		t.Errorf("partition 1 (above the high watermark): %+v", p1)
 	}
 }
+
+// A plan apply refuses as a whole leaves no partition "ok": a row apply would accept on its
+// own shows the plan's refusal, deletes nothing; a row with its own refusal keeps it (issue 20,
+// row "preview of a plan apply refuses as a whole").
+func TestRefuseWholeLeavesNoPartitionOK(t *testing.T) {
+	own := "partition 1: plan offset 300 is outside the available range [0, 200] (log start, high watermark)"
+	rows := []PartitionPreview{
+		{Partition: 0, PlanOffset: 150, LogStart: 50, NewLogStart: 150, Deletable: 100},
+		{Partition: 1, PlanOffset: 300, LogStart: 0, NewLogStart: 0, Refused: own},
+	}
+	RefuseWhole(rows, "data topic t "+own+"\ndata topic t: cleanup.policy is delete")
+	if got, want := rows[0].Refused, "plan refused as a whole: data topic t: cleanup.policy is delete"; got != want {
+		t.Errorf("row 0 refused %q, want %q", got, want)
+	}
+	if rows[0].NewLogStart != 50 || rows[0].Deletable != 0 {
+		t.Errorf("row 0 would still delete: %+v", rows[0])
+	}
+	if rows[1].Refused != own {
+		t.Errorf("row 1 lost its own refusal: %q", rows[1].Refused)
+	}
+	// Refused only by another partition: that partition's refusal is the one that applies.
+	rows = []PartitionPreview{{Partition: 0, PlanOffset: 150, LogStart: 50, NewLogStart: 150, Deletable: 100}, {Partition: 1, Refused: own}}
+	RefuseWhole(rows, own)
+	if got := rows[0].Refused; got != "plan refused as a whole: "+own {
+		t.Errorf("row 0 refused %q", got)
+	}
+}

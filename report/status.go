@@ -103,6 +103,12 @@ type Status struct {
 	// in that format (docs/flink-agents.md): the rest of the document is
 	// kcleanup's fold, which rejects every such record.
 	FlinkAgents *FlinkStatus `json:"flinkAgents,omitempty"`
+	// MirrorOf names the kcleanup control topics that keep this topic as
+	// their Flink Agents mirror (their MIRROR_ATTACHED names it): the
+	// topic a job reads, written by kcleanup, whose decisions are those
+	// control topics'. StatusOf cannot fill it (it needs other topics'
+	// reads): the reader sets it.
+	MirrorOf []string `json:"mirrorOf,omitempty"`
 	// Mirror is how the attached Flink Agents mirror stands against the
 	// boundary (absent when none is attached). StatusOf cannot fill it (it
 	// needs a read of the mirror topic): the reader that built the status

@@ -39,8 +39,8 @@ func (c *Cluster) ControlTopicSafe(ctx context.Context, controlTopic, bootstrap 
 }
 
 // ShapedAsControlTopics returns, of the topics given, those shaped like a
-// control topic by gate's rules: exactly one partition and cleanup.policy
-// exactly compact (the settings whose failure says "this is not a control
+// control topic by gate's rule (gate.Shape): exactly one partition and
+// cleanup.policy exactly compact (the settings whose failure says "this is not a control
 // topic", as opposed to a control topic with unsafe settings, which is
 // served and blocked). A fleet serving control topics by a regular
 // expression serves only these, so that a data topic the expression
@@ -73,13 +73,7 @@ func (c *Cluster) ShapedAsControlTopics(ctx context.Context, topics []string) (s
 		for _, cfg := range rc.Configs {
 			configs[cfg.Key] = cfg.MaybeValue()
 		}
-		ok = true
-		for _, p := range gate.Settings(t, len(d.Partitions), configs, "") {
-			if p.Setting == "partitions" || p.Setting == "cleanup.policy" {
-				ok = false
-			}
-		}
-		if ok {
+		if gate.ShapeOf(t, len(d.Partitions), configs).Misfit() == "" {
 			shaped = append(shaped, t)
 		} else {
 			notShaped = append(notShaped, t)

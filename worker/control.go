@@ -41,10 +41,23 @@ func (c *Cluster) CreateControlTopic(ctx context.Context, name string, replicati
 		err = nil // possibly created a moment ago by a concurrent kcleanup: wait for it too
 	}
 	if err != nil {
-		return false, errors.WithHint(errors.Wrapf(err, "create control topic %q", name),
-			"check that the principal may create topics, or create it yourself with one partition and cleanup.policy=compact")
+		return false, c.createHint(ctx, errors.Wrapf(err, "create control topic %q", name))
 	}
 	return created, c.waitForLeaders(ctx, name)
+}
+
+// createHint is the operator's next step when a topic could not be created: a replication
+// factor above the cluster's broker count says how many brokers there are and what to give
+// instead; anything else is most often a missing permission.
+func (c *Cluster) createHint(ctx context.Context, err error) error {
+	if errors.Is(err, kerr.InvalidReplicationFactor) {
+		if bs, lerr := c.adm.ListBrokers(ctx); lerr == nil && len(bs) > 0 {
+			n := len(bs)
+			return errors.WithHintf(err, "the cluster has %d broker(s): use --replication-factor %d (production clusters: 3)", n, min(n, 3))
+		}
+		return errors.WithHint(err, "the replication factor is larger than the cluster's broker count: give a smaller --replication-factor (production clusters: 3)")
+	}
+	return errors.WithHint(err, "check that the principal may create topics, or create it yourself with one partition and cleanup.policy=compact")
 }
 
 // waitForLeaders polls uncached metadata until every partition of topic has a

@@ -38,8 +38,7 @@ func (c *Cluster) CreateMirrorTopic(ctx context.Context, name string, replicatio
 		err = nil
 	}
 	if err != nil {
-		return false, errors.WithHint(errors.Wrapf(err, "create mirror topic %q", name),
-			"check that the principal may create topics, or create it yourself with one partition and cleanup.policy=compact")
+		return false, c.createHint(ctx, errors.Wrapf(err, "create mirror topic %q", name))
 	}
 	return created, c.waitForLeaders(ctx, name)
 }

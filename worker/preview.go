@@ -13,8 +13,9 @@ import (
 // Preview computes what applying plan would do (report.Preview). It reads
 // the data topic and the control topic (a missing control topic counts as
 // empty) and runs Preflight; it writes nothing. An error means the preview could not be
-// computed (the cluster did not answer, the data topic does not exist); a
-// plan that apply would refuse is reported in Preview.Refusal instead.
+// computed (the cluster did not answer); a plan that apply would refuse, a
+// plan of a topic that does not exist too, is reported in Preview.Refusal
+// instead.
 func (c *Cluster) Preview(ctx context.Context, controlTopic string, plan events.Plan, o Options) (report.Preview, error) {
 	pv := report.Preview{ControlTopic: controlTopic, Partitions: []report.PartitionPreview{}}
 	proj, exists, err := c.projectIfExists(ctx, controlTopic)
@@ -26,6 +27,14 @@ func (c *Cluster) Preview(ctx context.Context, controlTopic string, plan events.
 	}
 	pv.ControlTopicExists = exists
 	info, err := c.DescribeTopic(ctx, plan.Topic)
+	if errors.Is(err, ErrTopicNotFound) {
+		// A verdict on the plan, not a preview that failed: apply refuses a plan whose topic
+		// does not exist, in the words Preflight gives.
+		if pv.Refusal = c.Preflight(ctx, proj, plan, o); pv.Refusal == nil {
+			pv.Refusal = errors.Mark(err, ErrRejected) // created since DescribeTopic: look again
+		}
+		return pv, nil
+	}
 	if err != nil {
 		return pv, err
 	}
@@ -34,6 +43,9 @@ func (c *Cluster) Preview(ctx context.Context, controlTopic string, plan events.
 	if pv.Refusal != nil && ctx.Err() != nil {
 		// Not a verdict on the plan: the cluster stopped answering.
 		return pv, pv.Refusal
+	}
+	if pv.Refusal != nil {
+		report.RefuseWhole(pv.Partitions, pv.Refusal.Error())
 	}
 	return pv, nil
 }

@@ -64,6 +64,11 @@ func runAdopt(ctx context.Context, g globalOptions, from string, attach bool, st
 		Bootstrap: g.bootstrap(),
 		Observe:   func(p protocol.Progress) { fmt.Fprintf(stderr, "[%s] %s\n", p.Step, p.Message) },
 	}
+	// A Flink Agents control topic has a control topic's shape (gate.Shape): a data topic named
+	// by mistake is refused for what it is before a record of it is read.
+	if err := c.CheckControlShape(ctx, from); err != nil && !errors.Is(err, worker.ErrTopicNotFound) {
+		return g.unreachable(err)
+	}
 	// The data topic, hence the default control topic, is the plans'.
 	src, err := c.PrepareAdoption(ctx, from)
 	if errors.Is(err, worker.ErrTopicNotFound) {

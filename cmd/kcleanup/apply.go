@@ -120,6 +120,23 @@ func runApply(ctx context.Context, g globalOptions, path string, o applyOptions,
 	rep.State, rep.AlreadyApplied, rep.LogStart = out.State, out.Already, out.LogStart
 	rep.Boundary = s.proj.State.Boundary()
 	if out.Already {
+		// APPLIED is about the incarnation the plan names: on a recreated topic, "applied" and
+		// the new topic's log starts side by side would read as a cleanup that holds.
+		info, err := withTimeout(ctx, g, func(ctx context.Context) (protocol.Topic, error) {
+			return s.cluster.TopicMetadata(ctx, plan.Topic)
+		})
+		switch {
+		case errors.Is(err, worker.ErrTopicNotFound):
+			return errors.WithHint(errors.Newf("plan %s was APPLIED to topic %s (ID %s), which no longer exists: it was deleted", plan.PlanID, plan.Topic, plan.TopicID),
+				"nothing is left to clean for this plan; a new topic of that name needs its own control topic (kcleanup init --topic "+plan.Topic+" --control-topic <new name>)")
+		case err != nil:
+			return g.unreachable(err)
+		}
+		if why := protocol.Recreated(plan, info.ID); why != "" {
+			return errors.WithHintf(errors.Newf("plan %s was APPLIED to topic ID %s, but %s; the plan says nothing about the new topic, and this run changed nothing", plan.PlanID, plan.TopicID, why),
+				"control topic %s governs the old incarnation; give the new topic a control topic of its own (kcleanup init --topic %s --control-topic <new name>) and plan from one of its recovery points",
+				s.proj.Topic, plan.Topic)
+		}
 		live, err := withTimeout(ctx, g, func(ctx context.Context) (events.Offsets, error) {
 			return s.cluster.StartOffsets(ctx, plan.Topic)
 		})

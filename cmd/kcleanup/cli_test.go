@@ -20,6 +20,7 @@ import (
 
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/internal/repo"
+	"github.com/kcleanup/kcleanup/protocol"
 )
 
 // TestWorkerHelpFitsTheWorker: the worker serves control topics; the global --control-topic
@@ -309,10 +310,12 @@ func TestEveryCommandsBadInputOnTheRealBroker(t *testing.T) {
 	e := opTestEnv(t)
 	topic, id := e.dataTopic(t, 2, 20, opGoodDataConfigs())
 	missing := "optest-missing-" + strings.ToLower(id[:8])
+	fresh, _ := e.dataTopic(t, 1, 1, opGoodDataConfigs()) // never cleaned: no control topic
 	dir := t.TempDir()
 	_, future := opTestPlan(t, dir, "chk-future", topic, id, events.Offsets{0: 500, 1: 10})
 	_, gone := opTestPlan(t, dir, "chk-gone", missing, id, events.Offsets{0: 1})
 	markers := opTestMarkers(t, dir, "future.json", events.Marker{Topic: topic, TopicID: id, Offsets: events.Offsets{0: 500, 1: 10}})
+	typo := opTestMarkers(t, dir, "typo.json", events.Marker{Topic: missing, TopicID: id, Offsets: events.Offsets{0: 1}})
 	if code, _, stderr := e.run(t, "init", "--topic", topic); code != exitOK {
 		t.Fatalf("init: exit %d\n%s", code, stderr)
 	}
@@ -322,13 +325,19 @@ func TestEveryCommandsBadInputOnTheRealBroker(t *testing.T) {
 		code int
 		want string
 	}{
-		{"status: no control topic", []string{"status", "--topic", missing}, exitError, "does not exist"},
-		{"history: no control topic", []string{"history", "--topic", missing}, exitError, "does not exist"},
+		{"status: no data topic", []string{"status", "--topic", missing}, exitError, "no topic " + missing},
+		{"history: no data topic", []string{"history", "--topic", missing}, exitError, "no topic " + missing},
+		{"status: no control topic", []string{"status", "--control-topic", missing}, exitError, "no control topic " + missing},
+		{"status: data topic, no control topic yet", []string{"status", "--topic", fresh}, exitError, "kcleanup init --topic " + fresh},
 		{"history: no such plan", []string{"history", "--topic", topic, "--plan", "abc"}, exitError, "names a plan abc"},
 		{"doctor: no data topic", []string{"doctor", "--topic", missing}, exitError, "block cleanup"},
 		{"init: no data topic", []string{"init", "--topic", missing}, exitError, "block cleanup"},
 		{"plan: apply would refuse", []string{"plan", "--markers", markers, "--recovery-point", "chk-future", "--out", filepath.Join(dir, "p.json")},
 			exitError, "apply would refuse plan"},
+		{"plan: no data topic (a typo)", []string{"plan", "--markers", typo, "--recovery-point", "chk-typo", "--out", filepath.Join(dir, "typo.plan.json")},
+			exitError, "topic \"" + missing + "\" does not exist"},
+		{"validate: no data topic, never known", []string{"validate", "--markers", typo, "--control-topic", protocol.ControlTopicFor(topic)},
+			exitRefused, "the topic does not exist, so none of the records"},
 		{"submit: above the high watermark", []string{"submit", future}, exitError, "outside the available range"},
 		{"apply: above the high watermark", []string{"apply", future}, exitError, "outside the available range"},
 		{"apply: no data topic", []string{"apply", gone}, exitError, missing},

@@ -4,6 +4,8 @@ import (
 	"context"
 	"strings"
 
+	"github.com/cockroachdb/errors"
+
 	"github.com/kcleanup/kcleanup/projector"
 	"github.com/kcleanup/kcleanup/worker"
 	"github.com/kcleanup/kcleanup/worker/clientconfig"
@@ -44,9 +46,22 @@ func (g globalOptions) bootstrap() string { return strings.Join(g.bootstrapServe
 func (g globalOptions) project(ctx context.Context, c *worker.Cluster, controlTopic string, opts ...projector.Option) (*worker.Projection, error) {
 	ctx, cancel := context.WithTimeout(ctx, g.timeout)
 	defer cancel()
+	// A topic of another shape is never read as a control topic (gate.Shape): a data topic
+	// read as one holds no decision, and "no boundary" about it would be a lie.
+	err := c.CheckControlShape(ctx, controlTopic)
+	if errors.Is(err, worker.ErrTopicNotFound) {
+		return nil, g.missingControlTopic(ctx, c, controlTopic)
+	}
+	if err != nil {
+		return nil, g.unreachable(err)
+	}
 	p, err := c.Project(ctx, controlTopic, opts...)
 	if err != nil {
 		return nil, g.unreachable(err)
+	}
+	if err := p.CheckShape(ctx); err != nil {
+		p.Close()
+		return nil, err
 	}
 	return p, nil
 }

@@ -32,7 +32,8 @@ func newDoctorCmd(g *globalOptions) *cobra.Command {
 		Long: `Check everything kcleanup depends on, without changing anything:
 
   brokers        DeleteRecords supported, topic IDs supported (Metadata v10+)
-  control topic  exists, exactly one partition, cleanup.policy=compact
+  control topic  exists, exactly one partition, cleanup.policy=compact, and no other control
+                 topic (among those named *.kcleanup) is bound to the same data topic
   projection     not degraded, rejected records, operations stuck in COMMITTED or DELETING,
                  accepted records listed for repair (overwritten or out of order), not yet re-appended
   data topic     cleanup.policy=compact,delete, retention.ms=-1, retention.bytes=-1, and the
@@ -129,12 +130,21 @@ func diagnose(ctx context.Context, c *worker.Cluster, g globalOptions, o doctorO
 	if err := step(func(ctx context.Context) error {
 		info, err := c.DescribeTopic(ctx, rep.ControlTopic)
 		if errors.Is(err, worker.ErrTopicNotFound) {
-			hint := "create it: kcleanup init --topic <data topic>"
+			// Most often a typo: the nearest names, and "create it" only for a data topic that
+			// exists and was never cleaned.
 			if rep.Topic != "" {
+				if _, err := c.TopicMetadata(ctx, rep.Topic); errors.Is(err, worker.ErrTopicNotFound) {
+					add(protocol.Finding{Severity: protocol.Block, Subject: "data topic " + rep.Topic,
+						Message: "no topic " + rep.Topic + " on the cluster", Hint: strings.Join(g.typoHints(ctx, c, rep.Topic), "; ")})
+					return nil
+				}
+			}
+			hint := "if cleanup never ran for the data topic, create its control topic: kcleanup init --topic <data topic>"
+			if rep.Topic != "" && g.controlTopic == "" {
 				hint = "create it: kcleanup init --topic " + rep.Topic
 			}
 			if g.controlTopic != "" {
-				hint += " --control-topic " + rep.ControlTopic
+				hint = strings.Join(append(g.typoHints(ctx, c, rep.ControlTopic), hint), "; ")
 			}
 			add(protocol.Finding{Severity: protocol.Block, Subject: "control topic " + rep.ControlTopic,
 				Message: "does not exist", Hint: hint})
@@ -143,6 +153,16 @@ func diagnose(ctx context.Context, c *worker.Cluster, g globalOptions, o doctorO
 		if err != nil {
 			return err
 		}
+		// A topic of another shape is never read as a control topic (gate.Shape): one finding
+		// says what it looks like, instead of its settings judged as a control topic's.
+		notControl := func(err error) {
+			add(protocol.Finding{Severity: protocol.Block, Subject: "control topic " + rep.ControlTopic,
+				Message: err.Error(), Hint: strings.Join(errors.GetAllHints(err), "; ")})
+		}
+		if err := c.CheckControlShape(ctx, rep.ControlTopic); errors.Is(err, worker.ErrNotControlTopic) {
+			notControl(err)
+			return nil
+		}
 		var projection []protocol.Finding
 		if len(info.Partitions) == 1 { // otherwise there is no single log to project
 			proj, err := c.Project(ctx, rep.ControlTopic)
@@ -150,6 +170,10 @@ func diagnose(ctx context.Context, c *worker.Cluster, g globalOptions, o doctorO
 				return err
 			}
 			defer proj.Close()
+			if err := proj.CheckShape(ctx); err != nil {
+				notControl(err)
+				return nil
+			}
 			st := report.StatusOf(proj.Source())
 			status = &st
 			projection = report.CheckProjection(st, time.Now(), o.stuckAfter)
@@ -173,6 +197,17 @@ func diagnose(ctx context.Context, c *worker.Cluster, g globalOptions, o doctorO
 		add(report.CheckControlTopic(info, rep.Topic, info.Replicas, g.bootstrap())...)
 		add(report.CheckControlTopicDurability(info, g.bootstrap())...)
 		add(projection...)
+		if status != nil && status.Topic != "" {
+			// One data topic, one control topic: each of two is blind to the other's boundary.
+			known, err := c.ControlTopics(ctx, false)
+			if err != nil {
+				return err
+			}
+			if err := protocol.SharedGovernance(rep.ControlTopic, status.Topic, status.TopicID, worker.Governors(known), g.bootstrap()); err != nil {
+				add(protocol.Finding{Severity: protocol.Block, Subject: "control topic " + rep.ControlTopic,
+					Message: err.Error(), Hint: strings.Join(errors.GetAllHints(err), "; ")})
+			}
+		}
 		return nil
 	}); err != nil {
 		return err

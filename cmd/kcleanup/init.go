@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/cockroachdb/errors"
 	"github.com/spf13/cobra"
@@ -111,12 +112,11 @@ func initTopics(ctx context.Context, c *worker.Cluster, g globalOptions, topic, 
 	rep := initReport{SchemaVersion: findingsSchemaVersion, Topic: topic, ControlTopic: control}
 	data, err := c.TopicMetadata(ctx, topic)
 	if errors.Is(err, worker.ErrTopicNotFound) {
+		// Most often a typo: the names it is nearest to, never "create it".
 		rep.Findings = append(rep.Findings, protocol.Finding{
 			Severity: protocol.Block, Subject: "data topic " + topic,
-			Message: "does not exist; the control topic was not created",
-			Hint: fmt.Sprintf("check the name, or create it: kafka-topics --bootstrap-server %s --create --topic %s "+
-				"--partitions <n> --config cleanup.policy=compact,delete --config retention.ms=-1 --config retention.bytes=-1; "+
-				"then run kcleanup init again", g.bootstrap(), topic),
+			Message: fmt.Sprintf("no topic %s on the cluster; the control topic was not created", topic),
+			Hint:    strings.Join(g.typoHints(ctx, c, topic), "; "),
 		})
 		return rep, nil
 	}

@@ -137,11 +137,14 @@ func TestInitReportsWhatIsWrongAndTheFix(t *testing.T) {
 		topic := "optest-missing-" + strings.ToLower(opTestID[:8])
 		code, stdout, stderr := e.run(t, "init", "--topic", topic)
 		opWantFailure(t, code, stderr, exitError, "1 problem(s) block cleanup")
-		for _, f := range []string{"BLOCK  data topic " + topic + ": does not exist; the control topic was not created",
-			"hint: check the name, or create it: kafka-topics --bootstrap-server " + e.bootstrap + " --create --topic " + topic} {
+		for _, f := range []string{"BLOCK  data topic " + topic + ": no topic " + topic + " on the cluster; the control topic was not created",
+			"hint: list the topics: kafka-topics --bootstrap-server " + e.bootstrap + " --list"} {
 			if !strings.Contains(stdout, f) {
 				t.Errorf("stdout lacks %q:\n%s", f, stdout)
 			}
+		}
+		if strings.Contains(stdout, "--create --topic "+topic) { // most often a typo: never advise creating it
+			t.Errorf("init advises creating the missing name:\n%s", stdout)
 		}
 		if _, exists := e.controlRecords(t, protocol.ControlTopicFor(topic)); exists {
 			t.Errorf("init created a control topic for a missing data topic")
@@ -217,7 +220,11 @@ func TestInitReportsWhatIsWrongAndTheFix(t *testing.T) {
 		opWantFailure(t, code, stderr, exitUsage, "invalid --replication-factor 0")
 		// The development broker is a single node: three replicas cannot be placed.
 		code, _, stderr = e.run(t, "init", "--topic", topic, "--replication-factor", "3")
-		opWantFailure(t, code, stderr, exitError, "create control topic", "INVALID_REPLICATION_FACTOR")
+		opWantFailure(t, code, stderr, exitError, "create control topic", "INVALID_REPLICATION_FACTOR",
+			"Hint: the cluster has 1 broker(s): use --replication-factor 1 (production clusters: 3)")
+		if strings.Contains(stderr, "may create topics") {
+			t.Errorf("the hint blames permissions:\n%s", stderr)
+		}
 		if _, exists := e.controlRecords(t, protocol.ControlTopicFor(topic)); exists {
 			t.Errorf("a control topic was created")
 		}

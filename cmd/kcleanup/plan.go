@@ -144,7 +144,8 @@ func wouldRefuse(plan events.Plan, out string, pv *previewDoc) error {
 	if where == "" {
 		where = "standard output"
 	}
-	err := errors.Newf("apply would refuse plan %s now (the plan was written to %s; the preview says why)", plan.PlanID, where)
+	why, _, _ := strings.Cut(pv.ApplyWouldRefuse, "\n")
+	err := errors.Newf("apply would refuse plan %s now: %s (the plan was written to %s; the preview says every reason)", plan.PlanID, why, where)
 	for _, h := range pv.RefusalHints {
 		err = errors.WithHint(err, h)
 	}

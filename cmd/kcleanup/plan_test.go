@@ -318,8 +318,11 @@ func TestPlanPreviewOnTheRealBroker(t *testing.T) {
 		!strings.Contains(p.Refused, "plan offset 5 is below the committed boundary 10") {
 		t.Errorf("partition 1 below its log start: %+v", p)
 	}
-	if p := doc.Preview.Partitions[0]; p.Refused != "" {
-		t.Errorf("partition 0 is fine but refused: %+v", p)
+	// Partition 0 is fine on its own, but apply commits all of a plan or none: its row says the
+	// plan is refused, and why, and deletes nothing (issue 20).
+	if p := doc.Preview.Partitions[0]; p.Refused != "plan refused as a whole: "+strings.SplitN(doc.Preview.ApplyWouldRefuse, "\n", 2)[0] ||
+		p.NewLogStart != p.LogStart || p.Deletable != 0 {
+		t.Errorf("partition 0 fine on its own, in a refused plan: %+v", p)
 	}
 
 	// Above the high watermark: no impossible new log start or deletable count; the row says

@@ -108,6 +108,9 @@ func runStatus(ctx context.Context, w io.Writer, g globalOptions, controlTopic s
 		return err
 	}
 	g.blockedBySettings(ctx, c, &st)
+	if st.Format == projector.FormatFlinkAgents || st.Format == projector.FormatNone {
+		st.MirrorOf = g.mirrorOf(ctx, c, controlTopic) // a mirror before its first plan is empty
+	}
 	if g.output == outputJSON {
 		return writeJSON(w, st)
 	}
@@ -121,6 +124,12 @@ func printStatus(w io.Writer, st report.Status, full bool) error {
 	}
 	tw := newTable(w)
 	fmt.Fprintf(tw, "Control topic:\t%s (read to offset %d, its end when the read began)\n", st.ControlTopic, st.ReadTo)
+	if len(st.MirrorOf) > 0 {
+		// An empty mirror: no boundary of its own to speak of; the control topic has the decisions.
+		fmt.Fprintf(tw, "Mirror of:\t%s: the Flink Agents mirror kcleanup keeps for the job (empty: no plan applied yet); the decisions are the control topic's (kcleanup status --control-topic %s)\n",
+			strings.Join(st.MirrorOf, ", "), st.MirrorOf[0])
+		return tw.Flush()
+	}
 	if st.Topic != "" {
 		fmt.Fprintf(tw, "Data topic:\t%s (topic ID %s)\n", st.Topic, st.TopicID)
 	} else {
@@ -307,6 +316,25 @@ func printBlocked(w io.Writer, blocked []report.BlockedOperation) {
 			fmt.Fprintf(w, "    fix: %s\n", report.SingleLine(h))
 		}
 	}
+}
+
+// mirrorOf names the control topics, among those kcleanup finds without being told
+// (worker.Cluster.ControlTopics: *.kcleanup), whose attached mirror is topic. Best effort
+// within --timeout: a status that cannot tell shows the topic as Flink Agents' own.
+func (g globalOptions) mirrorOf(ctx context.Context, c *worker.Cluster, topic string) []string {
+	ctx, cancel := context.WithTimeout(ctx, g.timeout)
+	defer cancel()
+	known, err := c.ControlTopics(ctx, true)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, k := range known {
+		if k.Mirror == topic {
+			out = append(out, k.ControlTopic)
+		}
+	}
+	return out
 }
 
 // printMirror is the status table's lines about the attached mirror.

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/kcleanup/kcleanup/projector/flinkagents"
 	"github.com/kcleanup/kcleanup/report"
@@ -15,7 +16,14 @@ func printFlinkStatus(w io.Writer, st report.Status) error {
 	fa := st.FlinkAgents
 	tw := newTable(w)
 	fmt.Fprintf(tw, "Control topic:\t%s (read to offset %d, its end when the read began)\n", st.ControlTopic, st.ReadTo)
-	fmt.Fprintf(tw, "Format:\tFlink Agents' own cleanup tool (folded by the job's rules; kcleanup never writes here)\n")
+	if len(st.MirrorOf) > 0 {
+		// kcleanup writes here: the mirror of its control topic, which holds the decisions.
+		fmt.Fprintf(tw, "Format:\tFlink Agents' (folded by the job's rules)\n")
+		fmt.Fprintf(tw, "Mirror of:\t%s: the Flink Agents mirror kcleanup keeps for the job; the decisions are the control topic's (kcleanup status --control-topic %s)\n",
+			strings.Join(st.MirrorOf, ", "), st.MirrorOf[0])
+	} else {
+		fmt.Fprintf(tw, "Format:\tFlink Agents' own cleanup tool (folded by the job's rules; kcleanup never writes here)\n")
+	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}

@@ -146,7 +146,30 @@ func openPlanSession(ctx context.Context, g globalOptions, plan events.Plan, t t
 		c.Close()
 		return nil, err
 	}
+	if err := oneGovernor(ctx, c, proj, plan, g.bootstrap()); err != nil {
+		proj.Close()
+		c.Close()
+		return nil, planError(g, err)
+	}
 	return &planSession{cluster: c, proj: proj, opts: opts}, nil
+}
+
+// oneGovernor refuses to bind or commit a plan on a control topic while another control
+// topic is bound to the same topic incarnation (protocol.SharedGovernance): each would be blind
+// to the other's boundary. The others looked at are those kcleanup finds without being told
+// (worker.Cluster.ControlTopics: every *.kcleanup topic). A plan already committed here is
+// let finish: its deletion adds no risk its commit did not.
+func oneGovernor(ctx context.Context, c *worker.Cluster, proj *worker.Projection, plan events.Plan, bootstrap string) error {
+	if op, ok := proj.State.Operation(plan.PlanID); ok && op.State != fsm.Planned {
+		return nil
+	}
+	known, err := c.ControlTopics(ctx, false)
+	if err != nil {
+		return errors.WithHint(errors.Wrap(err, "list the control topics, to check that no other one governs the plan's topic"),
+			"the principal needs Describe on the cluster's topics named *.kcleanup")
+	}
+	err = protocol.SharedGovernance(proj.Topic, plan.Topic, plan.TopicID, worker.Governors(known), bootstrap)
+	return errors.Mark(err, worker.ErrRejected)
 }
 
 func (s *planSession) close() {

@@ -107,3 +107,54 @@ func TestDaemonBlocksAPlanAboveTheHighWatermark(t *testing.T) {
 		t.Fatalf("operation %s with %d DELETING records; want COMMITTED and none", op.State, op.DeleteAttempts)
 	}
 }
+
+// Two served control topics bound to the same topic incarnation: each is blind to the other's
+// boundary, so the fleet starts no deletion on either and shows the operation blocked with
+// why and the fix, and /readyz names it for both (issue 20 item 4). The control topic gains
+// no DELETING.
+func TestDaemonBlocksTwoControlTopicsOfOneTopic(t *testing.T) {
+	c := fakeGroupCluster(t)
+	id, ctl := setup(t, c, "action-state")
+	ctx := context.Background()
+	second := "action-state-ops.kcleanup"
+	if err := c.EnsureControlTopic(ctx, second, "action-state", worker.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	other := workertest.MustPlan(t, "C1", "action-state", id, events.Offsets{0: 10, 1: 10})
+	if _, err := c.Append(ctx, second, workertest.Envelope(events.Planned, other, "old-kcleanup")); err != nil {
+		t.Fatal(err)
+	}
+	plan := workertest.MustPlan(t, "C9", "action-state", id, events.Offsets{0: 50, 1: 50})
+	commit(t, c, ctl, plan)
+
+	r := startDaemon(t, c, fastOptions(t, ctl, second)...)
+	srv := httptest.NewServer(r.d.Handler())
+	defer srv.Close()
+	var st report.TopicStatus
+	kafkatest.Eventually(t, 20*time.Second, "the operation shows as blocked", func() bool {
+		st = report.TopicStatus{}
+		getJSON(t, srv.URL+"/v1/status?controlTopic="+ctl, &st)
+		return len(st.Blocked) == 1
+	})
+	if want := "control topics " + ctl + " and " + second + " both govern topic action-state"; !strings.Contains(st.Blocked[0].Reason, want) {
+		t.Fatalf("blocked %+v, want %q", st.Blocked[0], want)
+	}
+	if got := stateOf(t, c, ctl, plan.PlanID); got != fsm.Committed {
+		t.Fatalf("state %s, want COMMITTED: nothing may be deleted while both are bound", got)
+	}
+	// /readyz names it for both, pending work or not, with the fix.
+	var ready readiness
+	getJSON(t, srv.URL+"/readyz", &ready)
+	for _, topic := range []string{ctl, second} {
+		if g := ready.Governance[topic]; !strings.Contains(g, "both govern topic action-state") || !strings.Contains(g, "fix: keep one control topic per data topic") {
+			t.Errorf("/readyz governance[%s] = %q", topic, g)
+		}
+	}
+	start, err := c.StartOffsets(ctx, "action-state")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if start[0] != 0 || start[1] != 0 {
+		t.Fatalf("log start %v: nothing may be deleted", start)
+	}
+}

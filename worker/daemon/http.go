@@ -90,6 +90,11 @@ type readiness struct {
 	// writes tombstones again), and the fix. Like Mirror it does not fail
 	// readiness: status and validation stay correct; no deletion starts.
 	Tombstones map[string]string `json:"tombstones,omitempty"`
+	// Governance names, per control topic, another served control topic
+	// bound to the same topic incarnation, and the fix: no deletion starts
+	// on either (protocol.SharedGovernance). Like Mirror it does not fail
+	// readiness.
+	Governance map[string]string `json:"governance,omitempty"`
 }
 
 func (d *Daemon) serveReady(w http.ResponseWriter, _ *http.Request) {
@@ -112,6 +117,9 @@ func (d *Daemon) serveReady(w http.ResponseWriter, _ *http.Request) {
 	}
 	if ts := d.tombstonesAbove(); len(ts) > 0 {
 		r.Tombstones = ts
+	}
+	if g := d.sharedGovernances(); len(g) > 0 {
+		r.Governance = g
 	}
 	for _, t := range d.servedTopics() {
 		if ok, why := d.view(t).snap.Load().caughtUp(d.cfg.readyWindow); !ok {

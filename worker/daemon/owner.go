@@ -1,9 +1,11 @@
 package daemon
 
 import (
+	"cmp"
 	"context"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -298,6 +300,10 @@ func (d *Daemon) pass(o *owner, proj *worker.Projection, opts worker.Options) er
 		o.tombstoneReason = found
 		o.mu.Unlock()
 	}
+	// Another served control topic bound to the same topic incarnation: each is blind to the
+	// other's boundary, so no deletion starts on either until one is retired (blocked, with
+	// the fix, in /v1/status).
+	shared := d.sharedGovernance(o.topic, proj.State)
 	for _, op := range pending {
 		if o.soft.Err() != nil {
 			return nil
@@ -305,14 +311,14 @@ func (d *Daemon) pass(o *owner, proj *worker.Projection, opts worker.Options) er
 		if !o.due(op.PlanID, time.Now()) {
 			continue
 		}
-		if err := o.settingsErr; err != nil {
+		if err := cmp.Or(o.settingsErr, shared); err != nil {
 			// A control topic whose cleaner may outrun repairs blocks every
 			// deletion (its repairs above still run); one whose settings
 			// cannot be read now is retried as transient.
 			if !errors.Is(err, worker.ErrBlocked) {
 				a := o.failed(op.PlanID, false, err, d.cfg)
 				d.metrics.attempt(o.topic, "retry")
-				d.log.Warn("cannot check the control topic's settings; will retry", "control_topic", o.topic, "plan", op.PlanID,
+				d.log.Warn("cannot check the control topic's settings or bindings; will retry", "control_topic", o.topic, "plan", op.PlanID,
 					errAttr(err), "retry_in", time.Until(a.next).Round(time.Millisecond).String())
 				o.settingsAt = time.Time{}
 				continue
@@ -343,6 +349,51 @@ func (d *Daemon) pass(o *owner, proj *worker.Projection, opts worker.Options) er
 		d.finish(o, proj, op, opts)
 	}
 	return nil
+}
+
+// sharedGovernance is protocol.SharedGovernance for a served control topic (self: its
+// fold) over the bindings of every control topic this replica serves, as each view last read
+// it; nil while self is unbound or alone. A view still on its first read may be bound to the
+// same topic: until it is read, that is a transient error (fail closed), never "alone".
+func (d *Daemon) sharedGovernance(topic string, self *projector.State) error {
+	bt, bid, _ := self.Binding()
+	return d.sharedGovernanceOf(topic, bt, bid)
+}
+
+// sharedGovernanceOf is sharedGovernance for a control topic bound to topic bt (ID bid).
+func (d *Daemon) sharedGovernanceOf(topic, bt, bid string) error {
+	if bt == "" {
+		return nil
+	}
+	var known []protocol.Governor
+	for _, v := range d.allViews() {
+		if v.topic == topic {
+			continue
+		}
+		s := v.snap.Load()
+		if s.caughtUpAt.IsZero() && s.err == nil {
+			return errors.Newf("control topic %s is served but not read yet: whether it governs topic %s too is not known", v.topic, bt)
+		}
+		known = append(known, protocol.Governor{ControlTopic: v.topic, Topic: s.status.Topic, TopicID: s.status.TopicID})
+	}
+	return protocol.SharedGovernance(topic, bt, bid, known, d.cfg.bootstrap)
+}
+
+// sharedGovernances is sharedGovernance for every served control topic, as its view last
+// read it, with the fix (for /readyz): the finding whether or not anything is pending.
+func (d *Daemon) sharedGovernances() map[string]string {
+	out := map[string]string{}
+	for _, v := range d.allViews() {
+		s := v.snap.Load()
+		if s.caughtUpAt.IsZero() {
+			continue
+		}
+		err := d.sharedGovernanceOf(v.topic, s.status.Topic, s.status.TopicID)
+		if err != nil && errors.Is(err, worker.ErrBlocked) {
+			out[v.topic] = err.Error() + "; fix: " + strings.Join(errors.GetAllHints(err), "; ")
+		}
+	}
+	return out
 }
 
 // finish makes one attempt to drive one operation to APPLIED.

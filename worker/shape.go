@@ -1,0 +1,172 @@
+package worker
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/cockroachdb/errors"
+
+	"github.com/kcleanup/kcleanup/gate"
+	"github.com/kcleanup/kcleanup/protocol"
+)
+
+// ErrNotControlTopic marks the error of a command given a topic that is not
+// shaped like a control topic (gate.Shape): it is never read as one.
+var ErrNotControlTopic = errors.New("topic is not shaped like a control topic")
+
+// ControlTopicSuffix is what names the control topics kcleanup looks
+// through when it needs to know which control topics govern a data topic,
+// or keep a mirror (ControlTopics): every default control topic ends so
+// (protocol.ControlTopicFor).
+var ControlTopicSuffix = protocol.ControlTopicFor("")
+
+// CheckControlShape refuses a topic that is not shaped like a control topic
+// by its partitions and cleanup.policy (gate.Shape), naming what it looks
+// like and the control topics whose bindings name it. A missing topic is
+// ErrTopicNotFound, for the caller to word.
+func (c *Cluster) CheckControlShape(ctx context.Context, topic string) error {
+	info, err := c.TopicMetadata(ctx, topic)
+	if err != nil {
+		return err
+	}
+	configs, err := c.TopicConfigs(ctx, topic) // its error names the grant a denial needs
+	if err != nil {
+		return err
+	}
+	return c.notControlTopic(ctx, gate.ShapeOf(topic, len(info.Partitions), configs))
+}
+
+// CheckShape refuses, after a read, a control topic whose records are in
+// neither kcleanup's nor Flink Agents' format (gate.Shape).
+func (p *Projection) CheckShape(ctx context.Context) error {
+	return p.cluster.notControlTopic(ctx, p.Shape())
+}
+
+// Shape is the projection's topic as a one-partition compacted topic with
+// the records read so far (the caller checked the settings).
+func (p *Projection) Shape() gate.Shape {
+	k, f, o := p.Counts()
+	return gate.Shape{Topic: p.Topic, Partitions: 1, Policy: "compact", Kcleanup: k, FlinkAgents: f, Other: o}
+}
+
+func (c *Cluster) notControlTopic(ctx context.Context, s gate.Shape) error {
+	if s.Misfit() == "" {
+		return nil
+	}
+	var bound []string
+	if known, err := c.ControlTopics(ctx, false); err == nil { // best effort: the refusal stands without it
+		for _, k := range known {
+			if k.Topic == s.Topic && k.ControlTopic != s.Topic {
+				bound = append(bound, k.ControlTopic)
+			}
+		}
+	}
+	err := errors.Mark(errors.New(s.NotControlTopic(bound)), ErrNotControlTopic)
+	if len(bound) > 0 {
+		if bound[0] == protocol.ControlTopicFor(s.Topic) {
+			return errors.WithHintf(err, "name its control topic: --topic %s (or --control-topic %s)", s.Topic, bound[0])
+		}
+		return errors.WithHintf(err, "name its control topic: --control-topic %s", bound[0])
+	}
+	return errors.WithHintf(err, "if %s is the data topic, give --topic %s (its control topic is %s) or the control topic that governs it (--control-topic); "+
+		"kcleanup never reads a topic of this shape as a control topic", s.Topic, s.Topic, protocol.ControlTopicFor(s.Topic))
+}
+
+// KnownControlTopic is a control topic found by ControlTopics and what its
+// records say: the data topic it governs (Topic, TopicID; "" while none)
+// and, when read whole, the Flink Agents mirror it keeps ("" while none).
+type KnownControlTopic struct {
+	protocol.Governor
+	Mirror string
+}
+
+// Governors are the bindings of known control topics, for protocol.SharedGovernance.
+func Governors(known []KnownControlTopic) []protocol.Governor {
+	out := make([]protocol.Governor, len(known))
+	for i, k := range known {
+		out[i] = k.Governor
+	}
+	return out
+}
+
+// ControlTopics finds the control topics of the cluster kcleanup can know
+// of without being told: every topic named *.kcleanup, and the extra names
+// given (a fleet's --control-topic-regex matches), that is shaped like a
+// control topic. Each is read until its binding is known (the first
+// accepted PLANNED, which never changes), or to its end with whole (for
+// the mirror it keeps). A candidate that cannot be read is left out.
+// Sorted by name.
+func (c *Cluster) ControlTopics(ctx context.Context, whole bool, extra ...string) ([]KnownControlTopic, error) {
+	names, err := c.ListTopics(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var candidates []string
+	for _, n := range names {
+		if strings.HasSuffix(n, ControlTopicSuffix) || slices.Contains(extra, n) {
+			candidates = append(candidates, n)
+		}
+	}
+	shaped, _, err := c.ShapedAsControlTopics(ctx, candidates)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]KnownControlTopic, len(shaped))
+	ok := make([]bool, len(shaped))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 8)
+	for i, name := range shaped {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			p, err := c.OpenProjection(name)
+			if err != nil {
+				return
+			}
+			defer p.Close()
+			if whole {
+				err = p.CatchUp(ctx)
+			} else {
+				err = p.readBinding(ctx)
+			}
+			if err != nil {
+				return
+			}
+			k := KnownControlTopic{Governor: protocol.Governor{ControlTopic: name}}
+			k.Topic, k.TopicID, _ = p.State.Binding()
+			if m, attached := p.State.Mirror(); attached {
+				k.Mirror = m.Topic
+			}
+			out[i], ok[i] = k, true
+		})
+	}
+	wg.Wait()
+	var found []KnownControlTopic
+	for i := range out {
+		if ok[i] {
+			found = append(found, out[i])
+		}
+	}
+	return found, nil
+}
+
+// readBinding reads a control topic until its binding is known or to its
+// end: the binding is set by the first accepted PLANNED, at the start of
+// the log as a rule, so a few records are read, not the history.
+func (p *Projection) readBinding(ctx context.Context) error {
+	end, err := p.cluster.stableEnd(ctx, "control topic", p.Topic)
+	if err != nil {
+		return err
+	}
+	for step := int64(16); p.Next < end; step *= 8 {
+		if err := p.readTo(ctx, min(end, p.Next+step)); err != nil {
+			return err
+		}
+		if _, _, bound := p.State.Binding(); bound {
+			return nil
+		}
+	}
+	return nil
+}
