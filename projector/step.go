@@ -100,7 +100,7 @@ func (s *State) fold(r Record, env events.Envelope, decodeErr error) Verdict {
 		}
 		if s.lean {
 			o := s.ops[e.op]
-			v = Verdict{Offset: r.Offset, Event: step.env.Event, PlanID: o.id, Outcome: Accepted,
+			v = Verdict{Offset: r.Offset, Event: step.env.Event, PlanID: step.env.PlanID, Outcome: Accepted,
 				At: step.env.At, Actor: s.intern(step.env.Actor), Covered: step.env.Event == events.Committed && o.covered}
 		} else {
 			v = s.verdictOf(e)
@@ -157,7 +157,9 @@ func (s *State) decide(r Record, env events.Envelope, err error) (Verdict, chang
 	// The operation and whether this key already holds an accepted record
 	// come from the key alone, so even an undecodable value or a tombstone
 	// on an accepted key is caught as an overwrite.
-	oi, known := s.byPlan[v.PlanID]
+	id, isID := parsePlanID(v.PlanID)
+	oi, known := s.byPlan.find(s.ops, id)
+	known = known && isID
 	var o *op
 	if known {
 		o = s.ops[oi]
@@ -194,6 +196,10 @@ func (s *State) decide(r Record, env events.Envelope, err error) (Verdict, chang
 		return reject(v, reason, err.Error()), change{}
 	}
 	v.At, v.Actor, v.Event, v.PlanID = verdictAt(&env, r), env.Actor, env.Event, env.PlanID
+	if !isID {
+		// Decode never returns one; a Decoded built by hand may.
+		return reject(v, ReasonMalformed, fmt.Sprintf("planId %q is not 64 lowercase hex digits", env.PlanID)), change{}
+	}
 
 	if evidenceKey && !s.sameEvidence(o, &env) {
 		return s.overwrite(v, oi, "other content (plan or logStart differ)"), change{}
@@ -255,11 +261,11 @@ func (s *State) decidePlanned(v Verdict, env events.Envelope, o *op) (Verdict, c
 		if o.accepted&eventBit(events.Committed) == 0 {
 			e, off := o.firstEvidence()
 			v.Detail = fmt.Sprintf("plan %s is already %s (its PLANNED was implied by the %s at offset %d, evidence of an erased COMMITTED); no change",
-				o.id, o.state(), e, off)
+				o.id.String(), o.state(), e, off)
 			return v, change{}
 		}
 		v.Detail = fmt.Sprintf("plan %s is already %s (its PLANNED was implied by the COMMITTED at offset %d); no change",
-			o.id, o.state(), o.acceptedOffset(events.Committed))
+			o.id.String(), o.state(), o.acceptedOffset(events.Committed))
 		return v, change{}
 	}
 	if v, wrong := s.wrongTopic(v, env.Plan); wrong {
@@ -334,7 +340,7 @@ func (s *State) commitRules(v Verdict, env events.Envelope) (change, Verdict, bo
 		s.noteConflict(v.Key, plan)
 		return change{}, reject(v, ReasonBoundaryRegression, fmt.Sprintf(
 			"partition %d: plan offset %d is below the committed boundary %d (set by plan %s), while the commit would raise partition %d; the boundary never moves backward (a plan below it is accepted only when it raises nothing)",
-			p, plan[p], s.boundary[p], s.setBy[p], firstRaised)), false
+			p, plan[p], s.boundary[p], s.setByID(p), firstRaised)), false
 	}
 	if p, bad := lowest(s.boundary, func(p int32) bool { f, ok := field[p]; return !ok || f < s.boundary[p] }); bad {
 		return change{}, reject(v, ReasonBoundaryMismatch, fmt.Sprintf(
@@ -387,7 +393,7 @@ func (s *State) decideDeleting(v Verdict, env events.Envelope, oi int32, o *op) 
 		// a later copy of DELETING lands after APPLIED).
 		v.Outcome = Duplicate
 		v.Detail = fmt.Sprintf("plan %s is already APPLIED (its DELETING was implied by the APPLIED at offset %d); no change",
-			o.id, o.acceptedOffset(events.Applied))
+			o.id.String(), o.acceptedOffset(events.Applied))
 		return v, change{}
 	}
 	to, err := fsm.Next(o.state(), env.Event)
@@ -459,7 +465,7 @@ func (s *State) apply(offset int64, c change) auditEntry {
 			o.boundary = env.Boundary
 		}
 		o.covered = c.covered
-		s.raise(o, c)
+		s.raise(oi, c)
 		s.confirm(oi)
 		o.seq = int32(len(s.commits))
 		s.commits = append(s.commits, oi)
@@ -486,36 +492,54 @@ func (s *State) newOp(p events.Plan) int32 {
 	}
 	oi := int32(len(s.ops))
 	// Room for the usual four steps (about 40 bytes) from the start.
-	s.ops = append(s.ops, &op{id: p.PlanID, srp: p.SourceRecoveryPoint, offs: compactOffsets(p.Offsets), seq: -1, history: make(history, 0, 48)})
-	s.byPlan[p.PlanID] = oi
+	s.ops = append(s.ops, &op{id: mustPlanID(p.PlanID), srp: p.SourceRecoveryPoint, offs: compactOffsets(p.Offsets), seq: -1, history: make(history, 0, 48)})
+	s.byPlan.add(s.ops, oi)
 	return oi
 }
 
 // raise sets the boundary a COMMITTED (or evidence of one) computed, and
 // the plans that set each partition.
-func (s *State) raise(o *op, c change) {
+func (s *State) raise(oi int32, c change) {
+	o := s.ops[oi]
 	s.boundary = c.boundary
 	for _, p := range c.raised {
-		s.setBy[p] = o.id
+		s.setBy[p] = oi
 	}
 	// A plan whose own offset is the boundary names it better than a
 	// commit whose field carried it there.
 	for _, po := range o.offs {
-		if s.boundary[po.p] == po.off && s.planOffset(s.setBy[po.p], po.p) != po.off {
-			s.setBy[po.p] = o.id
+		if by, ok := s.setBy[po.p]; s.boundary[po.p] == po.off && (!ok || s.planOffset(by, po.p) != po.off) {
+			s.setBy[po.p] = oi
 		}
 	}
 }
 
-// planOffset is the offset of partition p in the plan of planID, -1 when
-// unknown.
-func (s *State) planOffset(planID string, p int32) int64 {
-	if i, ok := s.byPlan[planID]; ok {
-		if off, ok := s.ops[i].offs.get(p); ok {
-			return off
-		}
+// planOffset is the offset of partition p in the plan of operation oi, -1
+// when it has none.
+func (s *State) planOffset(oi int32, p int32) int64 {
+	if off, ok := s.ops[oi].offs.get(p); ok {
+		return off
 	}
 	return -1
+}
+
+// setByID is BoundarySetBy without unconfirmed operations: the plan ID of
+// the commit that set partition p's boundary, "" when none did.
+func (s *State) setByID(p int32) string {
+	if oi, ok := s.setBy[p]; ok {
+		return s.ops[oi].id.String()
+	}
+	return ""
+}
+
+// lookup is the operation of a plan ID's text (false for no operation, or
+// for text that is no plan ID).
+func (s *State) lookup(id string) (int32, bool) {
+	pid, ok := parsePlanID(id)
+	if !ok {
+		return -1, false
+	}
+	return s.byPlan.find(s.ops, pid)
 }
 
 // track keeps what compaction safety needs after every folded record: where
@@ -528,7 +552,7 @@ func (s *State) track(r Record, v Verdict, accepted int32) {
 	if v.Outcome == Accepted {
 		oi, known = accepted, true // no second map lookup
 	} else {
-		oi, known = s.byPlan[v.PlanID]
+		oi, known = s.lookup(v.PlanID)
 	}
 	bit := eventBit(v.Event)
 	switch v.Outcome {
@@ -601,7 +625,7 @@ func (o *op) commitMisplaced() bool {
 // said: event, planId, plan, boundary and logStart; never at or actor, so a
 // retry by another writer is a duplicate.
 func (s *State) sameContent(o *op, env *events.Envelope) bool {
-	if !s.samePlan(o, env.Plan) || env.PlanID != o.id {
+	if !s.samePlan(o, env.Plan) || !o.id.is(env.PlanID) {
 		return false
 	}
 	switch env.Event {
@@ -632,7 +656,7 @@ func (s *State) overwrite(v Verdict, oi int32, what string) Verdict {
 		s.markOverwritten(v.Key, oi, v.Event, v.Offset, true)
 		return reject(v, ReasonOverwritesAccepted, fmt.Sprintf(
 			"OVERWRITE: key %s holds, at offset %d, the evidence that plan %s's COMMITTED was accepted and erased, and this record is %s; compaction would erase the evidence, so it must be re-appended (Repairs)",
-			v.Key, o.proofStep(eventIndex(v.Event)).Offset, o.id, what))
+			v.Key, o.proofStep(eventIndex(v.Event)).Offset, o.id.String(), what))
 	}
 	s.markOverwritten(v.Key, oi, v.Event, v.Offset, false)
 	return reject(v, ReasonOverwritesAccepted, fmt.Sprintf(
