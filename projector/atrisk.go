@@ -256,6 +256,26 @@ func (s *State) BoundarySetBy(p int32) string {
 	return ""
 }
 
+// CommittedSinceRise returns the operations whose COMMITTED was accepted
+// since the committed boundary last rose, in the order of Operations (their
+// PLANNED's): the commit that raised it (the one BoundarySetBy names for the partitions
+// it raised) and the covered commits after it. Every accepted commit leaves
+// the boundary at or above its plan and the boundary never falls, so a plan
+// equal to the boundary is among them (protocol.BoundaryPlan): no walk over
+// every operation.
+func (s *State) CommittedSinceRise() []Operation {
+	if len(s.commits) == 0 {
+		return nil
+	}
+	ois := slices.Clone(s.commits[s.risen:])
+	slices.Sort(ois)
+	out := make([]Operation, 0, len(ois))
+	for _, oi := range ois {
+		out = append(out, s.export(s.ops[oi]))
+	}
+	return out
+}
+
 // holdsEvidence reports whether key is the DELETING or APPLIED key of an
 // unconfirmed operation that holds evidence under it.
 func (s *State) holdsEvidence(key string) bool {

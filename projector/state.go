@@ -45,6 +45,9 @@ type State struct {
 	// on, so that a compacted log keeps the commits in acceptance order.
 	commits     []int32
 	reorderFrom int
+	// risen is the index in commits of the last COMMITTED that raised the
+	// boundary (CommittedSinceRise).
+	risen int
 	// misordered holds operations whose latest COMMITTED copy is after the
 	// latest copy of their DELETING or APPLIED (Repairs re-appends those).
 	misordered map[int32]bool

@@ -502,6 +502,9 @@ func (s *State) newOp(p events.Plan) int32 {
 func (s *State) raise(oi int32, c change) {
 	o := s.ops[oi]
 	s.boundary = c.boundary
+	if len(c.raised) > 0 {
+		s.risen = len(s.commits) // where apply appends this commit
+	}
 	for _, p := range c.raised {
 		s.setBy[p] = oi
 	}
