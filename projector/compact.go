@@ -175,14 +175,20 @@ func mustPlanID(s string) planID {
 }
 
 func fromHex(c byte) (byte, bool) {
-	switch {
-	case c >= '0' && c <= '9':
-		return c - '0', true
-	case c >= 'a' && c <= 'f':
-		return c - 'a' + 10, true
-	}
-	return 0, false
+	v := hexValue[c]
+	return v, v < 16
 }
+
+// hexValue is the value of each lowercase hex digit, 0xff for any other byte.
+var hexValue = func() (t [256]byte) {
+	for i := range t {
+		t[i] = 0xff
+	}
+	for i, c := range []byte("0123456789abcdef") {
+		t[c] = byte(i)
+	}
+	return t
+}()
 
 // String is the plan ID's text.
 func (id planID) String() string { return hex.EncodeToString(id[:]) }

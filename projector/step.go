@@ -52,7 +52,8 @@ func DecodeWith(d *events.Decoder, r Record) Decoded {
 }
 
 // StepDecoded is Step for a record decoded by Decode: the same verdict, the
-// same state.
+// same state. The State keeps the envelope's boundary and logStart maps as
+// they are: they must not be modified afterwards.
 func (s *State) StepDecoded(d Decoded) Verdict {
 	if d.Offset < s.next {
 		return s.outOfOrder(d.Record)
@@ -137,10 +138,9 @@ type change struct {
 	to       fsm.State
 	implied  uint8          // events this record implies (eventBit)
 	boundary events.Offsets // COMMITTED: the new boundary
-	raised   []int32        // COMMITTED: partitions whose boundary it raised
 	covered  bool           // COMMITTED: raised nothing
 	// evidence: a DELETING or APPLIED rejected as ReasonCommitMissing, kept
-	// as evidence (applyEvidence); boundary and raised as for a COMMITTED.
+	// as evidence (applyEvidence); boundary as for a COMMITTED.
 	evidence bool
 }
 
@@ -148,10 +148,14 @@ type change struct {
 // effect is returned for apply; decide itself changes only what a record
 // that is not accepted may change (Degraded, Repairs).
 func (s *State) decide(r Record, env events.Envelope, err error) (Verdict, change) {
-	v := Verdict{Offset: r.Offset, Key: string(r.Key), At: r.Timestamp}
+	// The key's text is made only for a verdict that is not a plain
+	// acceptance (one allocation a record, and StepDecodedLean's accepted
+	// verdicts have no Key).
+	v := Verdict{Offset: r.Offset, At: r.Timestamp}
 	if err == nil && r.Value != nil {
 		v.PlanID, v.Event = env.PlanID, env.Event // Decode checked them against the key
 	} else {
+		v.Key = string(r.Key)
 		v.PlanID, v.Event = keyParts(r.Key)
 	}
 	// The operation and whether this key already holds an accepted record
@@ -201,6 +205,9 @@ func (s *State) decide(r Record, env events.Envelope, err error) (Verdict, chang
 		return reject(v, ReasonMalformed, fmt.Sprintf("planId %q is not 64 lowercase hex digits", env.PlanID)), change{}
 	}
 
+	if evidenceKey || acceptedKey {
+		v.Key = string(r.Key)
+	}
 	if evidenceKey && !s.sameEvidence(o, &env) {
 		return s.overwrite(v, oi, "other content (plan or logStart differ)"), change{}
 	}
@@ -225,19 +232,26 @@ func (s *State) decide(r Record, env events.Envelope, err error) (Verdict, chang
 		return v, change{}
 	}
 
+	var c change
 	switch env.Event {
 	case events.Planned:
-		return s.decidePlanned(v, env, o)
+		v, c = s.decidePlanned(v, env, o)
 	case events.Committed:
-		return s.decideCommitted(v, env, oi, o)
+		v, c = s.decideCommitted(v, env, oi, o)
 	case events.Deleting:
-		return s.decideDeleting(v, env, oi, o)
+		v, c = s.decideDeleting(v, env, oi, o)
 	case events.Applied:
-		return s.decideApplied(v, env, oi, o)
+		v, c = s.decideApplied(v, env, oi, o)
+	default:
+		// Decode returns only the four events; anything else is a newer build's.
+		v.Key = string(r.Key)
+		s.degrade(r.Offset, v.Key, errors.Newf("event %q", env.Event))
+		return reject(v, ReasonUnknownEvent, fmt.Sprintf("event %q is unknown to this build", env.Event)), change{}
 	}
-	// Decode returns only the four events; anything else is a newer build's.
-	s.degrade(r.Offset, v.Key, errors.Newf("event %q", env.Event))
-	return reject(v, ReasonUnknownEvent, fmt.Sprintf("event %q is unknown to this build", env.Event)), change{}
+	if v.Outcome != Accepted {
+		v.Key = string(r.Key)
+	}
+	return v, c
 }
 
 // wrongTopic rejects a plan for another data topic than the binding's; the
@@ -337,7 +351,7 @@ func (s *State) commitRules(v Verdict, env events.Envelope) (change, Verdict, bo
 		return change{boundary: s.boundary, covered: true}, v, true
 	}
 	if p, bad := lowest(plan, func(p int32) bool { b, ok := s.boundary[p]; return ok && plan[p] < b }); bad {
-		s.noteConflict(v.Key, plan)
+		s.noteConflict(events.Key(env.PlanID, env.Event), plan) // the record's key: Decode checked it
 		return change{}, reject(v, ReasonBoundaryRegression, fmt.Sprintf(
 			"partition %d: plan offset %d is below the committed boundary %d (set by plan %s), while the commit would raise partition %d; the boundary never moves backward (a plan below it is accepted only when it raises nothing)",
 			p, plan[p], s.boundary[p], s.setByID(p), firstRaised)), false
@@ -347,13 +361,10 @@ func (s *State) commitRules(v Verdict, env events.Envelope) (change, Verdict, bo
 			"boundary field is %s but the current boundary is %s: a commit that raises the boundary must include all of it (partition %d); was it computed on an older view?",
 			field.String(), s.boundary.String(), p)), false
 	}
-	raised := make([]int32, 0, len(field))
-	for p := range field {
-		if raises(p) {
-			raised = append(raised, p)
-		}
-	}
-	return change{boundary: nextBoundary(s.boundary, field), raised: raised}, v, true
+	// The field holds every partition of the boundary at or above it (the
+	// rule above), so it is the pointwise max of both: no copy to make.
+	// Maps are never mutated once folded.
+	return change{boundary: field}, v, true
 }
 
 // lowest returns the lowest partition of o for which bad is true, and
@@ -501,13 +512,15 @@ func (s *State) newOp(p events.Plan) int32 {
 // the plans that set each partition.
 func (s *State) raise(oi int32, c change) {
 	o := s.ops[oi]
+	// The partitions it raised, found here rather than listed by decide:
+	// a slice less a commit.
+	for p, off := range c.boundary {
+		if b, ok := s.boundary[p]; !ok || off > b {
+			s.setBy[p] = oi
+			s.risen = len(s.commits) // where apply appends this commit
+		}
+	}
 	s.boundary = c.boundary
-	if len(c.raised) > 0 {
-		s.risen = len(s.commits) // where apply appends this commit
-	}
-	for _, p := range c.raised {
-		s.setBy[p] = oi
-	}
 	// A plan whose own offset is the boundary names it better than a
 	// commit whose field carried it there.
 	for _, po := range o.offs {
