@@ -85,6 +85,14 @@
 // record of an operation carries the same plan, and a plan whose bytes equal a
 // verified plan's under the same plan ID is not decoded or hashed again.
 //
+// Decode first tries a fast path (canonical.go) that accepts a plan event
+// only in exactly the bytes Encode writes: fixed field order, no whitespace,
+// no escapes, a time in UTC. A repeat of a verified plan is compared by bytes
+// at its place; a new plan is read in one pass and checked by the rules of
+// ParsePlan. Anything else, valid or not, takes the strict decoder, so every
+// rejection and every error message is the strict decoder's; FuzzCanonical
+// holds the two to the same envelope or the same error.
+//
 // ErrNewerSchema and ErrUnknownEvent come from a newer kcleanup. A reader must
 // not skip such a record, since it may carry a commit the reader cannot see:
 // the projection fails closed (docs/design.md §5) until the reader is upgraded.

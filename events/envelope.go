@@ -146,6 +146,7 @@ func Decode(key, value []byte) (Envelope, error) {
 // goroutine at a time.
 type Decoder struct {
 	plans map[string]verifiedPlan // by plan ID
+	actor string                  // the last actor the fast path accepted (canonical)
 }
 
 type verifiedPlan struct {
@@ -189,11 +190,22 @@ type envelopeJSON struct {
 	LogStart      offsetsField `json:"logStart"`
 }
 
-// decode reads a record in two steps only when it is not a valid schema-1
+// decode reads a record the fast way when it is in exactly Encode's form
+// (canonical), else strictly (strictDecode).
+func decode(d *Decoder, key, value []byte) (Envelope, error) {
+	if env, ok := canonical(d, key, value); ok {
+		return env, nil
+	}
+	return strictDecode(d, key, value)
+}
+
+// strictDecode reads a record in two steps only when it is not a valid schema-1
 // envelope: the strict decode first (one pass over valid input), and on any
 // failure a scan that classifies the record as docs/design.md §5 needs it, newer
 // schema and unknown event before any strict rule.
-func decode(d *Decoder, key, value []byte) (Envelope, error) {
+// It reads every record the fast path does not accept outright, and is
+// FuzzCanonical's reference.
+func strictDecode(d *Decoder, key, value []byte) (Envelope, error) {
 	if value == nil {
 		return Envelope{}, &DecodeError{Field: "value", Reason: "is null (a tombstone): expected an envelope", class: ErrTombstone}
 	}
@@ -448,7 +460,7 @@ func (f *timeField) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 // rfc3339Shape matches
 // ^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,9})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$
 // without a regular expression (it runs for every record).
-func rfc3339Shape(s string) bool {
+func rfc3339Shape[T ~string | ~[]byte](s T) bool {
 	digits := func(from, n int) bool {
 		for i := from; i < from+n; i++ {
 			if s[i] < '0' || s[i] > '9' {
@@ -473,7 +485,7 @@ func rfc3339Shape(s string) bool {
 		i = j
 	}
 	zone := s[i:]
-	if zone == "Z" {
+	if len(zone) == 1 && zone[0] == 'Z' {
 		return true
 	}
 	if len(zone) != 6 || zone[0] != '+' && zone[0] != '-' || zone[3] != ':' {

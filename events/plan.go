@@ -194,7 +194,7 @@ func (p Plan) appendJSON(b []byte, pretty bool) []byte {
 	return append(b, '}')
 }
 
-func isPlanID(s string) bool {
+func isPlanID[T ~string | ~[]byte](s T) bool {
 	if len(s) != 64 {
 		return false
 	}

@@ -38,7 +38,7 @@ func (s *State) AtRisk() (bool, string) {
 		if w.evidence {
 			risks = append(risks, fmt.Sprintf(
 				"key %s holds the evidence (offset %d) that plan %s's COMMITTED was accepted and erased, and was overwritten at offset %d: if the log cleaner runs before a worker re-appends it, the boundary read from this control topic falls below the plan %s",
-				k, o.proofStep(eventIndex(w.event)).Offset, o.id, w.at, o.offs.offsets()))
+				k, o.proofStep(eventIndex(w.event)).Offset, o.id.String(), w.at, o.offs.offsets()))
 			continue
 		}
 		if w.event == events.Committed && s.disputed(w.op) {
@@ -56,7 +56,7 @@ func (s *State) AtRisk() (bool, string) {
 		e, off := o.firstEvidence()
 		risks = append(risks, fmt.Sprintf(
 			"plan %s has a %s at offset %d but no COMMITTED: workers write it only after reading the COMMITTED back, so that COMMITTED was accepted and then erased (overwritten, then compacted); the boundary keeps the plan %s and nothing is deleted for it; a worker re-appends the COMMITTED once the data topic's log start is at or above the plan on every partition (nothing left to delete), otherwise check the plan and re-apply it with kcleanup apply",
-			o.id, e, off, o.offs.offsets()))
+			o.id.String(), e, off, o.offs.offsets()))
 	}
 	risks = append(risks, s.mirrorAtRisk()...)
 	switch len(risks) {
@@ -133,7 +133,7 @@ func (s *State) applyEvidence(offset int64, c change) {
 			o.proof.logStart = env.LogStart
 		}
 	}
-	key := events.Key(o.id, env.Event)
+	key := events.Key(o.id.String(), env.Event)
 	if w, ok := s.overwritten[key]; ok && w.evidence {
 		delete(s.overwritten, key) // a repair re-appended the evidence
 	}
@@ -149,7 +149,7 @@ func (s *State) confirm(oi int32) {
 		return
 	}
 	for _, e := range []events.Event{events.Deleting, events.Applied} {
-		key := events.Key(o.id, e)
+		key := events.Key(o.id.String(), e)
 		if w, ok := s.overwritten[key]; ok && w.evidence {
 			delete(s.overwritten, key)
 		}
@@ -161,7 +161,7 @@ func (s *State) confirm(oi int32) {
 // sameEvidence reports whether env says what the evidence under its key
 // said: the same plan, and for APPLIED the same log start.
 func (s *State) sameEvidence(o *op, env *events.Envelope) bool {
-	if !s.samePlan(o, env.Plan) || env.PlanID != o.id {
+	if !s.samePlan(o, env.Plan) || !o.id.is(env.PlanID) {
 		return false
 	}
 	return env.Event != events.Applied || env.LogStart.Equal(o.proofLogStart())
@@ -190,7 +190,7 @@ func (s *State) reencodeEvidence(oi int32, e events.Event) (Record, bool) {
 	env := events.Envelope{
 		SchemaVersion: events.SchemaVersion,
 		Event:         e,
-		PlanID:        o.id,
+		PlanID:        o.id.String(),
 		Plan:          s.plan(o),
 		At:            st.At,
 		Actor:         st.Actor,
@@ -269,7 +269,6 @@ func (s *State) Evidence(planID string) (events.Event, int64, bool) {
 // itself (the earliest such, when several have the same offset). In a
 // compacted replay it may name another plan of the same offset.
 func (s *State) BoundarySetBy(p int32) string {
-	by := s.setBy[p]
 	top, ok := s.boundary[p]
 	first := int32(-1)
 	for oi := range s.unconfirmed {
@@ -283,9 +282,32 @@ func (s *State) BoundarySetBy(p int32) string {
 		}
 	}
 	if first >= 0 {
-		return s.ops[first].id
+		return s.ops[first].id.String()
 	}
-	return by
+	if by, ok := s.setBy[p]; ok {
+		return s.ops[by].id.String()
+	}
+	return ""
+}
+
+// CommittedSinceRise returns the operations whose COMMITTED was accepted
+// since the committed boundary last rose, in the order of Operations (their
+// PLANNED's): the commit that raised it (the one BoundarySetBy names for the partitions
+// it raised) and the covered commits after it. Every accepted commit leaves
+// the boundary at or above its plan and the boundary never falls, so a plan
+// equal to the boundary is among them (protocol.BoundaryPlan): no walk over
+// every operation.
+func (s *State) CommittedSinceRise() []Operation {
+	if len(s.commits) == 0 {
+		return nil
+	}
+	ois := slices.Clone(s.commits[s.risen:])
+	slices.Sort(ois)
+	out := make([]Operation, 0, len(ois))
+	for _, oi := range ois {
+		out = append(out, s.export(s.ops[oi]))
+	}
+	return out
 }
 
 // holdsEvidence reports whether key is the DELETING or APPLIED key of an
@@ -295,7 +317,7 @@ func (s *State) holdsEvidence(key string) bool {
 		return false
 	}
 	planID, e := keyParts([]byte(key))
-	oi, ok := s.byPlan[planID]
+	oi, ok := s.lookup(planID)
 	return ok && s.unconfirmed[oi] && s.ops[oi].evidence&eventBit(e) != 0
 }
 

@@ -2,6 +2,8 @@ package projector
 
 import (
 	"encoding/binary"
+	"encoding/hex"
+	"hash/maphash"
 	"iter"
 	"slices"
 	"time"
@@ -139,4 +141,115 @@ func (h history) last() step {
 		out = st
 	}
 	return out
+}
+
+// planID is a plan ID as the 32 bytes of its SHA-256, where its text, 64
+// hex digits, takes 80 bytes with its header: every operation keeps one,
+// and the map of operations is keyed by it (docs/benchmarks.md, B5).
+type planID [32]byte
+
+// parsePlanID reads a plan ID's text: exactly 64 lowercase hex digits (as
+// events checks it), else ok is false.
+func parsePlanID(s string) (id planID, ok bool) {
+	if len(s) != 2*len(id) {
+		return id, false
+	}
+	for i := range id {
+		hi, ok1 := fromHex(s[2*i])
+		lo, ok2 := fromHex(s[2*i+1])
+		if !ok1 || !ok2 {
+			return planID{}, false
+		}
+		id[i] = hi<<4 | lo
+	}
+	return id, true
+}
+
+// mustPlanID is parsePlanID for a plan events has verified.
+func mustPlanID(s string) planID {
+	id, ok := parsePlanID(s)
+	if !ok {
+		panic("projector: not a verified plan ID: " + s)
+	}
+	return id
+}
+
+func fromHex(c byte) (byte, bool) {
+	v := hexValue[c]
+	return v, v < 16
+}
+
+// hexValue is the value of each lowercase hex digit, 0xff for any other byte.
+var hexValue = func() (t [256]byte) {
+	for i := range t {
+		t[i] = 0xff
+	}
+	for i, c := range []byte("0123456789abcdef") {
+		t[c] = byte(i)
+	}
+	return t
+}()
+
+// String is the plan ID's text.
+func (id planID) String() string { return hex.EncodeToString(id[:]) }
+
+// is reports whether s is this plan ID's text.
+func (id planID) is(s string) bool {
+	other, ok := parsePlanID(s)
+	return ok && other == id
+}
+
+// opIndex finds an operation by plan ID: an open-addressing table (linear
+// probing, at most three quarters full) of indices into State.ops, whose
+// operations hold the IDs. A Go map keyed by the 32-byte ID took about 60
+// bytes an operation; this takes 5 to 11 (docs/benchmarks.md, B5). The hash
+// is seeded, so plan IDs chosen to collide cannot be made to, and the seed
+// changes where an index sits, never what is found.
+type opIndex struct {
+	seed  maphash.Seed
+	slots []int32 // index in ops + 1; 0 is empty
+	n     int
+}
+
+func newOpIndex() opIndex { return opIndex{seed: maphash.MakeSeed()} }
+
+// find returns the index in ops of the operation of id.
+func (x *opIndex) find(ops []*op, id planID) (int32, bool) {
+	if len(x.slots) == 0 {
+		return -1, false
+	}
+	mask := uint64(len(x.slots) - 1)
+	for i := maphash.Comparable(x.seed, id) & mask; ; i = (i + 1) & mask {
+		s := x.slots[i]
+		if s == 0 {
+			return -1, false
+		}
+		if ops[s-1].id == id {
+			return s - 1, true
+		}
+	}
+}
+
+// add indexes ops[oi], whose ID is not indexed yet.
+func (x *opIndex) add(ops []*op, oi int32) {
+	if (x.n+1)*4 > len(x.slots)*3 {
+		old := x.slots
+		x.slots = make([]int32, max(64, 2*len(old)))
+		for _, s := range old {
+			if s != 0 {
+				x.put(ops, s)
+			}
+		}
+	}
+	x.put(ops, oi+1)
+	x.n++
+}
+
+func (x *opIndex) put(ops []*op, slot int32) {
+	mask := uint64(len(x.slots) - 1)
+	i := maphash.Comparable(x.seed, ops[slot-1].id) & mask
+	for x.slots[i] != 0 {
+		i = (i + 1) & mask
+	}
+	x.slots[i] = slot
 }

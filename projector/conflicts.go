@@ -46,7 +46,7 @@ func (s *State) noteConflict(key string, plan events.Offsets) {
 		if !ok || plan[p] >= b {
 			continue
 		}
-		if oi, ok := s.byPlan[s.setBy[p]]; ok && !slices.Contains(winners, oi) {
+		if oi, ok := s.setBy[p]; ok && !slices.Contains(winners, oi) {
 			winners = append(winners, oi)
 		}
 	}
@@ -79,7 +79,7 @@ func (s *State) disputed(oi int32) bool {
 		return false
 	}
 	o := s.ops[oi]
-	w, ok := s.overwritten[events.Key(o.id, events.Committed)]
+	w, ok := s.overwritten[events.Key(o.id.String(), events.Committed)]
 	if !ok || !w.retracted || w.evidence {
 		return false
 	}
@@ -125,7 +125,7 @@ func (s *State) Disputed() []string {
 	var out []string
 	for _, w := range s.overwritten {
 		if w.event == events.Committed && s.disputed(w.op) {
-			out = append(out, s.ops[w.op].id)
+			out = append(out, s.ops[w.op].id.String())
 		}
 	}
 	slices.Sort(out)
@@ -151,7 +151,7 @@ func (s *State) losesToMoved(key string, offset int64, reappended *map[string]bo
 				(*reappended)[string(r.Key)] = true
 			}
 		}
-		if (*reappended)[events.Key(o.id, events.Committed)] {
+		if (*reappended)[events.Key(o.id.String(), events.Committed)] {
 			return true
 		}
 	}

@@ -29,7 +29,7 @@ func (s *State) Digest() string {
 		d.line("overwritten", strconv.Quote(k), strconv.FormatInt(s.overwritten[k].at, 10), strconv.FormatBool(s.overwritten[k].evidence))
 	}
 	for _, o := range s.ops {
-		d.line("copies", o.id, strconv.Itoa(int(o.held)), strconv.FormatInt(o.latest[0], 10),
+		d.line("copies", o.id.String(), strconv.Itoa(int(o.held)), strconv.FormatInt(o.latest[0], 10),
 			strconv.FormatInt(o.latest[1], 10), strconv.FormatInt(o.latest[2], 10), strconv.FormatInt(o.latest[3], 10))
 	}
 	s.writeMirrorRepairs(d)
@@ -57,7 +57,7 @@ func (s *State) writeCore(h hash.Hash) {
 	d := digestWriter{h: h}
 	d.line("binding", strconv.FormatBool(s.bound), strconv.Quote(s.topic), strconv.Quote(s.topicID))
 	for _, p := range s.boundary.Partitions() {
-		d.line("boundary", strconv.Itoa(int(p)), strconv.FormatInt(s.boundary[p], 10), s.setBy[p])
+		d.line("boundary", strconv.Itoa(int(p)), strconv.FormatInt(s.boundary[p], 10), s.setByID(p))
 	}
 	for _, o := range s.ops {
 		pl := s.plan(o)

@@ -100,7 +100,7 @@ func (s *State) reencode(oi int32, e events.Event) (Record, bool) {
 	env := events.Envelope{
 		SchemaVersion: events.SchemaVersion,
 		Event:         e,
-		PlanID:        o.id,
+		PlanID:        o.id.String(),
 		Plan:          s.plan(o),
 		At:            at,
 		Actor:         s.actorNames[st.actor],

@@ -17,11 +17,11 @@ type State struct {
 	bound          bool
 	topic, topicID string
 
-	boundary events.Offsets // replaced, never mutated: Operation.Boundary may share it
-	setBy    map[int32]string
+	boundary events.Offsets  // replaced, never mutated: Operation.Boundary may share it
+	setBy    map[int32]int32 // partition → index in ops of the plan that set it
 
 	ops    []*op
-	byPlan map[string]int32 // planId → index in ops
+	byPlan opIndex
 
 	// audit has one compact entry per folded record. Accepted records point
 	// at their step in an operation's history; the others at a full
@@ -45,6 +45,9 @@ type State struct {
 	// on, so that a compacted log keeps the commits in acceptance order.
 	commits     []int32
 	reorderFrom int
+	// risen is the index in commits of the last COMMITTED that raised the
+	// boundary (CommittedSinceRise).
+	risen int
 	// misordered holds operations whose latest COMMITTED copy is after the
 	// latest copy of their DELETING or APPLIED (Repairs re-appends those).
 	misordered map[int32]bool
@@ -82,7 +85,8 @@ type State struct {
 // plan's topic and topic ID are the State's binding (every accepted plan
 // has them).
 type op struct {
-	id, srp string // plan ID and source recovery point
+	id      planID // 32 bytes, where its text takes 80
+	srp     string // source recovery point
 	offs    offs   // the plan's offsets
 	history history
 	// boundary and logStart are what its COMMITTED and APPLIED said; nil
@@ -167,12 +171,12 @@ func (o *op) sameLogStart(m events.Offsets) bool {
 
 // plan is the operation's plan in its exported form (a new map).
 func (s *State) plan(o *op) events.Plan {
-	return events.Plan{PlanID: o.id, SourceRecoveryPoint: o.srp, Topic: s.topic, TopicID: s.topicID, Offsets: o.offs.offsets()}
+	return events.Plan{PlanID: o.id.String(), SourceRecoveryPoint: o.srp, Topic: s.topic, TopicID: s.topicID, Offsets: o.offs.offsets()}
 }
 
 // samePlan reports whether p is the operation's plan.
 func (s *State) samePlan(o *op, p events.Plan) bool {
-	return o.id == p.PlanID && o.srp == p.SourceRecoveryPoint && s.topic == p.Topic && s.topicID == p.TopicID && o.offs.equal(p.Offsets)
+	return o.id.is(p.PlanID) && o.srp == p.SourceRecoveryPoint && s.topic == p.Topic && s.topicID == p.TopicID && o.offs.equal(p.Offsets)
 }
 
 // auditEntry is one folded record. op ≥ 0: accepted, idx indexes the
@@ -209,8 +213,8 @@ type overwrite struct {
 func New(opts ...Option) *State {
 	s := &State{
 		boundary:     events.Offsets{},
-		setBy:        map[int32]string{},
-		byPlan:       map[string]int32{},
+		setBy:        map[int32]int32{},
+		byPlan:       newOpIndex(),
 		overwritten:  map[string]overwrite{},
 		misordered:   map[int32]bool{},
 		rejectedOnly: map[string]retraction{},
@@ -277,7 +281,7 @@ func (s *State) Degraded() (bool, string) {
 
 // Operation returns the operation of a plan, if its PLANNED was accepted.
 func (s *State) Operation(planID string) (Operation, bool) {
-	i, ok := s.byPlan[planID]
+	i, ok := s.lookup(planID)
 	if !ok {
 		return Operation{}, false
 	}
@@ -367,9 +371,9 @@ func (s *State) verdictOf(e auditEntry) Verdict {
 	st := s.exportStep(o.history.at(int(e.idx)))
 	return Verdict{
 		Offset:  e.offset,
-		Key:     events.Key(o.id, st.Event),
+		Key:     events.Key(o.id.String(), st.Event),
 		Event:   st.Event,
-		PlanID:  o.id,
+		PlanID:  o.id.String(),
 		Outcome: Accepted,
 		Detail:  s.describe(o, int(e.idx)),
 		At:      st.At,
@@ -380,7 +384,7 @@ func (s *State) verdictOf(e auditEntry) Verdict {
 
 func (s *State) export(o *op) Operation {
 	return Operation{
-		PlanID:         o.id,
+		PlanID:         o.id.String(),
 		Plan:           s.plan(o),
 		State:          o.state(),
 		History:        s.exportSteps(o),

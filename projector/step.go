@@ -52,7 +52,8 @@ func DecodeWith(d *events.Decoder, r Record) Decoded {
 }
 
 // StepDecoded is Step for a record decoded by Decode: the same verdict, the
-// same state.
+// same state. The State keeps the envelope's boundary and logStart maps as
+// they are: they must not be modified afterwards.
 func (s *State) StepDecoded(d Decoded) Verdict {
 	if d.Offset < s.next {
 		return s.outOfOrder(d.Record)
@@ -100,7 +101,7 @@ func (s *State) fold(r Record, env events.Envelope, decodeErr error) Verdict {
 		}
 		if s.lean {
 			o := s.ops[e.op]
-			v = Verdict{Offset: r.Offset, Event: step.env.Event, PlanID: o.id, Outcome: Accepted,
+			v = Verdict{Offset: r.Offset, Event: step.env.Event, PlanID: step.env.PlanID, Outcome: Accepted,
 				At: step.env.At, Actor: s.intern(step.env.Actor), Covered: step.env.Event == events.Committed && o.covered}
 		} else {
 			v = s.verdictOf(e)
@@ -137,10 +138,9 @@ type change struct {
 	to       fsm.State
 	implied  uint8          // events this record implies (eventBit)
 	boundary events.Offsets // COMMITTED: the new boundary
-	raised   []int32        // COMMITTED: partitions whose boundary it raised
 	covered  bool           // COMMITTED: raised nothing
 	// evidence: a DELETING or APPLIED rejected as ReasonCommitMissing, kept
-	// as evidence (applyEvidence); boundary and raised as for a COMMITTED.
+	// as evidence (applyEvidence); boundary as for a COMMITTED.
 	evidence bool
 }
 
@@ -148,16 +148,22 @@ type change struct {
 // effect is returned for apply; decide itself changes only what a record
 // that is not accepted may change (Degraded, Repairs).
 func (s *State) decide(r Record, env events.Envelope, err error) (Verdict, change) {
-	v := Verdict{Offset: r.Offset, Key: string(r.Key), At: r.Timestamp}
+	// The key's text is made only for a verdict that is not a plain
+	// acceptance (one allocation a record, and StepDecodedLean's accepted
+	// verdicts have no Key).
+	v := Verdict{Offset: r.Offset, At: r.Timestamp}
 	if err == nil && r.Value != nil {
 		v.PlanID, v.Event = env.PlanID, env.Event // Decode checked them against the key
 	} else {
+		v.Key = string(r.Key)
 		v.PlanID, v.Event = keyParts(r.Key)
 	}
 	// The operation and whether this key already holds an accepted record
 	// come from the key alone, so even an undecodable value or a tombstone
 	// on an accepted key is caught as an overwrite.
-	oi, known := s.byPlan[v.PlanID]
+	id, isID := parsePlanID(v.PlanID)
+	oi, known := s.byPlan.find(s.ops, id)
+	known = known && isID
 	var o *op
 	if known {
 		o = s.ops[oi]
@@ -194,7 +200,14 @@ func (s *State) decide(r Record, env events.Envelope, err error) (Verdict, chang
 		return reject(v, reason, err.Error()), change{}
 	}
 	v.At, v.Actor, v.Event, v.PlanID = verdictAt(&env, r), env.Actor, env.Event, env.PlanID
+	if !isID {
+		// Decode never returns one; a Decoded built by hand may.
+		return reject(v, ReasonMalformed, fmt.Sprintf("planId %q is not 64 lowercase hex digits", env.PlanID)), change{}
+	}
 
+	if evidenceKey || acceptedKey {
+		v.Key = string(r.Key)
+	}
 	if evidenceKey && !s.sameEvidence(o, &env) {
 		return s.overwrite(v, oi, "other content (plan or logStart differ)"), change{}
 	}
@@ -219,19 +232,26 @@ func (s *State) decide(r Record, env events.Envelope, err error) (Verdict, chang
 		return v, change{}
 	}
 
+	var c change
 	switch env.Event {
 	case events.Planned:
-		return s.decidePlanned(v, env, o)
+		v, c = s.decidePlanned(v, env, o)
 	case events.Committed:
-		return s.decideCommitted(v, env, oi, o)
+		v, c = s.decideCommitted(v, env, oi, o)
 	case events.Deleting:
-		return s.decideDeleting(v, env, oi, o)
+		v, c = s.decideDeleting(v, env, oi, o)
 	case events.Applied:
-		return s.decideApplied(v, env, oi, o)
+		v, c = s.decideApplied(v, env, oi, o)
+	default:
+		// Decode returns only the four events; anything else is a newer build's.
+		v.Key = string(r.Key)
+		s.degrade(r.Offset, v.Key, errors.Newf("event %q", env.Event))
+		return reject(v, ReasonUnknownEvent, fmt.Sprintf("event %q is unknown to this build", env.Event)), change{}
 	}
-	// Decode returns only the four events; anything else is a newer build's.
-	s.degrade(r.Offset, v.Key, errors.Newf("event %q", env.Event))
-	return reject(v, ReasonUnknownEvent, fmt.Sprintf("event %q is unknown to this build", env.Event)), change{}
+	if v.Outcome != Accepted {
+		v.Key = string(r.Key)
+	}
+	return v, c
 }
 
 // wrongTopic rejects a plan for another data topic than the binding's; the
@@ -255,11 +275,11 @@ func (s *State) decidePlanned(v Verdict, env events.Envelope, o *op) (Verdict, c
 		if o.accepted&eventBit(events.Committed) == 0 {
 			e, off := o.firstEvidence()
 			v.Detail = fmt.Sprintf("plan %s is already %s (its PLANNED was implied by the %s at offset %d, evidence of an erased COMMITTED); no change",
-				o.id, o.state(), e, off)
+				o.id.String(), o.state(), e, off)
 			return v, change{}
 		}
 		v.Detail = fmt.Sprintf("plan %s is already %s (its PLANNED was implied by the COMMITTED at offset %d); no change",
-			o.id, o.state(), o.acceptedOffset(events.Committed))
+			o.id.String(), o.state(), o.acceptedOffset(events.Committed))
 		return v, change{}
 	}
 	if v, wrong := s.wrongTopic(v, env.Plan); wrong {
@@ -331,23 +351,20 @@ func (s *State) commitRules(v Verdict, env events.Envelope) (change, Verdict, bo
 		return change{boundary: s.boundary, covered: true}, v, true
 	}
 	if p, bad := lowest(plan, func(p int32) bool { b, ok := s.boundary[p]; return ok && plan[p] < b }); bad {
-		s.noteConflict(v.Key, plan)
+		s.noteConflict(events.Key(env.PlanID, env.Event), plan) // the record's key: Decode checked it
 		return change{}, reject(v, ReasonBoundaryRegression, fmt.Sprintf(
 			"partition %d: plan offset %d is below the committed boundary %d (set by plan %s), while the commit would raise partition %d; the boundary never moves backward (a plan below it is accepted only when it raises nothing)",
-			p, plan[p], s.boundary[p], s.setBy[p], firstRaised)), false
+			p, plan[p], s.boundary[p], s.setByID(p), firstRaised)), false
 	}
 	if p, bad := lowest(s.boundary, func(p int32) bool { f, ok := field[p]; return !ok || f < s.boundary[p] }); bad {
 		return change{}, reject(v, ReasonBoundaryMismatch, fmt.Sprintf(
 			"boundary field is %s but the current boundary is %s: a commit that raises the boundary must include all of it (partition %d); was it computed on an older view?",
 			field.String(), s.boundary.String(), p)), false
 	}
-	raised := make([]int32, 0, len(field))
-	for p := range field {
-		if raises(p) {
-			raised = append(raised, p)
-		}
-	}
-	return change{boundary: nextBoundary(s.boundary, field), raised: raised}, v, true
+	// The field holds every partition of the boundary at or above it (the
+	// rule above), so it is the pointwise max of both: no copy to make.
+	// Maps are never mutated once folded.
+	return change{boundary: field}, v, true
 }
 
 // lowest returns the lowest partition of o for which bad is true, and
@@ -387,7 +404,7 @@ func (s *State) decideDeleting(v Verdict, env events.Envelope, oi int32, o *op) 
 		// a later copy of DELETING lands after APPLIED).
 		v.Outcome = Duplicate
 		v.Detail = fmt.Sprintf("plan %s is already APPLIED (its DELETING was implied by the APPLIED at offset %d); no change",
-			o.id, o.acceptedOffset(events.Applied))
+			o.id.String(), o.acceptedOffset(events.Applied))
 		return v, change{}
 	}
 	to, err := fsm.Next(o.state(), env.Event)
@@ -459,7 +476,7 @@ func (s *State) apply(offset int64, c change) auditEntry {
 			o.boundary = env.Boundary
 		}
 		o.covered = c.covered
-		s.raise(o, c)
+		s.raise(oi, c)
 		s.confirm(oi)
 		o.seq = int32(len(s.commits))
 		s.commits = append(s.commits, oi)
@@ -486,36 +503,59 @@ func (s *State) newOp(p events.Plan) int32 {
 	}
 	oi := int32(len(s.ops))
 	// Room for the usual four steps (about 40 bytes) from the start.
-	s.ops = append(s.ops, &op{id: p.PlanID, srp: p.SourceRecoveryPoint, offs: compactOffsets(p.Offsets), seq: -1, history: make(history, 0, 48)})
-	s.byPlan[p.PlanID] = oi
+	s.ops = append(s.ops, &op{id: mustPlanID(p.PlanID), srp: p.SourceRecoveryPoint, offs: compactOffsets(p.Offsets), seq: -1, history: make(history, 0, 48)})
+	s.byPlan.add(s.ops, oi)
 	return oi
 }
 
 // raise sets the boundary a COMMITTED (or evidence of one) computed, and
 // the plans that set each partition.
-func (s *State) raise(o *op, c change) {
-	s.boundary = c.boundary
-	for _, p := range c.raised {
-		s.setBy[p] = o.id
+func (s *State) raise(oi int32, c change) {
+	o := s.ops[oi]
+	// The partitions it raised, found here rather than listed by decide:
+	// a slice less a commit.
+	for p, off := range c.boundary {
+		if b, ok := s.boundary[p]; !ok || off > b {
+			s.setBy[p] = oi
+			s.risen = len(s.commits) // where apply appends this commit
+		}
 	}
+	s.boundary = c.boundary
 	// A plan whose own offset is the boundary names it better than a
 	// commit whose field carried it there.
 	for _, po := range o.offs {
-		if s.boundary[po.p] == po.off && s.planOffset(s.setBy[po.p], po.p) != po.off {
-			s.setBy[po.p] = o.id
+		if by, ok := s.setBy[po.p]; s.boundary[po.p] == po.off && (!ok || s.planOffset(by, po.p) != po.off) {
+			s.setBy[po.p] = oi
 		}
 	}
 }
 
-// planOffset is the offset of partition p in the plan of planID, -1 when
-// unknown.
-func (s *State) planOffset(planID string, p int32) int64 {
-	if i, ok := s.byPlan[planID]; ok {
-		if off, ok := s.ops[i].offs.get(p); ok {
-			return off
-		}
+// planOffset is the offset of partition p in the plan of operation oi, -1
+// when it has none.
+func (s *State) planOffset(oi int32, p int32) int64 {
+	if off, ok := s.ops[oi].offs.get(p); ok {
+		return off
 	}
 	return -1
+}
+
+// setByID is BoundarySetBy without unconfirmed operations: the plan ID of
+// the commit that set partition p's boundary, "" when none did.
+func (s *State) setByID(p int32) string {
+	if oi, ok := s.setBy[p]; ok {
+		return s.ops[oi].id.String()
+	}
+	return ""
+}
+
+// lookup is the operation of a plan ID's text (false for no operation, or
+// for text that is no plan ID).
+func (s *State) lookup(id string) (int32, bool) {
+	pid, ok := parsePlanID(id)
+	if !ok {
+		return -1, false
+	}
+	return s.byPlan.find(s.ops, pid)
 }
 
 // track keeps what compaction safety needs after every folded record: where
@@ -528,7 +568,7 @@ func (s *State) track(r Record, v Verdict, accepted int32) {
 	if v.Outcome == Accepted {
 		oi, known = accepted, true // no second map lookup
 	} else {
-		oi, known = s.byPlan[v.PlanID]
+		oi, known = s.lookup(v.PlanID)
 	}
 	bit := eventBit(v.Event)
 	switch v.Outcome {
@@ -601,7 +641,7 @@ func (o *op) commitMisplaced() bool {
 // said: event, planId, plan, boundary and logStart; never at or actor, so a
 // retry by another writer is a duplicate.
 func (s *State) sameContent(o *op, env *events.Envelope) bool {
-	if !s.samePlan(o, env.Plan) || env.PlanID != o.id {
+	if !s.samePlan(o, env.Plan) || !o.id.is(env.PlanID) {
 		return false
 	}
 	switch env.Event {
@@ -632,7 +672,7 @@ func (s *State) overwrite(v Verdict, oi int32, what string) Verdict {
 		s.markOverwritten(v.Key, oi, v.Event, v.Offset, true)
 		return reject(v, ReasonOverwritesAccepted, fmt.Sprintf(
 			"OVERWRITE: key %s holds, at offset %d, the evidence that plan %s's COMMITTED was accepted and erased, and this record is %s; compaction would erase the evidence, so it must be re-appended (Repairs)",
-			v.Key, o.proofStep(eventIndex(v.Event)).Offset, o.id, what))
+			v.Key, o.proofStep(eventIndex(v.Event)).Offset, o.id.String(), what))
 	}
 	s.markOverwritten(v.Key, oi, v.Event, v.Offset, false)
 	return reject(v, ReasonOverwritesAccepted, fmt.Sprintf(

@@ -367,8 +367,11 @@ func (r *Run) mirrorSyncStart(st *projector.State) Step {
 }
 
 // BoundaryPlan is the accepted plan whose offsets are the boundary on
-// every partition (an APPLIED one first): the one record that carries the
-// boundary to a mirror. ok is false when there is none.
+// every partition (an APPLIED one first, else the first planned): the one
+// record that carries the boundary to a mirror. ok is false when there is
+// none. Such a plan committed no earlier than the commit that last raised
+// the boundary (projector.CommittedSinceRise), so only those are read: the
+// daemon asks up to once a second with a mirror attached.
 func BoundaryPlan(st *projector.State) (projector.Operation, bool) {
 	b := st.Boundary()
 	if len(b) == 0 {
@@ -376,7 +379,7 @@ func BoundaryPlan(st *projector.State) (projector.Operation, bool) {
 	}
 	var found projector.Operation
 	ok := false
-	for _, op := range st.Operations() {
+	for _, op := range st.CommittedSinceRise() {
 		switch op.State {
 		case fsm.Committed, fsm.Deleting, fsm.Applied:
 		default:

@@ -31,7 +31,7 @@ type Report struct {
 	Fits     []Fit    `json:"fits,omitempty"`
 	Notes    []string `json:"notes,omitempty"`
 	Failures []string `json:"failures,omitempty"`
-	// Goals are issue #12's figures next to the measured ones.
+	// Goals are issue #12's figures (#23's where named) next to the measured ones.
 	Goals []Goal `json:"goals,omitempty"`
 }
 
@@ -121,7 +121,7 @@ func (rep *Report) WriteTable(w io.Writer) error {
 	}
 	if len(rep.Goals) > 0 {
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "goal (issue #12)\t\tmeasured\tmet")
+		fmt.Fprintln(tw, "goal (issue #12, #23 where named)\t\tmeasured\tmet")
 		for _, g := range rep.Goals {
 			met := "no"
 			if g.Met {
