@@ -247,14 +247,17 @@ func (s *State) CommittedBoundarySetBy(p int32) string {
 	if _, ok := s.boundary[p]; !ok {
 		return ""
 	}
-	return s.setBy[p]
+	if by, ok := s.setBy[p]; ok {
+		return s.ops[by].id.String()
+	}
+	return ""
 }
 
 // Evidence returns, for an unconfirmed operation (Unconfirmed), its earliest
 // evidence record: the event (DELETING or APPLIED) and its offset.
 func (s *State) Evidence(planID string) (events.Event, int64, bool) {
 	for oi := range s.unconfirmed {
-		if o := s.ops[oi]; o.id == planID {
+		if o := s.ops[oi]; o.id.is(planID) {
 			e, off := o.firstEvidence()
 			return e, off, true
 		}
