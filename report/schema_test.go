@@ -54,6 +54,7 @@ func TestStatusSchemasMatchTheDocuments(t *testing.T) {
 		"maintenance": {inner[object](t, inner[map[string]any](t, status.Properties["maintenance"])["items"]), reflect.TypeFor[MaintenanceRecord]()},
 		"flinkAgents": {sdefs["flinkAgents"], reflect.TypeFor[FlinkStatus]()},
 		"mirror":      {sdefs["mirror"], reflect.TypeFor[protocol.MirrorAssessment]()},
+		"pin":         {sdefs["pin"], reflect.TypeFor[PinStatus]()},
 		"worker":      {ws, reflect.TypeFor[WorkerStatus]()},
 		"fleet":       {wdefs["fleet"], reflect.TypeFor[FleetStatus]()},
 		"member":      {wdefs["member"], reflect.TypeFor[FleetMember]()},
