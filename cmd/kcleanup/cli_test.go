@@ -234,6 +234,7 @@ func TestEveryCommandsBadInput(t *testing.T) {
 		{"validate: missing markers file", append(down, "validate", "--markers", missing), exitError, missing},
 		{"validate: broken markers file", append(down, "validate", "--markers", brokenMarkers), exitError, brokenMarkers},
 		{"validate: stdin twice", append(down, "validate", "--markers", "-", "--markers", "-"), exitUsage, "standard input can be read only once"},
+		{"validate: bad --pin-for", append(down, "validate", "--markers", good, "--pin-for", "a-while"), exitUsage, "is not a positive duration"},
 		{"validate: two topics", append(down, "validate", "--markers", good, "--markers", other), exitError, "more than one topic"},
 
 		{"worker: no control topic", []string{"worker"}, exitUsage, "no control topic to serve"},

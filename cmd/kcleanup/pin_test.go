@@ -211,3 +211,74 @@ func TestPinExpires(t *testing.T) {
 		t.Fatalf("apply after the pin expired: exit %d\n%s", code, stderr)
 	}
 }
+
+// TestValidatePinForUnderAConcurrentApply runs `validate --pin-for` and an
+// apply of a plan above the recovery point in separate processes: started
+// together (two rounds) and one after the other in both orders. Whenever
+// validate answers ALLOWED, the apply was refused (the pin landed first)
+// and nothing the recovery point needs is deleted; otherwise validate
+// refuses (exit 3), the answer for the log as it then stood.
+func TestValidatePinForUnderAConcurrentApply(t *testing.T) {
+	e := opTestEnv(t)
+	opTestBinary(t)
+	answers := map[int]int{}
+	for round := 0; round < 4; round++ {
+		topic, id := e.dataTopic(t, 1, 200, opGoodDataConfigs())
+		dir := t.TempDir()
+		_, path0 := opTestPlan(t, dir, "chk-0", topic, id, events.Offsets{0: 10})
+		if code, _, stderr := e.run(t, "apply", path0); code != exitOK {
+			t.Fatalf("round %d: apply chk-0: exit %d\n%s", round, code, stderr)
+		}
+		_, path := opTestPlan(t, dir, "chk-1", topic, id, events.Offsets{0: 150})
+		markers := opTestMarkers(t, dir, "restore.markers.json", events.Marker{Topic: topic, TopicID: id, Offsets: events.Offsets{0: 100}})
+
+		var v, a opProcess
+		runValidate := func() { v = e.runProcess(t, nil, "-o", "json", "validate", "--markers", markers, "--pin-for", "10m") }
+		runApply := func() { a = e.runProcess(t, nil, "apply", path) }
+		switch round {
+		case 2:
+			runApply()
+			runValidate()
+		case 3:
+			runValidate()
+			runApply()
+		default:
+			var wg sync.WaitGroup
+			start := make(chan struct{})
+			wg.Add(2)
+			go func() { defer wg.Done(); <-start; runValidate() }()
+			go func() { defer wg.Done(); <-start; runApply() }()
+			close(start)
+			wg.Wait()
+		}
+		answers[v.code]++
+		var doc struct {
+			Allowed bool   `json:"allowed"`
+			PinID   string `json:"pinId"`
+		}
+		if err := json.Unmarshal([]byte(v.stdout), &doc); err != nil {
+			t.Fatalf("round %d: validate -o json: %v\n%s\n%s", round, err, v.stdout, v.stderr)
+		}
+		start := e.logStarts(t, topic)[0]
+		switch v.code {
+		case exitOK:
+			if !doc.Allowed || doc.PinID == "" {
+				t.Errorf("round %d: exit 0 but %+v", round, doc)
+			}
+			opWantFailure(t, a.code, a.stderr, exitError, "above pin "+doc.PinID)
+			if start > 100 {
+				t.Errorf("round %d: ALLOWED with a pin, yet the log start is %d, above the recovery point's 100", round, start)
+			}
+		case exitRefused:
+			if a.code != exitOK || doc.Allowed {
+				t.Errorf("round %d: validate refused, apply exit %d\n%s", round, a.code, a.stderr)
+			}
+		default:
+			t.Fatalf("round %d: validate exit %d\n%s\n%s", round, v.code, v.stdout, v.stderr)
+		}
+	}
+	t.Logf("validate exit codes: %v", answers)
+	if answers[exitOK] == 0 || answers[exitRefused] == 0 {
+		t.Errorf("both answers must have happened: %v", answers)
+	}
+}
