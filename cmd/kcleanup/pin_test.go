@@ -69,6 +69,13 @@ func TestPinRefusesPlansAboveItUntilUnpinned(t *testing.T) {
 	if got := e.logStarts(t, topic); !got.Equal(planB.Offsets) {
 		t.Errorf("log starts %v, want %v", got, planB.Offsets)
 	}
+	// history shows both pin records with what the log made of them.
+	code, stdout, stderr = e.run(t, "history", "--control-topic", control)
+	for _, want := range []string{"pin/" + pin.PinID + "/PINNED", "pin/" + pin.PinID + "/UNPINNED", "pinned " + pin.PinID + " from sp-7", "unpinned " + pin.PinID} {
+		if code != exitOK || !strings.Contains(stdout, want) {
+			t.Errorf("history lacks %q (exit %d):\n%s\n%s", want, code, stdout, stderr)
+		}
+	}
 }
 
 // TestPinAfterACommitAboveItIsVoid: a pin whose recovery point a commit
