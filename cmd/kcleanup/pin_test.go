@@ -71,7 +71,7 @@ func TestPinRefusesPlansAboveItUntilUnpinned(t *testing.T) {
 	}
 	// history shows both pin records with what the log made of them.
 	code, stdout, stderr = e.run(t, "history", "--control-topic", control)
-	for _, want := range []string{"pin/" + pin.PinID + "/PINNED", "pin/" + pin.PinID + "/UNPINNED", "pinned " + pin.PinID + " from sp-7", "unpinned " + pin.PinID} {
+	for _, want := range []string{"PINNED", "UNPINNED", "pinned " + pin.PinID + " from sp-7: offsets 0=100 1=120", "unpinned " + pin.PinID + " (recovery point sp-7): release 42 is healthy"} {
 		if code != exitOK || !strings.Contains(stdout, want) {
 			t.Errorf("history lacks %q (exit %d):\n%s\n%s", want, code, stdout, stderr)
 		}
