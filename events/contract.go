@@ -51,4 +51,7 @@ type Envelope struct {
 	// Mirror is the body of a mirror event (MirrorAttached, MirrorDetached;
 	// SchemaVersion MirrorSchemaVersion, no plan); nil for the others.
 	Mirror *Mirror
+	// Pin is the body of a pin event (Pinned, Unpinned; SchemaVersion
+	// PinSchemaVersion, no plan); nil for the others.
+	Pin *Pin
 }

@@ -80,6 +80,9 @@ func (e Envelope) Encode() (key, value []byte) {
 	if e.Mirror != nil {
 		return e.encodeMirror()
 	}
+	if e.Pin != nil {
+		return e.encodePin()
+	}
 	b := make([]byte, 0, 256+32*(len(e.Plan.Offsets)+len(e.Boundary)+len(e.LogStart)))
 	b = append(b, `{"schemaVersion":`...)
 	b = strconv.AppendInt(b, SchemaVersion, 10)
@@ -214,6 +217,9 @@ func strictDecode(d *Decoder, key, value []byte) (Envelope, error) {
 	}
 	if IsMirrorKey(key) {
 		return decodeMirror(key, value)
+	}
+	if IsPinKey(key) {
+		return decodePin(key, value)
 	}
 	keyID, keyEvent, keyErr := ParseKey(key)
 	w := envelopeJSON{Plan: planField{d: d, keyID: keyID}}

@@ -57,7 +57,15 @@ func decodeSeeds() []decodeSeed {
 		decodeSeed{k, []byte(strings.Replace(string(v), `"plan":{"schemaVersion":1`, `"plan":{"schemaVersion":7`, 1)), false},
 		mirrorSeed(MirrorAttached, ""), mirrorSeed(MirrorDetached, ""),
 		mirrorSeed(MirrorAttached, `"schemaVersion":3`),
-		decodeSeed{[]byte("mirror/m/MIRROR_PAUSED"), []byte(`{"schemaVersion":2,"event":"MIRROR_PAUSED","mirrorTopic":"m"}`), false})
+		decodeSeed{[]byte("mirror/m/MIRROR_PAUSED"), []byte(`{"schemaVersion":2,"event":"MIRROR_PAUSED","mirrorTopic":"m"}`), false},
+		pinSeed(pinEvent(time.Time{})), pinSeed(pinEvent(pinAt.Add(time.Hour))), pinSeed(NewUnpin("0123456789abcdef", "done", pinAt, "a")),
+		decodeSeed{[]byte("pin/0123456789abcdef/PIN_PAUSED"), []byte(`{"schemaVersion":3,"event":"PIN_PAUSED","pinId":"0123456789abcdef"}`), false})
+}
+
+// pinSeed is a pin event's record.
+func pinSeed(env Envelope) decodeSeed {
+	k, v := env.Encode()
+	return decodeSeed{k, v, false}
 }
 
 // mirrorSeed is a mirror event's record, its schemaVersion replaced when
@@ -207,11 +215,14 @@ func FuzzDecode(f *testing.F) {
 			}
 			return
 		}
-		if err := env.Plan.Validate(); err != nil && env.Mirror == nil {
+		if err := env.Plan.Validate(); err != nil && env.Mirror == nil && env.Pin == nil {
 			t.Fatalf("decoded plan does not validate: %v", err)
 		}
 		if (env.Mirror != nil) != env.Event.IsMirror() {
 			t.Fatalf("event %s with mirror body %v", env.Event, env.Mirror)
+		}
+		if (env.Pin != nil) != env.Event.IsPin() {
+			t.Fatalf("event %s with pin body %v", env.Event, env.Pin)
 		}
 		if err := env.Validate(); err != nil {
 			t.Fatalf("decoded envelope does not validate: %v", err)

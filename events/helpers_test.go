@@ -57,5 +57,11 @@ func envelopesEqual(a, b Envelope) bool {
 		plansEqual(a.Plan, b.Plan) && a.At.Equal(b.At) && a.Actor == b.Actor &&
 		(a.Boundary == nil) == (b.Boundary == nil) && a.Boundary.Equal(b.Boundary) &&
 		(a.LogStart == nil) == (b.LogStart == nil) && a.LogStart.Equal(b.LogStart) &&
-		(a.Mirror == nil) == (b.Mirror == nil) && (a.Mirror == nil || *a.Mirror == *b.Mirror)
+		(a.Mirror == nil) == (b.Mirror == nil) && (a.Mirror == nil || *a.Mirror == *b.Mirror) &&
+		(a.Pin == nil) == (b.Pin == nil) && (a.Pin == nil || pinsEqual(*a.Pin, *b.Pin))
+}
+
+func pinsEqual(a, b Pin) bool {
+	return a.PinID == b.PinID && a.RecoveryPoint == b.RecoveryPoint && a.Topic == b.Topic && a.TopicID == b.TopicID &&
+		(a.Offsets == nil) == (b.Offsets == nil) && a.Offsets.Equal(b.Offsets) && a.Expires.Equal(b.Expires) && a.Reason == b.Reason
 }

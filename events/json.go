@@ -163,6 +163,7 @@ type shape struct {
 	kind                         kind
 	schemaVersion, event, planID scalar
 	mirrorTopic                  scalar // a mirror event's mirrorTopic
+	pinID                        scalar // a pin event's pinId
 	plan                         kind   // kind of the "plan" member, kindInvalid when absent
 	planSchemaVersion            scalar // the plan object's schemaVersion
 }
@@ -289,6 +290,8 @@ func note(sh *shape, name string, k jsontext.Kind, tok jsontext.Token) {
 		sh.planID = s
 	case "mirrorTopic":
 		sh.mirrorTopic = s
+	case "pinId":
+		sh.pinID = s
 	case "plan":
 		sh.plan = s.kind
 	}

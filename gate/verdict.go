@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/cockroachdb/errors"
 
@@ -101,6 +102,12 @@ type Verdict struct {
 	Notes []string `json:"notes"`
 	// Checked lists, when allowed, what was checked per partition.
 	Checked []Checked `json:"checked"`
+	// PinID and PinExpires are set by validate --pin-for (POST
+	// /v1/validate?pinFor=): the pin written for the recovery point, which
+	// keeps an allowed verdict true until it expires or is unpinned. The
+	// gate itself never reads or sets them (docs/design.md §12).
+	PinID      string     `json:"pinId,omitempty"`
+	PinExpires *time.Time `json:"pinExpires,omitempty"`
 }
 
 // Checked is one partition of an allowed verdict: the lowest offset any

@@ -59,6 +59,7 @@ func (s *State) AtRisk() (bool, string) {
 			o.id.String(), e, off, o.offs.offsets()))
 	}
 	risks = append(risks, s.mirrorAtRisk()...)
+	risks = append(risks, s.pinAtRisk()...)
 	switch len(risks) {
 	case 0:
 		return false, ""

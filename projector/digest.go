@@ -33,6 +33,7 @@ func (s *State) Digest() string {
 			strconv.FormatInt(o.latest[1], 10), strconv.FormatInt(o.latest[2], 10), strconv.FormatInt(o.latest[3], 10))
 	}
 	s.writeMirrorRepairs(d)
+	s.writePinRepairs(d)
 	d.line("commits", strconv.Itoa(len(s.commits)), "reorder-from", strconv.Itoa(s.reorderFrom))
 	for _, r := range s.Retractions() {
 		d.line("retraction", strconv.Quote(string(r.Key)), strconv.FormatInt(r.Offset, 10), formatTime(r.Timestamp))
@@ -75,6 +76,7 @@ func (s *State) writeCore(h hash.Hash) {
 		}
 	}
 	s.writeMirrorCore(d)
+	s.writePinCore(d)
 }
 
 // coreDigest hashes writeCore alone; tests use it to prove a rejection

@@ -124,6 +124,42 @@
 // the audit; the verdicts are in Audit like every record's.
 // testdata/mirror shows each rule.
 //
+// # Pinned recovery points (rules P1-P6)
+//
+// Records under a pin key ("pin/<pinId>/<EVENT>", events.PinKey) are the
+// pin events, PINNED and UNPINNED (envelope schema version 3). They never
+// touch an operation or the binding; they decide which COMMITTED records
+// are accepted (Pins, PinAbove):
+//
+//	P1. A tombstone, or a value events.Decode refuses, under a pin key is
+//	    rejected as any record is (a newer pin event degrades the
+//	    projection); over an accepted pin event it is
+//	    ReasonOverwritesAccepted, listed in Repairs, and AtRisk is true.
+//	P2. PINNED is accepted unless the control topic is bound to another
+//	    topic or incarnation (ReasonWrongTopic); the same PINNED again is a
+//	    Duplicate (the pin ID hashes its content, at and actor included).
+//	P3. UNPINNED ends the pin it names from this record on; again, a
+//	    Duplicate; of a pin the log does not hold, ReasonUnknownPin.
+//	P4. A COMMITTED that raises the boundary (not a covered one), whose plan
+//	    is of the pin's topic and above the pin's offset on a partition the
+//	    pin protects, is ReasonPinned, the pin named, like a regression: of
+//	    a pin and a commit racing, the one the log has first wins for every
+//	    reader. A pin protects a partition while it is not unpinned, not
+//	    void there, and the COMMITTED's own "at" is before its expiry: the
+//	    records' time, never a reader's clock (docs/design.md §12).
+//	P5. When the PINNED is folded, every partition on which the boundary is
+//	    already above the pin is void: the pin protects nothing a commit
+//	    that landed first condemned (Pin.Status: void, or partial).
+//	P6. Compaction: commits and pin events decide together, so when the
+//	    copies of either leave acceptance order (a later copy of a COMMITTED
+//	    accepted before a pin, of an UNPINNED past a commit accepted after
+//	    it, an overwritten pin key, a copy of an accepted COMMITTED with
+//	    another "at" that a pin would judge differently) Repairs re-appends
+//	    both, from the first affected one on, in acceptance order; the
+//	    COMMITTED keys a pin rejected are retracted at once (Retraction.Now).
+//	    TestPropertyCompaction generates pins, expiries and unpins among its
+//	    random logs; testdata/pins shows each rule.
+//
 // # Degraded
 //
 // A record from a newer kcleanup makes the projection degraded for good

@@ -113,7 +113,8 @@ func (s *State) foldMirror(r Record, env events.Envelope, err error) Verdict {
 		v.At, v.Actor = verdictAt(&env, r), env.Actor
 		v = s.applyMirror(v, r.Offset, env)
 	}
-	return s.keepMirrorVerdict(r, v)
+	_, held := s.mirror.held[string(r.Key)]
+	return s.keepVerdict(r, v, held)
 }
 
 // applyMirror folds an accepted mirror event (rules M3 and M4).
@@ -188,11 +189,11 @@ func (s *State) mirrorOverwritten(key string, offset int64) string {
 	return ", which decides which mirror is attached, so it must be re-appended (Repairs)"
 }
 
-// keepMirrorVerdict keeps the verdict as fold keeps those of non-plan
-// records, and tracks the key for Retractions: a key that never held an
-// accepted mirror event and holds a rejected record (not a newer build's,
-// not a tombstone) is retracted like any other.
-func (s *State) keepMirrorVerdict(r Record, v Verdict) Verdict {
+// keepVerdict keeps the verdict of a mirror or pin record as fold keeps
+// those of plan records, and tracks the key for Retractions: a key that
+// never held an accepted event (held false) and holds a rejected record
+// (not a newer build's, not a tombstone) is retracted like any other.
+func (s *State) keepVerdict(r Record, v Verdict, held bool) Verdict {
 	if v.Outcome != Accepted && len(r.Headers) > 0 {
 		if v.Maintenance = maintenance(r, v); v.Maintenance != nil {
 			if s.maintained == nil {
@@ -208,7 +209,6 @@ func (s *State) keepMirrorVerdict(r Record, v Verdict) Verdict {
 		s.others = append(s.others, v)
 	}
 	key := string(r.Key)
-	_, held := s.mirror.held[key]
 	switch {
 	case v.Outcome != Rejected || held:
 		delete(s.rejectedOnly, key)

@@ -86,9 +86,36 @@ func (g *generator) stepOnce() {
 		}
 	case x < 95:
 		g.workerPass()
+	case x < 97:
+		g.pinEvent()
 	default:
 		g.gap()
 	}
+}
+
+// pinEvent pins a recovery point around the boundary (some partitions
+// already below it: partial or void pins), with or without an expiry, or
+// unpins a pin (sometimes one the log does not hold).
+func (g *generator) pinEvent() {
+	at := testEpoch.Add(time.Duration(g.off) * time.Second)
+	if pins := g.view.Pins(); len(pins) > 0 && g.r.IntN(3) == 0 {
+		id := pins[g.r.IntN(len(pins))].PinID
+		if g.r.IntN(4) == 0 {
+			id = fmt.Sprintf("%016x", g.r.Uint64())
+		}
+		g.appendEnv(events.NewUnpin(id, "done", at, g.actor()))
+		return
+	}
+	offsets := events.Offsets{}
+	b := g.view.Boundary()
+	for p := int32(0); p < 3; p++ {
+		offsets[p] = max(0, b[p]+int64(g.r.IntN(200))-30)
+	}
+	var expires time.Time
+	if g.r.IntN(2) == 0 {
+		expires = at.Add(time.Duration(1+g.r.IntN(60)) * time.Second)
+	}
+	g.appendEnv(events.NewPin(fmt.Sprintf("sp-%d", g.off), testTopic, testTopicID(1), offsets, expires, "rollback", at, g.actor()))
 }
 
 // newPlan makes a plan around the current boundary, so that some commits
@@ -474,6 +501,17 @@ func checkRepairs(t *testing.T, seed uint64, s *State, next int64) int64 {
 			}
 		}
 	}
+	for _, o := range s.Operations() {
+		for _, e := range o.Evidence { // re-appended over an overwrite too
+			accepted[events.Key(o.PlanID, e)] = true
+		}
+	}
+	for _, p := range s.Pins() {
+		accepted[events.PinKey(p.PinID, events.Pinned)] = true
+		if p.Unpinned != nil {
+			accepted[events.PinKey(p.PinID, events.Unpinned)] = true
+		}
+	}
 	for key := range listed {
 		if !accepted[key] {
 			t.Fatalf("seed %d: Repairs lists %s, which holds no accepted record", seed, key)
@@ -483,7 +521,7 @@ func checkRepairs(t *testing.T, seed uint64, s *State, next int64) int64 {
 	for _, r := range repairs {
 		r.Offset = next
 		next++
-		if v := s.Step(r); v.Outcome != Duplicate {
+		if v := s.Step(r); v.Outcome != Duplicate && v.Reason != ReasonCommitMissing { // re-appended evidence is rejected again, by design
 			t.Fatalf("seed %d: repair of %s: verdict %s %s: %s", seed, r.Key, v.Outcome, v.Reason, v.Detail)
 		}
 	}

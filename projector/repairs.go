@@ -30,11 +30,42 @@ import (
 // accepted content, so folding it is a duplicate, and it clears the key: once
 // all are appended, Repairs is empty.
 func (s *State) Repairs() []Record {
-	return append(s.planRepairs(), s.mirrorRepairs()...)
+	if len(s.pin.list) == 0 {
+		return append(s.planRepairs(-1), s.mirrorRepairs()...)
+	}
+	// Commits and pin events decide together (a pin rejects the commits
+	// after it): from the first one whose copies left acceptance order on,
+	// both are re-appended in acceptance order (pins.go, pinReorderFrom).
+	from := s.pinReorderFrom()
+	plan := s.planRepairs(from)
+	earliest := int64(-1) // the first COMMITTED re-appended moves past every pin event after it
+	for _, r := range plan {
+		if _, e, err := events.ParseKey(r.Key); err == nil && e == events.Committed && (earliest < 0 || r.Offset < earliest) {
+			earliest = r.Offset
+		}
+	}
+	if earliest >= 0 {
+		if first, ok := s.firstPinEventAfter(earliest); ok && (from < 0 || first < from) {
+			from = first
+		}
+	}
+	out := append(plan, s.pinRepairs(from)...)
+	slices.SortStableFunc(out, func(a, b Record) int { return compareInt64(a.Offset, b.Offset) })
+	return append(out, s.mirrorRepairs()...)
 }
 
-func (s *State) planRepairs() []Record {
+// planRepairs lists the plan records to re-append; fromOffset >= 0 adds
+// every COMMITTED accepted at or after it (and what must follow each).
+func (s *State) planRepairs(fromOffset int64) []Record {
 	from := s.reorderFrom
+	if fromOffset >= 0 {
+		for i, oi := range s.commits {
+			if s.ops[oi].acceptedOffset(events.Committed) >= fromOffset {
+				from = min(from, i)
+				break
+			}
+		}
+	}
 	for _, w := range s.overwritten {
 		if w.event == events.Committed && !w.evidence && !s.disputed(w.op) {
 			from = min(from, int(s.ops[w.op].seq))
@@ -143,7 +174,7 @@ func (s *State) Retractions() []Retraction {
 		if s.defeatedByDisputed(k) {
 			continue // it may be the commit the full log accepted (conflicts.go)
 		}
-		out = append(out, Retraction{Key: []byte(k), Offset: r.offset, Timestamp: r.timestamp, Now: s.losesToMoved(k, r.offset, &reappended)})
+		out = append(out, Retraction{Key: []byte(k), Offset: r.offset, Timestamp: r.timestamp, Now: s.pin.rejectedKeys[k] || s.losesToMoved(k, r.offset, &reappended)})
 	}
 	slices.SortFunc(out, func(a, b Retraction) int { return compareInt64(a.Offset, b.Offset) })
 	return out

@@ -78,6 +78,7 @@ type State struct {
 	lean bool // within StepDecodedLean
 
 	mirror mirrors // the Flink Agents mirror events (mirror.go)
+	pin    pins    // the pinned recovery points (pins.go)
 }
 
 // op is the internal form of an Operation, kept small: a projection holds
@@ -221,6 +222,7 @@ func New(opts ...Option) *State {
 		unconfirmed:  map[int32]bool{},
 		actors:       map[string]uint32{},
 		mirror:       mirrors{held: map[string]mirrorRecord{}, overwritten: map[string]int64{}},
+		pin:          pins{byID: map[string]int{}, held: map[string]int64{}, overwritten: map[string]int64{}, rejectedKeys: map[string]bool{}},
 	}
 	for _, o := range opts {
 		o(s)

@@ -91,6 +91,9 @@ func (s *State) fold(r Record, env events.Envelope, decodeErr error) Verdict {
 	if events.IsMirrorKey(r.Key) {
 		return s.foldMirror(r, env, decodeErr)
 	}
+	if events.IsPinKey(r.Key) {
+		return s.foldPin(r, env, decodeErr)
+	}
 	s.next = r.Offset + 1
 	v, step := s.decide(r, env, decodeErr)
 	oi := int32(-1)
@@ -127,6 +130,9 @@ func (s *State) fold(r Record, env events.Envelope, decodeErr error) Verdict {
 		}
 	}
 	s.track(r, v, oi)
+	if v.Outcome == Duplicate && v.Event == events.Committed && len(s.pin.list) > 0 {
+		s.commitCopied(v.PlanID, r.Offset, v.At)
+	}
 	return v
 }
 
@@ -349,6 +355,11 @@ func (s *State) commitRules(v Verdict, env events.Envelope) (change, Verdict, bo
 	firstRaised, raisesAny := lowest(field, raises)
 	if !raisesAny {
 		return change{boundary: s.boundary, covered: true}, v, true
+	}
+	if len(s.pin.list) > 0 {
+		if rejected, pinned := s.pinRule(v, env); pinned {
+			return change{}, rejected, false
+		}
 	}
 	if p, bad := lowest(plan, func(p int32) bool { b, ok := s.boundary[p]; return ok && plan[p] < b }); bad {
 		s.noteConflict(events.Key(env.PlanID, env.Event), plan) // the record's key: Decode checked it

@@ -29,6 +29,10 @@ import (
 //	    its value, or else the input text, as the record value (key= required).
 //	mirror off=5 event=MIRROR_ATTACHED|MIRROR_DETACHED topic=m [tid=T2] [reason=..] [actor=..]
 //	    fold one mirror event (the topic ID defaults to T2)
+//	pin off=5 name=s1 rp=SP offsets=0:150 [at=N] [expires=N] [tid=T1] [topic=..] [actor=..] [reason=..]
+//	    fold a PINNED (at = the epoch + off seconds, like every record;
+//	    expires = the epoch + N seconds); its ID prints as its name
+//	unpin off=6 name=s1 [reason=..]   fold an UNPINNED of pin s1
 //	state       the projection: boundary, binding, mirror, operations, rejections, repairs
 //	audit       every verdict in log order
 //	pending     the operations a worker must finish
@@ -65,6 +69,8 @@ type transcript struct {
 	names *strings.Replacer // real IDs → names, for output
 	pairs []string          // the pairs names is built from
 	tids  map[string]string // T1 → topic ID
+	// pinIDs: pin name → pin ID
+	pinIDs map[string]string
 }
 
 func newTranscript() *transcript {
@@ -98,6 +104,8 @@ func (tr *transcript) run(t *testing.T, d *datadriven.TestData) string {
 			testEpoch.Add(time.Duration(off)*time.Second), actor)
 		k, v := env.Encode()
 		return tr.fold(Record{Offset: off, Key: k, Value: v, Timestamp: testEpoch.Add(time.Duration(off) * time.Second), Headers: maintHeaders(d)})
+	case "pin", "unpin":
+		return tr.pinEvent(t, d)
 	case "state":
 		return tr.show(tr.s)
 	case "audit":
@@ -223,6 +231,9 @@ func (tr *transcript) resolve(text string) string {
 		pairs = append(pairs, "<"+name+">", p.PlanID)
 	}
 	for name, id := range tr.tids {
+		pairs = append(pairs, "<"+name+">", id)
+	}
+	for name, id := range tr.pinIDs {
 		pairs = append(pairs, "<"+name+">", id)
 	}
 	return strings.NewReplacer(pairs...).Replace(text)
@@ -368,6 +379,24 @@ func (tr *transcript) show(s *State) string {
 	} else if len(s.MirrorHistory()) > 0 {
 		b.WriteString("mirror: none\n")
 	}
+	for _, p := range s.Pins() {
+		fmt.Fprintf(&b, "pin %s %s offsets=%s at=%d", p.PinID, p.Status(testEpoch.Add(time.Duration(s.Next())*time.Second)), formatOffsets(p.Offsets), p.Offset)
+		if !p.Expires.IsZero() {
+			fmt.Fprintf(&b, " expires=%d", int64(p.Expires.Sub(testEpoch)/time.Second))
+		}
+		for _, part := range p.Offsets.Partitions() {
+			if v, ok := p.Void[part]; ok {
+				fmt.Fprintf(&b, " void=%d:%d", part, v.Boundary)
+			}
+		}
+		if p.Unpinned != nil {
+			fmt.Fprintf(&b, " unpinned=%d", p.Unpinned.Offset)
+		}
+		if len(p.Rejected) > 0 {
+			fmt.Fprintf(&b, " rejected=%v", p.Rejected)
+		}
+		b.WriteString("\n")
+	}
 	for _, o := range s.Operations() {
 		fmt.Fprintf(&b, "op %s %s", o.PlanID, o.State)
 		if o.Boundary != nil {
@@ -440,4 +469,50 @@ func maintHeaders(d *datadriven.TestData) []Header {
 		{Key: HeaderActor, Value: []byte("worker/w1")},
 		{Key: HeaderReason, Value: []byte(a.Vals[0] + " by the transcript")},
 	}
+}
+
+// pinEvent folds a PINNED or UNPINNED (the pin and unpin commands).
+func (tr *transcript) pinEvent(t *testing.T, d *datadriven.TestData) string {
+	var off int64
+	var name string
+	d.ScanArgs(t, "off", &off)
+	d.ScanArgs(t, "name", &name)
+	atOff := off
+	d.MaybeScanArgs(t, "at", &atOff) // a retry of the record written at atOff
+	at := testEpoch.Add(time.Duration(atOff) * time.Second)
+	actor, reason := "operator", "the-transcript"
+	d.MaybeScanArgs(t, "actor", &actor)
+	d.MaybeScanArgs(t, "reason", &reason)
+	var env events.Envelope
+	if d.Cmd == "unpin" {
+		id, ok := tr.pinIDs[name]
+		if !ok {
+			id = name // a pin the log does not hold
+		}
+		env = events.NewUnpin(id, reason, at, actor)
+	} else {
+		var rp, offsets string
+		topic, tid := testTopic, "T1"
+		var expires time.Time
+		var n int64
+		d.ScanArgs(t, "rp", &rp)
+		d.ScanArgs(t, "offsets", &offsets)
+		d.MaybeScanArgs(t, "topic", &topic)
+		d.MaybeScanArgs(t, "tid", &tid)
+		if d.MaybeScanArgs(t, "expires", &n) {
+			expires = testEpoch.Add(time.Duration(n) * time.Second)
+		}
+		env = events.NewPin(rp, topic, tr.topicID(t, tid), parseOffsets(t, offsets), expires, reason, at, actor)
+		if tr.pinIDs == nil {
+			tr.pinIDs = map[string]string{}
+		}
+		tr.pinIDs[name] = env.Pin.PinID
+		tr.pairs = append(tr.pairs, env.Pin.PinID, name)
+		tr.names = strings.NewReplacer(tr.pairs...)
+	}
+	if err := env.Validate(); err != nil {
+		d.Fatalf(t, "%s: %v", d.Cmd, err)
+	}
+	k, v := env.Encode()
+	return tr.fold(Record{Offset: off, Key: k, Value: v, Timestamp: at, Headers: maintHeaders(d)})
 }

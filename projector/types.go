@@ -134,6 +134,12 @@ const (
 	// ReasonUnknownEvent: a schema-1 envelope with an event this build does
 	// not know; the projection is degraded.
 	ReasonUnknownEvent Reason = "unknown-event"
+	// ReasonPinned: a COMMITTED whose plan is above an active pin on a
+	// partition the pin protects (rule P4): nothing a pinned recovery point
+	// needs is condemned. Detail names the pin and how to unpin it.
+	ReasonPinned Reason = "pinned"
+	// ReasonUnknownPin: an UNPINNED for a pin the log does not hold.
+	ReasonUnknownPin Reason = "unknown-pin"
 	// ReasonOutOfOrder: an offset at or below one already folded. The record
 	// is ignored and not recorded (see Step).
 	ReasonOutOfOrder Reason = "out-of-order"
@@ -148,7 +154,7 @@ func Reasons() []Reason {
 		ReasonWrongTopic,
 		ReasonBoundaryRegression, ReasonBoundaryMismatch, ReasonLogStartBelowPlan,
 		ReasonOverwritesAccepted, ReasonCommitMissing, ReasonNewerSchema, ReasonUnknownEvent,
-		ReasonOutOfOrder,
+		ReasonPinned, ReasonUnknownPin, ReasonOutOfOrder,
 	}
 }
 

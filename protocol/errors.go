@@ -17,6 +17,9 @@ var (
 	ErrBlocked = errors.New("operation is blocked")
 	// ErrRejected: the live cluster or the control topic refuses the plan.
 	ErrRejected = errors.New("plan rejected")
+	// ErrPinned: the plan is above a pinned recovery point (a kind of
+	// ErrRejected: every error marked with it is marked ErrRejected too).
+	ErrPinned = errors.New("plan is above a pinned recovery point")
 	// ErrDegraded: the control topic holds records from a newer kcleanup.
 	ErrDegraded = errors.New("projection is degraded")
 )

@@ -3,6 +3,7 @@ package protocol
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/cockroachdb/errors"
 
@@ -26,6 +27,10 @@ type Config struct {
 	// Principal is the Kafka principal the executor's client authenticates as
 	// ("User:kcleanup-worker"; "" when unknown), named in what to grant.
 	Principal string
+	// Now is the time the executor will stamp on the COMMITTED it appends
+	// (its clock, read when the run starts): pins are judged at it, as the
+	// fold will judge them at the record's "at" (PinRefusal).
+	Now time.Time
 }
 
 // CommitRetries is how often a COMMITTED rejected as boundary-mismatch (a
@@ -119,7 +124,10 @@ func Preflight(st *projector.State, plan events.Plan, info Topic, cfg Config) er
 	if err := CheckBinding(st, plan, cfg.ControlTopic); err != nil {
 		return err
 	}
-	return findingsError(PreflightFindings(st, plan, info, cfg.Bootstrap))
+	if err := findingsError(PreflightFindings(st, plan, info, cfg.Bootstrap)); err != nil {
+		return err
+	}
+	return PinRefusal(st, plan, cfg.Now, cfg.ControlTopic)
 }
 
 // CommitBoundary is the boundary field of a COMMITTED for plan on the

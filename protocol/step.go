@@ -392,6 +392,9 @@ func (r *Run) described(st *projector.State, rep Report) Step {
 	if err := findingsError(fs); err != nil {
 		return Step{Kind: Refused, Err: err}
 	}
+	if err := PinRefusal(st, r.plan, r.cfg.Now, r.cfg.ControlTopic); err != nil {
+		return Step{Kind: Refused, Err: err}
+	}
 	switch r.mode {
 	case modePreflight:
 		return Step{Kind: Done}
@@ -425,6 +428,11 @@ func (r *Run) commit(st *projector.State, notes []Progress) Step {
 	// cleaner may reorder ahead of the commit that defeated it.
 	if regression(st, r.plan) {
 		return Step{Kind: Refused, Err: r.superseded(st), Notes: notes}
+	}
+	// A pin that landed since the checks (after PLANNED, or between two
+	// commit attempts) refuses it here, before the point of no return.
+	if err := PinRefusal(st, r.plan, r.cfg.Now, r.cfg.ControlTopic); err != nil {
+		return Step{Kind: Refused, Err: err, Notes: notes}
 	}
 	env := r.envelope(events.Committed)
 	env.Boundary = CommitBoundary(st, r.plan)
@@ -470,6 +478,14 @@ func (r *Run) committed(st *projector.State, rep Report) Step {
 	}
 	if v.Reason == projector.ReasonBoundaryRegression {
 		return Step{Kind: Refused, Result: Result{Verdict: v}, Err: r.superseded(st)}
+	}
+	if v.Reason == projector.ReasonPinned {
+		// A pin landed first: the log decided, and a retry cannot change it.
+		err := errors.Mark(errors.Mark(errors.Newf("COMMITTED for plan %s was rejected at offset %d: %s", r.planID, v.Offset, v.Detail), ErrPinned), ErrRejected)
+		if pinErr := PinRefusal(st, r.plan, v.At, r.cfg.ControlTopic); pinErr != nil {
+			err = pinErr
+		}
+		return Step{Kind: Refused, Result: Result{Verdict: v}, Err: err}
 	}
 	if v.Reason != projector.ReasonBoundaryMismatch || r.commits >= CommitRetries {
 		return Step{Kind: Refused, Result: Result{Verdict: v}, Err: errors.Mark(errors.Newf(
@@ -545,6 +561,10 @@ func (r *Run) rechecked(st *projector.State, rep Report) Step {
 			if err := atRisk(st); err != nil {
 				return Step{Kind: Blocked, Err: err}
 			}
+			op, _ := st.Operation(r.planID)
+			if err := pinnedDeletion(st, op, r.cfg.ControlTopic); err != nil {
+				return Step{Kind: Blocked, Err: err}
+			}
 		}
 		// And every ACL the rest needs, so that a principal that cannot
 		// finish writes nothing.
@@ -588,6 +608,9 @@ func (r *Run) deleteTo(st *projector.State, info Topic) Step {
 		return Step{Kind: Blocked, Err: err}
 	}
 	if err := misplaced(op); err != nil {
+		return Step{Kind: Blocked, Err: err}
+	}
+	if err := pinnedDeletion(st, op, r.cfg.ControlTopic); err != nil {
 		return Step{Kind: Blocked, Err: err}
 	}
 	r.phase = phaseDeleted

@@ -54,6 +54,8 @@ import (
 //	mirror record plan=p1 status=COMMITTED|APPLIED | tombstone   another writer writes the mirror
 //	mirror show   the mirror's records and the job's effective boundary
 //	run sync      NewMirrorSync
+//	pin name=s1 rp=SP offsets=0:120,1:120 [expires=N]   another writer pins (expires N records later)
+//	unpin name=s1   another writer unpins s1 (both also as "before pin ..." in a run)
 //	state    boundary and operations of the run's projection
 func TestTranscripts(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
@@ -84,6 +86,7 @@ type harness struct {
 	tombstones events.Offsets
 	scanLimit  int64
 	showScan   bool
+	pinIDs  map[string]string
 }
 
 func topicID(n byte) string {
@@ -132,6 +135,8 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 		return fmt.Sprintf("%s: %s (%s) from %s, offsets %s\n", id, dataTopic, tid, rp, o)
 	case "record":
 		return h.record(t, d.CmdArgs)
+	case "pin", "unpin":
+		return h.pinCmd(t, d.Cmd, d.CmdArgs)
 	case "mirror":
 		return h.mirrorCmd(t, d)
 	case "mirror-write-failed":
@@ -299,7 +304,8 @@ func (h *harness) runProtocol(t *testing.T, d *datadriven.TestData) string {
 		d.Fatalf(t, "run: unknown plan %q", name)
 	}
 	cfg := Config{ControlTopic: "action-state.kcleanup", Bootstrap: "localhost:9092", NoWait: d.HasArg("nowait"),
-		Principal: "User:kcleanup", AllowTombstones: d.HasArg("allowtombstones")}
+		Principal: "User:kcleanup", AllowTombstones: d.HasArg("allowtombstones"),
+		Now: time.Date(2026, 12, 1, 9, 0, h.actors+1, 0, time.UTC)} // the time of the next record appended
 	h.acls = d.HasArg("acls")
 	var r *Run
 	switch mode {
@@ -362,6 +368,8 @@ func (h *harness) runProtocol(t *testing.T, d *datadriven.TestData) string {
 			switch sub[0] {
 			case "record":
 				fmt.Fprintf(&b, "  (%s)", strings.TrimSuffix(h.record(t, args), "\n"))
+			case "pin", "unpin":
+				fmt.Fprintf(&b, "  (%s)", strings.TrimSuffix(h.pinCmd(t, sub[0], args), "\n"))
 			case "set":
 				h.set(t, args)
 				fmt.Fprintf(&b, "  (now %s)", strings.TrimSuffix(h.showTopic(), "\n"))
@@ -597,4 +605,54 @@ func (h *harness) perform(s Step, f fault, faulty bool) Report {
 		return h.performMirror(s)
 	}
 	return Report{}
+}
+
+// pinCmd appends another writer's PINNED or UNPINNED; the pin ID prints as
+// its name.
+func (h *harness) pinCmd(t *testing.T, cmd string, args []datadriven.CmdArg) string {
+	var name, rp, offs string
+	expires := -1
+	for _, a := range args {
+		v := strings.Join(a.Vals, ",")
+		switch a.Key {
+		case "name":
+			name = v
+		case "rp":
+			rp = v
+		case "offsets":
+			offs = v
+		case "expires":
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				t.Fatalf("pin: expires=%q", v)
+			}
+			expires = n
+		}
+	}
+	at := time.Date(2026, 12, 1, 9, 0, h.actors+1, 0, time.UTC) // what append stamps
+	var env events.Envelope
+	if cmd == "unpin" {
+		id, ok := h.pinIDs[name]
+		if !ok {
+			t.Fatalf("unpin: no pin %q", name)
+		}
+		env = events.NewUnpin(id, "the transcript", at, "other")
+	} else {
+		var exp time.Time
+		if expires >= 0 {
+			exp = at.Add(time.Duration(expires) * time.Second)
+		}
+		env = events.NewPin(rp, dataTopic, h.tids["T1"], offsets(t, offs), exp, "the transcript", at, "other")
+		if h.pinIDs == nil {
+			h.pinIDs = map[string]string{}
+		}
+		h.pinIDs[name] = env.Pin.PinID
+		h.pairs = append(h.pairs, env.Pin.PinID, name)
+		h.names = strings.NewReplacer(h.pairs...)
+	}
+	if err := env.Validate(); err != nil {
+		t.Fatalf("%s: %v", cmd, err)
+	}
+	off := h.append(env, "other")
+	return h.names.Replace(fmt.Sprintf("other writer: %s %s at %d\n", env.Event, name, off))
 }

@@ -114,6 +114,8 @@ type Status struct {
 	// needs a read of the mirror topic): the reader that built the status
 	// sets it (worker.Cluster.AssessMirror).
 	Mirror *protocol.MirrorAssessment `json:"mirror,omitempty"`
+	// Pins lists every pinned recovery point, in log order (PinsOf).
+	Pins []PinStatus `json:"pins"`
 }
 
 // PendingRepair is an accepted record a worker will append again, so that
@@ -272,6 +274,7 @@ func statusOf(src Source, complete bool) Status {
 		Retractions:     []PendingRetraction{},
 	}
 	st.Topic, st.TopicID, _ = s.Binding()
+	st.Pins = PinsOf(s)
 	st.Format = src.View.Format()
 	if fold := src.View.Flink(); fold != nil {
 		st.FlinkAgents = FlinkStatusOf(fold)

@@ -74,7 +74,7 @@ func (o Options) actor() string {
 // the principal this cluster's client authenticates as.
 func (c *Cluster) config(proj *Projection, o Options) protocol.Config {
 	return protocol.Config{ControlTopic: proj.Topic, Bootstrap: o.Bootstrap, NoWait: o.NoWait,
-		Principal: c.principal, AllowTombstones: o.AllowTombstones}
+		Principal: c.principal, AllowTombstones: o.AllowTombstones, Now: time.Now().UTC()}
 }
 
 // Outcome is where an operation ended up.

@@ -240,6 +240,7 @@ func TestEveryCommandsBadInput(t *testing.T) {
 		{"validate: missing markers file", append(down, "validate", "--markers", missing), exitError, missing},
 		{"validate: broken markers file", append(down, "validate", "--markers", brokenMarkers), exitError, brokenMarkers},
 		{"validate: stdin twice", append(down, "validate", "--markers", "-", "--markers", "-"), exitUsage, "standard input can be read only once"},
+		{"validate: bad --pin-for", append(down, "validate", "--markers", good, "--pin-for", "a-while"), exitUsage, "is not a positive duration"},
 		{"validate: two topics", append(down, "validate", "--markers", good, "--markers", other), exitError, "more than one topic"},
 
 		{"worker: no control topic", []string{"worker"}, exitUsage, "no control topic to serve"},
@@ -261,6 +262,15 @@ func TestEveryCommandsBadInput(t *testing.T) {
 		{"mirror attach: blank --reason", []string{"mirror", "attach", "m", "--topic", "t", "--reason", ""}, exitUsage, "--reason is given but blank"},
 		{"mirror detach: unreachable cluster", append(down, "mirror", "detach", "--topic", "t", "--reason", "r"), exitError, "127.0.0.1:1"},
 		{"mirror sync: extra argument", []string{"mirror", "sync", "--topic", "t", "now"}, exitUsage, `"now"`},
+
+		{"pin: no --reason", []string{"pin", "--markers", good, "--recovery-point", "sp"}, exitUsage, `"reason" not set`},
+		{"pin: --for and --until", []string{"pin", "--markers", good, "--recovery-point", "sp", "--reason", "r", "--for", "1d", "--until", "2099-01-01T00:00:00Z"}, exitUsage, "none of the others can be"},
+		{"pin: bad --for", []string{"pin", "--markers", good, "--recovery-point", "sp", "--reason", "r", "--for", "soon"}, exitUsage, "is not a positive duration"},
+		{"pin: --until past", []string{"pin", "--markers", good, "--recovery-point", "sp", "--reason", "r", "--until", "2001-01-01T00:00:00Z"}, exitUsage, "is not in the future"},
+		{"pin: unreachable cluster", append(down, "pin", "--markers", good, "--recovery-point", "sp", "--reason", "r", "--for", "7d"), exitError, "127.0.0.1:1"},
+		{"unpin: no pin ID", []string{"unpin", "--topic", "t", "--reason", "r"}, exitUsage, "accepts 1 arg"},
+		{"unpin: which control topic", []string{"unpin", "0123456789abcdef", "--reason", "r"}, exitUsage, "which control topic"},
+		{"unpin: unreachable cluster", append(down, "unpin", "0123456789abcdef", "--topic", "t", "--reason", "r"), exitError, "127.0.0.1:1"},
 	}
 	// Every command has a row.
 	tested := map[string]bool{}
@@ -627,6 +637,8 @@ func TestBlankControlTopicIsAUsageErrorEverywhere(t *testing.T) {
 		"adopt":         {"adopt", "--from", "x"},
 		"mirror attach": {"mirror", "attach", "m", "--topic", "t"},
 		"mirror sync":   {"mirror", "sync", "--topic", "t"},
+		"pin":           {"pin", "--markers", good, "--recovery-point", "sp", "--reason", "r"},
+		"unpin":         {"unpin", "0123456789abcdef", "--topic", "t", "--reason", "r"},
 	}
 	for name, args := range commands {
 		for _, blank := range []struct{ flag, env string }{{flagControlTopic, envControlTopic}, {flagCommandConfig, envCommandConfig}} {

@@ -26,6 +26,8 @@ func newRootCmd() *cobra.Command {
 		newApplyCmd(g),
 		newAdoptCmd(g),
 		newMirrorCmd(g),
+		newPinCmd(g),
+		newUnpinCmd(g),
 		newStatusCmd(g),
 		newHistoryCmd(g),
 		newValidateCmd(g),

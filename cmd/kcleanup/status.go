@@ -168,6 +168,9 @@ func printStatus(w io.Writer, st report.Status, full bool) error {
 			return err
 		}
 	}
+	if err := printPins(w, st.Pins); err != nil {
+		return err
+	}
 
 	fmt.Fprintln(w)
 	if len(st.Operations) == 0 && st.OperationsOmitted == 0 {

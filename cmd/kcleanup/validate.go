@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"time"
+
+	"github.com/cockroachdb/errors"
 
 	"github.com/spf13/cobra"
 
@@ -15,8 +18,9 @@ import (
 
 func newValidateCmd(g *globalOptions) *cobra.Command {
 	var files []string
+	var pinFor string
 	cmd := &cobra.Command{
-		Use:   "validate --markers FILE [--markers FILE ...]",
+		Use:   "validate --markers FILE [--markers FILE ...] [--pin-for 30m]",
 		Short: "The recovery gate: may a job restore from the recovery point with these markers?",
 		Long: `validate answers, for a deployment pipeline, whether a job may restore from a checkpoint or
 savepoint with these markers (one marker object or a JSON array of them per file). It allows
@@ -47,23 +51,38 @@ reading it: a missing control topic, default or named, is exit 4 (its boundary m
 another name). For a topic never cleaned, run 'kcleanup init --topic T' once; an empty control
 topic proves no boundary exists, and the recovery point is allowed on the physical check, with a
 warning. A blank --control-topic, or KCLEANUP_CONTROL_TOPIC set but blank, is exit 2.
--o json prints the verdict document (docs/schema/verdict.schema.json, schemaVersion 2).`,
+-o json prints the verdict document (docs/schema/verdict.schema.json, schemaVersion 2).
+
+--pin-for D (30m, 2h, 1d) keeps the answer true for a restore: when the gate allows, validate
+pins the recovery point for D (a PINNED record, as kcleanup pin writes) and reads it back. It
+answers ALLOWED only if the pin landed before any commit above the recovery point: then every
+plan above it is refused until the pin expires or is unpinned (the verdict names the pin: pinId,
+and the unpin command). If a commit above it landed first, the answer is the gate's for the log
+as it now stands. A pin that cannot be written is exit 4.`,
 		Example: `  kcleanup validate --markers chk-42/action-state-markers.json
-  kcleanup validate --markers subtask-0.json --markers subtask-1.json -o json`,
+  kcleanup validate --markers subtask-0.json --markers subtask-1.json -o json
+  kcleanup validate --markers chk-42/action-state-markers.json --pin-for 30m`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			markers, origins, err := readMarkerFiles(files, cmd.InOrStdin())
 			if err != nil {
 				return err
 			}
-			return runValidate(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), *g, markers, origins)
+			var d time.Duration
+			if pinFor != "" {
+				if d, err = parseDays(pinFor); err != nil || d <= 0 {
+					return usageError(errors.WithHint(errors.Newf("--pin-for %q is not a positive duration", pinFor), "give a duration such as 30m, 2h or 1d"))
+				}
+			}
+			return runValidate(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), *g, markers, origins, d)
 		},
 	}
+	cmd.Flags().StringVar(&pinFor, "pin-for", "", "when allowed, pin the recovery point for this `duration` (30m, 2h, 1d) and answer ALLOWED only if the pin holds")
 	cmd.Flags().StringArrayVar(&files, "markers", nil, "recovery-point markers `file` (repeat for several files)")
 	_ = cmd.MarkFlagRequired("markers")
 	return cmd
 }
 
-func runValidate(ctx context.Context, w, errw io.Writer, g globalOptions, markers []events.Marker, origins []string) error {
+func runValidate(ctx context.Context, w, errw io.Writer, g globalOptions, markers []events.Marker, origins []string, pinFor time.Duration) error {
 	topic := markers[0].Topic
 	ctl, err := g.controlTopicOf(topic)
 	if err != nil {
@@ -76,11 +95,17 @@ func runValidate(ctx context.Context, w, errw io.Writer, g globalOptions, marker
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(ctx, g.timeout)
 	defer cancel()
-	v := c.Validate(ctx, markers, worker.ValidateOptions{
+	opts := worker.ValidateOptions{
 		ControlTopic: ctl,
 		Bootstrap:    g.bootstrap(),
 		Explain:      g.unreachable,
-	})
+	}
+	var v gate.Verdict
+	if pinFor > 0 {
+		v = c.ValidateAndPin(ctx, markers, opts, pinFor, worker.Actor())
+	} else {
+		v = c.Validate(ctx, markers, opts)
+	}
 	for _, n := range v.Notes {
 		fmt.Fprintf(errw, "Warning: %s\n", n)
 	}

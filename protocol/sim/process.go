@@ -54,8 +54,8 @@ func (w *world) newApply(plan events.Plan, i int) *process {
 	return &process{index: i, plan: plan, noWait: w.rng.IntN(3) == 0, proj: projector.New(), actor: fmt.Sprintf("apply-%d@%d", i, w.tick)}
 }
 
-func (p *process) config() protocol.Config {
-	return protocol.Config{ControlTopic: dataTopic + ".kcleanup", Bootstrap: "sim:9092", NoWait: p.noWait}
+func (p *process) config(w *world) protocol.Config {
+	return protocol.Config{ControlTopic: dataTopic + ".kcleanup", Bootstrap: "sim:9092", NoWait: p.noWait, Now: w.now()}
 }
 
 // act is one scheduler turn of p: start a run, or take its next step.
@@ -102,10 +102,10 @@ func (p *process) start(w *world) bool {
 			return false
 		}
 		p.tries++
-		p.run = protocol.NewApply(p.plan, p.config())
+		p.run = protocol.NewApply(p.plan, p.config(w))
 		if p.sync {
 			p.deliver(w, w.next)
-			p.run = protocol.NewMirrorSync(p.config())
+			p.run = protocol.NewMirrorSync(p.config(w))
 		}
 		p.rep, p.step = protocol.Report{}, protocol.Step{}
 		return true
@@ -129,7 +129,7 @@ func (p *process) start(w *world) bool {
 	// attachment or the boundary's plan changed since the last success.
 	if key, ok := mirrorKey(p.proj); ok && key != p.mirrorSynced && w.tick >= p.mirrorRetryAt {
 		p.syncKey = key
-		p.run = protocol.NewMirrorSync(p.config())
+		p.run = protocol.NewMirrorSync(p.config(w))
 		p.rep, p.step = protocol.Report{}, protocol.Step{}
 		return true
 	}
@@ -139,7 +139,7 @@ func (p *process) start(w *world) bool {
 		return false
 	}
 	op := pending[w.rng.IntN(len(pending))]
-	p.run = protocol.NewFinish(op.PlanID, p.config())
+	p.run = protocol.NewFinish(op.PlanID, p.config(w))
 	p.rep, p.step = protocol.Report{}, protocol.Step{}
 	return true
 }

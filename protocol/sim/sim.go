@@ -79,6 +79,9 @@ type Result struct {
 	// disputed (projector.State.Disputed: the log cleaner showed a
 	// conflict the other way): the window docs/design.md §5 describes.
 	Disputed int
+	// Pins counts the PINNED and UNPINNED records the operator appended,
+	// PinRejected the COMMITTED records the fold rejected for a pin.
+	Pins, PinRejected int
 }
 
 // entry is one record on the simulated control topic.
@@ -143,6 +146,9 @@ func Run(seed uint64, cfg Config) Result {
 		if w.rng.Float64() < 0.03 {
 			w.compact()
 		}
+		if w.rng.Float64() < 0.01 {
+			w.pinEvent()
+		}
 		if spawned < len(w.plans) && w.rng.Float64() < 0.04 {
 			w.procs = append(w.procs, w.newApply(w.plans[spawned], spawned))
 			spawned++
@@ -172,6 +178,9 @@ func Run(seed uint64, cfg Config) Result {
 	res.Ticks = w.tick
 	res.Records = w.next
 	res.Errors = append(w.errs, w.check()...)
+	for _, pin := range invariant.Fold(w.full).Pins() {
+		res.PinRejected += len(pin.Rejected)
+	}
 	if w.mirror != nil {
 		res.MirrorPlans = len(w.mirror.fold().Operations())
 	}
@@ -401,6 +410,14 @@ func (w *world) deleteNow(to events.Offsets, failing map[int32]protocol.Deleted)
 		if b, ok := boundary[p]; !ok || to[p] > b {
 			w.errs = append(w.errs, errors.Newf("I1: tick %d: DeleteRecords %s-%d up to %d, above the committed boundary %s of the full history", w.tick, dataTopic, p, to[p], boundary))
 		}
+		// No deletion above a pin that protects the partition now: a pin
+		// that landed after the commit is void there (P5), one before it
+		// rejected it (P4), so any such pin is a violation.
+		for _, pin := range full.Pins() {
+			if pin.Protects(p, w.now()) && to[p] > pin.Offsets[p] {
+				w.errs = append(w.errs, errors.Newf("pins: tick %d: DeleteRecords %s-%d up to %d, above pin %s (offset %d, pinned at control offset %d)", w.tick, dataTopic, p, to[p], pin.PinID, pin.Offsets[p], pin.Offset))
+			}
+		}
 		w.topic.Start[p] = max(w.topic.Start[p], to[p])
 		out = append(out, protocol.Deleted{Partition: p})
 	}
@@ -417,3 +434,31 @@ func (w *world) checkCommitted(planID string) {
 }
 
 func secs(n int) time.Duration { return time.Duration(n) * time.Second }
+
+// pinEvent is an operator pinning a recovery point around the boundary
+// (some partitions below it: partial or void pins), with an expiry or
+// none, or unpinning one (sometimes one the log does not hold).
+func (w *world) pinEvent() {
+	st := invariant.Fold(w.records())
+	w.res.Pins++
+	if pins := st.Pins(); len(pins) > 0 && w.rng.IntN(3) == 0 {
+		id := pins[w.rng.IntN(len(pins))].PinID
+		if w.rng.IntN(5) == 0 {
+			id = fmt.Sprintf("%016x", w.rng.Uint64())
+		}
+		k, v := events.NewUnpin(id, "done", w.now(), "operator").Encode()
+		w.appendRecord(k, v)
+		return
+	}
+	offs := events.Offsets{}
+	b := st.Boundary()
+	for _, p := range w.topic.Partitions {
+		offs[p] = max(0, b[p]+int64(w.rng.IntN(400))-50)
+	}
+	var expires time.Time
+	if w.rng.IntN(2) == 0 {
+		expires = w.now().Add(secs(1 + w.rng.IntN(300)))
+	}
+	k, v := events.NewPin(fmt.Sprintf("sp-%d", w.tick), dataTopic, w.topic.ID, offs, expires, "rollback", w.now(), "operator").Encode()
+	w.appendRecord(k, v)
+}

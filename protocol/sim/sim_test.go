@@ -32,8 +32,11 @@ func TestSimulation(t *testing.T) {
 	failed := 0
 	var records int64
 	disputed, disputedSeeds := 0, 0
+	pins, pinRejected := 0, 0
 	for seed := first; seed <= last; seed++ {
 		res := Run(seed, cfg)
+		pins += res.Pins
+		pinRejected += res.PinRejected
 		for f, n := range res.Faults {
 			faults[f] += n
 		}
@@ -70,6 +73,10 @@ func TestSimulation(t *testing.T) {
 	t.Logf("%d seeds (%d with a Flink Agents mirror attached, %d of them ending with plans on it), %d failed; %d control records in all",
 		n, mirrored, mirrorHeld, failed, records)
 	t.Logf("%d worker passes in %d seeds read a disputed conflict (docs/design.md §5) and repaired neither side", disputed, disputedSeeds)
+	t.Logf("%d pin events (PINNED, UNPINNED) appended; %d COMMITTED records rejected for a pin (docs/design.md §12)", pins, pinRejected)
+	if *only == 0 && n >= 50 && (pins == 0 || pinRejected == 0) {
+		t.Errorf("no pin rejected a commit in %d seeds (%d pin events): the pin rules were not exercised", n, pins)
+	}
 	var lines []string
 	for _, f := range Faults() {
 		lines = append(lines, fmt.Sprintf("  fault %-30s %8d  (mirror requests %d)", f, faults[f], mirrorFaults[f]))

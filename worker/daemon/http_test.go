@@ -427,3 +427,29 @@ func TestWrongMethodIsMethodNotAllowed(t *testing.T) {
 		t.Fatalf("GET /v1/validate says how to ask? %s", rec.Body)
 	}
 }
+
+// TestValidatePinFor: POST /v1/validate?pinFor= pins what it allows, on
+// the worker's live view, and the verdict names the pin; the pin is on the
+// control topic (a later plan above it is refused by the fold); a refused
+// answer writes no pin; a bad pinFor is a bad request.
+func TestValidatePinFor(t *testing.T) {
+	f := newAppliedFixture(t)
+	a := do(t, "POST", f.validate+"?pinFor=30m", marker("action-state", f.id, events.Offsets{0: 160, 1: 130}))
+	var res gate.Verdict
+	a.decode(t, &res)
+	if a.code != 200 || !res.Allowed || res.PinID == "" || res.PinExpires == nil {
+		t.Fatalf("%d %s", a.code, a.body)
+	}
+	kafkatest.Eventually(t, 20*time.Second, "the pin in /v1/status", func() bool {
+		return strings.Contains(do(t, "GET", f.url+"/v1/status", "").body, res.PinID)
+	})
+	refused := do(t, "POST", f.validate+"?pinFor=30m", marker("action-state", f.id, events.Offsets{0: 100, 1: 130}))
+	var r gate.Verdict
+	refused.decode(t, &r)
+	if refused.code != 409 || r.PinID != "" {
+		t.Fatalf("refused: %d %s", refused.code, refused.body)
+	}
+	if bad := do(t, "POST", f.validate+"?pinFor=soon", marker("action-state", f.id, events.Offsets{0: 160, 1: 130})); bad.code != 400 {
+		t.Fatalf("bad pinFor: %d %s", bad.code, bad.body)
+	}
+}

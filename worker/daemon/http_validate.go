@@ -2,9 +2,11 @@ package daemon
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/cockroachdb/errors"
 
@@ -44,6 +46,13 @@ func (d *Daemon) serveValidate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
+	var pinFor time.Duration
+	if q.Has("pinFor") {
+		if pinFor, err = parsePinFor(q.Get("pinFor")); err != nil {
+			writeVerdict(w, report.Unjudged("", gate.BadRequest, err))
+			return
+		}
+	}
 	topic, code, err := d.validateTopic(q.Get("controlTopic"), q.Has("controlTopic"), markers)
 	if err != nil {
 		reason := gate.BadRequest
@@ -68,7 +77,7 @@ func (d *Daemon) serveValidate(w http.ResponseWriter, r *http.Request) {
 	defer v.release()
 	ctx, cancel := context.WithTimeout(r.Context(), d.cfg.readTimeout)
 	defer cancel()
-	writeVerdict(w, d.cluster.Validate(ctx, markers, worker.ValidateOptions{
+	opts := worker.ValidateOptions{
 		ControlTopic: topic,
 		Bootstrap:    d.cfg.bootstrap,
 		Read: func(ctx context.Context) (*worker.Projection, error) {
@@ -77,7 +86,27 @@ func (d *Daemon) serveValidate(w http.ResponseWriter, r *http.Request) {
 			}
 			return v.proj, v.refresh(ctx)
 		},
-	}))
+	}
+	if pinFor > 0 {
+		writeVerdict(w, d.cluster.ValidateAndPin(ctx, markers, opts, pinFor, d.cfg.actor))
+		return
+	}
+	writeVerdict(w, d.cluster.Validate(ctx, markers, opts))
+}
+
+// parsePinFor reads ?pinFor=: a positive Go duration, or whole days ("1d").
+func parsePinFor(s string) (time.Duration, error) {
+	d, err := time.ParseDuration(s)
+	if n, ok := strings.CutSuffix(s, "d"); ok {
+		var days int
+		if _, serr := fmt.Sscanf(n, "%d", &days); serr == nil && fmt.Sprint(days) == n {
+			d, err = time.Duration(days)*24*time.Hour, nil
+		}
+	}
+	if err != nil || d <= 0 {
+		return 0, errors.WithHint(errors.Newf("?pinFor=%q is not a positive duration", s), "give a duration such as 30m, 2h or 1d")
+	}
+	return d, nil
 }
 
 // validateTopic picks the control topic a validate request is about: the

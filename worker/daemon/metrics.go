@@ -14,6 +14,7 @@ import (
 	"github.com/kcleanup/kcleanup/fsm"
 	"github.com/kcleanup/kcleanup/projector"
 	"github.com/kcleanup/kcleanup/protocol"
+	"github.com/kcleanup/kcleanup/report"
 )
 
 // The worker's metrics, served by prometheus/client_golang: each replica
@@ -193,6 +194,14 @@ func (c snapshotCollector) Collect(ch chan<- prometheus.Metric) {
 	for i, t := range topics {
 		gauge("kcleanup_history_at_risk", "1 when accepted history is missing from the control topic or may be erased by the log cleaner: the recovery gate cannot tell until it is repaired.", b2f(snaps[i].status.AtRisk), "control_topic", t)
 	}
+	now := time.Now()
+	for i, t := range topics {
+		active, soonest := pinGauges(snaps[i].status.Pins, now)
+		gauge("kcleanup_pins_active", "Pinned recovery points that protect something now (active or partial, not unpinned, not expired by this replica's clock): every plan above one is refused.", float64(active), "control_topic", t)
+		if !soonest.IsZero() {
+			gauge("kcleanup_pin_soonest_expiry_timestamp_seconds", "When the first of those pins with an expiry expires (Unix time); absent when none has one.", float64(soonest.UnixNano())/1e9, "control_topic", t)
+		}
+	}
 	for i, t := range topics {
 		n := 0
 		if owners[i] != nil {
@@ -246,4 +255,22 @@ func (c snapshotCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, code := range slices.Sorted(maps.Keys(refusals)) {
 		counter("kcleanup_group_errors_total", "Errors of the consumer-group session (the group refused or dropped this replica), by Kafka error code.", float64(refusals[code]), "error", code)
 	}
+}
+
+// pinGauges counts the pins that protect something at now and finds the
+// soonest expiry among them (zero when none expires).
+func pinGauges(pins []report.PinStatus, now time.Time) (active int, soonest time.Time) {
+	for _, p := range pins {
+		if p.Unpinned != nil || p.State == projector.PinVoid {
+			continue
+		}
+		if p.Expires != nil && !now.Before(*p.Expires) {
+			continue
+		}
+		active++
+		if p.Expires != nil && (soonest.IsZero() || p.Expires.Before(soonest)) {
+			soonest = *p.Expires
+		}
+	}
+	return active, soonest
 }

@@ -13,6 +13,8 @@ import (
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/kcleanup/kcleanup/internal/kafkatest"
+	"github.com/kcleanup/kcleanup/projector"
+	"github.com/kcleanup/kcleanup/report"
 )
 
 var (
@@ -79,6 +81,7 @@ func TestMetricsAfterAnOperation(t *testing.T) {
 		l(`kcleanup_projection_degraded{control_topic="CTL"}`):                         0,
 		l(`kcleanup_rejected_records_total{control_topic="CTL",reason="malformed"}`):   0,
 		l(`kcleanup_blocked_operations{control_topic="CTL"}`):                          0,
+		l(`kcleanup_pins_active{control_topic="CTL"}`):                                 0,
 		l(`kcleanup_owner{control_topic="CTL"}`):                                       1,
 		`kcleanup_owned_partitions`:                                                    1,
 		`kcleanup_takeovers_total`:                                                     1,
@@ -146,5 +149,27 @@ func TestMetricsLint(t *testing.T) {
 	samples, _ := parseExposition(t, buf.String())
 	if got := samples[`kcleanup_delete_records_seconds_bucket{control_topic="a\"b\\c\nd",le="0.1"}`]; got != 1 {
 		t.Fatalf("escaped bucket le=0.1 = %v, want 1:\n%s", got, buf.String())
+	}
+}
+
+// TestPinGauges: the active pins are those not unpinned, not void and not
+// expired by the replica's clock; the soonest expiry is theirs.
+func TestPinGauges(t *testing.T) {
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	at := func(h int) *time.Time { x := now.Add(time.Duration(h) * time.Hour); return &x }
+	pins := []report.PinStatus{
+		{PinID: "a", State: projector.PinActive},                   // no expiry
+		{PinID: "b", State: projector.PinActive, Expires: at(48)},  // counts
+		{PinID: "c", State: projector.PinPartial, Expires: at(24)}, // counts: the soonest
+		{PinID: "d", State: projector.PinActive, Expires: at(-1)},  // expired
+		{PinID: "e", State: projector.PinVoid, Expires: at(2)},     // protects nothing
+		{PinID: "f", State: projector.PinUnpinned, Expires: at(1), Unpinned: &report.PinEnd{}},
+	}
+	active, soonest := pinGauges(pins, now)
+	if active != 3 || !soonest.Equal(*at(24)) {
+		t.Fatalf("pinGauges = %d, %v; want 3, %v", active, soonest, *at(24))
+	}
+	if active, soonest := pinGauges(nil, now); active != 0 || !soonest.IsZero() {
+		t.Fatalf("no pins: %d, %v", active, soonest)
 	}
 }
