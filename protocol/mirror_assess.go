@@ -28,17 +28,17 @@ const (
 	// recreated, wrong settings, a fold the job fails on, a plan it could
 	// not be comparable with, or no permission to write it).
 	MirrorUnwritable MirrorStanding = "cannot-be-written"
-	// MirrorPinned: an open transaction holds the mirror's last stable offset
+	// MirrorHeld: an open transaction holds the mirror's last stable offset
 	// below its end, so nothing after it can be read (read_committed) by
 	// kcleanup or by a Flink Agents job recovering, until it ends. Pin says
 	// whose: a kcleanup writer killed inside its transaction (the next
 	// kcleanup writer fences it) or another producer's.
-	MirrorPinned MirrorStanding = "pinned"
+	MirrorHeld MirrorStanding = "held"
 )
 
-// MirrorPin is an open transaction that pins the mirror: what
+// MirrorHold is an open transaction that holds the mirror: what
 // DescribeProducers and DescribeTransactions said of it.
-type MirrorPin struct {
+type MirrorHold struct {
 	// Offset is the last stable offset (the open transaction's first
 	// record), HighWatermark the end.
 	Offset        int64 `json:"offset"`
@@ -62,7 +62,7 @@ type MirrorPin struct {
 }
 
 // Owner names the pinning transaction's producer, in words.
-func (p MirrorPin) Owner() string {
+func (p MirrorHold) Owner() string {
 	switch {
 	case p.KcleanupWriter:
 		return "kcleanup's writer " + p.TransactionalID
@@ -101,10 +101,10 @@ type MirrorAssessment struct {
 	BoundaryPlan string `json:"boundaryPlan,omitempty"`
 	// Lag is how many offsets, summed over partitions, the mirror's
 	// boundary is below kcleanup's (0 in step; the job's fold failing
-	// counts the whole boundary; 0 when pinned: not read).
+	// counts the whole boundary; 0 when held: not read).
 	Lag int64 `json:"lag"`
-	// Pin is the open transaction that pins the mirror (standing pinned).
-	Pin *MirrorPin `json:"pin,omitempty"`
+	// Pin is the open transaction that holds the mirror (standing held).
+	Hold *MirrorHold `json:"hold,omitempty"`
 }
 
 // MirrorInStep reports whether the mirror agrees with the boundary.
@@ -181,26 +181,26 @@ func AssessMirror(c MirrorControl, v MirrorView, writeErr error) MirrorAssessmen
 	return a
 }
 
-// PinnedMirror is the assessment of an attached mirror that could not be read
-// because an open transaction pins its last stable offset: whose, since
+// HeldMirror is the assessment of an attached mirror that could not be read
+// because an open transaction holds its last stable offset: whose, since
 // when, and what ends it. The mirror's records are not judged (not read).
-func PinnedMirror(c MirrorControl, pin MirrorPin) MirrorAssessment {
+func HeldMirror(c MirrorControl, hold MirrorHold) MirrorAssessment {
 	att := c.Mirror
 	a := MirrorAssessment{Topic: att.Topic, TopicID: att.TopicID, LiveTopicID: att.TopicID, AttachedAt: att.Offset,
-		Standing: MirrorPinned, BoundaryPlan: c.BoundaryPlan, Pin: &pin}
-	a.Reason, a.Hint = pin.Explain(att.Topic, c.DataTopic)
+		Standing: MirrorHeld, BoundaryPlan: c.BoundaryPlan, Hold: &hold}
+	a.Reason, a.Hint = hold.Explain(att.Topic, c.DataTopic)
 	return a
 }
 
 // Explain says, in words an operator acts on, what pins mirror (of the
 // data topic named in the hint): whose transaction, since when, and what
 // ends it.
-func (p MirrorPin) Explain(mirror, dataTopic string) (reason, hint string) {
+func (p MirrorHold) Explain(mirror, dataTopic string) (reason, hint string) {
 	since := ""
 	if !p.Since.IsZero() {
 		since = " since " + p.Since.UTC().Format(time.RFC3339)
 	}
-	reason = fmt.Sprintf("mirror topic %s is pinned by an open transaction of %s%s: neither kcleanup nor a Flink Agents job can read it past offset %d (end %d) until it ends",
+	reason = fmt.Sprintf("mirror topic %s is held by an open transaction of %s%s: neither kcleanup nor a Flink Agents job can read it past offset %d (end %d) until it ends",
 		mirror, p.Owner(), since, p.Offset, p.HighWatermark)
 	if p.Unknown != "" {
 		reason += " (whose it is could not be told: " + p.Unknown + ")"

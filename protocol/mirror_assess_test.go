@@ -93,21 +93,21 @@ func TestFindingsWarnOfDurabilitySettings(t *testing.T) {
 	}
 }
 
-// TestPinnedMirrorSaysWhose: a mirror pinned by an open transaction is
+// TestHeldMirrorSaysWhose: a mirror held by an open transaction is
 // neither a failure nor "cannot be written": status and doctor say whose
 // transaction it is and what ends it, kcleanup's own writer (fenced by the
 // next kcleanup writer) apart from a foreign producer (waited for).
-func TestPinnedMirrorSaysWhose(t *testing.T) {
+func TestHeldMirrorSaysWhose(t *testing.T) {
 	att := events.Mirror{Topic: "action-state.flink", TopicID: mirrorID, Reason: "test"}
 	p := plan(t, "chk-1", events.Offsets{0: 10, 1: 10})
 	ctl := protocol.MirrorControlOf(state(t, p, events.Planned, events.Committed, att))
 	since := time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC)
-	ours := protocol.MirrorPin{Offset: 52, HighWatermark: 53, ProducerID: 7, ProducerEpoch: 3,
+	ours := protocol.MirrorHold{Offset: 52, HighWatermark: 53, ProducerID: 7, ProducerEpoch: 3,
 		TransactionalID: protocol.MirrorTransactionalID(att.Topic), KcleanupWriter: true, Since: since, TimeoutMs: 15000}
-	foreign := protocol.MirrorPin{Offset: 52, HighWatermark: 53, ProducerID: 9, ProducerEpoch: 0, TransactionalID: "flink-tool", Since: since}
+	foreign := protocol.MirrorHold{Offset: 52, HighWatermark: 53, ProducerID: 9, ProducerEpoch: 0, TransactionalID: "flink-tool", Since: since}
 	for _, c := range []struct {
 		name   string
-		pin    protocol.MirrorPin
+		hold    protocol.MirrorHold
 		reason []string
 		hint   string
 		not    string // never in the hint
@@ -116,13 +116,13 @@ func TestPinnedMirrorSaysWhose(t *testing.T) {
 			"fences it", "find and stop"},
 		{"a foreign producer", foreign, []string{"foreign producer, transactional ID flink-tool", "since 2026-12-02T09:00:00Z"},
 			"kafka-transactions", "fences it"},
-		{"a producer that could not be described", protocol.MirrorPin{Offset: 52, HighWatermark: 53, ProducerID: -1, ProducerEpoch: -1, Unknown: "not authorized"},
+		{"a producer that could not be described", protocol.MirrorHold{Offset: 52, HighWatermark: 53, ProducerID: -1, ProducerEpoch: -1, Unknown: "not authorized"},
 			[]string{"an unknown producer", "could not be told: not authorized"}, "kafka-transactions", "fences it"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			a := protocol.PinnedMirror(ctl, c.pin)
-			if a.Standing != protocol.MirrorPinned || a.Pin == nil || *a.Pin != c.pin || a.InStep() {
-				t.Fatalf("got %+v, want standing pinned with the pin", a)
+			a := protocol.HeldMirror(ctl, c.hold)
+			if a.Standing != protocol.MirrorHeld || a.Hold == nil || *a.Hold != c.hold || a.InStep() {
+				t.Fatalf("got %+v, want standing held with the hold", a)
 			}
 			for _, w := range c.reason {
 				if !strings.Contains(a.Reason, w) {

@@ -33,7 +33,7 @@ func MirrorFindings(a protocol.MirrorAssessment, configs map[string]string, boot
 		// the same principal could not keep the mirror in step.
 		out = append(out, protocol.Finding{Severity: protocol.Warn, Subject: subject,
 			Message: a.Reason + " (a worker running as this principal could not keep the mirror in step; run doctor with the workers' --command-config to check theirs)", Hint: a.Hint})
-	case a.Standing == protocol.MirrorPinned:
+	case a.Standing == protocol.MirrorHeld:
 		// It passes: the transaction ends (kcleanup's own writer is fenced
 		// by the next kcleanup writer), and nothing is deleted meanwhile.
 		out = append(out, protocol.Finding{Severity: protocol.Warn, Subject: subject,

@@ -54,7 +54,7 @@ func TestStatusSchemasMatchTheDocuments(t *testing.T) {
 		"maintenance": {inner[object](t, inner[map[string]any](t, status.Properties["maintenance"])["items"]), reflect.TypeFor[MaintenanceRecord]()},
 		"flinkAgents": {sdefs["flinkAgents"], reflect.TypeFor[FlinkStatus]()},
 		"mirror":      {sdefs["mirror"], reflect.TypeFor[protocol.MirrorAssessment]()},
-		"mirrorPin":   {inner[object](t, sdefs["mirror"].Properties["pin"]), reflect.TypeFor[protocol.MirrorPin]()},
+		"mirrorHold":  {inner[object](t, sdefs["mirror"].Properties["hold"]), reflect.TypeFor[protocol.MirrorHold]()},
 		"pin":         {sdefs["pin"], reflect.TypeFor[PinStatus]()},
 		"worker":      {ws, reflect.TypeFor[WorkerStatus]()},
 		"fleet":       {wdefs["fleet"], reflect.TypeFor[FleetStatus]()},

@@ -22,7 +22,7 @@ const (
 	AfterMirrorApplied   = "after-mirror-applied"
 	// Inside a mirror transaction: the record written, not yet committed
 	// (any mirror record; the second only the APPLIED one). The process
-	// dies holding the transaction open: the mirror stays pinned until
+	// dies holding the transaction open: the mirror stays held until
 	// the next kcleanup writer fences it (docs/design.md §11).
 	InMirrorTransaction        = "in-mirror-transaction"
 	InMirrorAppliedTransaction = "in-mirror-applied-transaction"

@@ -52,11 +52,11 @@ func (c *Cluster) ReadMirror(ctx context.Context, topic string) (protocol.Mirror
 	if errors.Is(err, ErrNotCaughtUp) {
 		// Say whose open transaction pins it, not the control topic's words
 		// (also when ctx ended waiting for it).
-		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pinDescribeTimeout)
-		pin, perr := c.MirrorPin(pctx, topic)
+		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), holdDescribeTimeout)
+		hold, perr := c.MirrorHold(pctx, topic)
 		cancel()
-		if perr == nil && pin != nil {
-			return v, pinnedError(topic, *pin)
+		if perr == nil && hold != nil {
+			return v, pinnedError(topic, *hold)
 		}
 	}
 	if err != nil {
@@ -131,7 +131,7 @@ func (c *Cluster) writeMirrorOnce(ctx context.Context, rec protocol.MirrorRecord
 func (c *Cluster) newMirrorWriter(topic string) (*kgo.Client, error) {
 	cl, err := kgo.NewClient(append(c.ConnOpts(),
 		kgo.TransactionalID(MirrorTransactionalID(topic)),
-		// Short: a writer killed inside its transaction pins the mirror's
+		// Short: a writer killed inside its transaction holds the mirror's
 		// last stable offset until the next writer's fence or the broker
 		// aborts it, and a Flink Agents job recovering then waits for it.
 		kgo.TransactionTimeout(mirrorTxnTimeout),

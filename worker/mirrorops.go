@@ -54,9 +54,9 @@ func (c *Cluster) AssessMirror(ctx context.Context, ctl protocol.MirrorControl, 
 	}
 	topic := ctl.Mirror.Topic
 	v, err := c.ReadMirror(ctx, topic)
-	if pinned := (*MirrorPinnedError)(nil); errors.As(err, &pinned) {
+	if held := (*MirrorHeldError)(nil); errors.As(err, &held) {
 		// Not a failure of the reader: say whose transaction pins it.
-		return protocol.PinnedMirror(ctl, pinned.Pin), true, nil
+		return protocol.HeldMirror(ctl, held.Hold), true, nil
 	}
 	if err != nil && !IsAuthorizationError(err) {
 		return protocol.MirrorAssessment{}, true, err

@@ -38,7 +38,7 @@ func mirrorKillPoints(mirror bool) []string {
 // SIGKILLed at a random point of its run (a failpoint drawn at random, or
 // a random moment), and how long from the kill until a worker appends
 // APPLIED; with a Flink Agents mirror attached and without one. A writer
-// killed inside its mirror transaction pins the mirror until the next
+// killed inside its mirror transaction holds the mirror until the next
 // kcleanup writer fences it (docs/design.md §11): the gap between the two
 // cases is what the mirror costs a failure.
 func (b *bencher) mirrorKill(ctx context.Context) error {

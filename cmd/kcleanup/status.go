@@ -350,8 +350,8 @@ func printMirror(tw io.Writer, m protocol.MirrorAssessment) {
 		} else {
 			fmt.Fprintf(tw, "\tin step: the job's effective boundary there is %s (%d plan(s))\n", m.Boundary, m.Plans)
 		}
-	case protocol.MirrorPinned: // not read: no lag to tell
-		fmt.Fprintf(tw, "\tPINNED: %s\n", report.SingleLine(m.Reason))
+	case protocol.MirrorHeld: // not read: no lag to tell
+		fmt.Fprintf(tw, "\tHELD: %s\n", report.SingleLine(m.Reason))
 		fmt.Fprintf(tw, "\tfix: %s\n", report.SingleLine(m.Hint))
 	default:
 		fmt.Fprintf(tw, "\t%s (lag %d): %s\n", strings.ToUpper(string(m.Standing)), m.Lag, report.SingleLine(m.Reason))

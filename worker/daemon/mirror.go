@@ -53,7 +53,7 @@ func (v *view) mirrorControl() (protocol.MirrorControl, int64, bool) {
 // checkMirror reads the attached mirror and publishes how it stands, with
 // this replica's own permissions to write it (its writes keep it in step).
 // It runs without the view's lock: a mirror whose last stable offset is
-// pinned by an open transaction must not hold up the gate.
+// held by an open transaction must not hold up the gate.
 func (v *view) checkMirror(ctx context.Context, ctl protocol.MirrorControl, readTo int64) {
 	old := v.mirror.Load()
 	next := &mirrorState{at: time.Now(), readTo: readTo}
@@ -78,8 +78,8 @@ func (v *view) checkMirror(ctx context.Context, ctl protocol.MirrorControl, read
 		v.mirror.Store(next)
 		return
 	}
-	if a.Standing == protocol.MirrorPinned {
-		next.errors++ // read only up to the pin: counted as a check that could not read it
+	if a.Standing == protocol.MirrorHeld {
+		next.errors++ // read only up to the hold: counted as a check that could not read it
 	}
 	if (old == nil || old.a == nil || old.a.Standing != a.Standing) && !a.InStep() {
 		v.d.log.Warn("Flink Agents mirror not in step", "control_topic", v.topic, "mirror_topic", a.Topic,

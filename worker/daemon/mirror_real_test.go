@@ -130,16 +130,16 @@ func grepLines(s, prefix string) string {
 }
 
 // TestWorkerSaysWhenTheMirrorCannotBeRead: while another producer's open
-// transaction pins the mirror's last stable offset, the mirror cannot be
+// transaction holds the mirror's last stable offset, the mirror cannot be
 // read to its end (the job's reader waits the same way): the worker counts
-// kcleanup_mirror_errors_total and /readyz says it is pinned and by whose
+// kcleanup_mirror_errors_total and /readyz says it is held and by whose
 // transaction (still ready; a foreign producer is not fenced); once the
 // transaction is aborted the mirror is in step again. Real broker.
 func TestWorkerSaysWhenTheMirrorCannotBeRead(t *testing.T) {
 	b := kafkatest.Bootstrap(t)
 	c := workertest.Connect(t, b)
 	cl := kafkatest.Client(t, b)
-	rc := workertest.Applied(t, c, cl, "mirror-pin")
+	rc := workertest.Applied(t, c, cl, "mirror-hold")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*workertest.RealTimeout)
 	defer cancel()
 	mirror := rc.Topic + ".flink"
@@ -166,26 +166,26 @@ func TestWorkerSaysWhenTheMirrorCannotBeRead(t *testing.T) {
 		return strings.Contains(m, "kcleanup_mirror_in_step"+labels+" 1")
 	})
 
-	pin := kafkatest.Client(t, b, kgo.TransactionalID("test-pin-"+mirror), kgo.TransactionTimeout(time.Minute))
-	if err := pin.BeginTransaction(); err != nil {
+	hold := kafkatest.Client(t, b, kgo.TransactionalID("test-hold-"+mirror), kgo.TransactionTimeout(time.Minute))
+	if err := hold.BeginTransaction(); err != nil {
 		t.Fatal(err)
 	}
 	rec := &kgo.Record{Topic: mirror, Key: []byte(rc.Plan.PlanID), Value: kafkatest.FlinkRecord("APPLIED", rc.Plan)}
-	if err := pin.ProduceSync(ctx, rec).FirstErr(); err != nil {
+	if err := hold.ProduceSync(ctx, rec).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
 	var code int
 	var body string
-	kafkatest.Eventually(t, 60*time.Second, "/readyz says whose transaction pins the mirror", func() bool {
+	kafkatest.Eventually(t, 60*time.Second, "/readyz says whose transaction holds the mirror", func() bool {
 		code, body = getBody(t, srv.URL+"/readyz")
-		return code == http.StatusOK && strings.Contains(body, "pinned by an open transaction of a foreign producer, transactional ID test-pin-"+mirror)
+		return code == http.StatusOK && strings.Contains(body, "held by an open transaction of a foreign producer, transactional ID test-hold-"+mirror)
 	})
 	if _, m := getBody(t, srv.URL+"/metrics"); strings.Contains(m, `kcleanup_mirror_errors_total{control_topic="`+rc.Ctl+`"} 0`) ||
 		!strings.Contains(m, `kcleanup_mirror_errors_total{control_topic="`+rc.Ctl+`"}`) {
 		t.Errorf("no mirror error counted:\n%s", grepLines(m, "kcleanup_mirror"))
 	}
 
-	if err := pin.EndTransaction(ctx, kgo.TryAbort); err != nil {
+	if err := hold.EndTransaction(ctx, kgo.TryAbort); err != nil {
 		t.Fatal(err)
 	}
 	kafkatest.Eventually(t, 60*time.Second, "/readyz no longer names the mirror", func() bool {

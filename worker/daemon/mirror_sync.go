@@ -70,7 +70,7 @@ func (o *owner) mirrorIdle(proj *worker.Projection, lagging bool) bool {
 // mirrorLagsSince: the view's check of the mirror, made after since, found
 // it lagging behind the boundary although the control topic did not move:
 // the mirror lost a record (another writer's tombstone cleaned with the
-// plan under it, a truncation); or pinned by kcleanup's own writer's open
+// plan under it, a truncation); or held by kcleanup's own writer's open
 // transaction (a process killed inside it), which the sync's read fences
 // at once instead of leaving it to the transaction timeout. The owner then
 // syncs again; a check older than the last sync says nothing about it.
@@ -83,5 +83,5 @@ func (d *Daemon) mirrorLagsSince(topic string, since time.Time) bool {
 	if m == nil || m.a == nil || !m.at.After(since) {
 		return false
 	}
-	return m.a.Standing == protocol.MirrorLagging || m.a.Standing == protocol.MirrorPinned && m.a.Pin != nil && m.a.Pin.KcleanupWriter
+	return m.a.Standing == protocol.MirrorLagging || m.a.Standing == protocol.MirrorHeld && m.a.Hold != nil && m.a.Hold.KcleanupWriter
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/kcleanup/kcleanup/protocol"
 )
 
-// A mirror pinned by an open transaction (docs/design.md §11): its last
+// A mirror held by an open transaction (docs/design.md §11): its last
 // stable offset stays below its end, so a read_committed reader (kcleanup's,
 // and a Flink Agents job recovering) cannot read past it until the
 // transaction ends. A kcleanup writer killed inside its transaction leaves
@@ -19,38 +19,38 @@ import (
 // next kcleanup writer fences it first: every run that keeps the mirror in
 // step does (readMirrorAsWriter), before it waits on the last stable offset.
 
-// pinDescribeTimeout bounds describing a pin after a read that gave up on it.
-const pinDescribeTimeout = 5 * time.Second
+// holdDescribeTimeout bounds describing a hold after a read that gave up on it.
+const holdDescribeTimeout = 5 * time.Second
 
-// MirrorPinnedError is a read of a mirror that an open transaction pins.
-// It is ErrNotCaughtUp: nothing after the pin was read.
-type MirrorPinnedError struct {
+// MirrorHeldError is a read of a mirror that an open transaction pins.
+// It is ErrNotCaughtUp: nothing after the hold was read.
+type MirrorHeldError struct {
 	Topic string
-	Pin   protocol.MirrorPin
+	Hold  protocol.MirrorHold
 	// dataTopic names the governed topic in the hint ("" when not known).
 	dataTopic string
 }
 
-func (e *MirrorPinnedError) Error() string {
-	reason, _ := e.Pin.Explain(e.Topic, e.dataTopic)
+func (e *MirrorHeldError) Error() string {
+	reason, _ := e.Hold.Explain(e.Topic, e.dataTopic)
 	return reason
 }
 
 // pinnedError is e with its hint, marked ErrNotCaughtUp.
-func pinnedError(topic string, pin protocol.MirrorPin) error {
-	e := &MirrorPinnedError{Topic: topic, Pin: pin}
-	_, hint := pin.Explain(topic, "")
+func pinnedError(topic string, hold protocol.MirrorHold) error {
+	e := &MirrorHeldError{Topic: topic, Hold: hold}
+	_, hint := hold.Explain(topic, "")
 	return errors.Mark(errors.WithHint(e, hint), ErrNotCaughtUp)
 }
 
-// MirrorPin says whether an open transaction pins the mirror topic's last
+// MirrorHold says whether an open transaction holds the mirror topic's last
 // stable offset below its end (nil: none), and whose: DescribeProducers
 // names the producer whose transaction began at the last stable offset,
 // DescribeTransactions of kcleanup's transactional ID tells whether that
 // producer is kcleanup's mirror writer, and ListTransactions names a
 // foreign one. What cannot be described (a missing Describe ACL) is said
 // in Unknown; only the offsets must be read.
-func (c *Cluster) MirrorPin(ctx context.Context, topic string) (*protocol.MirrorPin, error) {
+func (c *Cluster) MirrorHold(ctx context.Context, topic string) (*protocol.MirrorHold, error) {
 	partition0 := func(lo kadm.ListedOffsets, err error) (int64, error) {
 		if err != nil {
 			return 0, err
@@ -72,25 +72,25 @@ func (c *Cluster) MirrorPin(ctx context.Context, topic string) (*protocol.Mirror
 	if lso >= hw {
 		return nil, nil
 	}
-	pin := &protocol.MirrorPin{Offset: lso, HighWatermark: hw, ProducerID: -1, ProducerEpoch: -1}
+	hold := &protocol.MirrorHold{Offset: lso, HighWatermark: hw, ProducerID: -1, ProducerEpoch: -1}
 	open, err := c.openProducer(ctx, topic, lso)
 	if err != nil {
-		pin.Unknown = err.Error()
-		return pin, nil
+		hold.Unknown = err.Error()
+		return hold, nil
 	}
-	pin.ProducerID, pin.ProducerEpoch = open.ProducerID, open.ProducerEpoch
+	hold.ProducerID, hold.ProducerEpoch = open.ProducerID, open.ProducerEpoch
 	if open.LastTimestamp > 0 {
-		pin.Since = time.UnixMilli(open.LastTimestamp).UTC()
+		hold.Since = time.UnixMilli(open.LastTimestamp).UTC()
 	}
 	ours, err := c.describeTxn(ctx, MirrorTransactionalID(topic))
 	if err == nil && ours.ProducerID == open.ProducerID && transactionOpen(ours.State) {
-		pin.KcleanupWriter = true
-		pin.TransactionalID = ours.TxnID
-		pin.Since, pin.TimeoutMs = time.UnixMilli(ours.StartTimestamp).UTC(), ours.TimeoutMillis
-		return pin, nil
+		hold.KcleanupWriter = true
+		hold.TransactionalID = ours.TxnID
+		hold.Since, hold.TimeoutMs = time.UnixMilli(ours.StartTimestamp).UTC(), ours.TimeoutMillis
+		return hold, nil
 	}
 	if err != nil && !errors.Is(err, kerr.TransactionalIDNotFound) {
-		pin.Unknown = err.Error()
+		hold.Unknown = err.Error()
 	}
 	// A foreign producer: its transactional ID, when this principal may describe it.
 	listed, lerr := c.adm.ListTransactions(ctx, []int64{open.ProducerID}, nil)
@@ -98,16 +98,16 @@ func (c *Cluster) MirrorPin(ctx context.Context, topic string) (*protocol.Mirror
 		if t.ProducerID != open.ProducerID {
 			continue
 		}
-		pin.TransactionalID = t.TxnID
+		hold.TransactionalID = t.TxnID
 		if d, err := c.describeTxn(ctx, t.TxnID); err == nil && transactionOpen(d.State) {
-			pin.Since, pin.TimeoutMs = time.UnixMilli(d.StartTimestamp).UTC(), d.TimeoutMillis
+			hold.Since, hold.TimeoutMs = time.UnixMilli(d.StartTimestamp).UTC(), d.TimeoutMillis
 		}
-		return pin, nil
+		return hold, nil
 	}
-	if lerr != nil && pin.Unknown == "" {
-		pin.Unknown = "list transactions: " + lerr.Error()
+	if lerr != nil && hold.Unknown == "" {
+		hold.Unknown = "list transactions: " + lerr.Error()
 	}
-	return pin, nil
+	return hold, nil
 }
 
 // openProducer is the producer whose open transaction begins at offset
@@ -182,14 +182,14 @@ func (c *Cluster) FenceMirrorWriter(ctx context.Context, topic string) error {
 // kcleanup's own writer's open transaction pins it, that writer is fenced
 // first, so the read need not wait for transaction.timeout.ms. A fence
 // this principal may not make (a submitter without the transactional ID's
-// ACL) leaves the read to report the pin; the workers fence it.
+// ACL) leaves the read to report the hold; the workers fence it.
 func (c *Cluster) readMirrorAsWriter(ctx context.Context, topic string, o Options) (protocol.MirrorView, error) {
-	if pin, err := c.MirrorPin(ctx, topic); err == nil && pin != nil && pin.KcleanupWriter {
+	if hold, err := c.MirrorHold(ctx, topic); err == nil && hold != nil && hold.KcleanupWriter {
 		if err := c.FenceMirrorWriter(ctx, topic); err != nil {
-			o.say("mirror", "mirror %s is pinned by kcleanup's writer %s (producer ID %d) and this client cannot fence it: %v", topic, pin.TransactionalID, pin.ProducerID, err)
+			o.say("mirror", "mirror %s is held by kcleanup's writer %s (producer ID %d) and this client cannot fence it: %v", topic, hold.TransactionalID, hold.ProducerID, err)
 		} else {
-			o.say("mirror", "fenced kcleanup's writer %s (producer ID %d, epoch %d), whose transaction had pinned mirror %s at offset %d since %s: aborted, the mirror is readable again",
-				pin.TransactionalID, pin.ProducerID, pin.ProducerEpoch, topic, pin.Offset, pin.Since.Format(time.RFC3339Nano))
+			o.say("mirror", "fenced kcleanup's writer %s (producer ID %d, epoch %d), whose transaction had held mirror %s at offset %d since %s: aborted, the mirror is readable again",
+				hold.TransactionalID, hold.ProducerID, hold.ProducerEpoch, topic, hold.Offset, hold.Since.Format(time.RFC3339Nano))
 		}
 	}
 	return c.ReadMirror(ctx, topic)

@@ -1,9 +1,9 @@
 package daemon_test
 
-// A mirror pinned by an open transaction, on the real broker (issue 21):
+// A mirror held by an open transaction, on the real broker (issue 21):
 // kcleanup's own writer killed inside its transaction is fenced by the next
 // kcleanup writer before it waits on the mirror's last stable offset, and
-// status and doctor say whose transaction pins the mirror instead of failing.
+// status and doctor say whose transaction holds the mirror instead of failing.
 
 import (
 	"context"
@@ -67,7 +67,7 @@ func (s *scene) assessMirror() protocol.MirrorAssessment {
 	return a
 }
 
-// TestMirrorPinnedByADeadWriterIsFencedBeforeTheRead: a transaction left
+// TestMirrorHeldByADeadWriterIsFencedBeforeTheRead: a transaction left
 // open on the mirror with a transaction.timeout.ms of 10 minutes. Status's
 // assessment, a worker's /v1/status, kcleanup status (text and JSON) and
 // doctor say whose it is (a foreign producer's, then kcleanup's own
@@ -76,7 +76,7 @@ func (s *scene) assessMirror() protocol.MirrorAssessment {
 // Only the fence can explain that: the broker would abort the transaction
 // only 10 minutes later (without the fence the apply stops with "a
 // transaction is still open").
-func TestMirrorPinnedByADeadWriterIsFencedBeforeTheRead(t *testing.T) {
+func TestMirrorHeldByADeadWriterIsFencedBeforeTheRead(t *testing.T) {
 	s := newScene(t)
 	mirror := s.newMirror()
 	c0 := s.plan("C0", events.Offsets{0: 50, 1: 40})
@@ -88,15 +88,15 @@ func TestMirrorPinnedByADeadWriterIsFencedBeforeTheRead(t *testing.T) {
 	foreign := "flink-tool-" + randomHex()
 	s.openTransaction(mirror, foreign, long, c0, flinkagents.Applied)
 	a := s.assessMirror()
-	if a.Standing != protocol.MirrorPinned || a.Pin == nil || a.Pin.KcleanupWriter || a.Pin.TransactionalID != foreign {
-		t.Fatalf("pinned by %s: assessment %+v (pin %+v), want pinned by a foreign producer named %s", foreign, a, a.Pin, foreign)
+	if a.Standing != protocol.MirrorHeld || a.Hold == nil || a.Hold.KcleanupWriter || a.Hold.TransactionalID != foreign {
+		t.Fatalf("held by %s: assessment %+v (hold %+v), want held by a foreign producer named %s", foreign, a, a.Hold, foreign)
 	}
 	t.Logf("foreign: %s; hint: %s", a.Reason, a.Hint)
 	// A worker's /v1/status says so too (and the worker fences no foreign producer).
 	w := s.startWorker("w1")
-	kafkatest.Eventually(t, time.Minute, "/v1/status shows the mirror pinned by the foreign producer", func() bool {
+	kafkatest.Eventually(t, time.Minute, "/v1/status shows the mirror held by the foreign producer", func() bool {
 		m := w.mirrorStatus(s.ctl)
-		return m != nil && m.Standing == protocol.MirrorPinned && m.Pin != nil && !m.Pin.KcleanupWriter && m.Pin.TransactionalID == foreign
+		return m != nil && m.Standing == protocol.MirrorHeld && m.Hold != nil && !m.Hold.KcleanupWriter && m.Hold.TransactionalID == foreign
 	})
 	w.terminate(t)
 	adm := kadm.NewClient(kafkatest.Client(t, s.bootstrap))
@@ -118,31 +118,31 @@ func TestMirrorPinnedByADeadWriterIsFencedBeforeTheRead(t *testing.T) {
 	txnID := worker.MirrorTransactionalID(mirror)
 	s.openTransaction(mirror, txnID, long, c0, flinkagents.Applied)
 	a = s.assessMirror()
-	if a.Standing != protocol.MirrorPinned || a.Pin == nil || !a.Pin.KcleanupWriter || a.Pin.TransactionalID != txnID ||
-		a.Pin.TimeoutMs != int32(long/time.Millisecond) || a.Pin.Since.IsZero() {
-		t.Fatalf("assessment %+v (pin %+v), want pinned by kcleanup's writer %s with its 10-minute timeout", a, a.Pin, txnID)
+	if a.Standing != protocol.MirrorHeld || a.Hold == nil || !a.Hold.KcleanupWriter || a.Hold.TransactionalID != txnID ||
+		a.Hold.TimeoutMs != int32(long/time.Millisecond) || a.Hold.Since.IsZero() {
+		t.Fatalf("assessment %+v (hold %+v), want held by kcleanup's writer %s with its 10-minute timeout", a, a.Hold, txnID)
 	}
-	if !strings.Contains(a.Reason, "pinned by an open transaction of kcleanup's writer "+txnID+" since ") {
+	if !strings.Contains(a.Reason, "held by an open transaction of kcleanup's writer "+txnID+" since ") {
 		t.Errorf("reason %q", a.Reason)
 	}
 
 	out, errOut, code := s.run("status", "--control-topic", s.ctl)
 	out += errOut
-	if code != 0 || !strings.Contains(out, "PINNED: mirror topic "+mirror+" is pinned by an open transaction of kcleanup's writer "+txnID+" since ") {
-		t.Fatalf("kcleanup status with the mirror pinned: exit %d, want 0 and the pin:\n%s", code, out)
+	if code != 0 || !strings.Contains(out, "HELD: mirror topic "+mirror+" is held by an open transaction of kcleanup's writer "+txnID+" since ") {
+		t.Fatalf("kcleanup status with the mirror held: exit %d, want 0 and the hold:\n%s", code, out)
 	}
 	out, _, code = s.run("status", "--control-topic", s.ctl, "-o", "json")
 	var doc struct {
 		Mirror protocol.MirrorAssessment `json:"mirror"`
 	}
-	if err := json.Unmarshal([]byte(out), &doc); code != 0 || err != nil || doc.Mirror.Standing != protocol.MirrorPinned ||
-		doc.Mirror.Pin == nil || !doc.Mirror.Pin.KcleanupWriter || doc.Mirror.Pin.TransactionalID != txnID {
+	if err := json.Unmarshal([]byte(out), &doc); code != 0 || err != nil || doc.Mirror.Standing != protocol.MirrorHeld ||
+		doc.Mirror.Hold == nil || !doc.Mirror.Hold.KcleanupWriter || doc.Mirror.Hold.TransactionalID != txnID {
 		t.Fatalf("kcleanup status -o json: exit %d, %v, mirror %+v:\n%s", code, err, doc.Mirror, out)
 	}
 	out, errOut, _ = s.run("doctor", "--control-topic", s.ctl)
 	out += errOut
-	if !strings.Contains(out, "pinned by an open transaction of kcleanup's writer "+txnID) || strings.Contains(out, "read the Flink Agents mirror") {
-		t.Fatalf("kcleanup doctor with the mirror pinned does not say so:\n%s", out)
+	if !strings.Contains(out, "held by an open transaction of kcleanup's writer "+txnID) || strings.Contains(out, "read the Flink Agents mirror") {
+		t.Fatalf("kcleanup doctor with the mirror held does not say so:\n%s", out)
 	}
 
 	// The next apply: the fence comes before any read of the mirror.
@@ -152,7 +152,7 @@ func TestMirrorPinnedByADeadWriterIsFencedBeforeTheRead(t *testing.T) {
 		_, err := s.c.Apply(ctx, proj, c1, worker.Options{Actor: "test", Bootstrap: s.bootstrap,
 			Observe: func(p protocol.Progress) { notes = append(notes, p) }})
 		if err != nil {
-			t.Fatalf("apply with the mirror pinned by kcleanup's dead writer: %v (hints %v)", err, errors.GetAllHints(err))
+			t.Fatalf("apply with the mirror held by kcleanup's dead writer: %v (hints %v)", err, errors.GetAllHints(err))
 		}
 	})
 	fenced := slices.IndexFunc(notes, func(p protocol.Progress) bool { return strings.HasPrefix(p.Message, "fenced kcleanup's writer "+txnID) })
@@ -180,7 +180,7 @@ func TestMirrorPinnedByADeadWriterIsFencedBeforeTheRead(t *testing.T) {
 
 // TestMirrorApplyKilledInsideItsTransaction: `kcleanup apply` is SIGKILLed
 // inside its mirror transaction (failpoint in-mirror-transaction), leaving
-// the mirror pinned by kcleanup's writer; the survivor, another
+// the mirror held by kcleanup's writer; the survivor, another
 // `kcleanup apply` or the owning worker, fences the dead writer before it
 // waits on the mirror (its progress says "fenced", and nothing before that
 // says it waited or retried) and finishes the plan.
@@ -199,9 +199,9 @@ func TestMirrorApplyKilledInsideItsTransaction(t *testing.T) {
 			txnID := worker.MirrorTransactionalID(mirror)
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			pin, err := s.c.MirrorPin(ctx, mirror)
-			if err != nil || pin == nil || !pin.KcleanupWriter {
-				t.Fatalf("after the kill: pin %+v, %v; want the mirror pinned by kcleanup's writer", pin, err)
+			hold, err := s.c.MirrorHold(ctx, mirror)
+			if err != nil || hold == nil || !hold.KcleanupWriter {
+				t.Fatalf("after the kill: hold %+v, %v; want the mirror held by kcleanup's writer", hold, err)
 			}
 
 			var said string
@@ -220,9 +220,9 @@ func TestMirrorApplyKilledInsideItsTransaction(t *testing.T) {
 			}
 			fence := strings.Index(said, "fenced kcleanup's writer "+txnID)
 			// Waiting first shows as a failed attempt: an apply's error, a
-			// worker's retry (its view's check may say "pinned" meanwhile).
+			// worker's retry (its view's check may say "held" meanwhile).
 			waited := strings.Contains(said, "a transaction is still open") || fence >= 0 &&
-				(survivor == "apply" && strings.Contains(said[:fence], "pinned by an open transaction") || strings.Contains(said[:fence], "will retry"))
+				(survivor == "apply" && strings.Contains(said[:fence], "held by an open transaction") || strings.Contains(said[:fence], "will retry"))
 			if fence < 0 || waited {
 				t.Fatalf("the surviving %s did not fence kcleanup's dead writer before waiting on the mirror:\n%s", survivor, said)
 			}
