@@ -53,13 +53,11 @@ it in step, so the job's configuration does not change. See docs/flink-agents.md
 }
 
 func runAdopt(ctx context.Context, g globalOptions, from string, attach bool, stdout, stderr io.Writer) error {
-	c, err := g.connect()
+	ctx, c, done, err := g.connectFor(ctx)
 	if err != nil {
 		return err
 	}
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(ctx, g.timeout)
-	defer cancel()
+	defer done()
 	opts := worker.Options{
 		Bootstrap: g.bootstrap(),
 		Observe:   func(p protocol.Progress) { fmt.Fprintf(stderr, "[%s] %s\n", p.Step, p.Message) },

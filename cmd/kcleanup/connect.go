@@ -38,6 +38,17 @@ func (g globalOptions) principal() string {
 	return sec.Principal()
 }
 
+// connectFor connects and bounds what follows by --timeout: the one way a command starts talking
+// to Kafka. done releases the deadline and closes the client.
+func (g globalOptions) connectFor(ctx context.Context) (context.Context, *worker.Cluster, func(), error) {
+	c, err := g.connect()
+	if err != nil {
+		return ctx, nil, nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, g.timeout)
+	return ctx, c, func() { cancel(); c.Close() }, nil
+}
+
 // bootstrap is the bootstrap list as a flag value, quoted in hints.
 func (g globalOptions) bootstrap() string { return strings.Join(g.bootstrapServers, ",") }
 

@@ -78,13 +78,11 @@ func runInit(ctx context.Context, g globalOptions, o initOptions, stdout io.Writ
 	if err != nil {
 		return err
 	}
-	c, err := g.connect()
+	ctx, c, done, err := g.connectFor(ctx)
 	if err != nil {
 		return err
 	}
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(ctx, g.timeout)
-	defer cancel()
+	defer done()
 
 	if m := o.mirrorTopic; m == o.topic || m == control {
 		return usageError(errors.WithHint(errors.Newf("--mirror-topic %q is the data topic or the control topic", m),

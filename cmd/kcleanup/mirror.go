@@ -124,13 +124,11 @@ func runMirror(ctx context.Context, g globalOptions, dataTopic string, stdout, s
 	if err != nil {
 		return err
 	}
-	c, err := g.connect()
+	ctx, c, done, err := g.connectFor(ctx)
 	if err != nil {
 		return err
 	}
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(ctx, g.timeout)
-	defer cancel()
+	defer done()
 	proj, err := g.project(ctx, c, control)
 	if err != nil {
 		return err

@@ -185,13 +185,11 @@ it back. From that record on the pin protects nothing. --reason is required: his
 
 func pinSession(ctx context.Context, g globalOptions, control string, stderr io.Writer,
 	do func(context.Context, *worker.Cluster, *worker.Projection, worker.Options) (projector.Pin, error)) (projector.Pin, error) {
-	c, err := g.connect()
+	ctx, c, done, err := g.connectFor(ctx)
 	if err != nil {
 		return projector.Pin{}, err
 	}
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(ctx, g.timeout)
-	defer cancel()
+	defer done()
 	proj, err := g.project(ctx, c, control)
 	if err != nil {
 		return projector.Pin{}, err

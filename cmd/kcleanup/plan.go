@@ -254,13 +254,11 @@ func previewPlan(ctx context.Context, g globalOptions, plan events.Plan, t tombs
 	if err != nil {
 		return nil, err
 	}
-	c, err := g.connect()
+	ctx, c, done, err := g.connectFor(ctx)
 	if err != nil {
 		return nil, err
 	}
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(ctx, g.timeout)
-	defer cancel()
+	defer done()
 	pv, err := c.Preview(ctx, control, plan, t.apply(worker.Options{Bootstrap: g.bootstrap()}))
 	if err != nil {
 		return nil, g.unreachable(err)

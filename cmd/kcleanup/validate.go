@@ -88,13 +88,11 @@ func runValidate(ctx context.Context, w, errw io.Writer, g globalOptions, marker
 	if err != nil {
 		return err
 	}
-	c, err := g.connect()
+	ctx, c, done, err := g.connectFor(ctx)
 	if err != nil {
 		return err
 	}
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(ctx, g.timeout)
-	defer cancel()
+	defer done()
 	opts := worker.ValidateOptions{
 		ControlTopic: ctl,
 		Bootstrap:    g.bootstrap(),
