@@ -199,3 +199,22 @@ func Eventually(t testing.TB, within time.Duration, what string, cond func() boo
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// DeleteRecordsAfterConfigChange runs DeleteRecords until the broker accepts it, within 30 s:
+// a broker applies an altered topic config a moment after AlterConfigs answers, and until then
+// DeleteRecords meets the old cleanup.policy (POLICY_VIOLATION).
+func DeleteRecordsAfterConfigChange(t testing.TB, ctx context.Context, adm *kadm.Client, offs kadm.Offsets) {
+	t.Helper()
+	var last error
+	Eventually(t, 30*time.Second, "DeleteRecords under the new cleanup.policy", func() bool {
+		resp, err := adm.DeleteRecords(ctx, offs)
+		if err == nil {
+			err = resp.Error()
+		}
+		last = err
+		return err == nil
+	})
+	if last != nil {
+		t.Fatalf("DeleteRecords: %v", last)
+	}
+}

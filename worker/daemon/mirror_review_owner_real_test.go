@@ -103,9 +103,7 @@ func TestReviewOwnerResyncsAMirrorThatLostItsPlan(t *testing.T) {
 	end, _ := ends.Lookup(mirror, 0)
 	var offs kadm.Offsets
 	offs.Add(kadm.Offset{Topic: mirror, Partition: 0, At: end.Offset})
-	if resp, err := adm.DeleteRecords(ctx, offs); err != nil || resp.Error() != nil {
-		t.Fatalf("truncate the mirror: %v %v", err, resp.Error())
-	}
+	kafkatest.DeleteRecordsAfterConfigChange(t, ctx, adm, offs) // truncate the mirror
 	setPolicy("compact")
 	// Another writer then puts an older, lower plan there (a Flink Agents
 	// tool still running, say): the mirror is readable again, its fold

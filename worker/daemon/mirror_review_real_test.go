@@ -230,9 +230,7 @@ func TestReviewReadATruncatedMirror(t *testing.T) {
 	end, _ := ends.Lookup(mirror, 0)
 	var offs kadm.Offsets
 	offs.Add(kadm.Offset{Topic: mirror, Partition: 0, At: end.Offset})
-	if resp, err := adm.DeleteRecords(ctx, offs); err != nil || resp.Error() != nil {
-		t.Fatalf("truncate the mirror: %v %v", err, resp.Error())
-	}
+	kafkatest.DeleteRecordsAfterConfigChange(t, ctx, adm, offs) // truncate the mirror
 	setPolicy("compact")
 	short, cancel2 := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel2()
