@@ -74,6 +74,8 @@ type Topic struct {
 	OperationsNote, RejectedNote string
 	Rejected                     []RejectedRow
 	Maintenance                  []MaintenanceRow
+	// Pins are the pinned recovery points (issue 22), in log order.
+	Pins []PinRow
 	// Records is every record in log order (report only).
 	Records []RecordRow
 }
@@ -274,7 +276,36 @@ func header(st report.Status) Topic {
 		DataTopic:    st.Topic,
 		TopicID:      st.TopicID,
 		ReadTo:       st.ReadTo,
+		Pins:         pinRows(st.Pins),
 	}
+}
+
+// PinRow is one pinned recovery point as the pages show it.
+type PinRow struct {
+	ID, RecoveryPoint, Offsets, State, Expires, At, Actor, Reason string
+	// Protects says what it protects nothing on (void partitions) and what it refused.
+	Void, Rejected string
+}
+
+func pinRows(pins []report.PinStatus) []PinRow {
+	var out []PinRow
+	for _, p := range pins {
+		r := PinRow{ID: short(p.PinID), RecoveryPoint: clip(p.RecoveryPoint), Offsets: p.Offsets.String(), State: p.State,
+			Expires: "never", At: report.FormatTime(p.At), Actor: report.OrDash(clip(p.Actor)), Reason: report.OrDash(clip(report.SingleLine(p.Reason)))}
+		if p.Expires != nil {
+			r.Expires = report.FormatTime(*p.Expires)
+		}
+		var void []string
+		for _, v := range p.Void {
+			void = append(void, fmt.Sprintf("partition %d (boundary %d, set by plan %s)", v.Partition, v.Boundary, short(v.SetBy)))
+		}
+		r.Void = strings.Join(void, "; ")
+		if n := len(p.RejectedCommits); n > 0 {
+			r.Rejected = fmt.Sprintf("%d commit(s) refused", n)
+		}
+		out = append(out, r)
+	}
+	return out
 }
 
 // omitted says what a default view of the status document left out.

@@ -130,3 +130,24 @@ func TestReportBarsSayNotKnownWithoutAHighWatermark(t *testing.T) {
 		t.Errorf("the report's bars and legend do not show the part that is not known")
 	}
 }
+
+// TestPagesListPinnedRecoveryPoints: a pinned recovery point is on the console and in the audit
+// report, with what it protects and until when (issue 22: pins are listed by every view).
+func TestPagesListPinnedRecoveryPoints(t *testing.T) {
+	recs, _, _ := story(t)
+	at := t0.Add(30 * time.Minute)
+	pin := events.NewPin("savepoint-7", fxTopic, fxTopicID, events.Offsets{0: 190, 1: 170}, at.Add(14*24*time.Hour), "rollback point for release 42", at, "ops-laptop/4242")
+	k, v := pin.Encode()
+	recs = append(recs, projector.Record{Offset: recs[len(recs)-1].Offset + 1, Key: k, Value: v, Timestamp: at})
+	b := auditReport(t, recs, recs[len(recs)-1].Offset+1)
+	page := string(b)
+	for _, want := range []string{"Pinned recovery points", "savepoint-7", "0=190 1=170", "rollback point for release 42", "ops-laptop/4242", "2026-12-15T09:30:00Z"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the report does not show %q", want)
+		}
+	}
+	// Without a pin, no empty section.
+	if b := auditReport(t, recs[:len(recs)-1], recs[len(recs)-1].Offset); strings.Contains(string(b), "Pinned recovery points") {
+		t.Error("a log without pins shows the pins section")
+	}
+}
