@@ -31,7 +31,11 @@ var ErrNotCaughtUp = errors.New("projection is not caught up with the control to
 // partition: a broker answers CreateTopics before its metadata has caught up,
 // and a read or write in that gap would find no such topic.
 func (c *Cluster) CreateControlTopic(ctx context.Context, name string, replicationFactor int16) (bool, error) {
-	resp, err := c.adm.CreateTopic(ctx, 1, replicationFactor, ControlTopicConfigs(replicationFactor), name)
+	rf, err := c.replicationFactorFor(ctx, name, replicationFactor)
+	if err != nil {
+		return false, err
+	}
+	resp, err := c.adm.CreateTopic(ctx, 1, replicationFactor, ControlTopicConfigs(rf), name)
 	if err == nil {
 		err = resp.Err
 	}
@@ -44,6 +48,36 @@ func (c *Cluster) CreateControlTopic(ctx context.Context, name string, replicati
 			"check that the principal may create topics, or create it yourself with one partition and cleanup.policy=compact")
 	}
 	return created, c.waitForLeaders(ctx, name)
+}
+
+// replicationFactorFor is the replication factor a new topic called name
+// gets: replicationFactor itself, or for -1 (the broker's
+// default.replication.factor) the one the broker names when asked to
+// validate the creation. Without it, -1 on a three-broker cluster made a
+// control topic with three replicas and min.insync.replicas=1. When the
+// topic exists already the answer does not matter (nothing is created):
+// -1 then.
+func (c *Cluster) replicationFactorFor(ctx context.Context, name string, replicationFactor int16) (int16, error) {
+	if replicationFactor != -1 {
+		return replicationFactor, nil
+	}
+	resp, err := c.adm.ValidateCreateTopics(ctx, 1, -1, nil, name)
+	if err != nil {
+		return 0, errors.WithHint(errors.Wrapf(err, "ask the broker which replication factor topic %q would get", name),
+			"check that the principal may create topics, or give --replication-factor")
+	}
+	r, err := resp.On(name, nil)
+	if err == nil {
+		err = r.Err
+	}
+	if errors.Is(err, kerr.TopicAlreadyExists) {
+		return -1, nil
+	}
+	if err != nil {
+		return 0, errors.WithHint(errors.Wrapf(err, "ask the broker which replication factor topic %q would get", name),
+			"check that the principal may create topics, or give --replication-factor")
+	}
+	return r.ReplicationFactor, nil
 }
 
 // waitForLeaders polls uncached metadata until every partition of topic has a
