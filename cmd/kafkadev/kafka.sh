@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A real, single-node Apache Kafka broker (or a three-node cluster) for development and tests,
+# A real, single-node Apache Kafka broker (or a three-broker cluster) for development and tests,
 # from Maven Central.
 # Needs Java 17+, Maven and Go; no Docker.
 #
@@ -9,8 +9,8 @@
 #   kafka.sh test CMD...     run CMD with KCLEANUP_TEST_BOOTSTRAP set, starting a broker if needed
 #
 #   kafka.sh up --brokers 3, down --brokers 3, test --brokers 3 CMD...: the same for a
-#   three-node cluster (.kafka/cluster/; tests see KCLEANUP_TEST_CLUSTER, its directory)
-#   kafka.sh node stop|kill|start|wipe ID   act on one node of that cluster (ID 1..3)
+#   three-broker cluster (.kafka/cluster/; tests see KCLEANUP_TEST_CLUSTER, its directory)
+#   kafka.sh node stop|kill|start|wipe ID   act on one broker of that cluster (ID 1..3)
 #
 # State: the jars in .cache/kafka/<version>/lib, the running broker in .kafka/broker/
 # (config, data, logs/server.log, pid) and its address in .kafka/bootstrap. Besides PLAINTEXT
@@ -295,13 +295,15 @@ release() {
 }
 
 
-# ---- The three-node cluster (kafka.sh up --brokers 3) ----------------------------------------
-# Three combined KRaft nodes (controller and broker in one JVM each) under .kafka/cluster/,
-# PLAINTEXT only, with ports of their own: it runs beside the single-node broker, never touches
-# it, and keeps its ports across node restarts. .kafka/cluster/bootstrap lists all three;
+# ---- The three-broker cluster (kafka.sh up --brokers 3) --------------------------------------
+# Three KRaft brokers (node ids 1..3) and one controller (node 0, a quorum of one) under
+# .kafka/cluster/, each in a JVM of its own, PLAINTEXT only, with ports of their own: it runs
+# beside the single-node broker, never touches it, and keeps its ports across node restarts.
+# The controller is apart so that stopping two brokers still leaves a controller that fences
+# them and shrinks the ISR (docs/testing.md). .kafka/cluster/bootstrap lists the three brokers;
 # .kafka/cluster/kafka.sh names this script, which tests call for node operations
-# (internal/kafkatest.Cluster). Each JVM is small (-Xmx256m, SerialGC, C1 only): three fit on
-# two cores beside the tests.
+# (internal/kafkatest.Cluster). Each JVM is small (-Xmx256m, 128m for the controller, SerialGC,
+# C1 only): four fit on two cores beside the tests.
 cluster="$state/cluster"
 cluster_size=3
 
@@ -325,8 +327,10 @@ node_launch() {
     run_java kafka.tools.StorageTool format -t "$(cat "$cluster/cluster-id")" -c "$dir/server.properties" \
       >"$dir/logs/format.log" 2>&1 || { cat "$dir/logs/format.log" >&2; die "formatting node $id's storage failed"; }
   fi
-  # shellcheck disable=SC2086 # KAFKA_CLUSTER_HEAP_OPTS is a list of JVM flags
-  nohup "$java" ${KAFKA_CLUSTER_HEAP_OPTS:--Xmx256m -Xms64m} -XX:TieredStopAtLevel=1 -XX:+UseSerialGC \
+  local heap=${KAFKA_CLUSTER_HEAP_OPTS:--Xmx256m -Xms64m}
+  [[ $id == 0 ]] && heap="-Xmx128m -Xms32m"
+  # shellcheck disable=SC2086 # heap is a list of JVM flags
+  nohup "$java" $heap -XX:TieredStopAtLevel=1 -XX:+UseSerialGC \
     -XX:CICompilerCount=1 -Djava.awt.headless=true \
     -Dlog4j2.configurationFile="$here/log4j2-broker.properties" -Dkafka.logs.dir="$dir/logs" \
     -cp "$lib/*" kafka.Kafka "$dir/server.properties" \
@@ -363,7 +367,7 @@ node_signal() {
 
 cluster_running() {
   local id
-  for id in $(seq 1 "$cluster_size"); do node_pid "$id" >/dev/null || return 1; done
+  for id in $(seq 0 "$cluster_size"); do node_pid "$id" >/dev/null || return 1; done
 }
 
 # cluster_up OWNER: as up, for the cluster.
@@ -384,29 +388,29 @@ cluster_up() {
   fetch_jars
   command -v go >/dev/null || die "Go is needed to check that the cluster answers"
   mkdir -p "$cluster"
-  local id ports=() voters="" addrs=""
-  for id in $(seq 1 $((2 * cluster_size))); do
+  local id ports=() voters addrs=""
+  for id in $(seq 0 "$cluster_size"); do
     local p
     p=$(free_port)
     while [[ " ${ports[*]} " == *" $p "* ]]; do p=$(free_port); done
     ports+=("$p")
   done
+  voters="0@127.0.0.1:${ports[0]}"
+  mkdir -p "$cluster/node0"
+  echo "${ports[0]}" >"$cluster/node0/controller-port"
+  sed -e "s|@NODE_ID@|0|g" -e "s|@VOTERS@|$voters|g" -e "s|@CONTROLLER_PORT@|${ports[0]}|g" \
+    -e "s|@DATA_DIR@|$cluster/node0/data|g" "$here/cluster-controller.properties.in" >"$cluster/node0/server.properties"
   for id in $(seq 1 "$cluster_size"); do
     mkdir -p "$cluster/node$id"
-    echo "${ports[$((2 * id - 2))]}" >"$cluster/node$id/port"
-    echo "${ports[$((2 * id - 1))]}" >"$cluster/node$id/controller-port"
-    voters+="${voters:+,}$id@127.0.0.1:${ports[$((2 * id - 1))]}"
-    addrs+="${addrs:+,}127.0.0.1:${ports[$((2 * id - 2))]}"
-  done
-  for id in $(seq 1 "$cluster_size"); do
-    sed -e "s|@NODE_ID@|$id|g" -e "s|@VOTERS@|$voters|g" -e "s|@PORT@|$(cat "$cluster/node$id/port")|g" \
-      -e "s|@CONTROLLER_PORT@|$(cat "$cluster/node$id/controller-port")|g" -e "s|@DATA_DIR@|$cluster/node$id/data|g" \
-      "$here/cluster.properties.in" >"$cluster/node$id/server.properties"
+    echo "${ports[$id]}" >"$cluster/node$id/port"
+    addrs+="${addrs:+,}127.0.0.1:${ports[$id]}"
+    sed -e "s|@NODE_ID@|$id|g" -e "s|@VOTERS@|$voters|g" -e "s|@PORT@|${ports[$id]}|g" \
+      -e "s|@DATA_DIR@|$cluster/node$id/data|g" "$here/cluster.properties.in" >"$cluster/node$id/server.properties"
   done
   head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=' >"$cluster/cluster-id"
   [[ $1 == test ]] && touch "$cluster/owned-by-test"
-  log "starting a $cluster_size-node Apache Kafka $version cluster at $addrs (logs: ${cluster#"$root/"}/node*/logs/)"
-  for id in $(seq 1 "$cluster_size"); do node_launch "$id"; done
+  log "starting a $cluster_size-broker Apache Kafka $version cluster at $addrs (logs: ${cluster#"$root/"}/node*/logs/)"
+  for id in $(seq 0 "$cluster_size"); do node_launch "$id"; done
   for id in $(seq 1 "$cluster_size"); do node_wait "$id"; done
   echo "$here/kafka.sh" >"$cluster/kafka.sh"
   echo "$addrs" >"$cluster/bootstrap"
@@ -417,7 +421,7 @@ cluster_up() {
 
 cluster_kill_all() {
   local id
-  for id in $(seq 1 "$cluster_size"); do node_signal "$id" KILL >/dev/null 2>&1 || true; done
+  for id in $(seq 0 "$cluster_size"); do node_signal "$id" KILL >/dev/null 2>&1 || true; done
 }
 
 cluster_stop() {
@@ -426,6 +430,7 @@ cluster_stop() {
   if [[ -d $cluster ]]; then
     for id in $(seq 1 "$cluster_size"); do node_signal "$id" TERM & done
     wait
+    node_signal 0 TERM # the controller last: brokers shut down cleanly only while it answers
     log "stopped the cluster"
   else
     log "no cluster running"
