@@ -66,9 +66,14 @@ func NewCluster(t testing.TB) *Cluster {
 	if err := ping(strings.Split(c.Bootstrap, ",")[0], 30*time.Second); err != nil {
 		t.Fatalf("%s=%s does not answer at %s: %v", EnvCluster, dir, c.Bootstrap, err)
 	}
+	for _, id := range Nodes { // a whole cluster, whatever an earlier test left
+		c.Start(t, id)
+	}
 	t.Cleanup(func() {
-		for _, id := range Nodes {
-			c.run(t, "start", id)
+		for _, id := range Nodes { // every one, even when one fails to start
+			if out, err := c.node("start", id); err != nil {
+				t.Errorf("kafka.sh node start %d: %v\n%s", id, err, out)
+			}
 		}
 	})
 	return c
@@ -92,10 +97,13 @@ func (c *Cluster) Wipe(t testing.TB, id int32) { t.Helper(); c.run(t, "wipe", id
 
 func (c *Cluster) run(t testing.TB, op string, id int32) {
 	t.Helper()
-	out, err := exec.Command(c.script, "node", op, strconv.Itoa(int(id))).CombinedOutput()
-	if err != nil {
+	if out, err := c.node(op, id); err != nil {
 		t.Fatalf("kafka.sh node %s %d: %v\n%s", op, id, err, out)
 	}
+}
+
+func (c *Cluster) node(op string, id int32) ([]byte, error) {
+	return exec.Command(c.script, "node", op, strconv.Itoa(int(id))).CombinedOutput()
 }
 
 // Replicas is what uncached metadata says of one partition.
