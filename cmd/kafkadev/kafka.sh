@@ -339,11 +339,12 @@ node_launch() {
   echo "$pid" >"$dir/pid"
 }
 
-# node_wait ID waits until node ID answers and the cluster lists all its brokers again.
+# node_wait ID waits until node ID answers and the cluster lists every running broker.
 node_wait() {
-  local pid
+  local pid id running=0
   pid=$(cat "$cluster/node$1/pid")
-  if ! waitkafka -timeout "$start_timeout" -pid "$pid" -brokers "$cluster_size" "$(node_addr "$1")"; then
+  for id in $(seq 1 "$cluster_size"); do node_pid "$id" >/dev/null && running=$((running + 1)); done
+  if ! waitkafka -timeout "$start_timeout" -pid "$pid" -brokers "$running" "$(node_addr "$1")"; then
     echo "---- last lines of ${cluster#"$root/"}/node$1/logs:" >&2
     tail -n 40 "$cluster/node$1"/logs/*.log >&2 || true
     die "node $1 did not start; its files are kept in ${cluster#"$root/"}/node$1 (run: $0 down --brokers $cluster_size)"

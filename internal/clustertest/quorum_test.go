@@ -14,7 +14,9 @@ import (
 
 // TestTwoBrokersDownNothingIsCommitted: with two of three brokers down, the control topic's
 // min.insync.replicas=2 refuses PLANNED and COMMITTED (NOT_ENOUGH_REPLICAS): apply stops before
-// any deletion with an error and a hint, the data keeps its log start. When the brokers return
+// any deletion with an error and a hint, the gate does not refuse a recovery point that no
+// acknowledged COMMITTED covers, the data keeps its log start, and no COMMITTED surfaces when
+// the brokers return. When the brokers return
 // the same apply commits and deletes, and the gate refuses a recovery point below it.
 func TestTwoBrokersDownNothingIsCommitted(t *testing.T) {
 	s := newScene(t)
@@ -32,8 +34,10 @@ func TestTwoBrokersDownNothingIsCommitted(t *testing.T) {
 	p, file := s.planFile("rp-1", 100)
 	out, code := s.kcleanup(nil, "apply", file, "--timeout", "20s")
 	t.Logf("apply with brokers %v down: exit %d\n%s", down, code, out)
-	if code != 1 || !strings.Contains(out, "NOT_ENOUGH_REPLICAS") || !strings.Contains(out, "Hint:") {
-		t.Errorf("apply with two of three brokers down: exit %d, want 1 with NOT_ENOUGH_REPLICAS and a hint", code)
+	// The broker answers NOT_ENOUGH_REPLICAS, which the client retries until --timeout: the
+	// error names the deadline, the hint says that running apply again resumes.
+	if code != 1 || !strings.Contains(out, "Hint:") || strings.Contains(out, "[delet") {
+		t.Errorf("apply with two of three brokers down: exit %d, want 1 with a hint, before any deletion", code)
 	}
 	markers := s.markersFile(50)
 	out, code = s.kcleanup(nil, "validate", "--markers", markers, "--timeout", "20s")
