@@ -120,9 +120,9 @@ func (s *scene) kcleanup(env []string, args ...string) (string, int) {
 		return string(out), 0
 	case errors.As(err, &exit):
 		return string(out), exit.ExitCode() // -1: killed by a signal (a failpoint)
-	default:
-		s.t.Fatalf("kcleanup %s: %v", strings.Join(args, " "), err)
-		return "", 0
+	default: // Errorf, not Fatalf: a poller runs this in a goroutine of its own
+		s.t.Errorf("kcleanup %s: %v", strings.Join(args, " "), err)
+		return "", -2
 	}
 }
 
