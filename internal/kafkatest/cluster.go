@@ -23,7 +23,7 @@ import (
 const EnvCluster = "KCLEANUP_TEST_CLUSTER"
 
 // noClusterHint is the advice when no cluster was given.
-const noClusterHint = "this test needs the three-node development cluster: run `make test`, or\n" +
+const noClusterHint = "this test needs the three-broker development cluster: run `make test`, or\n" +
 	"  make kafka-up BROKERS=3 && KCLEANUP_TEST_CLUSTER=$PWD/.kafka/cluster go test ./internal/clustertest/\n" +
 	"  (make kafka-down BROKERS=3 stops it)"
 
