@@ -80,8 +80,8 @@ func (c *Cluster) replicationFactorFor(ctx context.Context, name string, replica
 	return r.ReplicationFactor, nil
 }
 
-// waitForLeaders polls uncached metadata until every partition of topic has a
-// leader, or ctx ends.
+// waitForLeaders polls uncached metadata, on every broker, until every partition
+// of topic has a leader, or ctx ends.
 func (c *Cluster) waitForLeaders(ctx context.Context, topic string) error {
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
@@ -90,15 +90,26 @@ func (c *Cluster) waitForLeaders(ctx context.Context, topic string) error {
 		rt := kmsg.NewMetadataRequestTopic()
 		rt.Topic = kmsg.StringPtr(topic)
 		req.Topics = append(req.Topics, rt)
-		resp, err := req.RequestWith(ctx, c.cl)
-		if err == nil && len(resp.Topics) == 1 && resp.Topics[0].ErrorCode == 0 && len(resp.Topics[0].Partitions) > 0 {
-			led := true
-			for _, p := range resp.Topics[0].Partitions {
-				led = led && p.ErrorCode == 0 && p.Leader >= 0
+		// Every broker must know it: the next request may go to any of them (on a
+		// three-broker cluster init's describe found the topic missing on another broker).
+		brokers := c.cl.DiscoveredBrokers()
+		led := len(brokers) > 0
+		for _, b := range brokers {
+			kr, err := b.Request(ctx, req)
+			if err != nil {
+				led = false
+				break
 			}
-			if led {
-				return nil
+			resp := kr.(*kmsg.MetadataResponse)
+			led = led && len(resp.Topics) == 1 && resp.Topics[0].ErrorCode == 0 && len(resp.Topics[0].Partitions) > 0
+			for _, p := range resp.Topics[0:min(1, len(resp.Topics))] {
+				for _, pp := range p.Partitions {
+					led = led && pp.ErrorCode == 0 && pp.Leader >= 0
+				}
 			}
+		}
+		if led {
+			return nil
 		}
 		select {
 		case <-ctx.Done():

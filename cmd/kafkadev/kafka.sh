@@ -336,6 +336,7 @@ node_launch() {
     -cp "$lib/*" kafka.Kafka "$dir/server.properties" \
     >>"$dir/logs/stdout.log" 2>&1 </dev/null 8>&- 9>&- &
   pid=$!
+  disown "$pid" # a node killed on purpose is no job of ours to report
   echo "$pid" >"$dir/pid"
 }
 
