@@ -10,9 +10,13 @@ export KCLEANUP_TEST_BOOTSTRAP ?=
 # 5-10x slower); they need no broker. Every other package runs
 # against the broker.
 PURE  := $(shell $(GO) list $(patsubst %,./%/...,$(wildcard events fsm projector protocol gate report)))
-OTHER := $(filter-out $(PURE),$(shell $(GO) list $(PKGS)))
+# The tests that need the three-broker cluster (kafka.sh test --brokers 3) run on their own.
+CLUSTER := $(shell $(GO) list ./internal/clustertest/...)
+OTHER := $(filter-out $(PURE) $(CLUSTER),$(shell $(GO) list $(PKGS)))
+# kafka-up and kafka-down: 1 (the single-node broker) or 3 (the three-broker cluster).
+BROKERS ?= 1
 
-.PHONY: help build demo test test-broker test-unit sim lint fuzz bench bench-quick bench-go \
+.PHONY: help build demo test test-broker test-cluster test-unit sim lint fuzz bench bench-quick bench-go \
         kafka-up kafka-down kafka-cli docs screenshots chromium buildah promtool image clean
 
 help: ## list the targets
@@ -31,15 +35,20 @@ build: ## build bin/kcleanup (BIN=path for elsewhere), naming the commit in its 
 demo: build ## walk the C0/C1 example end to end on an embedded broker
 	$(BIN) demo
 
-test: chromium buildah promtool ## all tests: the pure packages (in full, then -short under -race), then the rest against a real Kafka broker (started if needed)
+test: chromium buildah promtool ## all tests: the pure packages (in full, then -short under -race), then the rest against a real Kafka broker, then the cluster tests on three brokers (each started if needed)
 	$(GO) test -count=1 $(PURE)
 	$(GO) test -race -short -count=1 $(PURE)
 	$(KAFKA) test $(MAKE) --no-print-directory test-broker
+	$(KAFKA) test --brokers 3 $(MAKE) --no-print-directory test-cluster
 
 # The packages that need the broker, and cmd/kcbench (a module of its own), under one broker.
 test-broker:
 	$(GO) test -count=1 $(OTHER)
 	cd cmd/kcbench && $(GO) test -count=1 ./...
+
+# The tests of leader changes and lost brokers, on the three-broker cluster (KCLEANUP_TEST_CLUSTER).
+test-cluster:
+	$(GO) test -count=1 -timeout 20m $(CLUSTER)
 
 # The console's browser test drives Debian's headless Chromium; CI runs as root on a fresh clone.
 chromium: ## install Chromium (Debian package `chromium`) for the console's browser test, if missing
@@ -130,11 +139,11 @@ bench-quick: build ## the same benchmarks with smaller inputs, 1-2 min
 bench-go: ## Go micro-benchmarks of the core (go test -bench)
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 
-kafka-up: ## start (or reuse) a single-node Apache Kafka broker from Maven Central
-	$(KAFKA) up
+kafka-up: ## start (or reuse) a single-node Apache Kafka broker from Maven Central (BROKERS=3: the three-broker cluster)
+	$(KAFKA) up --brokers $(BROKERS)
 
-kafka-down: ## stop the broker started by kafka-up and remove its data
-	$(KAFKA) down
+kafka-down: ## stop the broker started by kafka-up and remove its data (BROKERS=3: the cluster)
+	$(KAFKA) down --brokers $(BROKERS)
 
 kafka-cli: ## run a Kafka tool: make kafka-cli TOOL=kafka-get-offsets ARGS='--topic t'
 	$(KAFKA) cli $(TOOL) $(ARGS)

@@ -169,7 +169,10 @@ func CheckControlTopic(info protocol.Topic, dataTopic string, replicas int, boot
 	}
 	if replicas < 3 {
 		out = append(out, finding(protocol.Warn, subject,
-			fmt.Sprintf("replication factor is %d; production needs at least 3 with min.insync.replicas=2", replicas), ""))
+			fmt.Sprintf("replication factor is %d; production needs at least 3 with min.insync.replicas=2", replicas),
+			fmt.Sprintf("on a cluster of three or more brokers, give partition 0 of %s three replicas: kafka-reassign-partitions --bootstrap-server %s "+
+				"--reassignment-json-file <file naming three broker ids> --execute; then kafka-configs --bootstrap-server %s --alter --entity-type topics "+
+				"--entity-name %s --add-config min.insync.replicas=2", info.Name, bootstrap, bootstrap, info.Name)))
 	}
 	if len(protocol.Blocking(out)) == 0 {
 		out = append(out, finding(protocol.OK, subject, fmt.Sprintf("one partition, cleanup.policy=compact, min.compaction.lag.ms=%s, delete.retention.ms=%s",

@@ -32,7 +32,11 @@ var ErrNotCaughtUp = errors.New("projection is not caught up with the control to
 // partition: a broker answers CreateTopics before its metadata has caught up,
 // and a read or write in that gap would find no such topic.
 func (c *Cluster) CreateControlTopic(ctx context.Context, name string, replicationFactor int16) (bool, error) {
-	resp, err := c.adm.CreateTopic(ctx, 1, replicationFactor, ControlTopicConfigs(replicationFactor), name)
+	rf, err := c.replicationFactorFor(ctx, name, replicationFactor)
+	if err != nil {
+		return false, err
+	}
+	resp, err := c.adm.CreateTopic(ctx, 1, replicationFactor, ControlTopicConfigs(rf), name)
 	if err == nil {
 		err = resp.Err
 	}
@@ -60,8 +64,38 @@ func (c *Cluster) createHint(ctx context.Context, err error) error {
 	return errors.WithHint(err, "check that the principal may create topics, or create it yourself with one partition and cleanup.policy=compact")
 }
 
-// waitForLeaders polls uncached metadata until every partition of topic has a
-// leader, or ctx ends.
+// replicationFactorFor is the replication factor a new topic called name
+// gets: replicationFactor itself, or for -1 (the broker's
+// default.replication.factor) the one the broker names when asked to
+// validate the creation. Without it, -1 on a three-broker cluster made a
+// control topic with three replicas and min.insync.replicas=1. When the
+// topic exists already the answer does not matter (nothing is created):
+// -1 then.
+func (c *Cluster) replicationFactorFor(ctx context.Context, name string, replicationFactor int16) (int16, error) {
+	if replicationFactor != -1 {
+		return replicationFactor, nil
+	}
+	resp, err := c.adm.ValidateCreateTopics(ctx, 1, -1, nil, name)
+	if err != nil {
+		return 0, errors.WithHint(errors.Wrapf(err, "ask the broker which replication factor topic %q would get", name),
+			"check that the principal may create topics, or give --replication-factor")
+	}
+	r, err := resp.On(name, nil)
+	if err == nil {
+		err = r.Err
+	}
+	if errors.Is(err, kerr.TopicAlreadyExists) {
+		return -1, nil
+	}
+	if err != nil {
+		return 0, errors.WithHint(errors.Wrapf(err, "ask the broker which replication factor topic %q would get", name),
+			"check that the principal may create topics, or give --replication-factor")
+	}
+	return r.ReplicationFactor, nil
+}
+
+// waitForLeaders polls uncached metadata, on every broker, until every partition
+// of topic has a leader, or ctx ends.
 func (c *Cluster) waitForLeaders(ctx context.Context, topic string) error {
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
@@ -70,15 +104,26 @@ func (c *Cluster) waitForLeaders(ctx context.Context, topic string) error {
 		rt := kmsg.NewMetadataRequestTopic()
 		rt.Topic = kmsg.StringPtr(topic)
 		req.Topics = append(req.Topics, rt)
-		resp, err := req.RequestWith(ctx, c.cl)
-		if err == nil && len(resp.Topics) == 1 && resp.Topics[0].ErrorCode == 0 && len(resp.Topics[0].Partitions) > 0 {
-			led := true
-			for _, p := range resp.Topics[0].Partitions {
-				led = led && p.ErrorCode == 0 && p.Leader >= 0
+		// Every broker must know it: the next request may go to any of them (on a
+		// three-broker cluster init's describe found the topic missing on another broker).
+		brokers := c.cl.DiscoveredBrokers()
+		led := len(brokers) > 0
+		for _, b := range brokers {
+			kr, err := b.Request(ctx, req)
+			if err != nil {
+				led = false
+				break
 			}
-			if led {
-				return nil
+			resp := kr.(*kmsg.MetadataResponse)
+			led = led && len(resp.Topics) == 1 && resp.Topics[0].ErrorCode == 0 && len(resp.Topics[0].Partitions) > 0
+			for _, p := range resp.Topics[0:min(1, len(resp.Topics))] {
+				for _, pp := range p.Partitions {
+					led = led && pp.ErrorCode == 0 && pp.Leader >= 0
+				}
 			}
+		}
+		if led {
+			return nil
 		}
 		select {
 		case <-ctx.Done():

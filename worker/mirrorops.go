@@ -29,7 +29,11 @@ func MirrorTopicConfigs(replicationFactor int16) map[string]*string {
 // CreateMirrorTopic creates a mirror topic (one partition,
 // MirrorTopicConfigs); false, and no error, when it exists.
 func (c *Cluster) CreateMirrorTopic(ctx context.Context, name string, replicationFactor int16) (bool, error) {
-	resp, err := c.adm.CreateTopic(ctx, 1, replicationFactor, MirrorTopicConfigs(replicationFactor), name)
+	rf, err := c.replicationFactorFor(ctx, name, replicationFactor)
+	if err != nil {
+		return false, err
+	}
+	resp, err := c.adm.CreateTopic(ctx, 1, replicationFactor, MirrorTopicConfigs(rf), name)
 	if err == nil {
 		err = resp.Err
 	}

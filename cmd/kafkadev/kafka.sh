@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
-# A real, single-node Apache Kafka broker for development and tests, from Maven Central.
+# A real, single-node Apache Kafka broker (or a three-broker cluster) for development and tests,
+# from Maven Central.
 # Needs Java 17+, Maven and Go; no Docker.
 #
 #   kafka.sh up              start a broker (or reuse the running one); prints host:port
 #   kafka.sh down            stop it and delete its data (after the test runs still using it)
 #   kafka.sh cli TOOL ARGS   run one of Kafka's own tools (kafka-topics, kafka-configs, ...)
 #   kafka.sh test CMD...     run CMD with KCLEANUP_TEST_BOOTSTRAP set, starting a broker if needed
+#
+#   kafka.sh up --brokers 3, down --brokers 3, test --brokers 3 CMD...: the same for a
+#   three-broker cluster (.kafka/cluster/; tests see KCLEANUP_TEST_CLUSTER, its directory)
+#   kafka.sh node stop|kill|start|wipe ID   act on one broker of that cluster (ID 1..3)
 #
 # State: the jars in .cache/kafka/<version>/lib, the running broker in .kafka/broker/
 # (config, data, logs/server.log, pid) and its address in .kafka/bootstrap. Besides PLAINTEXT
@@ -289,10 +294,227 @@ release() {
   fi
 }
 
+
+# ---- The three-broker cluster (kafka.sh up --brokers 3) --------------------------------------
+# Three KRaft brokers (node ids 1..3) and one controller (node 0, a quorum of one) under
+# .kafka/cluster/, each in a JVM of its own, PLAINTEXT only, with ports of their own: it runs
+# beside the single-node broker, never touches it, and keeps its ports across node restarts.
+# The controller is apart so that stopping two brokers still leaves a controller that fences
+# them and shrinks the ISR (docs/testing.md). .kafka/cluster/bootstrap lists the three brokers;
+# .kafka/cluster/kafka.sh names this script, which tests call for node operations
+# (internal/kafkatest.Cluster). Each JVM is small (-Xmx256m, 128m for the controller, SerialGC,
+# C1 only): four fit on two cores beside the tests.
+cluster="$state/cluster"
+cluster_size=3
+
+cluster_lock() { mkdir -p "$state"; exec 9>"$state/cluster.lock"; flock 9; }
+
+# node_pid ID prints the pid of node ID, if that process still runs (and is ours).
+node_pid() {
+  local pid
+  pid=$(cat "$cluster/node$1/pid" 2>/dev/null) || return 1
+  ps -o args= -p "$pid" 2>/dev/null | grep -qF "kafka.Kafka $cluster/node$1/server.properties" || return 1
+  echo "$pid"
+}
+
+node_addr() { echo "127.0.0.1:$(cat "$cluster/node$1/port")"; }
+
+# node_launch ID formats node ID's storage when it is empty (new, or wiped) and starts its JVM.
+node_launch() {
+  local id=$1 dir="$cluster/node$1" pid
+  mkdir -p "$dir/data" "$dir/logs"
+  if [[ ! -f $dir/data/meta.properties ]]; then
+    run_java kafka.tools.StorageTool format -t "$(cat "$cluster/cluster-id")" -c "$dir/server.properties" \
+      >"$dir/logs/format.log" 2>&1 || { cat "$dir/logs/format.log" >&2; die "formatting node $id's storage failed"; }
+  fi
+  local heap=${KAFKA_CLUSTER_HEAP_OPTS:--Xmx256m -Xms64m}
+  [[ $id == 0 ]] && heap="-Xmx128m -Xms32m"
+  # shellcheck disable=SC2086 # heap is a list of JVM flags
+  nohup "$java" $heap -XX:TieredStopAtLevel=1 -XX:+UseSerialGC \
+    -XX:CICompilerCount=1 -Djava.awt.headless=true \
+    -Dlog4j2.configurationFile="$here/log4j2-broker.properties" -Dkafka.logs.dir="$dir/logs" \
+    -cp "$lib/*" kafka.Kafka "$dir/server.properties" \
+    >>"$dir/logs/stdout.log" 2>&1 </dev/null 8>&- 9>&- &
+  pid=$!
+  disown "$pid" # a node killed on purpose is no job of ours to report
+  echo "$pid" >"$dir/pid"
+}
+
+# node_wait ID waits until node ID answers and the cluster lists every running broker.
+node_wait() {
+  local pid id running=0
+  pid=$(cat "$cluster/node$1/pid")
+  for id in $(seq 1 "$cluster_size"); do node_pid "$id" >/dev/null && running=$((running + 1)); done
+  if ! waitkafka -timeout "$start_timeout" -pid "$pid" -brokers "$running" "$(node_addr "$1")"; then
+    echo "---- last lines of ${cluster#"$root/"}/node$1/logs:" >&2
+    tail -n 40 "$cluster/node$1"/logs/*.log >&2 || true
+    die "node $1 did not start; its files are kept in ${cluster#"$root/"}/node$1 (run: $0 down --brokers $cluster_size)"
+  fi
+}
+
+# node_signal ID SIGNAL stops node ID with SIGNAL (TERM: a clean shutdown, KILL: a crash) and
+# waits until the process is gone.
+node_signal() {
+  local pid
+  pid=$(node_pid "$1") || { log "node $1 is not running"; return 0; }
+  kill "-$2" "$pid"
+  for _ in $(seq 1 150); do # 30 seconds for a clean shutdown, then KILL
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.2
+  done
+  kill -KILL "$pid" 2>/dev/null || true
+  while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
+  log "node $1 stopped (SIG$2, pid $pid)"
+}
+
+cluster_running() {
+  local id
+  for id in $(seq 0 "$cluster_size"); do node_pid "$id" >/dev/null || return 1; done
+}
+
+# cluster_up OWNER: as up, for the cluster.
+cluster_up() {
+  cluster_lock
+  if cluster_running; then
+    waitkafka -timeout 30s -brokers "$cluster_size" "$(node_addr 1)" >/dev/null 2>&1 ||
+      die "the cluster's nodes run but do not answer; see ${cluster#"$root/"}/node*/logs/server.log or run: $0 down --brokers $cluster_size"
+    [[ $1 == user ]] && rm -f "$cluster/owned-by-test"
+    log "reusing the cluster at $(cat "$cluster/bootstrap")"
+    cat "$cluster/bootstrap"
+    unlock
+    return
+  fi
+  cluster_kill_all # leftovers of a cluster that died
+  rm -rf "$cluster"
+  check_java
+  fetch_jars
+  command -v go >/dev/null || die "Go is needed to check that the cluster answers"
+  mkdir -p "$cluster"
+  local id ports=() voters addrs=""
+  for id in $(seq 0 "$cluster_size"); do
+    local p
+    p=$(free_port)
+    while [[ " ${ports[*]} " == *" $p "* ]]; do p=$(free_port); done
+    ports+=("$p")
+  done
+  voters="0@127.0.0.1:${ports[0]}"
+  mkdir -p "$cluster/node0"
+  echo "${ports[0]}" >"$cluster/node0/controller-port"
+  sed -e "s|@NODE_ID@|0|g" -e "s|@VOTERS@|$voters|g" -e "s|@CONTROLLER_PORT@|${ports[0]}|g" \
+    -e "s|@DATA_DIR@|$cluster/node0/data|g" "$here/cluster-controller.properties.in" >"$cluster/node0/server.properties"
+  for id in $(seq 1 "$cluster_size"); do
+    mkdir -p "$cluster/node$id"
+    echo "${ports[$id]}" >"$cluster/node$id/port"
+    addrs+="${addrs:+,}127.0.0.1:${ports[$id]}"
+    sed -e "s|@NODE_ID@|$id|g" -e "s|@VOTERS@|$voters|g" -e "s|@PORT@|${ports[$id]}|g" \
+      -e "s|@DATA_DIR@|$cluster/node$id/data|g" "$here/cluster.properties.in" >"$cluster/node$id/server.properties"
+  done
+  head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=' >"$cluster/cluster-id"
+  [[ $1 == test ]] && touch "$cluster/owned-by-test"
+  log "starting a $cluster_size-broker Apache Kafka $version cluster at $addrs (logs: ${cluster#"$root/"}/node*/logs/)"
+  for id in $(seq 0 "$cluster_size"); do node_launch "$id"; done
+  for id in $(seq 1 "$cluster_size"); do node_wait "$id"; done
+  echo "$here/kafka.sh" >"$cluster/kafka.sh"
+  echo "$addrs" >"$cluster/bootstrap"
+  log "cluster ready at $addrs"
+  echo "$addrs"
+  unlock
+}
+
+cluster_kill_all() {
+  local id
+  for id in $(seq 0 "$cluster_size"); do node_signal "$id" KILL >/dev/null 2>&1 || true; done
+}
+
+cluster_stop() {
+  cluster_lock
+  local id
+  if [[ -d $cluster ]]; then
+    for id in $(seq 1 "$cluster_size"); do node_signal "$id" TERM & done
+    wait
+    node_signal 0 TERM # the controller last: brokers shut down cleanly only while it answers
+    log "stopped the cluster"
+  else
+    log "no cluster running"
+  fi
+  rm -rf "$cluster"
+  unlock
+}
+
+# cluster_down: as down, for the cluster.
+cluster_down() {
+  mkdir -p "$state"
+  exec 8>"$state/cluster-users.lock"
+  flock -s 8
+  [[ ! -d $cluster ]] || touch "$cluster/owned-by-test"
+  if flock -x -n 8; then
+    cluster_stop
+  else
+    log "test runs still use the cluster: the last of them stops it"
+  fi
+}
+
+# node OP ID: stop (SIGTERM), kill (SIGKILL), start (and wait until it serves), wipe (delete a
+# stopped node's data: the next start formats it anew and it re-replicates from the others).
+node_op() {
+  [[ $# -eq 2 && $2 =~ ^[0-9]+$ && $2 -ge 1 && $2 -le $cluster_size ]] ||
+    die "usage: $0 node stop|kill|start|wipe ID (ID 1..$cluster_size)"
+  [[ -f $cluster/cluster-id ]] || die "no cluster: run '$0 up --brokers $cluster_size'"
+  case $1 in
+  stop) node_signal "$2" TERM ;;
+  kill) node_signal "$2" KILL ;;
+  start)
+    if ! node_pid "$2" >/dev/null; then node_launch "$2"; fi
+    node_wait "$2"
+    log "node $2 serves at $(node_addr "$2")"
+    ;;
+  wipe)
+    node_pid "$2" >/dev/null && die "node $2 runs: stop or kill it first"
+    rm -rf "$cluster/node$2/data"
+    log "node $2's data deleted"
+    ;;
+  *) die "usage: $0 node stop|kill|start|wipe ID" ;;
+  esac
+}
+
+# cluster_test CMD: as test_cmd, for the cluster; CMD sees KCLEANUP_TEST_CLUSTER (the cluster's
+# directory: bootstrap, kafka.sh).
+cluster_test() {
+  [[ $# -ge 1 ]] || die "usage: $0 test --brokers $cluster_size CMD [ARGS...]"
+  if [[ -n ${KCLEANUP_TEST_CLUSTER:-} ]]; then
+    exec "$@"
+  fi
+  mkdir -p "$state"
+  exec 8>"$state/cluster-users.lock"
+  flock -s 8
+  cluster_up test >/dev/null
+  KCLEANUP_TEST_CLUSTER=$cluster
+  export KCLEANUP_TEST_CLUSTER
+  trap cluster_release EXIT
+  "$@"
+}
+
+cluster_release() {
+  if flock -x -n 8 && [[ -f $cluster/owned-by-test ]]; then
+    cluster_stop
+  fi
+}
+
+# brokers N: the --brokers flag; 1 (the default) is the single-node broker.
+brokers() {
+  [[ ${1:-} == --brokers ]] || { echo 1; return; }
+  case ${2:-} in
+  1 | "$cluster_size") echo "$2" ;;
+  *) die "--brokers takes 1 or $cluster_size" ;;
+  esac
+}
+
+n=$(brokers "${2:-}" "${3:-}")
 case ${1:-} in
-up) up user ;;
-down) down ;;
+up) if [[ $n == 1 ]]; then up user; else cluster_up user; fi ;;
+down) if [[ $n == 1 ]]; then down; else cluster_down; fi ;;
+test) if [[ $n == 1 ]]; then shift && test_cmd "$@"; else shift 3 && cluster_test "$@"; fi ;;
+node) shift && node_op "$@" ;;
 cli) shift && cli "$@" ;;
-test) shift && test_cmd "$@" ;;
-*) die "usage: $0 up | down | cli TOOL [ARGS...] | test CMD [ARGS...]" ;;
+*) die "usage: $0 up [--brokers 3] | down [--brokers 3] | test [--brokers 3] CMD [ARGS...] | node stop|kill|start|wipe ID | cli TOOL [ARGS...]" ;;
 esac

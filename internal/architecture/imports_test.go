@@ -44,6 +44,7 @@ var layer = map[string]int{
 	"internal/kafkatest/cmd/devcerts":  9,
 	"internal/kafkatest/cmd/waitkafka": 9,
 	"internal/architecture":            9,
+	"internal/clustertest":             9, // tests on the three-broker cluster
 	"deploy":                           9, // tests of the deploy files, the image and the alert rules
 }
 

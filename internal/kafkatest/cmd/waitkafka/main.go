@@ -2,9 +2,10 @@
 // least one broker, which is when it can serve clients. cmd/kafkadev/kafka.sh uses it after
 // starting the development broker and to check that a running one still answers.
 //
-//	waitkafka [-timeout 120s] [-pid N] host:port
+//	waitkafka [-timeout 120s] [-pid N] [-brokers N] host:port
 //
-// It exits 0 once the broker answers, 1 when the timeout passes or the process -pid exits
+// With -brokers it waits until the metadata lists that many brokers (a cluster whose nodes
+// have all registered). It exits 0 once the broker answers, 1 when the timeout passes or the process -pid exits
 // first (a broker that crashed on startup will never answer: no point waiting).
 package main
 
@@ -24,18 +25,19 @@ import (
 func main() {
 	timeout := flag.Duration("timeout", 120*time.Second, "give up after this long")
 	pid := flag.Int("pid", 0, "stop waiting if this process exits (0: do not watch)")
+	brokers := flag.Int("brokers", 1, "wait until the metadata lists at least this many brokers")
 	flag.Parse()
 	if flag.NArg() != 1 {
-		fmt.Fprintln(os.Stderr, "usage: waitkafka [-timeout 120s] [-pid N] host:port")
+		fmt.Fprintln(os.Stderr, "usage: waitkafka [-timeout 120s] [-pid N] [-brokers N] host:port")
 		os.Exit(2)
 	}
-	if err := wait(flag.Arg(0), *timeout, *pid); err != nil {
+	if err := wait(flag.Arg(0), *timeout, *pid, *brokers); err != nil {
 		fmt.Fprintln(os.Stderr, "waitkafka:", err)
 		os.Exit(1)
 	}
 }
 
-func wait(addr string, timeout time.Duration, pid int) error {
+func wait(addr string, timeout time.Duration, pid, brokers int) error {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	var last error
@@ -43,7 +45,7 @@ func wait(addr string, timeout time.Duration, pid int) error {
 		if pid > 0 && !alive(pid) {
 			return fmt.Errorf("process %d exited before %s answered", pid, addr)
 		}
-		if last = ping(ctx, addr); last == nil {
+		if last = ping(ctx, addr, brokers); last == nil {
 			return nil
 		}
 		select {
@@ -55,7 +57,7 @@ func wait(addr string, timeout time.Duration, pid int) error {
 }
 
 // ping sends one Metadata request on a fresh connection.
-func ping(ctx context.Context, addr string) error {
+func ping(ctx context.Context, addr string, brokers int) error {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RequestRetries(0), kgo.DialTimeout(2*time.Second))
 	if err != nil {
 		return err
@@ -69,8 +71,8 @@ func ping(ctx context.Context, addr string) error {
 	if err != nil {
 		return err
 	}
-	if len(resp.Brokers) == 0 {
-		return fmt.Errorf("metadata lists no broker yet")
+	if len(resp.Brokers) < brokers {
+		return fmt.Errorf("metadata lists %d of %d brokers yet", len(resp.Brokers), brokers)
 	}
 	return nil
 }

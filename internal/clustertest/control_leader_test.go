@@ -1,0 +1,77 @@
+package clustertest_test
+
+import (
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/kcleanup/kcleanup/events"
+	"github.com/kcleanup/kcleanup/fsm"
+	"github.com/kcleanup/kcleanup/internal/kafkatest"
+	"github.com/kcleanup/kcleanup/worker"
+)
+
+// TestControlLeaderKilledBetweenCommittedAndDeleting: an apply dies just after COMMITTED and
+// the control topic's leader is SIGKILLed. The COMMITTED survives the election, the apply run
+// again finishes, and `kcleanup validate`, run every 100 ms from before the kill until
+// APPLIED, never allows a recovery point below the boundary (it refuses, or cannot tell while
+// the leader moves).
+func TestControlLeaderKilledBetweenCommittedAndDeleting(t *testing.T) {
+	s := newScene(t)
+	s.mustKcleanup("init", "--topic", s.topic)
+	s.waitISR(s.ctl, 3)
+	p, file := s.planFile("rp-1", 100)
+	if out, code := s.kcleanup([]string{worker.FailpointEnv + "=" + worker.AfterCommitted}, "apply", file); code != -1 {
+		t.Fatalf("apply with the failpoint: exit %d, want death by SIGKILL\n%s", code, out)
+	}
+	below := s.markersFile(50)
+
+	var polls, allowed, refused atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			out, code := s.kcleanup(nil, "validate", "--markers", below, "--timeout", "10s")
+			polls.Add(1)
+			switch code {
+			case 0:
+				allowed.Add(1)
+				t.Errorf("validate ALLOWED a recovery point below the committed boundary:\n%s", out)
+			case 3:
+				refused.Add(1)
+			}
+		}
+	})
+
+	old := s.partition(s.ctl).Leader
+	s.k.Kill(t, old)
+	s.waitISR(s.ctl, 2)
+	// Just after the election the new leader answers ListOffsets with OFFSET_NOT_AVAILABLE
+	// until its high watermark catches up, and apply, which does not retry that, exits 1
+	// with its resume hint: run it again, as the hint says (a worker would retry).
+	attempts := 0
+	kafkatest.Eventually(t, time.Minute, "apply finishes after the election", func() bool {
+		attempts++
+		out, code := s.kcleanup(nil, "apply", file, "--timeout", "30s")
+		if code != 0 {
+			t.Logf("apply attempt %d: exit %d\n%s", attempts, code, out)
+		}
+		return code == 0
+	})
+	close(stop)
+	wg.Wait()
+	t.Logf("apply finished at attempt %d", attempts)
+	t.Logf("validate ran %d times: %d refused, %d cannot tell, %d allowed", polls.Load(), refused.Load(), polls.Load()-refused.Load()-allowed.Load(), allowed.Load())
+	if st, logStart := s.operation(p.PlanID); st != fsm.Applied || !logStart.Equal(events.Offsets{0: 100}) {
+		t.Fatalf("after the election: %s, log start %v, want APPLIED with {0:100}", st, logStart)
+	}
+	s.k.Start(t, old)
+	s.waitISR(s.ctl, 3)
+	s.check()
+}
