@@ -107,7 +107,7 @@ func TestHeldMirrorSaysWhose(t *testing.T) {
 	foreign := protocol.MirrorHold{Offset: 52, HighWatermark: 53, ProducerID: 9, ProducerEpoch: 0, TransactionalID: "flink-tool", Since: since}
 	for _, c := range []struct {
 		name   string
-		hold    protocol.MirrorHold
+		hold   protocol.MirrorHold
 		reason []string
 		hint   string
 		not    string // never in the hint

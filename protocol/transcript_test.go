@@ -86,7 +86,7 @@ type harness struct {
 	tombstones events.Offsets
 	scanLimit  int64
 	showScan   bool
-	pinIDs  map[string]string
+	pinIDs     map[string]string
 }
 
 func topicID(n byte) string {
