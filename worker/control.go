@@ -511,10 +511,24 @@ func (c *Cluster) stableEnd(ctx context.Context, kind, topic string) (int64, err
 		}
 		return o.Offset, nil
 	}
-	lo, err := c.adm.ListEndOffsets(ctx, topic)
-	hw, err := lookup("high watermark", lo, err)
-	if err != nil {
-		return 0, err
+	// Right after a leader election the new leader answers OFFSET_NOT_AVAILABLE (or
+	// NOT_LEADER) until its high watermark has caught up: a retriable answer, asked again
+	// within the caller's deadline (a three-broker cluster showed it: internal/clustertest).
+	var hw int64
+	for {
+		lo, err := c.adm.ListEndOffsets(ctx, topic)
+		hw, err = lookup("high watermark", lo, err)
+		if err == nil {
+			break
+		}
+		if !kerr.IsRetriable(err) || ctx.Err() != nil {
+			return 0, err
+		}
+		select {
+		case <-ctx.Done():
+			return 0, err
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
 	open := func(lso int64) error {
 		return errors.Mark(errors.WithHintf(errors.Newf(
