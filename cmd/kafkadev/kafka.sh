@@ -175,7 +175,7 @@ up() {
   local cluster_id
   cluster_id=$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')
   # The admin's SCRAM credentials go into the bootstrap metadata: usable from the first second.
-  run_java kafka.tools.StorageTool format -t "$cluster_id" -c "$broker/server.properties" \
+  run_java kafka.tools.StorageTool format --cluster-id="$cluster_id" -c "$broker/server.properties" \
     --add-scram "SCRAM-SHA-512=[name=admin,password=$admin_pw]" \
     --add-scram "SCRAM-SHA-256=[name=admin,password=$admin_pw]" \
     >"$broker/logs/format.log" 2>&1 || { cat "$broker/logs/format.log" >&2; die "formatting the storage failed"; }
@@ -324,7 +324,7 @@ node_launch() {
   local id=$1 dir="$cluster/node$1" pid
   mkdir -p "$dir/data" "$dir/logs"
   if [[ ! -f $dir/data/meta.properties ]]; then
-    run_java kafka.tools.StorageTool format -t "$(cat "$cluster/cluster-id")" -c "$dir/server.properties" \
+    run_java kafka.tools.StorageTool format --cluster-id="$(cat "$cluster/cluster-id")" -c "$dir/server.properties" \
       >"$dir/logs/format.log" 2>&1 || { cat "$dir/logs/format.log" >&2; die "formatting node $id's storage failed"; }
   fi
   local heap=${KAFKA_CLUSTER_HEAP_OPTS:--Xmx256m -Xms64m}
