@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/cockroachdb/errors"
@@ -521,7 +522,8 @@ func (c *Cluster) stableEnd(ctx context.Context, kind, topic string) (int64, err
 		if err == nil {
 			break
 		}
-		if !kerr.IsRetriable(err) || ctx.Err() != nil {
+		// A leader that just died refuses the dial until it is fenced: retriable too.
+		if !(kerr.IsRetriable(err) || errors.Is(err, syscall.ECONNREFUSED)) || ctx.Err() != nil {
 			return 0, err
 		}
 		select {
