@@ -47,6 +47,10 @@ const (
 	// TopicIDMismatch: the control topic governs another incarnation (topic
 	// ID) of the markers' topic.
 	TopicIDMismatch Reason = "topic-id-mismatch"
+	// GovernedElsewhere: the control topic governs no topic yet, but another
+	// control topic governs the markers' topic incarnation; the boundary is
+	// there, so this one's emptiness proves nothing.
+	GovernedElsewhere Reason = "governed-elsewhere"
 )
 
 // The logical check: the committed boundary.
@@ -133,6 +137,7 @@ var table = []struct {
 	{ControlTopicSettings, CannotTell},
 	{TopicMismatch, CannotTell},
 	{TopicIDMismatch, CannotTell},
+	{GovernedElsewhere, CannotTell},
 
 	{BelowBoundary, Refused},
 	{MissingPartition, Refused},

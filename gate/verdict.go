@@ -46,6 +46,10 @@ type Control struct {
 	Partitions int
 	// Configs are its effective topic configs.
 	Configs map[string]string
+	// Elsewhere names the other control topics bound to the markers' topic
+	// incarnation; looked for only when this one governs no topic yet, and
+	// nil then when none is.
+	Elsewhere []string
 }
 
 // Projection is the control topic as the fold saw it.
@@ -278,6 +282,15 @@ func (d *decision) control(st *projector.State) {
 		return
 	}
 	bt, bid, bound := st.Binding()
+	if !bound && len(c.Elsewhere) > 0 {
+		// A mistaken init made this one (or a typo named it) while the
+		// boundary is kept in another: its emptiness proves nothing.
+		d.add(GovernedElsewhere, nil, cannot+fmt.Sprintf("control topic %s governs no topic yet, but %s governs topic %s of these markers: the cleanup boundary is kept there",
+			c.Topic, strings.Join(c.Elsewhere, " and "), topic),
+			fmt.Sprintf("name the control topic that governs %s: --control-topic %s (or KCLEANUP_CONTROL_TOPIC); if %s was created by mistake, delete it once nothing names it",
+				topic, c.Elsewhere[0], c.Topic))
+		return
+	}
 	if !bound {
 		if len(st.Boundary()) == 0 {
 			what := "is empty"

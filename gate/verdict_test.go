@@ -256,6 +256,26 @@ func TestDecideBinding(t *testing.T) {
 	want(t, Decide(f), Refused, []Reason{TopicIDMismatch, TopicRecreated}, "it was deleted and recreated")
 }
 
+// TestDecideGovernedElsewhere: an empty control topic proves "no boundary" only while no other
+// control topic governs the markers' topic incarnation.
+func TestDecideGovernedElsewhere(t *testing.T) {
+	f := facts(newLog(), events.Offsets{0: 170, 1: 150})
+	if v := Decide(f); !v.Allowed {
+		t.Fatalf("an empty control topic, governed nowhere else: %+v", v)
+	}
+	f.Control.Elsewhere = []string{"ops.action-state.ctl"}
+	want(t, Decide(f), CannotTell, []Reason{GovernedElsewhere},
+		"control topic action-state.kcleanup governs no topic yet, but ops.action-state.ctl governs topic action-state")
+	// A bound control topic is judged by its own boundary: Elsewhere is not looked for then.
+	l := newLog()
+	l.commit(t, "C1", events.Offsets{0: 150, 1: 120})
+	f = facts(l, events.Offsets{0: 170, 1: 150})
+	f.Control.Elsewhere = []string{"ops.action-state.ctl"}
+	if v := Decide(f); !v.Allowed {
+		t.Fatalf("bound: %+v", v)
+	}
+}
+
 func TestDecideFailsClosed(t *testing.T) {
 	ok := events.Offsets{0: 170, 1: 150}
 

@@ -109,6 +109,44 @@ func (c *Cluster) ControlTopics(ctx context.Context, whole bool, extra ...string
 			candidates = append(candidates, n)
 		}
 	}
+	return c.bindingsOf(ctx, candidates, whole)
+}
+
+// GovernorsOf names the control topics, under any name, bound to the
+// incarnation (topic, topicID), besides except: every one-partition topic
+// shaped like a control topic is read until its binding is known. The
+// gate asks when the control topic it read governs no topic yet (an empty
+// one that a mistaken init made, say) while the boundary may be kept in
+// another one: *.kcleanup alone would miss a control topic that was named
+// with --control-topic. Sorted by name.
+func (c *Cluster) GovernorsOf(ctx context.Context, topic, topicID, except string) ([]string, error) {
+	td, err := c.adm.ListTopics(ctx)
+	if err != nil {
+		return nil, errors.Wrap(err, "list topics, to find the control topics that govern "+topic)
+	}
+	var candidates []string
+	for name, d := range td {
+		if d.Err == nil && !d.IsInternal && len(d.Partitions) == 1 && name != except && name != topic {
+			candidates = append(candidates, name)
+		}
+	}
+	slices.Sort(candidates)
+	known, err := c.bindingsOf(ctx, candidates, false)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, k := range known {
+		if k.Topic == topic && k.TopicID == topicID {
+			out = append(out, k.ControlTopic)
+		}
+	}
+	return out, nil
+}
+
+// bindingsOf reads the candidates shaped like control topics, each until
+// its binding is known or, with whole, to its end.
+func (c *Cluster) bindingsOf(ctx context.Context, candidates []string, whole bool) ([]KnownControlTopic, error) {
 	shaped, _, err := c.ShapedAsControlTopics(ctx, candidates)
 	if err != nil {
 		return nil, err
@@ -166,6 +204,9 @@ func (p *Projection) readBinding(ctx context.Context) error {
 		}
 		if _, _, bound := p.State.Binding(); bound {
 			return nil
+		}
+		if k, _, _ := p.Counts(); k == 0 {
+			return nil // its first records are none of kcleanup's: it binds nothing
 		}
 	}
 	return nil

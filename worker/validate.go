@@ -48,9 +48,31 @@ func (c *Cluster) Validate(ctx context.Context, markers []events.Marker, o Valid
 	f.Control = c.controlFacts(ctx, o.ControlTopic, explain)
 	if f.Control.Exists && f.Control.Partitions == 1 {
 		f.Projection = c.projectionFacts(ctx, o, explain)
+		c.lookElsewhere(ctx, &f, o.ControlTopic, explain)
 	}
 	wg.Wait()
 	return gate.Decide(f)
+}
+
+// lookElsewhere fills f.Control.Elsewhere when the control topic read
+// governs no topic yet: an empty control topic proves "no boundary" only if
+// no other control topic governs the markers' topic incarnation. A failed
+// search is a control topic not read (cannot tell), never "none".
+func (c *Cluster) lookElsewhere(ctx context.Context, f *gate.Facts, control string, explain func(error) error) {
+	p := f.Projection
+	if p.State == nil || p.Err != nil || p.Flink != nil || len(f.Markers) == 0 {
+		return
+	}
+	if _, _, bound := p.State.Binding(); bound {
+		return
+	}
+	m := f.Markers[0]
+	others, err := c.GovernorsOf(ctx, m.Topic, m.TopicID, control)
+	if err != nil {
+		f.Control.Err = explain(errors.Wrapf(err, "control topic %s governs no topic yet, and the other control topics could not be looked through", control))
+		return
+	}
+	f.Control.Elsewhere = others
 }
 
 func (c *Cluster) controlFacts(ctx context.Context, topic string, explain func(error) error) gate.Control {

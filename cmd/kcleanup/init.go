@@ -126,6 +126,9 @@ func initTopics(ctx context.Context, c *worker.Cluster, g globalOptions, topic, 
 	}
 	rep.Findings = append(rep.Findings, protocol.CheckDataTopic(data, g.bootstrap())...)
 
+	if stop, err := governedElsewhere(ctx, c, g, data, control, &rep); err != nil || stop {
+		return rep, err
+	}
 	if rep.ControlTopicCreated, err = c.CreateControlTopic(ctx, control, rf); err != nil {
 		return rep, err
 	}
@@ -154,6 +157,28 @@ func initTopics(ctx context.Context, c *worker.Cluster, g globalOptions, topic, 
 	defer proj.Close()
 	rep.Findings = append(rep.Findings, report.CheckBinding(report.StatusOf(proj.Source()), data)...)
 	return rep, nil
+}
+
+// governedElsewhere stops init before it creates control for the data topic when another control
+// topic, under any name, already governs the topic's incarnation: the new, empty one would let
+// every gate that reads it allow what the other's boundary condemns (a mistaken init for a topic
+// whose cleanups are kept under a --control-topic name).
+func governedElsewhere(ctx context.Context, c *worker.Cluster, g globalOptions, data protocol.Topic, control string, rep *initReport) (bool, error) {
+	if _, err := c.TopicMetadata(ctx, control); !errors.Is(err, worker.ErrTopicNotFound) {
+		return false, err // it exists (checked below), or the cluster did not answer
+	}
+	others, err := c.GovernorsOf(ctx, data.Name, data.ID, control)
+	if err != nil || len(others) == 0 {
+		return false, err
+	}
+	rep.Findings = append(rep.Findings, protocol.Finding{
+		Severity: protocol.Block, Subject: "control topic " + control,
+		Message: fmt.Sprintf("%s already governs topic %s (topic ID %s); %s was not created: a second, empty control topic would let the recovery gate allow what %s's boundary condemns",
+			strings.Join(others, " and "), data.Name, data.ID, control, others[0]),
+		Hint: fmt.Sprintf("name the control topic that governs %s in every command, worker and pipeline: --control-topic %s (or KCLEANUP_CONTROL_TOPIC=%s)",
+			data.Name, others[0], others[0]),
+	})
+	return true, nil
 }
 
 // initMirror creates the Flink Agents mirror topic when it is missing and

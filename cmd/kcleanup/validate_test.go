@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kcleanup/kcleanup/events"
+	"github.com/kcleanup/kcleanup/gate"
 	"github.com/kcleanup/kcleanup/internal/kafkatest"
 	"github.com/kcleanup/kcleanup/worker"
 )
@@ -272,6 +273,29 @@ func TestValidateUnderABoundaryCommittedElsewhere(t *testing.T) {
 	if strings.Contains(stdout, "ALLOWED") || !strings.Contains(stderr, "control topic "+e.control+" does not exist") {
 		t.Errorf("stdout:\n%s\nstderr:\n%s", stdout, stderr)
 	}
+
+	// The fix the answer offers for a topic that never had cleanups (init) is refused here:
+	// ctl governs T, and an empty T.kcleanup would be read as "no boundary".
+	code, stdout, stderr = e.run(t, "init", "--topic", e.topic)
+	wantExit(t, code, exitError, stdout, stderr)
+	if !strings.Contains(stdout+stderr, ctl+" already governs topic "+e.topic) || !strings.Contains(stdout+stderr, "--control-topic "+ctl) {
+		t.Errorf("stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), readTestTimeout)
+	defer cancel()
+	if td, err := kadm.NewClient(e.cl).ListTopics(ctx, e.control); err != nil {
+		t.Fatal(err)
+	} else if d, ok := td[e.control]; ok && d.Err == nil {
+		t.Fatalf("init created %s beside %s", e.control, ctl)
+	}
+	// Made anyway (an older build's init, a hand-made topic): its emptiness proves nothing.
+	e.createControlTopic(t)
+	doc := e.validate(t, exitCannotTell, "--markers", c0)
+	doc.refusal(t, gate.GovernedElsewhere, e.control+" governs no topic yet", ctl+" governs topic "+e.topic)
+	// Markers above the boundary: still not allowed on an empty control topic's word.
+	c2 := e.markers(t, "c2.json", events.Offsets{0: 160, 1: 130})
+	e.validate(t, exitCannotTell, "--markers", c2).refusal(t, gate.GovernedElsewhere)
+	e.validate(t, exitOK, "--markers", c2, "--control-topic", ctl)
 }
 
 // TestValidateFailsClosedWhenUnreachable: no broker answers, so nothing proves the recovery point
