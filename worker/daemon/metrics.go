@@ -29,7 +29,7 @@ var deleteBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 
 
 // attemptResults are the values of the result label of
 // kcleanup_finish_attempts_total.
-var attemptResults = []string{"applied", "retry", "blocked"}
+var attemptResults = []string{"applied", "retry", "blocked", "grace"}
 
 type metrics struct {
 	takeovers prometheus.Counter
