@@ -2,6 +2,10 @@ package daemon
 
 import (
 	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,6 +15,7 @@ import (
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/fsm"
 	"github.com/kcleanup/kcleanup/internal/kafkatest"
+	"github.com/kcleanup/kcleanup/internal/workertest"
 	"github.com/kcleanup/kcleanup/projector/flinkagents"
 	"github.com/kcleanup/kcleanup/protocol"
 	"github.com/kcleanup/kcleanup/report"
@@ -98,6 +103,16 @@ func TestRestoreGraceSurvivesAnOwnerStoppedMidWait(t *testing.T) {
 		return ok
 	})
 	untouched("the first owner waits")
+	// /v1/status lists the wait in its schema; the metrics count it (so
+	// that KcleanupOperationStuck does not take it for a stuck operation).
+	body := serve(t, first.d.Handler(), "/v1/status")
+	workertest.ValidateWorkerStatus(t, body)
+	if !strings.Contains(string(body), `"restoreGrace"`) {
+		t.Fatalf("/v1/status does not list the wait:\n%s", body)
+	}
+	if m := string(serve(t, first.d.Handler(), "/metrics")); !strings.Contains(m, `kcleanup_restore_grace_operations{control_topic="`+ctl+`"} 1`) {
+		t.Fatalf("/metrics does not count the wait:\n%s", m)
+	}
 	if !g1.TimeKnown || g1.Mirror != mirror {
 		t.Fatalf("the wait %+v: want mirror %s and the record's time known (its commit marker)", g1, mirror)
 	}
@@ -156,4 +171,16 @@ func TestRestoreGraceSurvivesAnOwnerStoppedMidWait(t *testing.T) {
 			t.Fatalf("DELETING at %s (by %s), before the grace was out at %s: DeleteRecords follows it", h.At, h.Actor, g1.Until)
 		}
 	}
+}
+
+// serve is h's answer to GET path.
+func serve(t *testing.T, h http.Handler, path string) []byte {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+	body, _ := io.ReadAll(rec.Result().Body)
+	if rec.Code != http.StatusOK {
+		t.Fatalf("GET %s: %d\n%s", path, rec.Code, body)
+	}
+	return body
 }

@@ -209,6 +209,13 @@ func (c snapshotCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		gauge("kcleanup_blocked_operations", "Pending operations this replica stopped retrying for a cause an operator must remove (only the owner knows).", float64(n), "control_topic", t)
 	}
+	for i, t := range topics {
+		n := 0
+		if owners[i] != nil {
+			n = len(owners[i].waiting())
+		}
+		gauge("kcleanup_restore_grace_operations", "Pending operations whose deletion waits out the restore grace (--restore-grace) after the Flink Agents mirror showed them (only the owner knows): not stuck.", float64(n), "control_topic", t)
+	}
 	tombstones := d.tombstonesAbove()
 	for i, t := range topics {
 		if owners[i] != nil {
