@@ -89,6 +89,11 @@ matched anywhere in the name: anchor it), those created later too (found within
 name is kcleanup-worker.regex.<RE>. On SIGTERM the replica stops taking work, lets the step in flight end (at most 5s),
 leaves the group so another replica takes over at once, and exits 0.
 
+With a Flink Agents mirror attached, --restore-grace D (or KCLEANUP_RESTORE_GRACE; default 0, off)
+deletes nothing for a plan until D after the mirror's COMMITTED of it was acknowledged: a restore
+that passed the job's check on the mirror just before has D to replay. The owner retries the
+operation then and serves everything else meanwhile; /v1/status lists the wait (restoreGrace).
+
 Testing aid: KCLEANUP_FAILPOINT=<step> makes the process kill itself with SIGKILL at that step
 of an operation, <step>:stop freezes it with SIGSTOP (docs/deploy.md, "Testing aid: failpoints").
 Never set it in production. Steps (after-committed is apply's alone):
