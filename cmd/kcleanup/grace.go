@@ -64,7 +64,8 @@ func waitGrace(ctx context.Context, g protocol.GraceWait, say func(protocol.Prog
 	case <-t.C:
 		return nil
 	case <-ctx.Done():
-		return errors.WithHintf(errors.Wrapf(ctx.Err(), "stopped waiting out the restore grace of plan %s (until %s)", g.PlanID, g.Until.UTC().Format(time.RFC3339)),
-			"nothing was deleted; the boundary is committed and recovery enforces it")
+		until := g.Until.UTC().Format(time.RFC3339)
+		return errors.WithHintf(errors.Wrapf(ctx.Err(), "stopped waiting out the restore grace of plan %s (until %s)", g.PlanID, until),
+			"the wait for the restore grace (until %s) was stopped: nothing was deleted; the boundary is committed and recovery enforces it", until)
 	}
 }

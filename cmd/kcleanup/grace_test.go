@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -82,5 +83,39 @@ func TestApplyWaitsOutTheRestoreGrace(t *testing.T) {
 	}
 	if !deleting {
 		t.Fatalf("no DELETING for %s: %+v", p2.PlanID, op.History)
+	}
+}
+
+// TestCtrlCStopsTheRestoreGraceWait: Ctrl-C while apply waits out the
+// restore grace stops the wait at once: exit 130, nothing deleted, the plan
+// COMMITTED, and the error says so. The built binary, a real broker.
+func TestCtrlCStopsTheRestoreGraceWait(t *testing.T) {
+	e := opTestEnv(t)
+	topic, id := e.dataTopic(t, 2, 100, opGoodDataConfigs())
+	control := protocol.ControlTopicFor(topic)
+	if code, _, stderr := e.run(t, "init", "--topic", topic); code != exitOK {
+		t.Fatalf("init: exit %d\n%s", code, stderr)
+	}
+	mirror := kafkatest.NewTopic(t, e.cl, topic+".flink", 1, map[string]string{"cleanup.policy": "compact"})
+	if code, _, stderr := e.run(t, "mirror", "attach", mirror, "--topic", topic, "--reason", "the job reads it"); code != exitOK {
+		t.Fatalf("mirror attach: exit %d\n%s", code, stderr)
+	}
+	plan, path := opTestPlan(t, t.TempDir(), "chk-1", topic, id, events.Offsets{0: 30, 1: 20})
+	apply, stderr := e.opStartProcess(t, nil, "apply", path, "--restore-grace", "1h")
+	opAwait(t, "apply waits out the restore grace", func() bool {
+		return strings.Contains(stderr.String(), "[grace] waiting out the restore grace of 1h0m0s until ")
+	})
+	if err := apply.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	code := opExitCode(t, apply)
+	opWantFailure(t, code, stderr.String(), exitInterrupted, "Error: interrupted", "sent no DeleteRecords",
+		"Hint: the wait for the restore grace (until ", ") was stopped: nothing was deleted")
+	if got := e.logStarts(t, topic); !got.Equal(events.Offsets{0: 0, 1: 0}) {
+		t.Errorf("log starts %v: something was deleted", got)
+	}
+	if st := e.status(t, control); len(st.Operations) == 0 || st.Operations[len(st.Operations)-1].PlanID != plan.PlanID ||
+		st.Operations[len(st.Operations)-1].State != fsm.Committed {
+		t.Errorf("after the interrupted wait: %+v, want plan %s COMMITTED", st.Operations, plan.PlanID)
 	}
 }
