@@ -79,6 +79,18 @@
 // failed attempts of a WriteMirror the executor runs again from the fence
 // is MirrorWriteRetry's rule (testdata/mirror/retry).
 //
+// # The restore grace (grace.go; docs/design.md §11)
+//
+// With Config.RestoreGrace D > 0, a finishing run whose ReadMirror shows
+// the plan covered decides with RestoreGrace whether D has passed since the
+// brokers made the mirror's first covering record readable (its commit
+// marker's time, MirrorView.Visible; never a reader's clock, which only
+// judges MirrorView.ReadAt against it). Until then it ends with Wait,
+// before DELETING: the error is marked ErrRestoreGrace and GraceOf says
+// until when, so the executor retries then without holding anything. A
+// record time that cannot be known counts from Config.GraceSeen, when the
+// executor first saw it.
+//
 // A request that fails as a whole ends the run with Wait (retry later: it
 // may have taken effect, and the next run re-reads everything), unless its
 // Kafka error code (Report.Code) says a retry cannot pass (PermanentRequest:

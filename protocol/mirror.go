@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/cockroachdb/errors"
 
@@ -45,6 +46,15 @@ type MirrorView struct {
 	// captured first (read_committed, once the last stable offset reached
 	// it).
 	Fold *flinkagents.Fold
+	// Visible holds, by offset, when the brokers made each record readable
+	// to a read_committed reader: the broker timestamp of its
+	// transaction's commit marker, or a record's own timestamp outside a
+	// transaction. A record whose time is not known has no entry
+	// (RestoreGrace).
+	Visible map[int64]time.Time
+	// ReadAt is the reader's clock when the read ended: the restore grace
+	// judges by it whether its time has come, never when it began.
+	ReadAt time.Time
 }
 
 // MirrorRecord is a record for the mirror: the plan under its ID as key,
@@ -271,8 +281,20 @@ func (r *Run) mirrorRead(st *projector.State, rep Report) Step {
 	switch m.want {
 	case flinkagents.Committed:
 		if MirrorCovers(rep.Mirror, r.plan) {
+			note := say("mirror", "mirror %s shows a boundary at or above plan %s: a Flink Agents job reading it refuses the same recovery points", m.topic, r.planID)
+			if r.mode != modeMirrorSync {
+				// A job may have passed its check just before the mirror
+				// showed the plan: nothing is deleted until the grace is out.
+				g, wait := RestoreGrace(rep.Mirror, r.plan, r.cfg.RestoreGrace, r.cfg.GraceSeen)
+				if wait {
+					return graceStep(g).withNote(note)
+				}
+				if g.Grace > 0 {
+					note = append(note, say("grace", "restore grace of %s since %s is out", g.Grace, g.From.UTC().Format(time.RFC3339))...)
+				}
+			}
 			r.mirrored = m.topic + "/" + m.topicID
-			return m.then(st).withNote(say("mirror", "mirror %s shows a boundary at or above plan %s: a Flink Agents job reading it refuses the same recovery points", m.topic, r.planID))
+			return m.then(st).withNote(note)
 		}
 		if op, _ := st.Operation(r.planID); op.Covered && r.mode != modeMirrorSync {
 			// A plan the boundary already covers is not mirrored: the plan

@@ -17,8 +17,11 @@ import (
 // topic ID and settings. A zero simMirror is a missing topic until
 // "mirror set back" or the first attach.
 type simMirror struct {
-	name       string
-	log        []flinkagents.Record
+	name string
+	log  []flinkagents.Record
+	// acked is when each record became readable (Visible): the harness's
+	// clock at kcleanup's write, or a record's "at"; none with "notime".
+	acked      map[int64]time.Time
 	tid        string
 	missing    bool
 	policy     string
@@ -101,7 +104,17 @@ func (h *harness) mirrorDo(t *testing.T, args []datadriven.CmdArg) string {
 		}
 		st := flinkagents.Status(get("status", "COMMITTED"))
 		h.mirror.log = append(h.mirror.log, flinkagents.Record{Offset: off, Key: []byte(plan.PlanID), Value: flinkagents.EncodeValue(st, plan)})
-		return h.names.Replace(fmt.Sprintf("mirror: other writer %s %s at %d\n", st, plan.PlanID, off))
+		when := ""
+		switch {
+		case has("notime"):
+			when = ", its time not known"
+		case has("at"):
+			h.ack(off, clockAt(t, get("at", "")))
+			when = ", readable at " + get("at", "")
+		default:
+			h.ack(off, h.clockNow())
+		}
+		return h.names.Replace(fmt.Sprintf("mirror: other writer %s %s at %d%s\n", st, plan.PlanID, off, when))
 	case "show":
 		return h.names.Replace(h.showMirrorTopic() + h.describeMirror(h.mirrorView()) + "\n")
 	}
@@ -110,6 +123,30 @@ func (h *harness) mirrorDo(t *testing.T, args []datadriven.CmdArg) string {
 }
 
 func (h *harness) now() time.Time { return time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC) }
+
+// clockNow is the executor's clock (the "clock" command; 09:00:00 until set).
+func (h *harness) clockNow() time.Time {
+	if h.clock.IsZero() {
+		return h.now()
+	}
+	return h.clock
+}
+
+// clockAt reads HH:MM:SS on the transcripts' day.
+func clockAt(t *testing.T, s string) time.Time {
+	at, err := time.Parse(time.TimeOnly, s)
+	if err != nil {
+		t.Fatalf("time %q: want HH:MM:SS", s)
+	}
+	return time.Date(2026, 12, 1, at.Hour(), at.Minute(), at.Second(), 0, time.UTC)
+}
+
+func (h *harness) ack(off int64, at time.Time) {
+	if h.mirror.acked == nil {
+		h.mirror.acked = map[int64]time.Time{}
+	}
+	h.mirror.acked[off] = at
+}
 
 func (h *harness) showMirrorTopic() string {
 	m := h.mirror
@@ -128,7 +165,8 @@ func (h *harness) mirrorView() MirrorView {
 	for _, r := range m.log {
 		f.Step(r)
 	}
-	return MirrorView{Topic: m.name, TopicID: m.tid, Partitions: m.partitions, CleanupPolicy: m.policy, Fold: f}
+	return MirrorView{Topic: m.name, TopicID: m.tid, Partitions: m.partitions, CleanupPolicy: m.policy, Fold: f,
+		Visible: m.acked, ReadAt: h.clockNow()}
 }
 
 // performMirror is the executor's part: the read, and the write checked
@@ -145,6 +183,7 @@ func (h *harness) performMirror(s Step) Report {
 	if needed {
 		off := int64(len(h.mirror.log))
 		h.mirror.log = append(h.mirror.log, flinkagents.Record{Offset: off, Key: []byte(s.Mirror.Plan.PlanID), Value: flinkagents.EncodeValue(s.Mirror.Status, s.Mirror.Plan)})
+		h.ack(off, h.clockNow()) // its commit marker's time
 	}
 	return Report{MirrorWrote: needed}
 }

@@ -31,6 +31,14 @@ type Config struct {
 	// (its clock, read when the run starts): pins are judged at it, as the
 	// fold will judge them at the record's "at" (PinRefusal).
 	Now time.Time
+	// RestoreGrace is how long after the attached mirror first showed a
+	// plan covered its deletion waits (RestoreGrace; 0: not at all):
+	// --restore-grace.
+	RestoreGrace time.Duration
+	// GraceSeen is when this executor first saw the mirror cover the plan
+	// without knowing the record's time (zero: not yet); RestoreGrace waits
+	// from it then.
+	GraceSeen time.Time
 }
 
 // CommitRetries is how often a COMMITTED rejected as boundary-mismatch (a

@@ -87,6 +87,8 @@ type harness struct {
 	scanLimit  int64
 	showScan   bool
 	pinIDs     map[string]string
+	// clock is the executor's clock (clockNow), for the restore grace.
+	clock time.Time
 }
 
 func topicID(n byte) string {
@@ -143,6 +145,12 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 		return mirrorWriteFailed(t, d)
 	case "run":
 		return h.runProtocol(t, d)
+	case "clock":
+		var at string
+		d.ScanArgs(t, "at", &at)
+		h.clock = clockAt(t, at)
+		return "clock " + at + "\n"
+
 	case "state":
 		h.catchUp()
 		var b strings.Builder
@@ -307,6 +315,17 @@ func (h *harness) runProtocol(t *testing.T, d *datadriven.TestData) string {
 		Principal: "User:kcleanup", AllowTombstones: d.HasArg("allowtombstones"),
 		Now: time.Date(2026, 12, 1, 9, 0, h.actors+1, 0, time.UTC)} // the time of the next record appended
 	h.acls = d.HasArg("acls")
+	if d.HasArg("grace") {
+		var g, seen string
+		d.ScanArgs(t, "grace", &g)
+		var err error
+		if cfg.RestoreGrace, err = time.ParseDuration(g); err != nil {
+			d.Fatalf(t, "run: grace=%s: %v", g, err)
+		}
+		if d.MaybeScanArgs(t, "seen", &seen); seen != "" {
+			cfg.GraceSeen = clockAt(t, seen)
+		}
+	}
 	var r *Run
 	switch mode {
 	case "apply":
@@ -488,7 +507,7 @@ func (h *harness) terminal(s Step) string {
 	}
 	b.WriteString("\n")
 	if s.Err != nil {
-		for _, class := range []error{ErrBlocked, ErrUnauthorized, ErrRejected, ErrSuperseded, ErrDegraded} {
+		for _, class := range []error{ErrBlocked, ErrUnauthorized, ErrRejected, ErrSuperseded, ErrDegraded, ErrRestoreGrace} {
 			if errors.Is(s.Err, class) {
 				fmt.Fprintf(&b, "  class: %v\n", class)
 			}

@@ -87,6 +87,9 @@ type Status struct {
 	// owns the control topic knows them all; `kcleanup status` lists those
 	// the control topic's unsafe settings block (BlockedBySettings).
 	Blocked []BlockedOperation `json:"blocked"`
+	// RestoreGrace lists the operations the owning worker holds back until
+	// the restore grace is out (worker only: protocol.RestoreGrace).
+	RestoreGrace []GraceOperation `json:"restoreGrace,omitempty"`
 	// UnrepairedKeys counts accepted records listed for repair (key overwritten, or out of order) and
 	// not yet re-appended (a worker repairs them).
 	UnrepairedKeys int `json:"unrepairedKeys"`
@@ -213,6 +216,18 @@ type BlockedOperation struct {
 	// (BlockedBySettings), so it has neither.
 	Since   time.Time `json:"since,omitzero"`
 	RetryAt time.Time `json:"retryAt,omitzero"`
+}
+
+// GraceOperation is an operation whose deletion waits out the restore
+// grace (--restore-grace): nothing is deleted for it before Until, Since
+// plus the grace. Since is when the brokers made the mirror's record of the
+// plan readable (TimeKnown), or when the worker first saw it.
+type GraceOperation struct {
+	PlanID    string    `json:"planId"`
+	Mirror    string    `json:"mirror"`
+	Since     time.Time `json:"since"`
+	TimeKnown bool      `json:"timeKnown"`
+	Until     time.Time `json:"until"`
 }
 
 // BlockedBySettings lists every operation of st a worker would drive

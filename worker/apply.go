@@ -55,6 +55,11 @@ type Options struct {
 	// AllowTombstones is the operator's --allow-tombstones
 	// (protocol.Config.AllowTombstones).
 	AllowTombstones bool
+	// RestoreGrace is the operator's --restore-grace
+	// (protocol.Config.RestoreGrace); GraceSeen is what an earlier run's
+	// protocol.GraceWait said this process first saw (protocol.Config.GraceSeen).
+	RestoreGrace time.Duration
+	GraceSeen    time.Time
 }
 
 func (o Options) say(step, format string, args ...any) {
@@ -74,7 +79,8 @@ func (o Options) actor() string {
 // the principal this cluster's client authenticates as.
 func (c *Cluster) config(proj *Projection, o Options) protocol.Config {
 	return protocol.Config{ControlTopic: proj.Topic, Bootstrap: o.Bootstrap, NoWait: o.NoWait,
-		Principal: c.principal, AllowTombstones: o.AllowTombstones, Now: time.Now().UTC()}
+		Principal: c.principal, AllowTombstones: o.AllowTombstones, Now: time.Now().UTC(),
+		RestoreGrace: o.RestoreGrace, GraceSeen: o.GraceSeen}
 }
 
 // Outcome is where an operation ended up.

@@ -26,6 +26,13 @@ type FlinkTopic struct {
 	// MaxMessageBytes is the topic's max.message.bytes (0 when unreadable):
 	// a writer's record above it is refused by the broker.
 	MaxMessageBytes int
+	// Visible holds, by offset, when the brokers made each folded record
+	// readable to a read_committed reader (protocol.MirrorView.Visible): a
+	// transactional record's time is its commit marker's timestamp, which
+	// the partition leader stamps when it writes the marker; any other
+	// record's is its own timestamp (a negative one, "none", is left out).
+	// A record whose marker lies at or beyond End has no entry.
+	Visible map[int64]time.Time
 }
 
 // Check is the job's own check of the topic and its fold: nil when the job
@@ -74,6 +81,8 @@ func (c *Cluster) ReadFlinkTopic(ctx context.Context, topic string) (*FlinkTopic
 		return nil, err
 	}
 	next := max(int64(0), starts[0])
+	ft.Visible = map[int64]time.Time{}
+	open := map[int64][]int64{} // producer ID → its transactional records awaiting their marker
 	for next < ft.End {
 		fs := reader.PollFetches(ctx)
 		if ctx.Err() != nil {
@@ -95,7 +104,19 @@ func (c *Cluster) ReadFlinkTopic(ctx context.Context, topic string) (*FlinkTopic
 			}
 			next = r.Offset + 1
 			if r.Attrs.IsControl() {
+				if commitMarker(r.Key) {
+					for _, off := range open[r.ProducerID] {
+						ft.Visible[off] = r.Timestamp
+					}
+				}
+				delete(open, r.ProducerID)
 				return
+			}
+			switch {
+			case r.Attrs.IsTransactional():
+				open[r.ProducerID] = append(open[r.ProducerID], r.Offset)
+			case r.Timestamp.UnixMilli() >= 0:
+				ft.Visible[r.Offset] = r.Timestamp
 			}
 			ft.Fold.Step(flinkagents.Record{Offset: r.Offset, Key: r.Key, Value: r.Value})
 		})
@@ -106,4 +127,10 @@ func (c *Cluster) ReadFlinkTopic(ctx context.Context, topic string) (*FlinkTopic
 		}
 	}
 	return ft, nil
+}
+
+// commitMarker: a control record's key is its version (int16) and type
+// (int16: 0 abort, 1 commit).
+func commitMarker(key []byte) bool {
+	return len(key) >= 4 && key[2] == 0 && key[3] == 1
 }

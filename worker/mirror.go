@@ -63,7 +63,7 @@ func (c *Cluster) ReadMirror(ctx context.Context, topic string) (protocol.Mirror
 		return v, c.denied(err, permMirrorRead(topic))
 	}
 	v.TopicID, v.Partitions, v.CleanupPolicy, v.Fold = info.ID, ft.Partitions, ft.CleanupPolicy, ft.Fold
-	v.MaxMessageBytes = ft.MaxMessageBytes
+	v.MaxMessageBytes, v.Visible, v.ReadAt = ft.MaxMessageBytes, ft.Visible, time.Now()
 	return v, nil
 }
 

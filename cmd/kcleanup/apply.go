@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/cockroachdb/errors"
 	"github.com/spf13/cobra"
@@ -18,12 +19,13 @@ import (
 type applyOptions struct {
 	noWait     bool
 	tombstones tombstoneOptions
+	grace      time.Duration // --restore-grace
 }
 
 func newApplyCmd(g *globalOptions) *cobra.Command {
 	var o applyOptions
 	cmd := &cobra.Command{
-		Use:   "apply PLAN.json [--no-wait]",
+		Use:   "apply PLAN.json [--no-wait] [--restore-grace D]",
 		Short: "Commit a plan's boundary and delete the records below it",
 		Long: `Apply a plan, printing each step to standard error as it happens:
 
@@ -44,7 +46,10 @@ resumes it; on an APPLIED plan it says so and exits 0. With --no-wait, apply ret
 COMMITTED is accepted and leaves steps 3 and 4 to the kcleanup workers.
 
 --timeout bounds each phase separately (connecting and reading the control topic; check and
-commit; delete and verify), so a whole apply may take up to three times as long. The control
+commit; delete and verify), so a whole apply may take up to three times as long, plus the
+restore grace: with --restore-grace D (or KCLEANUP_RESTORE_GRACE) and a Flink Agents mirror
+attached, apply says until when and waits in-process until D after the mirror's COMMITTED of the
+plan was acknowledged before DELETING (docs/flink-agents.md). The control
 topic is created, as kcleanup init would, if it does not exist yet and the plan passes step 1.`,
 		Example: `  kcleanup apply chk-42.plan.json
   kcleanup apply chk-42.plan.json --no-wait -o json`,
@@ -53,11 +58,16 @@ topic is created, as kcleanup init would, if it does not exist yet and the plan 
 			if err := o.tombstones.check(); err != nil {
 				return err
 			}
+			var err error
+			if o.grace, err = restoreGrace(cmd); err != nil {
+				return err
+			}
 			return runApply(cmd.Context(), *g, args[0], o, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	cmd.Flags().BoolVar(&o.noWait, "no-wait", false, "return once COMMITTED is accepted; workers delete")
 	o.tombstones.addFlags(cmd.Flags(), true)
+	addRestoreGraceFlag(cmd.Flags())
 	return cmd
 }
 
@@ -103,8 +113,23 @@ func runApply(ctx context.Context, g globalOptions, path string, o applyOptions,
 
 	// One run of the protocol: check and commit (or find the plan already committed or
 	// applied), then, without --no-wait, delete and verify; --timeout bounds each phase.
-	opts.NoWait, opts.PhaseTimeout = o.noWait, g.timeout
+	opts.NoWait, opts.PhaseTimeout, opts.RestoreGrace = o.noWait, g.timeout, o.grace
 	out, err := s.cluster.Apply(ctx, s.proj, plan, opts)
+	// The restore grace is waited out here, not in a phase: the deletion then runs with its
+	// own --timeout. A later mirror record may move the grace: wait again, a few times at most.
+	for waits := 0; waits < 4; waits++ {
+		g, ok := protocol.GraceOf(err)
+		if !ok {
+			break
+		}
+		if !g.Known && opts.GraceSeen.IsZero() {
+			opts.GraceSeen = g.From
+		}
+		if err = waitGrace(ctx, g, opts.Observe); err != nil {
+			break
+		}
+		out, err = s.cluster.Finish(ctx, s.proj, plan.PlanID, opts)
+	}
 	if err != nil {
 		err = planError(g, err)
 		if op, ok := s.proj.State.Operation(plan.PlanID); ok && op.State.Unfinished() {

@@ -17,7 +17,7 @@ import (
 // a result.
 func clearEnv(t *testing.T) {
 	t.Helper()
-	for _, k := range []string{envBootstrap, envControlTopic, envCommandConfig, envOutput, envTimeout} {
+	for _, k := range []string{envBootstrap, envControlTopic, envCommandConfig, envOutput, envTimeout, envRestoreGrace} {
 		unsetEnv(t, k)
 	}
 }

@@ -58,6 +58,8 @@ type workerOptions struct {
 	blockedRetry time.Duration
 	// tombstoneScanLimit bounds each pass of the owners' tombstone watch (0: no limit).
 	tombstoneScanLimit int64
+	// restoreGrace is --restore-grace (0: off).
+	restoreGrace time.Duration
 }
 
 func newWorkerCmd(g *globalOptions) *cobra.Command {
@@ -86,6 +88,11 @@ matched anywhere in the name: anchor it), those created later too (found within
 --discovery-interval, no restart); the group spreads them over the replicas, and its default
 name is kcleanup-worker.regex.<RE>. On SIGTERM the replica stops taking work, lets the step in flight end (at most 5s),
 leaves the group so another replica takes over at once, and exits 0.
+
+With a Flink Agents mirror attached, --restore-grace D (or KCLEANUP_RESTORE_GRACE; default 0, off)
+deletes nothing for a plan until D after the mirror's COMMITTED of it was acknowledged: a restore
+that passed the job's check on the mirror just before has D to replay. The owner retries the
+operation then and serves everything else meanwhile; /v1/status lists the wait (restoreGrace).
 
 Testing aid: KCLEANUP_FAILPOINT=<step> makes the process kill itself with SIGKILL at that step
 of an operation, <step>:stop freezes it with SIGSTOP (docs/deploy.md, "Testing aid: failpoints").
@@ -128,6 +135,7 @@ Never set it in production. Steps (after-committed is apply's alone):
 		"how long an operation blocked for a cause an operator must remove waits before the next attempt")
 	f.Int64(flagWorkerTombstone, worker.DefaultTombstoneScanLimit,
 		"the most data `records` one pass of an owner's tombstone watch above the boundary reads (0: no limit); the next pass reads on, and nothing is deleted until it has read to the end")
+	addRestoreGraceFlag(f)
 	return cmd
 }
 
@@ -215,6 +223,9 @@ func parseWorkerFlags(cmd *cobra.Command, g globalOptions) (workerOptions, error
 	if o.tombstoneScanLimit, _ = cmd.Flags().GetInt64(flagWorkerTombstone); o.tombstoneScanLimit < 0 {
 		return o, usageError(errors.Newf("invalid --%s %d: want a number of records, or 0 for no limit", flagWorkerTombstone, o.tombstoneScanLimit))
 	}
+	if o.restoreGrace, err = restoreGrace(cmd); err != nil {
+		return o, err
+	}
 	if o.heartbeat >= o.session {
 		// Checked before connecting: the group would evict the member
 		// between two heartbeats, and it would own nothing.
@@ -257,6 +268,7 @@ func runWorker(cmd *cobra.Command, g globalOptions, o workerOptions) error {
 		daemon.WithGroupTimings(o.session, o.heartbeat, 0),
 		daemon.WithBlockedRetry(o.blockedRetry),
 		daemon.WithTombstoneScanLimit(o.tombstoneScanLimit),
+		daemon.WithRestoreGrace(o.restoreGrace),
 		daemon.WithBootstrap(g.bootstrap()),
 	}
 	d, err := daemon.New(c, opts...)

@@ -71,6 +71,49 @@ func TestWorkerFlags(t *testing.T) {
 	}
 }
 
+// TestRestoreGraceFlag: --restore-grace is off by default, read from KCLEANUP_RESTORE_GRACE,
+// the flag wins, and days are understood.
+func TestRestoreGraceFlag(t *testing.T) {
+	clearWorkerEnv(t)
+	o, code, stderr := parseWorker(t, "--control-topic", "a")
+	if code != exitOK || o.restoreGrace != 0 {
+		t.Fatalf("default: exit %d (%s), grace %s; want 0 (off)", code, stderr, o.restoreGrace)
+	}
+	t.Setenv(envRestoreGrace, "15m")
+	if o, code, _ = parseWorker(t, "--control-topic", "a"); code != exitOK || o.restoreGrace != 15*time.Minute {
+		t.Fatalf("environment: exit %d, grace %s; want 15m", code, o.restoreGrace)
+	}
+	if o, code, _ = parseWorker(t, "--control-topic", "a", "--restore-grace", "1d"); code != exitOK || o.restoreGrace != 24*time.Hour {
+		t.Fatalf("flag: exit %d, grace %s; want 24h, over the environment", code, o.restoreGrace)
+	}
+}
+
+// TestRestoreGraceUsageErrors: negative, unparsable and absurdly large graces are usage
+// errors with a hint, from the flag of worker and apply and from the environment.
+func TestRestoreGraceUsageErrors(t *testing.T) {
+	clearWorkerEnv(t)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"worker", "--control-topic", "a", "--restore-grace", "-1m"}, `invalid --restore-grace "-1m": negative`},
+		{[]string{"worker", "--control-topic", "a", "--restore-grace", "soon"}, `invalid --restore-grace "soon": not a duration`},
+		{[]string{"worker", "--control-topic", "a", "--restore-grace", "30"}, `invalid --restore-grace "30": not a duration`},
+		{[]string{"worker", "--control-topic", "a", "--restore-grace", "400d"}, `invalid --restore-grace "400d": above the longest grace, 24h0m0s`},
+		{[]string{"apply", "plan.json", "--restore-grace", "-5s"}, `invalid --restore-grace "-5s": negative`},
+		{[]string{"apply", "plan.json", "--restore-grace", "2d"}, "Hint: give a duration such as 90s, 15m or 2h"},
+	} {
+		code, _, stderr := runCLI(t, tc.args...)
+		if code != exitUsage || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 and %q", tc.args, code, stderr, tc.want)
+		}
+	}
+	t.Setenv(envRestoreGrace, "forever")
+	if code, _, stderr := runCLI(t, "worker", "--control-topic", "a"); code != exitUsage || !strings.Contains(stderr, `invalid KCLEANUP_RESTORE_GRACE "forever"`) {
+		t.Errorf("environment: exit %d, stderr %q; want exit 2 naming KCLEANUP_RESTORE_GRACE", code, stderr)
+	}
+}
+
 func TestWorkerUsageErrors(t *testing.T) {
 	clearWorkerEnv(t)
 	for _, tc := range []struct {

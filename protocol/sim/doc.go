@@ -24,7 +24,10 @@
 //     read, check, produce, commit under one transactional ID, where a
 //     newer writer's fence aborts an older one's open transaction and a
 //     fenced commit is refused; a writer pauses or dies inside its
-//     transaction, and read_committed reads fail while one is open.
+//     transaction, and read_committed reads fail while one is open;
+//   - with a mirror, a restore grace (docs/design.md §11) in three quarters
+//     of those seeds (1 to 90 ticks; a third with record times readers
+//     cannot know), and processes killed while they wait it out.
 //
 // Workers behave as package worker/daemon's owners: each pass catches up,
 // repairs, and finishes a pending operation; a worker whose projection
@@ -37,7 +40,8 @@
 // live worker's projection is still disputed. With a mirror: the Flink
 // Agents job's fold of it never fails (after every commit); no
 // DeleteRecords is issued, once the deleting process has read the
-// attachment, before the mirror covers the plan; and when nothing is
+// attachment, before the mirror covers the plan, nor before the restore
+// grace has passed since the commit of its first covering record; and when nothing is
 // pending at the end, the mirror's boundary is the control topic's. The same seed
 // always gives the same run: a failing seed is replayed with
 //

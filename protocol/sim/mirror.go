@@ -3,6 +3,7 @@ package sim
 import (
 	"encoding/base64"
 	"fmt"
+	"time"
 
 	"github.com/cockroachdb/errors"
 
@@ -56,6 +57,12 @@ type mirrorTopic struct {
 	// control offset (-1 before).
 	attachAt     int
 	attachOffset int64
+	// grace is the restore grace the processes run with (0: off), in
+	// ticks; untimed: every other committed record's time is not known to
+	// a reader (a foreign writer's record without a timestamp), so the
+	// grace runs from when a process first saw it.
+	grace   int
+	untimed bool
 }
 
 type txnState int
@@ -71,6 +78,9 @@ type mirrorEntry struct {
 	epoch  int
 	state  txnState
 	opened int
+	// committed is when its commit made it readable (the commit marker's
+	// time).
+	committed time.Time
 }
 
 // mirrorWrite is a process's WriteMirror under way: worker.WriteMirror's
@@ -98,6 +108,13 @@ func newMirror(seed uint64, cfg Config) *mirrorTopic {
 	m := &mirrorTopic{id: base64.RawURLEncoding.EncodeToString(id[:]), attachOffset: -1}
 	if (r/2)%2 == 1 {
 		m.attachAt = 1 + int(r/4)%(cfg.Ticks/2)
+	}
+	// The restore grace: off in a quarter of the seeds, else 1 to 90 ticks;
+	// a third of those with record times a reader cannot know.
+	g := (r >> 12) % 1024
+	if g%4 != 0 {
+		m.grace = 1 + int(g/4)%90
+		m.untimed = (g/4)%3 == 0
 	}
 	return m
 }
@@ -134,15 +151,15 @@ func (m *mirrorTopic) fence() int {
 	return m.epoch
 }
 
-// commit is EndTxn(commit) of the writer with epoch: refused when a newer
-// writer fenced it.
-func (m *mirrorTopic) commit(epoch int) error {
+// commit is EndTxn(commit) of the writer with epoch at now: refused when
+// a newer writer fenced it.
+func (m *mirrorTopic) commit(epoch int, now time.Time) error {
 	if epoch != m.epoch {
 		return errors.New("sim: PRODUCER_FENCED: a newer writer of the mirror fenced this one")
 	}
 	for i := range m.entries {
 		if e := &m.entries[i]; e.state == txnOpen && e.epoch == epoch {
-			e.state = txnCommitted
+			e.state, e.committed = txnCommitted, now
 		}
 	}
 	return nil
@@ -170,8 +187,39 @@ func (m *mirrorTopic) fold() *flinkagents.Fold {
 }
 
 func (m *mirrorTopic) view() protocol.MirrorView {
+	visible := map[int64]time.Time{}
+	for _, e := range m.entries {
+		if e.state == txnCommitted && !(m.untimed && e.rec.Offset%2 == 0) {
+			visible[e.rec.Offset] = e.committed
+		}
+	}
 	return protocol.MirrorView{Topic: mirrorTopicName, TopicID: m.id, Partitions: []int32{0}, CleanupPolicy: "compact",
-		MaxMessageBytes: 1 << 20, Fold: m.fold()}
+		MaxMessageBytes: 1 << 20, Fold: m.fold(), Visible: visible}
+}
+
+// coveredAt is when the mirror first showed plan covered: the commit time
+// of the first committed record, in offset order, whose plan is at or
+// above it on every partition (the true time, known or not to readers).
+func (m *mirrorTopic) coveredAt(plan events.Plan) (time.Time, bool) {
+	for _, e := range m.entries {
+		if e.state != txnCommitted {
+			continue
+		}
+		_, p, err := flinkagents.ParseValue(e.rec.Value)
+		if err != nil {
+			continue
+		}
+		covers := true
+		for part, off := range plan.Offsets {
+			if got, ok := p.Offsets[part]; !ok || got < off {
+				covers = false
+			}
+		}
+		if covers {
+			return e.committed, true
+		}
+	}
+	return time.Time{}, false
 }
 
 // readMirror is ReadMirror: read_committed to the end captured first.
@@ -185,7 +233,9 @@ func (p *process) readMirror(w *world) protocol.Report {
 		w.count(MirrorLSO)
 		return protocol.Report{Err: errors.New("sim: mirror read timed out: an open transaction holds its last stable offset below the end")}
 	}
-	return protocol.Report{Mirror: w.mirror.view()}
+	v := w.mirror.view()
+	v.ReadAt = w.now()
+	return protocol.Report{Mirror: v}
 }
 
 // writeMirror runs p.mw on until it ends (true, with its report) or the
@@ -201,7 +251,7 @@ func (p *process) writeMirror(w *world) (protocol.Report, bool) {
 			case Fail:
 				mw.err = errors.New("sim: mirror commit failed")
 			case TimeoutAfter:
-				if err := m.commit(mw.epoch); err != nil {
+				if err := m.commit(mw.epoch, w.now()); err != nil {
 					w.count(MirrorFenced)
 					mw.err = err
 				} else {
@@ -211,13 +261,13 @@ func (p *process) writeMirror(w *world) (protocol.Report, bool) {
 			case Delayed:
 				epoch := mw.epoch
 				w.later = append(w.later, delayed{due: w.tick + 1 + w.rng.IntN(30), apply: func() {
-					if m.commit(epoch) == nil {
+					if m.commit(epoch, w.now()) == nil {
 						w.checkMirrorFold()
 					}
 				}})
 				mw.err = errors.New("sim: mirror commit timed out (still in flight)")
 			default:
-				if err := m.commit(mw.epoch); err != nil {
+				if err := m.commit(mw.epoch, w.now()); err != nil {
 					w.count(MirrorFenced)
 					mw.err = err
 				} else {
@@ -304,6 +354,29 @@ func (w *world) checkMirrored(p *process, planID string) {
 		b, err := protocol.MirrorEffective(w.mirror.view(), dataTopic, w.topic.ID, w.topic.Partitions)
 		w.errs = append(w.errs, errors.Newf("mirror: tick %d: DeleteRecords for plan %s (%s) while the mirror's boundary is %s (%v)",
 			w.tick, planID, op.Plan.Offsets, b, err))
+	}
+}
+
+// checkGrace is checked as a DeleteRecords is issued, like checkMirrored:
+// with a restore grace, no deletion before the grace has passed since the
+// mirror first showed the plan (the commit time of its first covering
+// record, whether or not a reader could know it).
+func (w *world) checkGrace(p *process, planID string) {
+	if w.mirror == nil || w.mirror.grace == 0 || w.mirror.attachOffset < 0 || w.mirror.attachOffset >= p.read {
+		return
+	}
+	full := invariant.Fold(w.full)
+	if att, ok := full.Mirror(); !ok || att.TopicID != w.mirror.id {
+		return
+	}
+	op, _ := full.Operation(planID)
+	at, ok := w.mirror.coveredAt(op.Plan)
+	if !ok {
+		return // checkMirrored reports it
+	}
+	if until := at.Add(secs(w.mirror.grace)); w.now().Before(until) {
+		w.errs = append(w.errs, errors.Newf("grace: tick %d: DeleteRecords for plan %s at %s, before the restore grace of %d ticks was out (mirror showed it at %s, until %s)",
+			w.tick, planID, w.now().Format(time.TimeOnly), w.mirror.grace, at.Format(time.TimeOnly), until.Format(time.TimeOnly)))
 	}
 }
 

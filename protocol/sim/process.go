@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/cockroachdb/errors"
 
@@ -44,6 +45,11 @@ type process struct {
 	// (mirrorSynced), and when a failed one may be retried.
 	syncKey, mirrorSynced string
 	mirrorRetryAt         int
+	// graceSeen: when this process first saw the mirror show a plan with
+	// no known time (protocol.Config.GraceSeen), by plan; waiting: it waits
+	// out a restore grace (until backoff).
+	graceSeen map[string]time.Time
+	waiting   bool
 }
 
 func (w *world) newWorker(i int) *process {
@@ -56,6 +62,16 @@ func (w *world) newApply(plan events.Plan, i int) *process {
 
 func (p *process) config(w *world) protocol.Config {
 	return protocol.Config{ControlTopic: dataTopic + ".kcleanup", Bootstrap: "sim:9092", NoWait: p.noWait, Now: w.now()}
+}
+
+// finishConfig is config for a run that may delete plan: with the seed's
+// restore grace, and when this process first saw the plan on the mirror.
+func (p *process) finishConfig(w *world, planID string) protocol.Config {
+	cfg := p.config(w)
+	if w.mirror != nil {
+		cfg.RestoreGrace, cfg.GraceSeen = secs(w.mirror.grace), p.graceSeen[planID]
+	}
+	return cfg
 }
 
 // act is one scheduler turn of p: start a run, or take its next step.
@@ -97,12 +113,16 @@ func (p *process) act(w *world) {
 // pending operation.
 func (p *process) start(w *world) bool {
 	if !p.worker {
+		if p.backoff > w.tick {
+			return false // apply waits out the restore grace in-process
+		}
 		if p.tries >= 4 && !w.quiet {
 			p.done = true
 			return false
 		}
 		p.tries++
-		p.run = protocol.NewApply(p.plan, p.config(w))
+		p.waiting = false
+		p.run = protocol.NewApply(p.plan, p.finishConfig(w, p.plan.PlanID))
 		if p.sync {
 			p.deliver(w, w.next)
 			p.run = protocol.NewMirrorSync(p.config(w))
@@ -113,6 +133,7 @@ func (p *process) start(w *world) bool {
 	if p.backoff > w.tick {
 		return false
 	}
+	p.waiting = false
 	p.deliver(w, w.next)
 	p.repair(w)
 	if len(p.proj.Disputed()) > 0 {
@@ -139,7 +160,7 @@ func (p *process) start(w *world) bool {
 		return false
 	}
 	op := pending[w.rng.IntN(len(pending))]
-	p.run = protocol.NewFinish(op.PlanID, p.config(w))
+	p.run = protocol.NewFinish(op.PlanID, p.finishConfig(w, op.PlanID))
 	p.rep, p.step = protocol.Report{}, protocol.Step{}
 	return true
 }
@@ -149,6 +170,25 @@ func (p *process) end(w *world, s protocol.Step) {
 	p.step = protocol.Step{}
 	if errors.Is(s.Err, protocol.ErrSuperseded) {
 		w.count(Conflicting)
+	}
+	if g, ok := protocol.GraceOf(s.Err); ok && s.Kind == protocol.Wait {
+		// Wait out the grace without holding anything: a worker retries
+		// then, an apply process runs again then (its tries do not count).
+		w.res.GraceWaits++
+		if !g.Known {
+			if p.graceSeen == nil {
+				p.graceSeen = map[string]time.Time{}
+			}
+			if _, ok := p.graceSeen[g.PlanID]; !ok {
+				p.graceSeen[g.PlanID] = g.From
+			}
+		}
+		p.backoff = w.tick + int((g.Until.Sub(w.now())+time.Second-1)/time.Second)
+		p.waiting = true
+		if !p.worker {
+			p.tries--
+		}
+		return
 	}
 	if p.worker && p.syncKey != "" {
 		if s.Kind == protocol.Done {
@@ -351,6 +391,7 @@ func (p *process) deleteStep(w *world, s protocol.Step) protocol.Report {
 	f := w.fault(Fail, TimeoutAfter, Delayed, PartTransient, PartPermanent)
 	if f != Fail {
 		w.checkMirrored(p, planID)
+		w.checkGrace(p, planID)
 	}
 	switch f {
 	case Fail:

@@ -82,6 +82,10 @@ type Result struct {
 	// Pins counts the PINNED and UNPINNED records the operator appended,
 	// PinRejected the COMMITTED records the fold rejected for a pin.
 	Pins, PinRejected int
+	// Grace is the seed's restore grace in ticks (0: off); GraceWaits
+	// counts the runs that stopped to wait it out, GraceKills the processes
+	// killed while waiting.
+	Grace, GraceWaits, GraceKills int
 }
 
 // entry is one record on the simulated control topic.
@@ -136,6 +140,9 @@ func Run(seed uint64, cfg Config) Result {
 	w.plans = w.makePlans()
 	w.mirror = newMirror(seed, cfg)
 	res.Mirrored = w.mirror != nil
+	if w.mirror != nil {
+		res.Grace = w.mirror.grace
+	}
 	for i := 0; i < cfg.Workers; i++ {
 		w.procs = append(w.procs, w.newWorker(i))
 	}
@@ -305,6 +312,9 @@ func (w *world) schedule() {
 	p := ready[w.rng.IntN(len(ready))]
 	if !w.quiet && w.rng.Float64() < 0.01 {
 		w.count(Kill)
+		if p.waiting {
+			w.res.GraceKills++
+		}
 		p.dead, p.diedAt = true, w.tick
 		return
 	}

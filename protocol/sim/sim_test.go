@@ -33,10 +33,16 @@ func TestSimulation(t *testing.T) {
 	var records int64
 	disputed, disputedSeeds := 0, 0
 	pins, pinRejected := 0, 0
+	graceSeeds, graceWaits, graceKills := 0, 0, 0
 	for seed := first; seed <= last; seed++ {
 		res := Run(seed, cfg)
 		pins += res.Pins
 		pinRejected += res.PinRejected
+		if res.Grace > 0 {
+			graceSeeds++
+		}
+		graceWaits += res.GraceWaits
+		graceKills += res.GraceKills
 		for f, n := range res.Faults {
 			faults[f] += n
 		}
@@ -74,6 +80,10 @@ func TestSimulation(t *testing.T) {
 		n, mirrored, mirrorHeld, failed, records)
 	t.Logf("%d worker passes in %d seeds read a disputed conflict (docs/design.md §5) and repaired neither side", disputed, disputedSeeds)
 	t.Logf("%d pin events (PINNED, UNPINNED) appended; %d COMMITTED records rejected for a pin (docs/design.md §12)", pins, pinRejected)
+	t.Logf("%d seeds ran with a restore grace; %d runs stopped to wait it out, %d processes were killed while waiting (docs/design.md §11)", graceSeeds, graceWaits, graceKills)
+	if *only == 0 && n >= 200 && (graceWaits == 0 || graceKills == 0) {
+		t.Errorf("in %d seeds, %d runs waited out a restore grace and %d processes died waiting: the grace was not exercised", n, graceWaits, graceKills)
+	}
 	if *only == 0 && n >= 50 && (pins == 0 || pinRejected == 0) {
 		t.Errorf("no pin rejected a commit in %d seeds (%d pin events): the pin rules were not exercised", n, pins)
 	}

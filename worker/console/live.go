@@ -147,6 +147,10 @@ func liveTopic(ts report.TopicStatus, now time.Time) Topic {
 	for _, b := range st.Blocked {
 		blocked[b.PlanID] = b
 	}
+	graced := map[string]report.GraceOperation{}
+	for _, g := range st.RestoreGrace {
+		graced[g.PlanID] = g
+	}
 	// Rejected records show on their plan's lane, except the fleet's own
 	// retraction tombstones (listed under maintenance).
 	rejectedBy := map[string][]report.RejectedRecord{}
@@ -185,6 +189,11 @@ func liveTopic(ts report.TopicStatus, now time.Time) Topic {
 				l.Hint = strings.Join(b.Hints, "\n") + "\nthe owner retries on its own at " + report.FormatTime(b.RetryAt)
 			}
 			t.Alerts = append(t.Alerts, Alert{Level: "bad", Title: "Blocked operation " + l.PlanShort, Text: l.FlagText, Hint: l.Hint})
+		case graced[op.PlanID].PlanID != "":
+			g := graced[op.PlanID]
+			l.Flag = "pending"
+			l.FlagText = fmt.Sprintf("%s: waiting out the restore grace until %s (mirror %s showed the plan at %s)", op.State, report.FormatTime(g.Until), g.Mirror, report.FormatTime(g.Since))
+			l.Hint = "nothing to do: a Flink Agents restore that passed its check on the mirror just before has until then; the owner deletes after it"
 		case pending(op.State) && !op.UpdatedAt.IsZero() && now.Sub(op.UpdatedAt) > StuckAfter:
 			l.Flag = "stuck"
 			l.FlagText = fmt.Sprintf("%s since %s (%s): no worker finished it", op.State, report.FormatTime(op.UpdatedAt), formatDuration(now.Sub(op.UpdatedAt)))

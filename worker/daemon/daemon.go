@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kcleanup/kcleanup/protocol"
 	"github.com/kcleanup/kcleanup/report"
 	"github.com/kcleanup/kcleanup/worker"
 )
@@ -97,6 +98,9 @@ type daemonConfig struct {
 	bootstrap        string
 	// tombstoneScanLimit bounds each pass of the tombstone watch (records).
 	tombstoneScanLimit int64
+	// restoreGrace: no deletion before this long after the mirror showed
+	// the plan (protocol.RestoreGrace; 0: off).
+	restoreGrace time.Duration
 	// rereadAfter: a projection showing a disputed conflict is read afresh
 	// at most this often (worker.RetractionGrace; tests shorten it).
 	rereadAfter time.Duration
@@ -288,6 +292,15 @@ func WithTombstoneScanLimit(records int64) Option {
 	}
 }
 
+// WithRestoreGrace sets the restore grace (--restore-grace): with a Flink
+// Agents mirror attached, no DeleteRecords for a plan before d has passed
+// since the mirror's record of it was acknowledged (protocol.RestoreGrace).
+// The owner does not hold the operation meanwhile: it retries it when the
+// grace is out, and serves everything else. Default 0: off.
+func WithRestoreGrace(d time.Duration) Option {
+	return func(c *daemonConfig) { c.restoreGrace = d }
+}
+
 // New configures a replica. It connects to nothing until Run.
 func New(c *worker.Cluster, opts ...Option) (*Daemon, error) {
 	cfg := daemonConfig{
@@ -387,6 +400,9 @@ func (cfg daemonConfig) check() error {
 	}
 	if cfg.backoffMin > cfg.backoffMax {
 		return bad("backoff minimum %s is above its maximum %s", cfg.backoffMin, cfg.backoffMax)
+	}
+	if cfg.restoreGrace < 0 || cfg.restoreGrace > protocol.MaxRestoreGrace {
+		return bad("restore grace %s is outside 0 to %s", cfg.restoreGrace, protocol.MaxRestoreGrace)
 	}
 	return nil
 }

@@ -365,6 +365,8 @@ func TestNewRejectsBadConfigurations(t *testing.T) {
 		"grace beyond rebalance": {WithControlTopics("a"), WithShutdownGrace(20 * time.Second)},
 		"names and a regex":      {WithControlTopics("a"), WithControlTopicRegex(`\.kcleanup$`)},
 		"regex that fails":       {WithControlTopicRegex(`(`)},
+		"negative restore grace": {WithControlTopics("a"), WithRestoreGrace(-time.Second)},
+		"restore grace over 24h": {WithControlTopics("a"), WithRestoreGrace(25 * time.Hour)},
 	} {
 		if _, err := New(c, opts...); !errors.Is(err, ErrConfig) {
 			t.Errorf("%s: err %v, want ErrConfig", name, err)

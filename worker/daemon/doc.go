@@ -9,7 +9,10 @@
 // keys and calls worker.Cluster.Finish for every pending operation, with
 // capped exponential backoff for transient failures and a long retry
 // interval for blocked ones (worker.ErrBlocked, worker.ErrDegraded, denied
-// authorization). Ownership is an optimisation, not a safety mechanism: it
+// authorization). An operation that waits out the restore grace
+// (WithRestoreGrace, protocol.RestoreGrace) is retried when it is out, not
+// held: the owner serves the rest meanwhile and /v1/status lists the wait.
+// Ownership is an optimisation, not a safety mechanism: it
 // moves on revocation (the step in flight may end within a grace), on loss
 // and on shutdown (the replica leaves the group), and because every step is
 // idempotent a paused owner that wakes up after losing the group does no

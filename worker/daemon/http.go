@@ -156,6 +156,7 @@ func (d *Daemon) topicStatus(topic string, all bool) report.TopicStatus {
 	if o := d.owned(topic); o != nil {
 		ts.Owned = true
 		ts.Blocked = o.blocked()
+		ts.RestoreGrace = o.waiting()
 	}
 	ts.CaughtUp, _ = s.caughtUp(d.cfg.readyWindow)
 	if !s.caughtUpAt.IsZero() {

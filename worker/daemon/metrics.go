@@ -29,7 +29,7 @@ var deleteBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 
 
 // attemptResults are the values of the result label of
 // kcleanup_finish_attempts_total.
-var attemptResults = []string{"applied", "retry", "blocked"}
+var attemptResults = []string{"applied", "retry", "blocked", "grace"}
 
 type metrics struct {
 	takeovers prometheus.Counter
@@ -208,6 +208,13 @@ func (c snapshotCollector) Collect(ch chan<- prometheus.Metric) {
 			n = len(owners[i].blocked())
 		}
 		gauge("kcleanup_blocked_operations", "Pending operations this replica stopped retrying for a cause an operator must remove (only the owner knows).", float64(n), "control_topic", t)
+	}
+	for i, t := range topics {
+		n := 0
+		if owners[i] != nil {
+			n = len(owners[i].waiting())
+		}
+		gauge("kcleanup_restore_grace_operations", "Pending operations whose deletion waits out the restore grace (--restore-grace) after the Flink Agents mirror showed them (only the owner knows): not stuck.", float64(n), "control_topic", t)
 	}
 	tombstones := d.tombstonesAbove()
 	for i, t := range topics {

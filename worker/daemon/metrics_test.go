@@ -81,6 +81,7 @@ func TestMetricsAfterAnOperation(t *testing.T) {
 		l(`kcleanup_projection_degraded{control_topic="CTL"}`):                         0,
 		l(`kcleanup_rejected_records_total{control_topic="CTL",reason="malformed"}`):   0,
 		l(`kcleanup_blocked_operations{control_topic="CTL"}`):                          0,
+		l(`kcleanup_restore_grace_operations{control_topic="CTL"}`):                    0,
 		l(`kcleanup_pins_active{control_topic="CTL"}`):                                 0,
 		l(`kcleanup_owner{control_topic="CTL"}`):                                       1,
 		`kcleanup_owned_partitions`:                                                    1,

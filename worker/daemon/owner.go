@@ -69,6 +69,11 @@ type attempt struct {
 	reason   string
 	hints    []string  // the fixes the error carries (errors.GetAllHints)
 	since    time.Time // first failure of the current streak
+	// grace: the operation waits out the restore grace until grace.Until
+	// (next); not a failure. graceSeen is when this replica first saw the
+	// mirror show the plan with no time known (protocol.Config.GraceSeen).
+	grace     *protocol.GraceWait
+	graceSeen time.Time
 }
 
 // own starts a runner for a control topic this replica was assigned.
@@ -405,9 +410,17 @@ func (d *Daemon) finish(o *owner, proj *worker.Projection, op projector.Operatio
 	o.busy.Store(true)
 	defer o.busy.Store(false)
 	began := time.Now()
+	opts.RestoreGrace, opts.GraceSeen = d.cfg.restoreGrace, o.graceSeen(op.PlanID)
 	out, err := d.cluster.Finish(ctx, proj, op.PlanID, opts)
 	took := time.Since(began).Round(time.Millisecond)
+	g, waiting := protocol.GraceOf(err)
 	switch {
+	case waiting:
+		// Nothing is held meanwhile: the owner moves on and retries the
+		// operation when the grace is out.
+		o.waitGrace(op.PlanID, g)
+		d.metrics.attempt(o.topic, "grace")
+		log.Info("waiting out the restore grace: no deletion before it is out", "until", g.Until.Format(time.RFC3339), "mirror_acknowledged_at", g.From.Format(time.RFC3339Nano), "time_known", g.Known, "grace", g.Grace.String())
 	case err == nil:
 		o.succeeded(op.PlanID)
 		d.metrics.attempt(o.topic, "applied")
@@ -466,6 +479,48 @@ func (o *owner) nextDue() time.Time {
 	return next
 }
 
+// waitGrace records that an operation waits out the restore grace: it is
+// next attempted at g.Until.
+func (o *owner) waitGrace(planID string, g protocol.GraceWait) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	a := o.attempts[planID]
+	if a == nil {
+		a = &attempt{since: time.Now()}
+		o.attempts[planID] = a
+	}
+	a.next, a.blocked, a.denied, a.grace = g.Until, false, false, &g
+	a.reason, a.hints = "", nil
+	if !g.Known && a.graceSeen.IsZero() {
+		a.graceSeen = g.From
+	}
+}
+
+// graceSeen is when this replica first saw the mirror show the plan
+// without a known time (zero: never).
+func (o *owner) graceSeen(planID string) time.Time {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if a := o.attempts[planID]; a != nil {
+		return a.graceSeen
+	}
+	return time.Time{}
+}
+
+// waiting lists the operations waiting out the restore grace, soonest first.
+func (o *owner) waiting() []report.GraceOperation {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	out := []report.GraceOperation{}
+	for id, a := range o.attempts {
+		if a.grace != nil {
+			out = append(out, report.GraceOperation{PlanID: id, Mirror: a.grace.Mirror, Since: a.grace.From, TimeKnown: a.grace.Known, Until: a.grace.Until})
+		}
+	}
+	slices.SortFunc(out, func(a, b report.GraceOperation) int { return a.Until.Compare(b.Until) })
+	return out
+}
+
 func (o *owner) succeeded(planID string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -481,6 +536,7 @@ func (o *owner) failed(planID string, blocked bool, err error, cfg daemonConfig)
 		o.attempts[planID] = a
 	}
 	a.failures++
+	a.grace = nil
 	a.blocked, a.reason, a.hints = blocked, err.Error(), errors.GetAllHints(err)
 	a.denied = blocked && worker.IsAuthorizationError(err)
 	if blocked {

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/cockroachdb/errors"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/kcleanup/kcleanup/protocol"
+)
+
+// --restore-grace, on `kcleanup worker` and `kcleanup apply` (flag > environment > default).
+const (
+	flagRestoreGrace = "restore-grace"
+	envRestoreGrace  = "KCLEANUP_RESTORE_GRACE"
+	// defaultRestoreGrace is off: how long a restore replays is the operator's to say, and a
+	// guessed default would read as a protection it may not be (docs/flink-agents.md).
+	defaultRestoreGrace = "0"
+)
+
+// addRestoreGraceFlag declares --restore-grace. It is a string so that the flag and its
+// environment variable are parsed by the same code (restoreGrace).
+func addRestoreGraceFlag(f *pflag.FlagSet) {
+	f.String(flagRestoreGrace, defaultRestoreGrace,
+		"with a Flink Agents mirror attached, delete nothing for a plan until this `duration` (90s, 15m, 2h, up to 1d) after the mirror's COMMITTED of it was acknowledged, so that a restore that passed its check on the mirror just before can finish replaying; 0: off (env "+envRestoreGrace+")")
+}
+
+// restoreGrace resolves --restore-grace; bad input is a usage error.
+func restoreGrace(cmd *cobra.Command) (time.Duration, error) {
+	raw, src, err := lookupSetting(cmd, flagRestoreGrace, envRestoreGrace, defaultRestoreGrace)
+	if err != nil {
+		return 0, err
+	}
+	d, err := parseDays(strings.TrimSpace(raw))
+	hint := "give a duration such as 90s, 15m or 2h (at most " + protocol.MaxRestoreGrace.String() + "), or 0 for none: the time a Flink Agents restore takes to replay"
+	switch {
+	case err != nil:
+		return 0, usageError(errors.WithHint(errors.Newf("invalid %s %q: not a duration", src, raw), hint))
+	case d < 0:
+		return 0, usageError(errors.WithHint(errors.Newf("invalid %s %q: negative", src, raw), hint))
+	case d > protocol.MaxRestoreGrace:
+		return 0, usageError(errors.WithHint(errors.Newf("invalid %s %q: above the longest grace, %s", src, raw, protocol.MaxRestoreGrace),
+			hint+"; a recovery point needed for longer is pinned: kcleanup pin --markers … --recovery-point … --for 7d --reason …"))
+	}
+	return d, nil
+}
+
+// waitGrace waits, in this process, until the restore grace g is out, saying so first.
+func waitGrace(ctx context.Context, g protocol.GraceWait, say func(protocol.Progress)) error {
+	since := "its record was acknowledged at " + g.From.UTC().Format(time.RFC3339)
+	if !g.Known {
+		since = "its record's time is not known; first seen at " + g.From.UTC().Format(time.RFC3339)
+	}
+	say(protocol.Progress{Step: "grace", Message: fmt.Sprintf(
+		"waiting out the restore grace of %s until %s: mirror %s shows plan %s and %s; nothing is deleted before (Ctrl-C stops the wait: the plan stays committed, and a worker or apply again deletes after it)",
+		g.Grace, g.Until.UTC().Format(time.RFC3339), g.Mirror, g.PlanID, since)})
+	t := time.NewTimer(time.Until(g.Until))
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		until := g.Until.UTC().Format(time.RFC3339)
+		return errors.WithHintf(errors.Wrapf(ctx.Err(), "stopped waiting out the restore grace of plan %s (until %s)", g.PlanID, until),
+			"the wait for the restore grace (until %s) was stopped: nothing was deleted; the boundary is committed and recovery enforces it", until)
+	}
+}
