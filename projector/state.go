@@ -73,6 +73,7 @@ type State struct {
 	// many records.
 	actors     map[string]uint32
 	actorNames []string
+	lastActor  uint32 // the actor actorIndex returned last
 
 	decoder *events.Decoder // Step's: it checks each distinct plan once
 
@@ -521,12 +522,19 @@ func compareInt64(a, b int64) int {
 
 // actorIndex numbers an actor name.
 func (s *State) actorIndex(actor string) uint32 {
-	if i, ok := s.actors[actor]; ok {
-		return i
+	// A writer writes records in a row: the last actor first, without
+	// hashing (a Decoder hands over the same string, so this compares
+	// pointers).
+	if int(s.lastActor) < len(s.actorNames) && s.actorNames[s.lastActor] == actor {
+		return s.lastActor
 	}
-	i := uint32(len(s.actorNames))
-	s.actors[actor] = i
-	s.actorNames = append(s.actorNames, actor)
+	i, ok := s.actors[actor]
+	if !ok {
+		i = uint32(len(s.actorNames))
+		s.actors[actor] = i
+		s.actorNames = append(s.actorNames, actor)
+	}
+	s.lastActor = i
 	return i
 }
 

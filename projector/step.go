@@ -650,6 +650,11 @@ func (o *op) commitMisplaced() bool {
 	if o.accepted&eventBit(events.Committed) == 0 {
 		return false
 	}
+	if o.extra == nil {
+		// No duplicate: the latest copies are the accepted records, and a
+		// DELETING or APPLIED is accepted only after the one COMMITTED.
+		return false
+	}
 	latest := o.latest()
 	c := latest[eventIndex(events.Committed)]
 	for _, e := range []events.Event{events.Deleting, events.Applied} {
