@@ -19,10 +19,19 @@ import (
 // Mirror events and events this build does not know take the strict path.
 func canonical(d *Decoder, key, value []byte) (Envelope, bool) {
 	// The key: <64 lowercase hex digits>/<a known plan event>.
-	if len(key) < 66 || key[64] != '/' || !isPlanID(key[:64]) {
+	if len(key) < 66 || key[64] != '/' {
 		return Envelope{}, false
 	}
 	id := key[:64]
+	// The plan verified last is this record's, usually (an operation's
+	// records come in a row): its ID, equal, is 64 lowercase hex digits.
+	c, known := d.lastVerified(id)
+	if !known {
+		if !isPlanID(id) {
+			return Envelope{}, false
+		}
+		c, known = d.verified(id)
+	}
 	ev, ok := knownEvent(key[65:])
 	if !ok {
 		return Envelope{}, false
@@ -33,7 +42,7 @@ func canonical(d *Decoder, key, value []byte) (Envelope, bool) {
 	}
 	var p Plan
 	var planOffsets []byte // the plan's offsets object, as this record has it
-	if c, ok := d.verified(id); ok && bytes.HasPrefix(r.b[r.i:], c.raw) {
+	if known && bytes.HasPrefix(r.b[r.i:], c.raw) {
 		// The plan object ends at its closing brace, so equal bytes here
 		// are the whole plan: verified before, under this plan ID.
 		if c.offsets >= 0 {
@@ -98,7 +107,19 @@ func (d *Decoder) verified(id []byte) (verifiedPlan, bool) {
 		return verifiedPlan{}, false
 	}
 	c, ok := d.plans[string(id)]
+	if ok {
+		d.last = c
+	}
 	return c, ok
+}
+
+// lastVerified is the plan the Decoder verified or found last, when its ID
+// is id.
+func (d *Decoder) lastVerified(id []byte) (verifiedPlan, bool) {
+	if d == nil || d.last.plan.PlanID != string(id) {
+		return verifiedPlan{}, false
+	}
+	return d.last, true
 }
 
 // canonicalReader walks one record in Encode's form; every method returns

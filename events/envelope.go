@@ -150,6 +150,7 @@ func Decode(key, value []byte) (Envelope, error) {
 // time.
 type Decoder struct {
 	plans map[string]verifiedPlan // by plan ID
+	last  verifiedPlan            // the plan verified or found last (canonical)
 	actor string                  // the last actor the fast path accepted (canonical)
 	// topic and topicID are the last plan's (canonical): every plan of a
 	// control topic has the same.
@@ -183,7 +184,8 @@ func (d *Decoder) remember(raw []byte, offsets int, p Plan) {
 	if len(d.plans) >= maxVerifiedPlans {
 		clear(d.plans)
 	}
-	d.plans[p.PlanID] = verifiedPlan{raw: bytes.Clone(raw), offsets: offsets, plan: p}
+	d.last = verifiedPlan{raw: bytes.Clone(raw), offsets: offsets, plan: p}
+	d.plans[p.PlanID] = d.last
 }
 
 // envelopeJSON is the envelope as decoded; each field checks itself.
