@@ -19,10 +19,19 @@ import (
 // Mirror events and events this build does not know take the strict path.
 func canonical(d *Decoder, key, value []byte) (Envelope, bool) {
 	// The key: <64 lowercase hex digits>/<a known plan event>.
-	if len(key) < 66 || key[64] != '/' || !isPlanID(key[:64]) {
+	if len(key) < 66 || key[64] != '/' {
 		return Envelope{}, false
 	}
 	id := key[:64]
+	// The plan verified last is this record's, usually (an operation's
+	// records come in a row): its ID, equal, is 64 lowercase hex digits.
+	c, known := d.lastVerified(id)
+	if !known {
+		if !isPlanID(id) {
+			return Envelope{}, false
+		}
+		c, known = d.verified(id)
+	}
 	ev, ok := knownEvent(key[65:])
 	if !ok {
 		return Envelope{}, false
@@ -32,17 +41,25 @@ func canonical(d *Decoder, key, value []byte) (Envelope, bool) {
 		return Envelope{}, false
 	}
 	var p Plan
-	if c, ok := d.verified(id); ok && bytes.HasPrefix(r.b[r.i:], c.raw) {
+	var planOffsets []byte // the plan's offsets object, as this record has it
+	if known && bytes.HasPrefix(r.b[r.i:], c.raw) {
 		// The plan object ends at its closing brace, so equal bytes here
 		// are the whole plan: verified before, under this plan ID.
+		if c.offsets >= 0 {
+			planOffsets = r.b[r.i+c.offsets : r.i+len(c.raw)-1]
+		}
 		r.i += len(c.raw)
 		p = c.plan
 	} else {
 		start := r.i
-		if p, ok = r.plan(id); !ok || p.check() != nil {
+		var offsetsAt int
+		if p, offsetsAt, ok = r.plan(d, id); !ok || p.check() != nil {
 			return Envelope{}, false
 		}
-		d.remember(value[start:r.i], p)
+		if d != nil { // Decode without a Decoder shares no map
+			planOffsets = value[offsetsAt : r.i-1]
+		}
+		d.remember(value[start:r.i], offsetsAt-start, p)
 	}
 	if !r.lit(`,"at":"`) {
 		return Envelope{}, false
@@ -61,12 +78,12 @@ func canonical(d *Decoder, key, value []byte) (Envelope, bool) {
 		if !r.lit(`,"boundary":`) {
 			return Envelope{}, false
 		}
-		env.Boundary, ok = r.offsets()
+		env.Boundary, ok = r.offsetsLike(planOffsets, p.Offsets)
 	case Applied:
 		if !r.lit(`,"logStart":`) {
 			return Envelope{}, false
 		}
-		env.LogStart, ok = r.offsets()
+		env.LogStart, ok = r.offsetsLike(planOffsets, p.Offsets)
 	}
 	if !ok || !r.lit(`}`) || r.i != len(r.b) {
 		return Envelope{}, false
@@ -90,7 +107,19 @@ func (d *Decoder) verified(id []byte) (verifiedPlan, bool) {
 		return verifiedPlan{}, false
 	}
 	c, ok := d.plans[string(id)]
+	if ok {
+		d.last = c
+	}
 	return c, ok
+}
+
+// lastVerified is the plan the Decoder verified or found last, when its ID
+// is id.
+func (d *Decoder) lastVerified(id []byte) (verifiedPlan, bool) {
+	if d == nil || d.last.plan.PlanID != string(id) {
+		return verifiedPlan{}, false
+	}
+	return d.last, true
 }
 
 // canonicalReader walks one record in Encode's form; every method returns
@@ -141,29 +170,60 @@ func (r *canonicalReader) str() ([]byte, bool) {
 	return nil, false
 }
 
-// plan reads the plan object in Encode's form, its planId id; the caller
-// checks it (Plan.check).
-func (r *canonicalReader) plan(id []byte) (Plan, bool) {
+// plan reads the plan object in Encode's form, its planId id, and returns
+// where its offsets object starts; the caller checks it (Plan.check).
+func (r *canonicalReader) plan(d *Decoder, id []byte) (Plan, int, bool) {
 	if !r.lit(`{"schemaVersion":1,"planId":"`) || !r.litBytes(id) || !r.lit(`","sourceRecoveryPoint":`) {
-		return Plan{}, false
+		return Plan{}, 0, false
 	}
 	rp, ok := r.str()
 	if !ok || !r.lit(`,"topic":`) {
-		return Plan{}, false
+		return Plan{}, 0, false
 	}
 	topic, ok := r.str()
 	if !ok || !r.lit(`,"topicId":`) {
-		return Plan{}, false
+		return Plan{}, 0, false
 	}
 	topicID, ok := r.str()
 	if !ok || !r.lit(`,"offsets":`) {
-		return Plan{}, false
+		return Plan{}, 0, false
 	}
+	offsetsAt := r.i
 	o, ok := r.offsets()
 	if !ok || !r.lit(`}`) {
-		return Plan{}, false
+		return Plan{}, 0, false
 	}
-	return Plan{PlanID: string(id), SourceRecoveryPoint: string(rp), Topic: string(topic), TopicID: string(topicID), Offsets: o}, true
+	p := Plan{PlanID: string(id), SourceRecoveryPoint: string(rp), Offsets: o}
+	p.Topic, p.TopicID = d.same(topic, topicID)
+	return p, offsetsAt, true
+}
+
+// same returns the topic and topic ID as strings, the ones of the last
+// plan when equal: a control topic's plans are all for one data topic.
+func (d *Decoder) same(topic, topicID []byte) (string, string) {
+	if d == nil {
+		return string(topic), string(topicID)
+	}
+	if string(topic) != d.topic {
+		d.topic = string(topic)
+	}
+	if string(topicID) != d.topicID {
+		d.topicID = string(topicID)
+	}
+	return d.topic, d.topicID
+}
+
+// offsetsLike reads an offsets object, sharing the plan's map when its bytes
+// are the plan's offsets object (planOffsets): a COMMITTED's boundary and
+// an APPLIED's log start usually are.
+func (r *canonicalReader) offsetsLike(planOffsets []byte, plan Offsets) (Offsets, bool) {
+	// An offsets object ends at its first closing brace: equal bytes up to
+	// it are equal objects.
+	if len(planOffsets) > 0 && bytes.HasPrefix(r.b[r.i:], planOffsets) {
+		r.i += len(planOffsets)
+		return plan, true
+	}
+	return r.offsets()
 }
 
 // offsets reads {"0":100,"1":150}: at least one partition, canonical keys

@@ -203,6 +203,19 @@ func FuzzCanonical(f *testing.F) {
 	for _, s := range decodeSeeds() {
 		f.Add(planned, plannedValue, s.key, s.value)
 	}
+	// A boundary and a log start written as the plan's offsets (the fast
+	// path shares the plan's map), and ones that differ only past the
+	// plan's bytes or by a digit.
+	for _, o := range []Offsets{planC1().Offsets, {0: 100, 1: 1500}, {0: 100, 1: 15}, {0: 100, 1: 150, 2: 1}} {
+		committed := envelopeOf(Committed, planC1())
+		committed.Boundary = o
+		k, v := committed.Encode()
+		f.Add(planned, plannedValue, k, v)
+		applied := envelopeOf(Applied, planC1())
+		applied.LogStart = o
+		k, v = applied.Encode()
+		f.Add(planned, plannedValue, k, v)
+	}
 	f.Fuzz(func(t *testing.T, firstKey, firstValue, key, value []byte) {
 		fast, strict := NewDecoder(), NewDecoder()
 		want, wantErr := strictDecode(strict, firstKey, firstValue)

@@ -145,16 +145,22 @@ func Decode(key, value []byte) (Envelope, error) {
 // it has verified: every record of an operation carries its full plan, and a
 // plan whose bytes equal those of a plan already verified under the same
 // plan ID is neither decoded nor hashed again. The Plan of such envelopes is
-// shared: its Offsets must not be modified. A Decoder is used by one
-// goroutine at a time.
+// shared, and so is a Boundary or LogStart written as the plan's offsets:
+// their maps must not be modified. A Decoder is used by one goroutine at a
+// time.
 type Decoder struct {
 	plans map[string]verifiedPlan // by plan ID
+	last  verifiedPlan            // the plan verified or found last (canonical)
 	actor string                  // the last actor the fast path accepted (canonical)
+	// topic and topicID are the last plan's (canonical): every plan of a
+	// control topic has the same.
+	topic, topicID string
 }
 
 type verifiedPlan struct {
-	raw  []byte // the plan object's bytes, as the record had them
-	plan Plan
+	raw     []byte // the plan object's bytes, as the record had them
+	offsets int    // where in raw its offsets object starts; -1 when not known (the strict path's)
+	plan    Plan
 }
 
 // maxVerifiedPlans bounds a Decoder's memory. The records of one operation
@@ -171,14 +177,15 @@ func (d *Decoder) Decode(key, value []byte) (Envelope, error) {
 	return decode(d, key, value)
 }
 
-func (d *Decoder) remember(raw []byte, p Plan) {
+func (d *Decoder) remember(raw []byte, offsets int, p Plan) {
 	if d == nil {
 		return
 	}
 	if len(d.plans) >= maxVerifiedPlans {
 		clear(d.plans)
 	}
-	d.plans[p.PlanID] = verifiedPlan{raw: bytes.Clone(raw), plan: p}
+	d.last = verifiedPlan{raw: bytes.Clone(raw), offsets: offsets, plan: p}
+	d.plans[p.PlanID] = d.last
 }
 
 // envelopeJSON is the envelope as decoded; each field checks itself.
@@ -422,7 +429,7 @@ func (f *planField) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 		return atValue(dec, ferr)
 	}
 	if p.PlanID == f.keyID {
-		f.d.remember(raw, p)
+		f.d.remember(raw, -1, p) // where its offsets are is canonical's to know
 	}
 	f.v = p
 	return nil

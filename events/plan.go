@@ -21,7 +21,16 @@ import (
 // partition + "=" + offset + "\n". The ID covers content, not JSON bytes, so
 // whitespace and field order in the file do not change it.
 func ComputePlanID(recoveryPoint, topic, topicID string, offsets Offsets) string {
-	b := make([]byte, 0, 64+len(recoveryPoint)+len(topic)+len(topicID)+len(offsets)*16)
+	sum := planIDSum(recoveryPoint, topic, topicID, offsets)
+	return hex.EncodeToString(sum[:])
+}
+
+// planIDSum is the SHA-256 ComputePlanID writes in hex. It builds the text
+// on the stack for a plan of a few partitions: every new plan a Decoder
+// reads is checked with it.
+func planIDSum(recoveryPoint, topic, topicID string, offsets Offsets) [sha256.Size]byte {
+	var buf [512]byte
+	b := buf[:0]
 	b = strconv.AppendInt(b, SchemaVersion, 10)
 	b = append(b, '\n')
 	b = append(b, recoveryPoint...)
@@ -30,14 +39,26 @@ func ComputePlanID(recoveryPoint, topic, topicID string, offsets Offsets) string
 	b = append(b, '\n')
 	b = append(b, topicID...)
 	b = append(b, '\n')
-	for _, p := range offsets.Partitions() {
+	var small [16]int32
+	for _, p := range offsets.appendPartitions(small[:0]) {
 		b = strconv.AppendInt(b, int64(p), 10)
 		b = append(b, '=')
 		b = strconv.AppendInt(b, offsets[p], 10)
 		b = append(b, '\n')
 	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
+	return sha256.Sum256(b)
+}
+
+// matchPlanID checks that id is the plan ID of the content, and words the
+// mismatch as ParsePlan does.
+func matchPlanID(id, recoveryPoint, topic, topicID string, offsets Offsets) *fieldError {
+	sum := planIDSum(recoveryPoint, topic, topicID, offsets)
+	var text [2 * sha256.Size]byte
+	hex.Encode(text[:], sum[:])
+	if string(text[:]) != id {
+		return idMismatch(id, string(text[:]))
+	}
+	return nil
 }
 
 // planFields are the fields of a plan, in the order Encode writes them.
@@ -87,8 +108,8 @@ func decodePlan(data []byte) (Plan, *fieldError) {
 		}
 	}
 	p := Plan{PlanID: w.PlanID.v, SourceRecoveryPoint: w.SourceRecoveryPoint.v, Topic: w.Topic.v, TopicID: w.TopicID.v, Offsets: w.Offsets.v}
-	if id := ComputePlanID(p.SourceRecoveryPoint, p.Topic, p.TopicID, p.Offsets); id != p.PlanID {
-		return Plan{}, idMismatch(p.PlanID, id)
+	if ferr := matchPlanID(p.PlanID, p.SourceRecoveryPoint, p.Topic, p.TopicID, p.Offsets); ferr != nil {
+		return Plan{}, ferr
 	}
 	return p, nil
 }
@@ -144,10 +165,7 @@ func (p Plan) check() *fieldError {
 	if ferr := validateOffsets("offsets", p.Offsets); ferr != nil {
 		return ferr
 	}
-	if id := ComputePlanID(p.SourceRecoveryPoint, p.Topic, p.TopicID, p.Offsets); id != p.PlanID {
-		return idMismatch(p.PlanID, id)
-	}
-	return nil
+	return matchPlanID(p.PlanID, p.SourceRecoveryPoint, p.Topic, p.TopicID, p.Offsets)
 }
 
 // Encode writes the plan file: the six fields in a fixed order, two-space

@@ -30,8 +30,9 @@ func topicIDProblem(id string) string {
 	if len(id) != 22 {
 		return fmt.Sprintf("has %d bytes: %s", len(id), expected)
 	}
-	raw, err := topicIDEncoding.DecodeString(id)
-	if err != nil || len(raw) != 16 {
+	var raw [16]byte // 22 characters decode to at most 16 bytes
+	n, err := topicIDEncoding.Decode(raw[:], []byte(id))
+	if err != nil || n != 16 {
 		return "is not a Kafka topic ID: " + expected
 	}
 	if id == zeroTopicID {

@@ -38,7 +38,7 @@ func (s *State) AtRisk() (bool, string) {
 		if w.evidence {
 			risks = append(risks, fmt.Sprintf(
 				"key %s holds the evidence (offset %d) that plan %s's COMMITTED was accepted and erased, and was overwritten at offset %d: if the log cleaner runs before a worker re-appends it, the boundary read from this control topic falls below the plan %s",
-				k, o.proofStep(eventIndex(w.event)).Offset, o.id.String(), w.at, o.offs.offsets()))
+				k, o.proofStep(eventIndex(w.event)).Offset, o.id.String(), w.at, o.offs().offsets()))
 			continue
 		}
 		if w.event == events.Committed && s.disputed(w.op) {
@@ -56,7 +56,7 @@ func (s *State) AtRisk() (bool, string) {
 		e, off := o.firstEvidence()
 		risks = append(risks, fmt.Sprintf(
 			"plan %s has a %s at offset %d but no COMMITTED: workers write it only after reading the COMMITTED back, so that COMMITTED was accepted and then erased (overwritten, then compacted); the boundary keeps the plan %s and nothing is deleted for it; a worker re-appends the COMMITTED once the data topic's log start is at or above the plan on every partition (nothing left to delete), otherwise check the plan and re-apply it with kcleanup apply",
-			o.id.String(), e, off, o.offs.offsets()))
+			o.id.String(), e, off, o.offs().offsets()))
 	}
 	risks = append(risks, s.mirrorAtRisk()...)
 	risks = append(risks, s.pinAtRisk()...)
@@ -126,12 +126,13 @@ func (s *State) applyEvidence(offset int64, c change) {
 	bit, i := eventBit(env.Event), eventIndex(env.Event)
 	if o.evidence&bit == 0 {
 		o.evidence |= bit
-		if o.proof == nil {
-			o.proof = new(proof)
+		x := o.more()
+		if x.proof == nil {
+			x.proof = new(proof)
 		}
-		o.proof.steps[i] = Step{Offset: offset, Event: env.Event, At: env.At, Actor: s.intern(env.Actor)}
+		x.proof.steps[i] = Step{Offset: offset, Event: env.Event, At: env.At, Actor: s.intern(env.Actor)}
 		if env.Event == events.Applied {
-			o.proof.logStart = env.LogStart
+			x.proof.logStart = env.LogStart
 		}
 	}
 	key := events.Key(o.id.String(), env.Event)
@@ -155,7 +156,10 @@ func (s *State) confirm(oi int32) {
 			delete(s.overwritten, key)
 		}
 	}
-	o.evidence, o.proof = 0, nil
+	o.evidence = 0
+	if o.extra != nil {
+		o.extra.proof = nil
+	}
 	delete(s.unconfirmed, oi)
 }
 
@@ -219,7 +223,7 @@ func (s *State) Boundary() events.Offsets {
 		b = events.Offsets{}
 	}
 	for oi := range s.unconfirmed {
-		for _, po := range s.ops[oi].offs {
+		for po := range s.ops[oi].offs().all() {
 			p, off := po.p, po.off
 			if cur, ok := b[p]; !ok || off > cur {
 				b[p] = off
@@ -276,11 +280,11 @@ func (s *State) BoundarySetBy(p int32) string {
 	top, ok := s.boundary[p]
 	first := int32(-1)
 	for oi := range s.unconfirmed {
-		off, has := s.ops[oi].offs.get(p)
+		off, has := s.ops[oi].offs().get(p)
 		if !has || ok && off <= top {
 			continue
 		}
-		firstOff, _ := s.ops[max(first, 0)].offs.get(p)
+		firstOff, _ := s.ops[max(first, 0)].offs().get(p)
 		if first < 0 || off > firstOff || off == firstOff && oi < first {
 			first = oi
 		}
@@ -327,25 +331,25 @@ func (s *State) holdsEvidence(key string) bool {
 
 // proofStep is the proof of event index i (zero without evidence).
 func (o *op) proofStep(i int) Step {
-	if o.proof == nil || i < 0 {
+	if o.extra == nil || o.extra.proof == nil || i < 0 {
 		return Step{}
 	}
-	return o.proof.steps[i]
+	return o.extra.proof.steps[i]
 }
 
 // proofSteps is every proof step (zero without evidence).
 func (o *op) proofSteps() [4]Step {
-	if o.proof == nil {
+	if o.extra == nil || o.extra.proof == nil {
 		return [4]Step{}
 	}
-	return o.proof.steps
+	return o.extra.proof.steps
 }
 
 // proofLogStart is the log start of the APPLIED kept as evidence (nil
 // without).
 func (o *op) proofLogStart() events.Offsets {
-	if o.proof == nil {
+	if o.extra == nil || o.extra.proof == nil {
 		return nil
 	}
-	return o.proof.logStart
+	return o.extra.proof.logStart
 }

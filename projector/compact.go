@@ -1,11 +1,13 @@
 package projector
 
 import (
+	"cmp"
 	"encoding/binary"
 	"encoding/hex"
 	"hash/maphash"
 	"iter"
 	"slices"
+	"sort"
 	"time"
 
 	"github.com/kcleanup/kcleanup/events"
@@ -23,42 +25,80 @@ type partOffset struct {
 	off int64
 }
 
-// offs is a plan's offsets sorted by partition: 16 bytes a partition, where
-// an events.Offsets map takes at least 192 bytes for up to eight.
-type offs []partOffset
+// partOffsetSize is the bytes a partition takes in offs: its number (4) and
+// its offset (8), little-endian.
+const partOffsetSize = 12
 
-func compactOffsets(m events.Offsets) offs {
-	c := make(offs, 0, len(m))
-	for p, off := range m {
-		c = append(c, partOffset{p, off})
+// offs is a plan's offsets sorted by partition, 12 bytes a partition (an
+// events.Offsets map takes at least 192 bytes for up to eight). It is a
+// view of the start of op.data.
+type offs []byte
+
+// appendOffsets appends m's offsets, sorted by partition, to b.
+func appendOffsets(b []byte, m events.Offsets) []byte {
+	var small [16]int32 // a plan of up to 16 partitions sorts on the stack
+	ps := small[:0]
+	for p := range m {
+		ps = append(ps, p)
 	}
-	slices.SortFunc(c, func(a, b partOffset) int { return int(a.p) - int(b.p) })
-	return c
+	slices.Sort(ps)
+	for _, p := range ps {
+		b = binary.LittleEndian.AppendUint32(b, uint32(p))
+		b = binary.LittleEndian.AppendUint64(b, uint64(m[p]))
+	}
+	return b
+}
+
+// compactOffsets is m's offsets in their compact form.
+func compactOffsets(m events.Offsets) offs {
+	return offs(appendOffsets(make([]byte, 0, partOffsetSize*len(m)), m))
+}
+
+// len is the number of partitions.
+func (c offs) len() int { return len(c) / partOffsetSize }
+
+// at is the i-th partition's offset, in partition order.
+func (c offs) at(i int) partOffset {
+	b := c[partOffsetSize*i : partOffsetSize*(i+1)]
+	return partOffset{int32(binary.LittleEndian.Uint32(b)), int64(binary.LittleEndian.Uint64(b[4:]))}
+}
+
+// all yields every partition's offset in partition order.
+func (c offs) all() iter.Seq[partOffset] {
+	return func(yield func(partOffset) bool) {
+		for i := range c.len() {
+			if !yield(c.at(i)) {
+				return
+			}
+		}
+	}
 }
 
 // get is the offset of partition p.
 func (c offs) get(p int32) (int64, bool) {
-	if len(c) <= 8 {
-		for _, po := range c {
-			if po.p == p {
+	n := c.len()
+	if n <= 8 {
+		for i := range n {
+			if po := c.at(i); po.p == p {
 				return po.off, true
 			}
 		}
 		return 0, false
 	}
-	i, ok := slices.BinarySearchFunc(c, p, func(po partOffset, p int32) int { return int(po.p) - int(p) })
+	i, ok := sort.Find(n, func(i int) int { return cmp.Compare(p, c.at(i).p) })
 	if !ok {
 		return 0, false
 	}
-	return c[i].off, true
+	return c.at(i).off, true
 }
 
 // equal reports whether m holds exactly these partitions and offsets.
 func (c offs) equal(m events.Offsets) bool {
-	if len(c) != len(m) {
+	if c.len() != len(m) {
 		return false
 	}
-	for _, po := range c {
+	for i := range c.len() {
+		po := c.at(i)
 		if off, ok := m[po.p]; !ok || off != po.off {
 			return false
 		}
@@ -68,8 +108,9 @@ func (c offs) equal(m events.Offsets) bool {
 
 // offsets is the exported form (a new map).
 func (c offs) offsets() events.Offsets {
-	m := make(events.Offsets, len(c))
-	for _, po := range c {
+	m := make(events.Offsets, c.len())
+	for i := range c.len() {
+		po := c.at(i)
 		m[po.p] = po.off
 	}
 	return m
@@ -93,13 +134,14 @@ func (st step) at() time.Time       { return time.Unix(st.sec, int64(st.nsec)).U
 // the 40 of a struct; every value round-trips exactly.
 type history []byte
 
-func (h history) append(last, st step) history {
-	b := []byte(h)
+func (h history) append(last, st step) history { return appendStep(h, last, st) }
+
+// appendStep appends step st, encoded against last, to b.
+func appendStep(b []byte, last, st step) []byte {
 	b = binary.AppendUvarint(b, uint64(st.ev)|uint64(st.actor)<<2)
 	b = binary.AppendVarint(b, st.offset-last.offset)
 	b = binary.AppendVarint(b, st.sec-last.sec)
-	b = binary.AppendVarint(b, int64(st.nsec)-int64(last.nsec))
-	return history(b)
+	return binary.AppendVarint(b, int64(st.nsec)-int64(last.nsec))
 }
 
 // all yields the steps in order, with their index.
@@ -136,11 +178,41 @@ func (h history) at(i int) step {
 
 // last returns the last step (zero when there is none).
 func (h history) last() step {
+	st, _ := h.lastAndLen()
+	return st
+}
+
+// lastAndLen returns the last step (zero when there is none) and the
+// number of steps.
+func (h history) lastAndLen() (step, int) {
 	var out step
+	n := 0
 	for _, st := range h.all() {
 		out = st
+		n++
+	}
+	return out, n
+}
+
+// latest is, per event (eventIndex), the offset of its last step (0 when
+// it has none).
+func (h history) latest() [4]int64 {
+	var out [4]int64
+	for _, st := range h.all() {
+		out[st.ev] = st.offset
 	}
 	return out
+}
+
+// count is the number of steps of event e.
+func (h history) count(e events.Event) int {
+	n := 0
+	for _, st := range h.all() {
+		if st.event() == e {
+			n++
+		}
+	}
+	return n
 }
 
 // planID is a plan ID as the 32 bytes of its SHA-256, where its text, 64
@@ -209,12 +281,20 @@ type opIndex struct {
 	seed  maphash.Seed
 	slots []int32 // index in ops + 1; 0 is empty
 	n     int
+	// last is the index + 1 of the operation find found last (0: none): an
+	// operation's records come close together in a log (its four records
+	// in a row, usually), and checking it first spares the hash and the
+	// table's cache miss.
+	last int32
 }
 
 func newOpIndex() opIndex { return opIndex{seed: maphash.MakeSeed()} }
 
 // find returns the index in ops of the operation of id.
 func (x *opIndex) find(ops []*op, id planID) (int32, bool) {
+	if x.last > 0 && ops[x.last-1].id == id {
+		return x.last - 1, true
+	}
 	if len(x.slots) == 0 {
 		return -1, false
 	}
@@ -225,6 +305,7 @@ func (x *opIndex) find(ops []*op, id planID) (int32, bool) {
 			return -1, false
 		}
 		if ops[s-1].id == id {
+			x.last = s
 			return s - 1, true
 		}
 	}
@@ -243,6 +324,7 @@ func (x *opIndex) add(ops []*op, oi int32) {
 	}
 	x.put(ops, oi+1)
 	x.n++
+	x.last = oi + 1
 }
 
 func (x *opIndex) put(ops []*op, slot int32) {

@@ -3,8 +3,10 @@ package projector
 import (
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/fsm"
@@ -91,6 +93,53 @@ func TestStagesCoverTheLifecycle(t *testing.T) {
 			o.setState(st)
 			if o.state() != st {
 				t.Fatalf("state %q has no stage", st)
+			}
+		}
+	}
+}
+
+// An operation's struct stays in the 80-byte size class: every operation of
+// a control topic has one (docs/benchmarks.md, B5, ≤ 64 bytes a record).
+// What few operations have goes to opExtra.
+func TestOperationStaysSmall(t *testing.T) {
+	if n := unsafe.Sizeof(op{}); n > 80 {
+		t.Fatalf("op is %d bytes, more than 80: move what few operations need to opExtra", n)
+	}
+}
+
+// The offsets, the source recovery point and the history share one
+// allocation: the recovery point and offsets read back whatever the history
+// appends after them.
+func TestOperationDataLayout(t *testing.T) {
+	for _, srp := range []string{"", "chk-1", strings.Repeat("s3://bucket/checkpoints/", 20)} {
+		for _, n := range []int{1, 3, 9, 300} {
+			m := events.Offsets{}
+			for p := range n {
+				m[int32(p)*3] = int64(p) * 1000
+			}
+			s := New()
+			oi := s.newOp(events.Plan{PlanID: strings.Repeat("ab", 32), SourceRecoveryPoint: srp, Offsets: m})
+			o := s.ops[oi]
+			var want []step
+			var last step
+			for i := range 12 {
+				st := step{offset: int64(i) * 1e9, sec: int64(i) * 86400, nsec: int32(i) * 7, ev: uint8(i % 4)}
+				o.data = appendStep(o.data, last, st)
+				last = st
+				want = append(want, st)
+				if o.srp() != srp || !o.offs().equal(m) {
+					t.Fatalf("srp %q, %d partitions: after %d steps the plan reads back as %q %v", srp, n, i+1, o.srp(), o.offs().offsets())
+				}
+			}
+			i := 0
+			for _, st := range o.history().all() {
+				if st != want[i] {
+					t.Fatalf("srp %q, %d partitions: step %d is %+v, want %+v", srp, n, i, st, want[i])
+				}
+				i++
+			}
+			if i != len(want) {
+				t.Fatalf("srp %q, %d partitions: %d steps read back of %d", srp, n, i, len(want))
 			}
 		}
 	}

@@ -142,7 +142,7 @@ func (s *State) losesToMoved(key string, offset int64, reappended *map[string]bo
 		if o.accepted&eventBit(events.Committed) == 0 {
 			continue
 		}
-		if o.latest[eventIndex(events.Committed)] > offset {
+		if o.latest()[eventIndex(events.Committed)] > offset {
 			return true
 		}
 		if *reappended == nil {

@@ -29,8 +29,9 @@ func (s *State) Digest() string {
 		d.line("overwritten", strconv.Quote(k), strconv.FormatInt(s.overwritten[k].at, 10), strconv.FormatBool(s.overwritten[k].evidence))
 	}
 	for _, o := range s.ops {
-		d.line("copies", o.id.String(), strconv.Itoa(int(o.held)), strconv.FormatInt(o.latest[0], 10),
-			strconv.FormatInt(o.latest[1], 10), strconv.FormatInt(o.latest[2], 10), strconv.FormatInt(o.latest[3], 10))
+		latest := o.latest()
+		d.line("copies", o.id.String(), strconv.Itoa(int(o.held)), strconv.FormatInt(latest[0], 10),
+			strconv.FormatInt(latest[1], 10), strconv.FormatInt(latest[2], 10), strconv.FormatInt(latest[3], 10))
 	}
 	s.writeMirrorRepairs(d)
 	s.writePinRepairs(d)
@@ -64,7 +65,7 @@ func (s *State) writeCore(h hash.Hash) {
 		pl := s.plan(o)
 		d.line("op", pl.PlanID, string(o.state()), strconv.Quote(pl.SourceRecoveryPoint), strconv.Quote(pl.Topic),
 			strconv.Quote(pl.TopicID), formatOffsets(pl.Offsets), formatOffsets(o.boundaryOffsets()), formatOffsets(o.logStartOffsets()),
-			strconv.Itoa(int(o.deletes)), strconv.Itoa(int(o.accepted)), strconv.Itoa(int(o.implied)), strconv.FormatBool(o.covered))
+			strconv.Itoa(o.deletes()), strconv.Itoa(int(o.accepted)), strconv.Itoa(int(o.implied)), strconv.FormatBool(o.covered))
 		for _, st := range s.exportSteps(o) {
 			d.line("step", strconv.FormatInt(st.Offset, 10), string(st.Event), formatTime(st.At), strconv.Quote(st.Actor))
 		}

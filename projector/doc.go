@@ -329,14 +329,18 @@
 // Memory grows with operations, not records. The fold keeps no record values.
 // Overwrites are detected by comparing a record with the accepted content the
 // operation already holds (plan, boundary, log start), and Repairs re-encodes
-// the accepted record from it. An operation is kept compact (compact.go): its
-// plan's offsets sorted in a slice (16 bytes a partition, not a map), the
-// binding's topic and topic ID once for all, a boundary or log start equal to
-// the plan as a flag, its history as varints (about 8 bytes a step instead of
-// 40), its state in a byte, the offset of the latest copy of each of its keys
-// (32 bytes): about 160 bytes of struct and 400 in all for a three-partition
-// plan of four records. Each key holding only rejected records keeps its
-// latest offset and time; each rejected record keeps its Verdict. The verdict
+// the accepted record from it. An operation is kept compact (compact.go): an
+// 80-byte struct (the plan ID as 32 bytes, state and flags in bytes) and one
+// allocation holding its plan's offsets sorted (12 bytes a partition, not a
+// map), its source recovery point and its history as varints (about 8 bytes
+// a step instead of 40); the binding's topic and topic ID once for all; a
+// boundary or log start equal to the plan as a flag. Where the latest copy
+// of each of its keys is comes from its history, and from a side struct
+// (opExtra, with a boundary or log start unlike the plan, and evidence)
+// allocated only for an operation that has a duplicate or those: about 210
+// bytes in all for a three-partition plan of four records. Each key holding
+// only rejected records keeps its latest offset and time; each rejected
+// record keeps its Verdict. The verdict
 // of every record (Audit) is kept only by a State made with KeepAudit, for
 // kcleanup history: 16 bytes a record and a full Verdict per duplicate.
 // Workers and the gate replay without it, and fold with StepDecodedLean

@@ -332,7 +332,7 @@ func (s *State) unpinMoved(p *Pin) bool {
 		if o.acceptedOffset(events.Committed) < p.Unpinned.Offset {
 			break
 		}
-		if o.latest[eventIndex(events.Committed)] < copyAt {
+		if o.latest()[eventIndex(events.Committed)] < copyAt {
 			return true
 		}
 	}

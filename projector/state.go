@@ -1,6 +1,7 @@
 package projector
 
 import (
+	"encoding/binary"
 	"maps"
 	"slices"
 	"time"
@@ -72,6 +73,7 @@ type State struct {
 	// many records.
 	actors     map[string]uint32
 	actorNames []string
+	lastActor  uint32 // the actor actorIndex returned last
 
 	decoder *events.Decoder // Step's: it checks each distinct plan once
 
@@ -82,19 +84,21 @@ type State struct {
 }
 
 // op is the internal form of an Operation, kept small: a projection holds
-// every operation of its control topic (B5 in docs/benchmarks.md). The
-// plan's topic and topic ID are the State's binding (every accepted plan
-// has them).
+// every operation of its control topic (B5 in docs/benchmarks.md), so it
+// is 80 bytes and one allocation of data. The plan's topic and topic ID are
+// the State's binding (every accepted plan has them).
 type op struct {
-	id      planID // 32 bytes, where its text takes 80
-	srp     string // source recovery point
-	offs    offs   // the plan's offsets
-	history history
-	// boundary and logStart are what its COMMITTED and APPLIED said; nil
-	// before, and nil with boundaryIsPlan or logStartIsPlan when equal to
-	// the plan's offsets (the usual case, which then costs nothing).
-	boundary       events.Offsets
-	logStart       events.Offsets
+	id planID // 32 bytes, where its text takes 80
+	// data holds, in one allocation, the plan's offsets (parts entries of
+	// offs), the source recovery point (its length as a uvarint, then its
+	// bytes) and the history, whose steps are appended at its end.
+	data  []byte
+	extra *opExtra // what few operations have: nil for most
+	parts int32    // partitions in the plan
+	seq   int32    // index in State.commits once COMMITTED
+	// boundaryIsPlan and logStartIsPlan: what its COMMITTED and APPLIED
+	// said equals the plan's offsets (the usual case, which then costs
+	// nothing); otherwise it is in extra.
 	boundaryIsPlan bool
 	logStartIsPlan bool
 	accepted       uint8 // bit per event (eventBit) whose key holds an accepted record
@@ -106,15 +110,65 @@ type op struct {
 	// first such record, re-encoded by Repairs when overwritten.
 	evidence uint8
 	stage    uint8 // index in stages: an fsm.State is a 16-byte string
-	steps    int32 // in history
-	deletes  int32
-	seq      int32 // index in State.commits once COMMITTED
-	// latest is, per event (eventIndex), the offset of the latest record
-	// under its key with the accepted content: where compaction keeps it.
-	latest [4]int64
-	// proof is allocated with the first evidence: few operations have any.
+}
+
+// opExtra is the part of an operation few have, allocated with the first
+// of it.
+type opExtra struct {
+	// boundary and logStart are what its COMMITTED and APPLIED said when
+	// that is not the plan's offsets (nil before, and when it is).
+	boundary events.Offsets
+	logStart events.Offsets
+	// copies is, per event (eventIndex), the offset of the latest duplicate
+	// of its accepted record (0 for none: a duplicate follows the record).
+	copies [4]int64
+	// proof is allocated with the first evidence.
 	proof *proof
 }
+
+// more returns the operation's extra part, allocating it.
+func (o *op) more() *opExtra {
+	if o.extra == nil {
+		o.extra = new(opExtra)
+	}
+	return o.extra
+}
+
+// offs is the plan's offsets.
+func (o *op) offs() offs { return offs(o.data[:partOffsetSize*int(o.parts)]) }
+
+// srpBytes is the source recovery point, as bytes of data.
+func (o *op) srpBytes() []byte {
+	b := o.data[partOffsetSize*int(o.parts):]
+	n, k := binary.Uvarint(b)
+	return b[k : k+int(n)]
+}
+
+// srp is the source recovery point.
+func (o *op) srp() string { return string(o.srpBytes()) }
+
+// history is the accepted steps.
+func (o *op) history() history {
+	b := o.data[partOffsetSize*int(o.parts):]
+	n, k := binary.Uvarint(b)
+	return history(b[k+int(n):])
+}
+
+// latest is, per event (eventIndex), the offset of the latest record under
+// its key with the accepted content: where compaction keeps it (0 for an
+// event never accepted).
+func (o *op) latest() [4]int64 {
+	out := o.history().latest()
+	if o.extra != nil {
+		for i, c := range o.extra.copies {
+			out[i] = max(out[i], c)
+		}
+	}
+	return out
+}
+
+// deletes counts the accepted DELETING records.
+func (o *op) deletes() int { return o.history().count(events.Deleting) }
 
 // stages are the states an operation can be in, as op.stage numbers them.
 var stages = [...]fsm.State{fsm.None, fsm.Planned, fsm.Committed, fsm.Deleting, fsm.Applied}
@@ -141,43 +195,49 @@ type proof struct {
 // it equals the plan.
 func (o *op) boundaryOffsets() events.Offsets {
 	if o.boundaryIsPlan {
-		return o.offs.offsets()
+		return o.offs().offsets()
 	}
-	return o.boundary
+	if o.extra == nil {
+		return nil
+	}
+	return o.extra.boundary
 }
 
 // logStartOffsets is what its APPLIED said (nil before); a new map when it
 // equals the plan.
 func (o *op) logStartOffsets() events.Offsets {
 	if o.logStartIsPlan {
-		return o.offs.offsets()
+		return o.offs().offsets()
 	}
-	return o.logStart
+	if o.extra == nil {
+		return nil
+	}
+	return o.extra.logStart
 }
 
 // sameBoundary and sameLogStart compare without building a map.
 func (o *op) sameBoundary(m events.Offsets) bool {
 	if o.boundaryIsPlan {
-		return o.offs.equal(m)
+		return o.offs().equal(m)
 	}
-	return o.boundary.Equal(m)
+	return o.boundaryOffsets().Equal(m)
 }
 
 func (o *op) sameLogStart(m events.Offsets) bool {
 	if o.logStartIsPlan {
-		return o.offs.equal(m)
+		return o.offs().equal(m)
 	}
-	return o.logStart.Equal(m)
+	return o.logStartOffsets().Equal(m)
 }
 
 // plan is the operation's plan in its exported form (a new map).
 func (s *State) plan(o *op) events.Plan {
-	return events.Plan{PlanID: o.id.String(), SourceRecoveryPoint: o.srp, Topic: s.topic, TopicID: s.topicID, Offsets: o.offs.offsets()}
+	return events.Plan{PlanID: o.id.String(), SourceRecoveryPoint: o.srp(), Topic: s.topic, TopicID: s.topicID, Offsets: o.offs().offsets()}
 }
 
 // samePlan reports whether p is the operation's plan.
 func (s *State) samePlan(o *op, p events.Plan) bool {
-	return o.id.is(p.PlanID) && o.srp == p.SourceRecoveryPoint && s.topic == p.Topic && s.topicID == p.TopicID && o.offs.equal(p.Offsets)
+	return o.id.is(p.PlanID) && string(o.srpBytes()) == p.SourceRecoveryPoint && s.topic == p.Topic && s.topicID == p.TopicID && o.offs().equal(p.Offsets)
 }
 
 // auditEntry is one folded record. op ≥ 0: accepted, idx indexes the
@@ -370,7 +430,7 @@ func (s *State) verdictOf(e auditEntry) Verdict {
 		return s.others[e.idx]
 	}
 	o := s.ops[e.op]
-	st := s.exportStep(o.history.at(int(e.idx)))
+	st := s.exportStep(o.history().at(int(e.idx)))
 	return Verdict{
 		Offset:  e.offset,
 		Key:     events.Key(o.id.String(), st.Event),
@@ -392,7 +452,7 @@ func (s *State) export(o *op) Operation {
 		History:        s.exportSteps(o),
 		Boundary:       o.boundaryOffsets().Clone(),
 		LogStart:       o.logStartOffsets().Clone(),
-		DeleteAttempts: int(o.deletes),
+		DeleteAttempts: o.deletes(),
 		Implied:        o.impliedEvents(),
 		Covered:        o.covered,
 		Evidence:       o.evidenceEvents(),
@@ -421,7 +481,7 @@ func (o *op) impliedEvents() []events.Event {
 
 // firstStep returns the first accepted step of event e.
 func (o *op) firstStep(e events.Event) (step, bool) {
-	for _, st := range o.history.all() {
+	for _, st := range o.history().all() {
 		if st.event() == e {
 			return st, true
 		}
@@ -441,8 +501,10 @@ func (s *State) exportStep(st step) Step {
 
 // exportSteps is the history in its exported form.
 func (s *State) exportSteps(o *op) []Step {
-	out := make([]Step, 0, o.steps)
-	for _, st := range o.history.all() {
+	h := o.history()
+	_, n := h.lastAndLen()
+	out := make([]Step, 0, n)
+	for _, st := range h.all() {
 		out = append(out, s.exportStep(st))
 	}
 	return out
@@ -460,12 +522,19 @@ func compareInt64(a, b int64) int {
 
 // actorIndex numbers an actor name.
 func (s *State) actorIndex(actor string) uint32 {
-	if i, ok := s.actors[actor]; ok {
-		return i
+	// A writer writes records in a row: the last actor first, without
+	// hashing (a Decoder hands over the same string, so this compares
+	// pointers).
+	if int(s.lastActor) < len(s.actorNames) && s.actorNames[s.lastActor] == actor {
+		return s.lastActor
 	}
-	i := uint32(len(s.actorNames))
-	s.actors[actor] = i
-	s.actorNames = append(s.actorNames, actor)
+	i, ok := s.actors[actor]
+	if !ok {
+		i = uint32(len(s.actorNames))
+		s.actors[actor] = i
+		s.actorNames = append(s.actorNames, actor)
+	}
+	s.lastActor = i
 	return i
 }
 

@@ -1,7 +1,9 @@
 package projector
 
 import (
+	"encoding/binary"
 	"fmt"
+	"slices"
 
 	"github.com/cockroachdb/errors"
 
@@ -448,7 +450,7 @@ func (s *State) decideApplied(v Verdict, env events.Envelope, oi int32, o *op) (
 	}
 	// The plan's offsets are sorted: the first failing partition is the
 	// lowest.
-	for _, po := range o.offs {
+	for po := range o.offs().all() {
 		ls, ok := env.LogStart[po.p]
 		if !ok {
 			return reject(v, ReasonLogStartBelowPlan, fmt.Sprintf(
@@ -479,31 +481,31 @@ func (s *State) apply(offset int64, c change) auditEntry {
 		// every partition, above the boundary) or the boundary it leaves;
 		// maps are never mutated, so the latter is shared.
 		switch {
-		case o.offs.equal(env.Boundary):
-			o.boundary, o.boundaryIsPlan = nil, true
+		case o.offs().equal(env.Boundary):
+			o.boundaryIsPlan = true
 		case env.Boundary.Equal(c.boundary):
-			o.boundary = c.boundary
+			o.more().boundary = c.boundary
 		default:
-			o.boundary = env.Boundary
+			o.more().boundary = env.Boundary
 		}
 		o.covered = c.covered
 		s.raise(oi, c)
 		s.confirm(oi)
 		o.seq = int32(len(s.commits))
 		s.commits = append(s.commits, oi)
-	case events.Deleting:
-		o.deletes++
 	case events.Applied:
-		o.logStart = env.LogStart
-		if o.offs.equal(env.LogStart) {
+		if o.offs().equal(env.LogStart) {
 			// DeleteRecords sets the log start to the plan offset exactly,
 			// so this is the usual case.
-			o.logStart, o.logStartIsPlan = nil, true
+			o.logStartIsPlan = true
+		} else {
+			o.more().logStart = env.LogStart
 		}
 	}
-	o.history = o.history.append(o.history.last(), s.newStep(offset, env.Event, env.At, env.Actor))
-	o.steps++
-	return auditEntry{offset: offset, op: oi, idx: o.steps - 1}
+	// The history is at the end of data: its steps are appended to data.
+	last, n := o.history().lastAndLen()
+	o.data = appendStep(o.data, last, s.newStep(offset, env.Event, env.At, env.Actor))
+	return auditEntry{offset: offset, op: oi, idx: int32(n)}
 }
 
 // newOp adds the operation of a plan (binding the control topic to the
@@ -513,8 +515,14 @@ func (s *State) newOp(p events.Plan) int32 {
 		s.bound, s.topic, s.topicID = true, p.Topic, p.TopicID
 	}
 	oi := int32(len(s.ops))
-	// Room for the usual four steps (about 40 bytes) from the start.
-	s.ops = append(s.ops, &op{id: mustPlanID(p.PlanID), srp: p.SourceRecoveryPoint, offs: compactOffsets(p.Offsets), seq: -1, history: make(history, 0, 48)})
+	// One allocation for the offsets, the recovery point and the usual
+	// four steps (about 40 bytes), rounded up to its size class.
+	srp := p.SourceRecoveryPoint
+	data := slices.Grow([]byte(nil), partOffsetSize*len(p.Offsets)+binary.MaxVarintLen32+len(srp)+48)
+	data = appendOffsets(data, p.Offsets)
+	data = binary.AppendUvarint(data, uint64(len(srp)))
+	data = append(data, srp...)
+	s.ops = append(s.ops, &op{id: mustPlanID(p.PlanID), data: data, parts: int32(len(p.Offsets)), seq: -1})
 	s.byPlan.add(s.ops, oi)
 	return oi
 }
@@ -534,7 +542,7 @@ func (s *State) raise(oi int32, c change) {
 	s.boundary = c.boundary
 	// A plan whose own offset is the boundary names it better than a
 	// commit whose field carried it there.
-	for _, po := range o.offs {
+	for po := range o.offs().all() {
 		if by, ok := s.setBy[po.p]; s.boundary[po.p] == po.off && (!ok || s.planOffset(by, po.p) != po.off) {
 			s.setBy[po.p] = oi
 		}
@@ -544,7 +552,7 @@ func (s *State) raise(oi int32, c change) {
 // planOffset is the offset of partition p in the plan of operation oi, -1
 // when it has none.
 func (s *State) planOffset(oi int32, p int32) int64 {
-	if off, ok := s.ops[oi].offs.get(p); ok {
+	if off, ok := s.ops[oi].offs().get(p); ok {
 		return off
 	}
 	return -1
@@ -595,7 +603,7 @@ func (s *State) track(r Record, v Verdict, accepted int32) {
 		o := s.ops[oi]
 		o.held |= bit
 		if o.accepted&bit != 0 {
-			s.moved(oi, v.Event, r.Offset)
+			s.moved(oi, v.Event, r.Offset, v.Outcome == Duplicate)
 		}
 	case Rejected:
 		if len(r.Key) == 0 || known && s.ops[oi].held&bit != 0 {
@@ -613,9 +621,12 @@ func (s *State) track(r Record, v Verdict, accepted int32) {
 
 // moved records that the latest copy of operation oi's accepted record of
 // event e is now at offset.
-func (s *State) moved(oi int32, e events.Event, offset int64) {
+func (s *State) moved(oi int32, e events.Event, offset int64, duplicate bool) {
 	o := s.ops[oi]
-	o.latest[eventIndex(e)] = offset
+	if duplicate {
+		// An accepted record's offset is its step's, in the history.
+		o.more().copies[eventIndex(e)] = offset
+	}
 	if e == events.Planned {
 		return // a COMMITTED implies PLANNED: its place does not matter
 	}
@@ -639,9 +650,15 @@ func (o *op) commitMisplaced() bool {
 	if o.accepted&eventBit(events.Committed) == 0 {
 		return false
 	}
-	c := o.latest[eventIndex(events.Committed)]
+	if o.extra == nil {
+		// No duplicate: the latest copies are the accepted records, and a
+		// DELETING or APPLIED is accepted only after the one COMMITTED.
+		return false
+	}
+	latest := o.latest()
+	c := latest[eventIndex(events.Committed)]
 	for _, e := range []events.Event{events.Deleting, events.Applied} {
-		if o.accepted&eventBit(e) != 0 && o.latest[eventIndex(e)] < c {
+		if o.accepted&eventBit(e) != 0 && latest[eventIndex(e)] < c {
 			return true
 		}
 	}
@@ -713,7 +730,7 @@ func (s *State) hasStep(o *op, env *events.Envelope) bool {
 	if !known {
 		return false
 	}
-	for _, st := range o.history.all() {
+	for _, st := range o.history().all() {
 		if st.event() == env.Event && st.actor == actor && st.at().Equal(env.At) {
 			return true
 		}
@@ -732,9 +749,9 @@ func (o *op) acceptedOffset(e events.Event) int64 {
 // describe is the detail of the accepted verdict of history step i. It is
 // derived from the state, so Step and Audit report the same words.
 func (s *State) describe(o *op, i int) string {
-	switch o.history.at(i).event() {
+	switch o.history().at(i).event() {
 	case events.Planned:
-		return fmt.Sprintf("planned %s from %s: offsets %s", s.topic, o.srp, o.offs.offsets().String())
+		return fmt.Sprintf("planned %s from %s: offsets %s", s.topic, o.srp(), o.offs().offsets().String())
 	case events.Committed:
 		what := "committed"
 		if o.implied&eventBit(events.Planned) != 0 {
@@ -746,7 +763,7 @@ func (s *State) describe(o *op, i int) string {
 		return what + ": boundary now " + o.boundaryOffsets().String()
 	case events.Deleting:
 		n := 0
-		for j, h := range o.history.all() {
+		for j, h := range o.history().all() {
 			if j > i {
 				break
 			}
