@@ -16,7 +16,7 @@ OTHER := $(filter-out $(PURE) $(CLUSTER),$(shell $(GO) list $(PKGS)))
 # kafka-up and kafka-down: 1 (the single-node broker) or 3 (the three-broker cluster).
 BROKERS ?= 1
 
-.PHONY: help build demo test test-broker test-cluster test-unit sim lint fuzz bench bench-quick bench-go \
+.PHONY: help build demo test test-broker test-cluster test-unit sim lint fuzz bench bench-quick bench-cluster bench-go \
         kafka-up kafka-down kafka-cli docs screenshots chromium buildah promtool image clean
 
 help: ## list the targets
@@ -135,6 +135,10 @@ bench: build ## kcleanup vs its peers and the floor on a real broker, ~8 min (do
 bench-quick: build ## the same benchmarks with smaller inputs, 1-2 min
 	cd cmd/kcbench && $(GO) build -o ../../bin/kcbench .
 	$(KAFKA) test ./bin/kcbench -quick
+
+bench-cluster: build ## B2 (apply) and B3 (failover) on the three-broker cluster (quick sizes), ~5 min
+	cd cmd/kcbench && $(GO) build -o ../../bin/kcbench .
+	$(KAFKA) test --brokers 3 ./bin/kcbench -cluster -quick -only B2,B3
 
 bench-go: ## Go micro-benchmarks of the core (go test -bench)
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)

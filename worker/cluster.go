@@ -113,6 +113,17 @@ func (c *Cluster) HighWatermarks(ctx context.Context, topics ...string) (map[str
 // request: kadm.Metadata may answer from a cache for seconds, long enough to
 // miss a deleted and recreated topic.
 func (c *Cluster) TopicMetadata(ctx context.Context, topic string) (protocol.Topic, error) {
+	var info protocol.Topic
+	err := askAgain(ctx, func(ctx context.Context) (err error) {
+		info, err = c.topicMetadata(ctx, topic)
+		return err
+	})
+	return info, err
+}
+
+// topicMetadata asks once. A topic-level error such as LEADER_NOT_AVAILABLE (a topic being
+// created, a leader moving) stays in the chain, so TopicMetadata asks again.
+func (c *Cluster) topicMetadata(ctx context.Context, topic string) (protocol.Topic, error) {
 	info := protocol.Topic{Name: topic}
 	req := kmsg.NewPtrMetadataRequest()
 	rt := kmsg.NewMetadataRequestTopic()
@@ -167,16 +178,19 @@ func (c *Cluster) DescribeTopic(ctx context.Context, topic string) (protocol.Top
 // TopicConfigs returns the effective value of every config of a topic.
 func (c *Cluster) TopicConfigs(ctx context.Context, topic string) (map[string]string, error) {
 	perm := protocol.Permission{Operation: "DescribeConfigs", ResourceType: "topic", Resource: topic, For: "read the topic's configs"}
-	rcs, err := c.adm.DescribeTopicConfigs(ctx, topic)
+	var rc kadm.ResourceConfig
+	err := askAgain(ctx, func(ctx context.Context) error {
+		rcs, err := c.adm.DescribeTopicConfigs(ctx, topic)
+		if err == nil {
+			rc, err = rcs.On(topic, nil)
+		}
+		if err == nil {
+			err = rc.Err
+		}
+		return err
+	})
 	if err != nil {
 		return nil, c.denied(errors.Wrapf(err, "describe configs of topic %q", topic), perm)
-	}
-	rc, err := rcs.On(topic, nil)
-	if err != nil {
-		return nil, c.denied(errors.Wrapf(err, "describe configs of topic %q", topic), perm)
-	}
-	if rc.Err != nil {
-		return nil, c.denied(errors.Wrapf(rc.Err, "describe configs of topic %q", topic), perm)
 	}
 	out := make(map[string]string, len(rc.Configs))
 	for _, cfg := range rc.Configs {
@@ -187,23 +201,35 @@ func (c *Cluster) TopicConfigs(ctx context.Context, topic string) (map[string]st
 
 // StartOffsets lists the log-start offset of every partition of a topic.
 func (c *Cluster) StartOffsets(ctx context.Context, topic string) (events.Offsets, error) {
-	lo, err := c.adm.ListStartOffsets(ctx, topic)
-	out, err := listed(lo, err, topic, "log-start")
+	var out events.Offsets
+	err := askAgain(ctx, func(ctx context.Context) error {
+		lo, err := c.adm.ListStartOffsets(ctx, topic)
+		out, err = listed(lo, err, topic, "log-start")
+		return err
+	})
 	return out, c.denied(err, protocol.Permission{Operation: "Describe", ResourceType: "topic", Resource: topic, For: "list the topic's offsets"})
 }
 
 // EndOffsets lists the high watermark of every partition of a topic.
 func (c *Cluster) EndOffsets(ctx context.Context, topic string) (events.Offsets, error) {
-	lo, err := c.adm.ListEndOffsets(ctx, topic)
-	out, err := listed(lo, err, topic, "end")
+	var out events.Offsets
+	err := askAgain(ctx, func(ctx context.Context) error {
+		lo, err := c.adm.ListEndOffsets(ctx, topic)
+		out, err = listed(lo, err, topic, "end")
+		return err
+	})
 	return out, c.denied(err, protocol.Permission{Operation: "Describe", ResourceType: "topic", Resource: topic, For: "list the topic's offsets"})
 }
 
 // CommittedOffsets lists the last stable offset of every partition of a topic: the end a
 // read_committed reader reaches.
 func (c *Cluster) CommittedOffsets(ctx context.Context, topic string) (events.Offsets, error) {
-	lo, err := c.adm.ListCommittedOffsets(ctx, topic)
-	out, err := listed(lo, err, topic, "last stable")
+	var out events.Offsets
+	err := askAgain(ctx, func(ctx context.Context) error {
+		lo, err := c.adm.ListCommittedOffsets(ctx, topic)
+		out, err = listed(lo, err, topic, "last stable")
+		return err
+	})
 	return out, c.denied(err, protocol.Permission{Operation: "Describe", ResourceType: "topic", Resource: topic, For: "list the topic's offsets"})
 }
 
@@ -214,18 +240,27 @@ func listed(lo kadm.ListedOffsets, err error, topic, what string) (events.Offset
 	out := events.Offsets{}
 	var errs []string
 	denied := false
+	var retriable error // one partition's error when every failed partition's is transient
+	allTransient := true
 	lo.Each(func(o kadm.ListedOffset) {
 		if o.Err != nil {
 			errs = append(errs, fmt.Sprintf("%s-%d: %v", o.Topic, o.Partition, o.Err))
 			denied = denied || errors.Is(o.Err, kerr.TopicAuthorizationFailed)
+			allTransient = allTransient && transient(o.Err)
+			retriable = o.Err
 			return
 		}
 		out[o.Partition] = o.Offset
 	})
 	if len(errs) > 0 {
 		slices.Sort(errs)
-		err := errors.Newf("list %s offsets of topic %q failed for %d partition(s): %s",
+		msg := fmt.Sprintf("list %s offsets of topic %q failed for %d partition(s): %s",
 			what, topic, len(errs), strings.Join(errs, "; "))
+		if allTransient {
+			// Kept in the chain: the caller asks again (askAgain).
+			return nil, errors.Wrap(retriable, msg)
+		}
+		err := errors.Newf("%s", msg)
 		if denied {
 			// Retrying cannot help until an operator grants Describe (the caller names it).
 			err = errors.Mark(errors.Mark(err, ErrBlocked), kerr.TopicAuthorizationFailed)
@@ -247,6 +282,10 @@ type DeleteResult struct {
 // offsets. Results are reported per partition, sorted; err is set only when
 // the request as a whole could not be issued. A timeout does not mean that
 // nothing happened: callers verify with StartOffsets.
+//
+// A request that failed, or whose failed partitions all failed transiently (a leader that
+// moved or just died), is sent again within ctx with the same offsets: deleting below an
+// offset twice deletes nothing more, so the repeat is safe.
 func (c *Cluster) DeleteRecords(ctx context.Context, topic string, to events.Offsets) ([]DeleteResult, error) {
 	if len(to) == 0 {
 		return nil, nil
@@ -255,7 +294,24 @@ func (c *Cluster) DeleteRecords(ctx context.Context, topic string, to events.Off
 	for p, o := range to {
 		os.AddOffset(topic, p, o, -1)
 	}
-	resp, err := c.adm.DeleteRecords(ctx, os)
+	var resp kadm.DeleteRecordsResponses
+	var err error // the request's, not a partition's
+	_ = askAgain(ctx, func(ctx context.Context) error {
+		if resp, err = c.adm.DeleteRecords(ctx, os); err != nil {
+			return err
+		}
+		var failed error
+		for p := range to {
+			r, ok := resp.Lookup(topic, p)
+			switch {
+			case ok && r.Err != nil && !transient(r.Err):
+				return nil // a lasting answer for one partition: reported as is
+			case ok && r.Err != nil:
+				failed = r.Err
+			}
+		}
+		return failed
+	})
 	if err != nil {
 		return nil, errors.Wrapf(err, "delete records of topic %q", topic)
 	}

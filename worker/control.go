@@ -7,7 +7,6 @@ import (
 	"runtime"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/cockroachdb/errors"
@@ -516,21 +515,12 @@ func (c *Cluster) stableEnd(ctx context.Context, kind, topic string) (int64, err
 	// NOT_LEADER) until its high watermark has caught up: a retriable answer, asked again
 	// within the caller's deadline (a three-broker cluster showed it: internal/clustertest).
 	var hw int64
-	for {
+	if err := askAgain(ctx, func(ctx context.Context) error {
 		lo, err := c.adm.ListEndOffsets(ctx, topic)
 		hw, err = lookup("high watermark", lo, err)
-		if err == nil {
-			break
-		}
-		// A leader that just died refuses the dial until it is fenced: retriable too.
-		if !(kerr.IsRetriable(err) || errors.Is(err, syscall.ECONNREFUSED)) || ctx.Err() != nil {
-			return 0, err
-		}
-		select {
-		case <-ctx.Done():
-			return 0, err
-		case <-time.After(100 * time.Millisecond):
-		}
+		return err
+	}); err != nil {
+		return 0, err
 	}
 	open := func(lso int64) error {
 		return errors.Mark(errors.WithHintf(errors.Newf(
@@ -542,8 +532,12 @@ func (c *Cluster) stableEnd(ctx context.Context, kind, topic string) (int64, err
 	// (the caller's deadline may be much longer, and the answer is the same).
 	wait, last := ctx, int64(-1)
 	for {
-		lo, err := c.adm.ListCommittedOffsets(wait, topic)
-		lso, err := lookup("last stable offset", lo, err)
+		var lso int64
+		err := askAgain(wait, func(ctx context.Context) error {
+			lo, err := c.adm.ListCommittedOffsets(ctx, topic)
+			lso, err = lookup("last stable offset", lo, err)
+			return err
+		})
 		switch {
 		case err != nil && last >= 0 && wait.Err() != nil:
 			return 0, open(last)

@@ -53,12 +53,12 @@ func (b *bencher) apply(ctx context.Context) error {
 		data := b.topic(fmt.Sprintf("apply-%d", n))
 		control := b.topic(fmt.Sprintf("apply-%d.kcleanup", n))
 		began := time.Now()
-		topicID, err := createTopic(ctx, b.cl, data, n, dataTopicConfigs())
+		topicID, err := createTopic(ctx, b.cl, data, n, b.dataTopicConfigs())
 		if err != nil {
 			return errors.WithHint(err, "a single test broker may not hold this many partitions; lower the size with -only or -quick")
 		}
 		b.logf("B2 apply: created %s with %d partitions in %s", data, n, time.Since(began).Round(time.Millisecond))
-		if _, err := createTopic(ctx, b.cl, control, 1, worker.ControlTopicConfigs(1)); err != nil {
+		if _, err := createTopic(ctx, b.cl, control, 1, worker.ControlTopicConfigs(b.replication())); err != nil {
 			return err
 		}
 		plan := func(k int64) (string, error) { return b.writePlan(data, topicID, n, k) }

@@ -98,7 +98,7 @@ func runChildMode(args []string) error {
 // partition to its end (connect, list the end offset, fetch until there).
 func childRead(ctx context.Context, bootstrap, topic string) (childResult, error) {
 	began := time.Now()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap),
+	cl, err := kgo.NewClient(seeds(bootstrap),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}}))
 	if err != nil {
 		return nil, err
@@ -134,7 +134,7 @@ func childRead(ctx context.Context, bootstrap, topic string) (childResult, error
 // childProject is B1 through the library: a fresh projection read to its end.
 func childProject(ctx context.Context, bootstrap, topic string) (childResult, error) {
 	began := time.Now()
-	c, err := worker.Connect(kgo.SeedBrokers(bootstrap))
+	c, err := worker.Connect(seeds(bootstrap))
 	if err != nil {
 		return nil, err
 	}
@@ -179,7 +179,7 @@ func childDelete(ctx context.Context, bootstrap, planFile string) (childResult, 
 		return nil, err
 	}
 	began := time.Now()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap))
+	cl, err := kgo.NewClient(seeds(bootstrap))
 	if err != nil {
 		return nil, err
 	}
@@ -218,7 +218,7 @@ func childApply(ctx context.Context, bootstrap, control, planFile string) (child
 		return nil, err
 	}
 	began := time.Now()
-	c, err := worker.Connect(kgo.SeedBrokers(bootstrap))
+	c, err := worker.Connect(seeds(bootstrap))
 	if err != nil {
 		return nil, err
 	}

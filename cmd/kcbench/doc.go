@@ -54,6 +54,9 @@
 // It needs KCLEANUP_TEST_BOOTSTRAP (set by `cmd/kafkadev/kafka.sh test`, which
 // starts a broker only if none is running and stops only one it started),
 // bin/kcleanup, and for kafka-delete-records Java and the jars kafka.sh
-// downloads. -only B4,B5 runs without a broker; -keep leaves the topics
+// downloads. -cluster measures on the three-broker development cluster instead
+// ($KCLEANUP_TEST_CLUSTER/bootstrap; `make bench-cluster` runs B2 and B3 there, quick sizes):
+// its topics get replication factor 3 and min.insync.replicas=2 and its rows say
+// "(3 brokers)". -only B4,B5 runs without a broker; -keep leaves the topics
 // for profiling a child (`kcbench child project -topic T -cpuprofile F`).
 package main

@@ -44,11 +44,11 @@ func (b *bencher) failover(ctx context.Context) error {
 	data := b.topic("failover")
 	control := b.topic("failover.kcleanup")
 	const partitions = 3
-	topicID, err := createTopic(ctx, b.cl, data, partitions, dataTopicConfigs())
+	topicID, err := createTopic(ctx, b.cl, data, partitions, b.dataTopicConfigs())
 	if err != nil {
 		return err
 	}
-	if _, err := createTopic(ctx, b.cl, control, 1, worker.ControlTopicConfigs(1)); err != nil {
+	if _, err := createTopic(ctx, b.cl, control, 1, worker.ControlTopicConfigs(b.replication())); err != nil {
 		return err
 	}
 	if err := produceData(ctx, b.cfg.bootstrap, data, partitions, 2*trials+1); err != nil {
@@ -192,7 +192,7 @@ func (b *bencher) tail(ctx context.Context, control, planID string) (<-chan seen
 	if !ok || end.Err != nil {
 		return nil, nil, errors.Newf("end offset of %s: %v", control, end.Err)
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(b.cfg.bootstrap),
+	cl, err := kgo.NewClient(seeds(b.cfg.bootstrap),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{control: {0: kgo.NewOffset().At(end.Offset)}}),
 		kgo.FetchMaxWait(100*time.Millisecond))
 	if err != nil {

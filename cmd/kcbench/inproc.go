@@ -117,7 +117,7 @@ func (b *bencher) fit(bench, subject, x, unit string, xs, ys []float64) {
 	if !ok {
 		return
 	}
-	f := Fit{Bench: bench, Subject: subject, X: x, Unit: unit, Line: l}
+	f := Fit{Bench: b.cfg.benchName(bench), Subject: subject, X: x, Unit: unit, Line: l}
 	for i := range xs {
 		f.Points = append(f.Points, [2]float64{xs[i], ys[i]})
 	}

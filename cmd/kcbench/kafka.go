@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -21,15 +22,33 @@ import (
 // new partition is one record, so bigger topics grow in steps.
 const maxPartitionsPerRequest = 5000
 
-// dataTopicConfigs are the settings docs/design.md §2 requires of a data topic.
-func dataTopicConfigs() map[string]*string {
+// dataTopicConfigs are the settings docs/design.md §2 requires of a data topic; on three
+// brokers also min.insync.replicas=2, as a production cluster has (docs/deploy.md).
+func (b *bencher) dataTopicConfigs() map[string]*string {
 	s := func(v string) *string { return &v }
-	return map[string]*string{
+	cfg := map[string]*string{
 		"cleanup.policy":  s("compact,delete"),
 		"retention.ms":    s("-1"),
 		"retention.bytes": s("-1"),
 	}
+	if b.replication() >= 3 {
+		cfg["min.insync.replicas"] = s("2")
+	}
+	return cfg
 }
+
+// replication is the replication factor of the topics kcbench creates: the broker's default
+// (createTopic asks for -1), which is 3 on the three-broker cluster (more than one address in
+// -bootstrap), 1 on the single development broker.
+func (b *bencher) replication() int16 {
+	if b.cfg.brokers() >= 3 {
+		return 3
+	}
+	return 1
+}
+
+// seeds are kgo options naming every address of a comma-separated bootstrap list.
+func seeds(bootstrap string) kgo.Opt { return kgo.SeedBrokers(strings.Split(bootstrap, ",")...) }
 
 // createTopic creates a topic with the given partitions (in steps, see
 // maxPartitionsPerRequest) and waits until every partition has a leader.
@@ -112,7 +131,7 @@ func deleteTopics(ctx context.Context, cl *kgo.Client, topics ...string) error {
 // writes one record at a time with acks=all.
 func fastProducer(bootstrap string) (*kgo.Client, error) {
 	return kgo.NewClient(
-		kgo.SeedBrokers(bootstrap),
+		seeds(bootstrap),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.ProducerBatchMaxBytes(1_000_000),
 		kgo.ProducerLinger(5*time.Millisecond),

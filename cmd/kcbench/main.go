@@ -61,6 +61,24 @@ type config struct {
 
 func (c config) wants(bench string) bool { return len(c.only) == 0 || c.only[bench] }
 
+// brokers is how many broker addresses -bootstrap lists (3 with -cluster).
+func (c config) brokers() int {
+	if c.bootstrap == "" {
+		return 0
+	}
+	return len(strings.Split(c.bootstrap, ","))
+}
+
+// benchName is a benchmark's name in the table: on more than one broker it says how many, so
+// that a cluster run's rows stand apart from the single broker's (and its goals, which are the
+// single broker's, read "not measured").
+func (c config) benchName(bench string) string {
+	if n := c.brokers(); n > 1 {
+		return fmt.Sprintf("%s (%d brokers)", bench, n)
+	}
+	return bench
+}
+
 // sizes for `make bench` and `make bench-quick`. The quick run keeps every
 // benchmark but shrinks its inputs, so it finishes in about two minutes.
 func fullConfig() config {
@@ -85,6 +103,7 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	only := fs.String("only", "", "comma-separated subset of B1,B2,B3,B4,B5,B6,B7,B8")
 	runs := fs.Int("runs", 0, "runs per subject (default 5, quick 3)")
 	keep := fs.Bool("keep", false, "do not delete the topics the run created (to profile against them)")
+	cluster := fs.Bool("cluster", false, "measure on the three-broker development cluster ($KCLEANUP_TEST_CLUSTER/bootstrap; make bench-cluster)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: kcbench [flags]   (normally: make bench, make bench-quick)")
 		fs.PrintDefaults()
@@ -100,6 +119,15 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		cfg.runs = *runs
 	}
 	cfg.bootstrap, cfg.out, cfg.keep = *bootstrap, *out, *keep
+	if *cluster {
+		dir := os.Getenv("KCLEANUP_TEST_CLUSTER")
+		b, err := os.ReadFile(filepath.Join(dir, "bootstrap"))
+		if dir == "" || err != nil {
+			return errors.WithHint(errors.Newf("-cluster: no three-broker cluster at KCLEANUP_TEST_CLUSTER=%q", dir),
+				"run `make bench-cluster` (starts the cluster if needed), or cmd/kafkadev/kafka.sh test --brokers 3 ./bin/kcbench -cluster")
+		}
+		cfg.bootstrap = strings.TrimSpace(string(b))
+	}
 	cfg.only = map[string]bool{}
 	for _, b := range strings.Split(*only, ",") {
 		if b = strings.ToUpper(strings.TrimSpace(b)); b != "" {
@@ -134,7 +162,7 @@ func bench(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	b := &bencher{cfg: cfg, rep: rep, log: stderr,
 		prefix: fmt.Sprintf("kcbench-%d", time.Now().Unix())}
 	if cfg.bootstrap != "" {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.bootstrap))
+		cl, err := kgo.NewClient(seeds(cfg.bootstrap))
 		if err != nil {
 			return err
 		}
@@ -209,7 +237,12 @@ func (b *bencher) logf(format string, args ...any) {
 	fmt.Fprintf(b.log, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
 }
 
-func (b *bencher) add(rows ...Row) { b.rep.Rows = append(b.rep.Rows, rows...) }
+func (b *bencher) add(rows ...Row) {
+	for _, r := range rows {
+		r.Bench = b.cfg.benchName(r.Bench)
+		b.rep.Rows = append(b.rep.Rows, r)
+	}
+}
 
 func (b *bencher) note(format string, args ...any) {
 	b.rep.Notes = append(b.rep.Notes, fmt.Sprintf(format, args...))

@@ -72,11 +72,11 @@ func (b *bencher) mirrorKillCase(ctx context.Context, mirror bool) (Row, error) 
 	control := b.topic("kill-" + name + ".kcleanup")
 	const partitions = 3
 	trials := b.cfg.mirrorKillTrials
-	topicID, err := createTopic(ctx, b.cl, data, partitions, dataTopicConfigs())
+	topicID, err := createTopic(ctx, b.cl, data, partitions, b.dataTopicConfigs())
 	if err != nil {
 		return Row{}, err
 	}
-	if _, err := createTopic(ctx, b.cl, control, 1, worker.ControlTopicConfigs(1)); err != nil {
+	if _, err := createTopic(ctx, b.cl, control, 1, worker.ControlTopicConfigs(b.replication())); err != nil {
 		return Row{}, err
 	}
 	// Enough records for every attempt to delete one more on each partition.
@@ -86,7 +86,7 @@ func (b *bencher) mirrorKillCase(ctx context.Context, mirror bool) (Row, error) 
 	var mirrorTopic string
 	if mirror {
 		mirrorTopic = b.topic("kill-" + name + ".flink")
-		if _, err := createTopic(ctx, b.cl, mirrorTopic, 1, worker.MirrorTopicConfigs(1)); err != nil {
+		if _, err := createTopic(ctx, b.cl, mirrorTopic, 1, worker.MirrorTopicConfigs(b.replication())); err != nil {
 			return Row{}, err
 		}
 		if _, err := run(ctx, nil, b.cfg.kcleanup, "mirror", "attach", mirrorTopic, "--topic", data, "--reason", "kcbench B8",

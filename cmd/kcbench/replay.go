@@ -22,11 +22,11 @@ func (b *bencher) replay(ctx context.Context) error {
 	control := b.topic("replay.kcleanup")
 	// The data topic must exist only so that the plans carry a real topic
 	// ID; status never reads it.
-	topicID, err := createTopic(ctx, b.cl, data, int(b.cfg.replayPlanParts), dataTopicConfigs())
+	topicID, err := createTopic(ctx, b.cl, data, int(b.cfg.replayPlanParts), b.dataTopicConfigs())
 	if err != nil {
 		return err
 	}
-	if _, err := createTopic(ctx, b.cl, control, 1, worker.ControlTopicConfigs(1)); err != nil {
+	if _, err := createTopic(ctx, b.cl, control, 1, worker.ControlTopicConfigs(b.replication())); err != nil {
 		return err
 	}
 	b.logf("B1 replay: producing %d control records (%d operations) to %s", n, n/4, control)

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/cockroachdb/errors"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/worker"
@@ -35,16 +34,16 @@ func (b *bencher) validate(ctx context.Context) error {
 	data := b.topic("validate")
 	control := data + ".kcleanup"
 	b.topics = append(b.topics, control)
-	if _, err := createTopic(ctx, b.cl, data, partitions, dataTopicConfigs()); err != nil {
+	if _, err := createTopic(ctx, b.cl, data, partitions, b.dataTopicConfigs()); err != nil {
 		return err
 	}
 	if err := produceData(ctx, b.cfg.bootstrap, data, partitions, 1000); err != nil {
 		return err
 	}
-	if _, err := createTopic(ctx, b.cl, control, 1, worker.ControlTopicConfigs(1)); err != nil {
+	if _, err := createTopic(ctx, b.cl, control, 1, worker.ControlTopicConfigs(b.replication())); err != nil {
 		return err
 	}
-	c, err := worker.Connect(kgo.SeedBrokers(b.cfg.bootstrap))
+	c, err := worker.Connect(seeds(b.cfg.bootstrap))
 	if err != nil {
 		return err
 	}

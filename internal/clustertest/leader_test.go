@@ -13,9 +13,9 @@ import (
 )
 
 // TestDataLeaderKilledAroundDeleteRecords: an apply dies (failpoint) just after COMMITTED, or
-// just after DeleteRecords, and the data partition's leader is SIGKILLed. The apply, run
-// again, finishes after the election; the log start its APPLIED reports is what every replica
-// serves once the old leader is back in sync, and the invariants hold.
+// just after DeleteRecords, and the data partition's leader is SIGKILLed. The apply, run again
+// at once, asks again through the election and finishes; the log start its APPLIED reports is
+// what every replica serves once the old leader is back in sync, and the invariants hold.
 func TestDataLeaderKilledAroundDeleteRecords(t *testing.T) {
 	for _, tc := range []struct {
 		failpoint string
@@ -39,12 +39,10 @@ func TestDataLeaderKilledAroundDeleteRecords(t *testing.T) {
 
 			old := s.partition(s.topic).Leader
 			s.k.Kill(t, old)
-			// The election: the controller fences the dead broker (broker.session.timeout.ms)
-			// and leaves it out of the ISR. An apply run before that fails, safely, on the
-			// dead leader's refused connection (exit 1, resume hint): kcleanup does not retry
-			// a refused dial (see docs/testing.md).
-			s.waitISR(s.topic, 2)
-			s.waitISR(s.ctl, 2)
+			// Run at once, through the election: until the controller fences the dead broker
+			// (broker.session.timeout.ms) its dial is refused, then the new leader answers
+			// NOT_LEADER_OR_FOLLOWER or OFFSET_NOT_AVAILABLE for a moment; apply asks again
+			// within its --timeout (worker.askAgain).
 			s.mustKcleanup("apply", file, "--timeout", "60s")
 			st, logStart := s.operation(p.PlanID)
 			if st != fsm.Applied || !logStart.Equal(events.Offsets{0: 100}) {
