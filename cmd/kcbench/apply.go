@@ -71,7 +71,8 @@ func (b *bencher) apply(ctx context.Context) error {
 		if _, err := createTopic(ctx, b.cl, mirrored, 1, worker.ControlTopicConfigs(1)); err != nil {
 			return err
 		}
-		steps := map[string][]float64{} // the library's time per protocol step
+		steps := map[string][]float64{}         // the library's time per protocol step
+		mirroredSteps := map[string][]float64{} // the same, with the mirror attached
 		subjects := []applySubject{{name: "floor", run: func(ctx context.Context, k int64) (time.Duration, time.Duration, float64, error) {
 			path, err := plan(k)
 			if err != nil {
@@ -97,6 +98,11 @@ func (b *bencher) apply(ctx context.Context) error {
 				return 0, 0, 0, err
 			}
 			m, res, err := runChild(ctx, "apply", "-bootstrap", b.cfg.bootstrap, "-control-topic", mirrored, "-plan", path)
+			for k, v := range res {
+				if step, ok := strings.CutPrefix(k, "step "); ok {
+					mirroredSteps[step] = append(mirroredSteps[step], v)
+				}
+			}
 			return seconds(res["seconds"]), m.Wall, m.MaxRSSMB, err
 		}}}
 		if tool != nil {
@@ -159,8 +165,11 @@ func (b *bencher) apply(ctx context.Context) error {
 		}
 		rows := applyRows(n, got)
 		for i := range rows {
-			if strings.HasPrefix(rows[i].Subject, "worker.Cluster.Apply") {
+			switch rows[i].Subject {
+			case libraryRow:
 				rows[i].Extra, rows[i].Note = stepBreakdown(steps)
+			case mirroredRow:
+				rows[i].Extra, rows[i].Note = stepBreakdown(mirroredSteps)
 			}
 		}
 		b.add(rows...)
@@ -190,6 +199,12 @@ func (b *bencher) apply(ctx context.Context) error {
 	return nil
 }
 
+// The rows of the library's apply, without and with a mirror attached.
+const (
+	libraryRow  = "worker.Cluster.Apply (library, in process)"
+	mirroredRow = "worker.Cluster.Apply, a Flink Agents mirror attached (in process)"
+)
+
 // applyRows turns one size's series into table rows with their ratios.
 func applyRows(n int, got map[string]*series) []Row {
 	c := fmt.Sprintf("%d partitions", n)
@@ -214,9 +229,9 @@ func applyRows(n int, got map[string]*series) []Row {
 	if tool != nil {
 		row("kafka-delete-records (whole process, JVM)", tool.proc, tool.rss, Ratio{"floor process", pairedRatio(tool.proc, floor.proc)})
 	}
-	row("worker.Cluster.Apply (library, in process)", lib.in, 0, Ratio{"floor", pairedRatio(lib.in, floor.in)})
+	row(libraryRow, lib.in, 0, Ratio{"floor", pairedRatio(lib.in, floor.in)})
 	if mirrored != nil {
-		row("worker.Cluster.Apply, a Flink Agents mirror attached (in process)", mirrored.in, 0, Ratio{"no mirror", pairedRatio(mirrored.in, lib.in)})
+		row(mirroredRow, mirrored.in, 0, Ratio{"no mirror", pairedRatio(mirrored.in, lib.in)})
 	}
 	if cmd != nil {
 		ratios := []Ratio{{"floor process", pairedRatio(cmd.proc, floor.proc)}}
@@ -230,7 +245,7 @@ func applyRows(n int, got map[string]*series) []Row {
 
 // protocolSteps are the steps of Cluster.Apply in order, as Observe names
 // them; "project" is the read of the control topic before it.
-var protocolSteps = []string{"project", "check", "planned", "committed", "deleting", "delete-records", "verify", "applied"}
+var protocolSteps = []string{"project", "check", "planned", "mirror", "committed", "deleting", "delete-records", "verify", "applied"}
 
 // stepBreakdown is the median time of each protocol step, as figures and as
 // a note: where the time of an apply goes.
