@@ -71,8 +71,10 @@ func (b *bencher) apply(ctx context.Context) error {
 		if _, err := createTopic(ctx, b.cl, mirrored, 1, worker.ControlTopicConfigs(1)); err != nil {
 			return err
 		}
-		steps := map[string][]float64{}         // the library's time per protocol step
-		mirroredSteps := map[string][]float64{} // the same, with the mirror attached
+		steps := map[string][]float64{}           // the library's time per protocol step
+		mirroredSteps := map[string][]float64{}   // the same, with the mirror attached
+		mirroredKinds := map[string][]float64{}   // its time per kind of step executed
+		wire := map[string]map[string][]float64{} // clients, connections, requests of each library row
 		subjects := []applySubject{{name: "floor", run: func(ctx context.Context, k int64) (time.Duration, time.Duration, float64, error) {
 			path, err := plan(k)
 			if err != nil {
@@ -91,6 +93,7 @@ func (b *bencher) apply(ctx context.Context) error {
 					steps[step] = append(steps[step], v)
 				}
 			}
+			wire[libraryRow] = appendWire(wire[libraryRow], res)
 			return seconds(res["seconds"]), m.Wall, m.MaxRSSMB, err
 		}}, {name: "kcleanup library, mirror attached", run: func(ctx context.Context, k int64) (time.Duration, time.Duration, float64, error) {
 			path, err := plan(k)
@@ -102,7 +105,11 @@ func (b *bencher) apply(ctx context.Context) error {
 				if step, ok := strings.CutPrefix(k, "step "); ok {
 					mirroredSteps[step] = append(mirroredSteps[step], v)
 				}
+				if kind, ok := strings.CutPrefix(k, "took "); ok {
+					mirroredKinds[kind] = append(mirroredKinds[kind], v)
+				}
 			}
+			wire[mirroredRow] = appendWire(wire[mirroredRow], res)
 			return seconds(res["seconds"]), m.Wall, m.MaxRSSMB, err
 		}}}
 		if tool != nil {
@@ -170,6 +177,18 @@ func (b *bencher) apply(ctx context.Context) error {
 				rows[i].Extra, rows[i].Note = stepBreakdown(steps)
 			case mirroredRow:
 				rows[i].Extra, rows[i].Note = stepBreakdown(mirroredSteps)
+				for kind, runs := range mirroredKinds {
+					rows[i].Extra["executed "+kind+" seconds"] = median(runs)
+				}
+				if m := median(mirroredKinds["read-mirror"]) + median(mirroredKinds["write-mirror"]); m > 0 {
+					rows[i].Note += fmt.Sprintf("; the mirror's reads and writes %s", formatSeconds(m))
+				}
+			}
+			if w := wire[rows[i].Subject]; w != nil {
+				for k, runs := range w {
+					rows[i].Extra[k] = median(runs)
+				}
+				rows[i].Note += fmt.Sprintf("; %.0f requests, %.0f connections, %.0f clients", median(w["requests"]), median(w["connections"]), median(w["clients"]))
 			}
 		}
 		b.add(rows...)
@@ -197,6 +216,19 @@ func (b *bencher) apply(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// appendWire adds a child's counts of clients, connections and requests.
+func appendWire(w map[string][]float64, res childResult) map[string][]float64 {
+	if w == nil {
+		w = map[string][]float64{}
+	}
+	for k, v := range res {
+		if k == "clients" || k == "connections" || strings.HasPrefix(k, "requests") {
+			w[k] = append(w[k], v)
+		}
+	}
+	return w
 }
 
 // The rows of the library's apply, without and with a mirror attached.
