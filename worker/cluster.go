@@ -37,6 +37,8 @@ type Cluster struct {
 	// only what is new (protocol.Continue).
 	scanMu  sync.Mutex
 	scanned map[string]*protocol.TombstoneScan
+
+	readers readerPool // idle readers for bounded reads (borrowReader)
 }
 
 // Connect creates a Cluster from franz-go connection options (seed brokers,
@@ -56,7 +58,10 @@ func Connect(opts ...kgo.Opt) (*Cluster, error) {
 }
 
 // Close releases the cluster's connections.
-func (c *Cluster) Close() { c.cl.Close() }
+func (c *Cluster) Close() {
+	c.readers.close()
+	c.cl.Close()
+}
 
 // Client returns the underlying franz-go client.
 func (c *Cluster) Client() *kgo.Client { return c.cl }

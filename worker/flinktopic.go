@@ -1,22 +1,28 @@
 package worker
 
 import (
+	"cmp"
 	"context"
 	"strconv"
-	"time"
+	"sync"
 
 	"github.com/cockroachdb/errors"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/projector/flinkagents"
+	"github.com/kcleanup/kcleanup/protocol"
 )
 
 // FlinkTopic is a control topic in Flink Agents' format, folded the way a
 // Flink Agents job folds it when it recovers (projector/flinkagents).
 type FlinkTopic struct {
 	Topic string
-	Fold  *flinkagents.Fold
+	// TopicID is the topic's live ID, from the uncached Metadata request
+	// made with the read.
+	TopicID string
+	Fold    *flinkagents.Fold
 	// End is the high watermark captured before reading, once the last
 	// stable offset reached it (every record below End is decided).
 	End int64
@@ -42,37 +48,46 @@ func (f *FlinkTopic) Check() error {
 // offset captured first, every record folded in offset order. It fails
 // with ErrTopicNotFound when the topic does not exist, and with
 // ErrNotCaughtUp when ctx ends before the end is reached.
+//
+// The topic's metadata, configs, stable end and log start are independent
+// answers, asked at once; the read itself borrows one of the cluster's
+// readers (borrowReader), which starts fetching meanwhile. An error is
+// reported in that order, the first one found (a missing topic as
+// missing, not as what the other questions said about it).
 func (c *Cluster) ReadFlinkTopic(ctx context.Context, topic string) (*FlinkTopic, error) {
-	info, err := c.TopicMetadata(ctx, topic)
-	if err != nil {
-		return nil, err
-	}
-	cfg, err := c.TopicConfigs(ctx, topic)
-	if err != nil {
-		return nil, err
-	}
-	ft := &FlinkTopic{Topic: topic, Fold: flinkagents.New(), Partitions: info.Partitions, CleanupPolicy: cfg["cleanup.policy"]}
-	ft.MaxMessageBytes, _ = strconv.Atoi(cfg["max.message.bytes"])
-	if ft.End, err = c.stableEnd(ctx, "Flink Agents control topic", topic); err != nil {
-		return nil, err
-	}
-	opts := append(c.ConnOpts(),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}}),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.KeepControlRecords(),
-		kgo.FetchMaxWait(500*time.Millisecond),
-	)
-	reader, err := kgo.NewClient(opts...)
+	return c.readFlinkTopic(ctx, topic, -1)
+}
+
+// readFlinkTopic is ReadFlinkTopic to end, when a caller already captured
+// it as stable (the last stable offset at or above it); -1 asks for it.
+func (c *Cluster) readFlinkTopic(ctx context.Context, topic string, end int64) (*FlinkTopic, error) {
+	reader, give, err := c.borrowReader(topic)
 	if err != nil {
 		return nil, errors.Wrap(err, "create Flink Agents control-topic reader")
 	}
-	defer reader.Close()
+	kept := false
+	defer func() { give(kept) }()
+	var (
+		wg     sync.WaitGroup
+		info   protocol.Topic
+		cfg    map[string]string
+		starts events.Offsets
+		errs   [4]error
+	)
+	wg.Go(func() { info, errs[0] = c.TopicMetadata(ctx, topic) })
+	wg.Go(func() { cfg, errs[1] = c.TopicConfigs(ctx, topic) })
+	if end < 0 {
+		wg.Go(func() { end, errs[2] = c.stableEnd(ctx, "Flink Agents control topic", topic) })
+	}
 	// A log start at the end (every record deleted) sends no record to
 	// move next along: nothing is left to fold.
-	starts, err := c.StartOffsets(ctx, topic)
-	if err != nil {
+	wg.Go(func() { starts, errs[3] = c.StartOffsets(ctx, topic) })
+	wg.Wait()
+	if err := cmp.Or(errs[0], errs[1], errs[2], errs[3]); err != nil {
 		return nil, err
 	}
+	ft := &FlinkTopic{Topic: topic, TopicID: info.ID, Fold: flinkagents.New(), Partitions: info.Partitions, CleanupPolicy: cfg["cleanup.policy"], End: end}
+	ft.MaxMessageBytes, _ = strconv.Atoi(cfg["max.message.bytes"])
 	next := max(int64(0), starts[0])
 	for next < ft.End {
 		fs := reader.PollFetches(ctx)
@@ -105,5 +120,6 @@ func (c *Cluster) ReadFlinkTopic(ctx context.Context, topic string) (*FlinkTopic
 			continue
 		}
 	}
+	kept = true
 	return ft, nil
 }
