@@ -37,8 +37,6 @@ type Cluster struct {
 	// only what is new (protocol.Continue).
 	scanMu  sync.Mutex
 	scanned map[string]*protocol.TombstoneScan
-
-	readers readerPool // idle readers for bounded reads (borrowReader)
 }
 
 // Connect creates a Cluster from franz-go connection options (seed brokers,
@@ -58,10 +56,7 @@ func Connect(opts ...kgo.Opt) (*Cluster, error) {
 }
 
 // Close releases the cluster's connections.
-func (c *Cluster) Close() {
-	c.readers.close()
-	c.cl.Close()
-}
+func (c *Cluster) Close() { c.cl.Close() }
 
 // Client returns the underlying franz-go client.
 func (c *Cluster) Client() *kgo.Client { return c.cl }
@@ -118,14 +113,36 @@ func (c *Cluster) HighWatermarks(ctx context.Context, topics ...string) (map[str
 // request: kadm.Metadata may answer from a cache for seconds, long enough to
 // miss a deleted and recreated topic.
 func (c *Cluster) TopicMetadata(ctx context.Context, topic string) (protocol.Topic, error) {
-	info := protocol.Topic{Name: topic}
+	t, err := c.metadataTopic(ctx, topic)
+	if err != nil {
+		return protocol.Topic{Name: topic}, err
+	}
+	return topicOf(t), nil
+}
+
+// topicOf is a topic's ID and partitions from its Metadata answer.
+func topicOf(t kmsg.MetadataResponseTopic) protocol.Topic {
+	info := protocol.Topic{Name: *t.Topic, ID: TopicIDString(t.TopicID)}
+	for _, p := range t.Partitions {
+		info.Partitions = append(info.Partitions, p.Partition)
+		if p.Partition == 0 {
+			info.Replicas = len(p.Replicas)
+		}
+	}
+	slices.Sort(info.Partitions)
+	return info
+}
+
+// metadataTopic is a topic's answer to an uncached Metadata request
+// (TopicMetadata), with its leaders.
+func (c *Cluster) metadataTopic(ctx context.Context, topic string) (kmsg.MetadataResponseTopic, error) {
 	req := kmsg.NewPtrMetadataRequest()
 	rt := kmsg.NewMetadataRequestTopic()
 	rt.Topic = kmsg.StringPtr(topic)
 	req.Topics = append(req.Topics, rt)
 	resp, err := req.RequestWith(ctx, c.cl)
 	if err != nil {
-		return info, errors.Wrapf(err, "metadata request for topic %q", topic)
+		return kmsg.MetadataResponseTopic{}, errors.Wrapf(err, "metadata request for topic %q", topic)
 	}
 	for _, t := range resp.Topics {
 		if t.Topic == nil || *t.Topic != topic {
@@ -133,22 +150,14 @@ func (c *Cluster) TopicMetadata(ctx context.Context, topic string) (protocol.Top
 		}
 		if err := kerr.ErrorForCode(t.ErrorCode); err != nil {
 			if errors.Is(err, kerr.UnknownTopicOrPartition) {
-				return info, errors.Mark(errors.Newf("topic %q does not exist", topic), ErrTopicNotFound)
+				return t, errors.Mark(errors.Newf("topic %q does not exist", topic), ErrTopicNotFound)
 			}
-			return info, c.denied(errors.Wrapf(err, "metadata for topic %q", topic),
+			return t, c.denied(errors.Wrapf(err, "metadata for topic %q", topic),
 				protocol.Permission{Operation: "Describe", ResourceType: "topic", Resource: topic, For: "read the topic's metadata"})
 		}
-		for _, p := range t.Partitions {
-			info.Partitions = append(info.Partitions, p.Partition)
-			if p.Partition == 0 {
-				info.Replicas = len(p.Replicas)
-			}
-		}
-		slices.Sort(info.Partitions)
-		info.ID = TopicIDString(t.TopicID)
-		return info, nil
+		return t, nil
 	}
-	return info, errors.Mark(errors.Newf("topic %q does not exist", topic), ErrTopicNotFound)
+	return kmsg.MetadataResponseTopic{}, errors.Mark(errors.Newf("topic %q does not exist", topic), ErrTopicNotFound)
 }
 
 // DescribeTopic gathers a topic's ID, partitions, configs and offsets.

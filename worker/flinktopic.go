@@ -9,10 +9,10 @@ import (
 	"github.com/cockroachdb/errors"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/projector/flinkagents"
-	"github.com/kcleanup/kcleanup/protocol"
 )
 
 // FlinkTopic is a control topic in Flink Agents' format, folded the way a
@@ -50,10 +50,9 @@ func (f *FlinkTopic) Check() error {
 // ErrNotCaughtUp when ctx ends before the end is reached.
 //
 // The topic's metadata, configs, stable end and log start are independent
-// answers, asked at once; the read itself borrows one of the cluster's
-// readers (borrowReader), which starts fetching meanwhile. An error is
-// reported in that order, the first one found (a missing topic as
-// missing, not as what the other questions said about it).
+// answers, asked at once; the read is a boundedFetcher's, on the cluster's
+// own client. An error is reported in that order, the first one found (a
+// missing topic as missing, not as what the other questions said about it).
 func (c *Cluster) ReadFlinkTopic(ctx context.Context, topic string) (*FlinkTopic, error) {
 	return c.readFlinkTopic(ctx, topic, -1)
 }
@@ -61,20 +60,14 @@ func (c *Cluster) ReadFlinkTopic(ctx context.Context, topic string) (*FlinkTopic
 // readFlinkTopic is ReadFlinkTopic to end, when a caller already captured
 // it as stable (the last stable offset at or above it); -1 asks for it.
 func (c *Cluster) readFlinkTopic(ctx context.Context, topic string, end int64) (*FlinkTopic, error) {
-	reader, give, err := c.borrowReader(topic)
-	if err != nil {
-		return nil, errors.Wrap(err, "create Flink Agents control-topic reader")
-	}
-	kept := false
-	defer func() { give(kept) }()
 	var (
 		wg     sync.WaitGroup
-		info   protocol.Topic
+		meta   kmsg.MetadataResponseTopic
 		cfg    map[string]string
 		starts events.Offsets
 		errs   [4]error
 	)
-	wg.Go(func() { info, errs[0] = c.TopicMetadata(ctx, topic) })
+	wg.Go(func() { meta, errs[0] = c.metadataTopic(ctx, topic) })
 	wg.Go(func() { cfg, errs[1] = c.TopicConfigs(ctx, topic) })
 	if end < 0 {
 		wg.Go(func() { end, errs[2] = c.stableEnd(ctx, "Flink Agents control topic", topic) })
@@ -86,9 +79,13 @@ func (c *Cluster) readFlinkTopic(ctx context.Context, topic string, end int64) (
 	if err := cmp.Or(errs[0], errs[1], errs[2], errs[3]); err != nil {
 		return nil, err
 	}
+	info := topicOf(meta)
 	ft := &FlinkTopic{Topic: topic, TopicID: info.ID, Fold: flinkagents.New(), Partitions: info.Partitions, CleanupPolicy: cfg["cleanup.policy"], End: end}
 	ft.MaxMessageBytes, _ = strconv.Atoi(cfg["max.message.bytes"])
 	next := max(int64(0), starts[0])
+	reader := c.newBoundedFetcher(topic)
+	reader.next = next
+	_ = reader.useMetadata(meta) // a partition without a leader now: the first fetch asks again
 	for next < ft.End {
 		fs := reader.PollFetches(ctx)
 		if ctx.Err() != nil {
@@ -120,6 +117,5 @@ func (c *Cluster) readFlinkTopic(ctx context.Context, topic string, end int64) (
 			continue
 		}
 	}
-	kept = true
 	return ft, nil
 }

@@ -19,12 +19,12 @@ type newClients struct{ n atomic.Int64 }
 func (h *newClients) OnNewClient(*kgo.Client) { h.n.Add(1) }
 
 // The bounded reads of a cluster (a mirror read as the Flink Agents job
-// reads it) share one reader between them instead of a new client each
-// (issue 23, item 4: an apply with a mirror attached made seven), and a
-// reader lent again shows nothing of its earlier reads: not another
-// topic's records, not a deleted topic's, though it is recreated under the
-// same name.
-func TestBoundedReadsShareOneReader(t *testing.T) {
+// reads it, the gate's fresh read of a control topic) fetch on the
+// cluster's own client instead of making a client each (issue 23, items 4
+// and 6: an apply with a mirror attached made seven), and read what a
+// consumer reads: each topic's own records, and after a topic is deleted
+// and recreated under the same name only the new one's.
+func TestBoundedReadsMakeNoClient(t *testing.T) {
 	boot := kafkatest.Bootstrap(t)
 	cl := kafkatest.Client(t, boot)
 	ctx := ctxT(t, 2*time.Minute)
@@ -83,8 +83,12 @@ func TestBoundedReadsShareOneReader(t *testing.T) {
 	if _, err := c.ReadMirror(ctx, b); err != nil {
 		t.Fatal(err)
 	}
-	if n := count.n.Load(); n != 2 {
-		t.Fatalf("%d clients made for six reads: want 2, the cluster's own and one reader", n)
+	v := c.Validate(ctx, nil, worker.ValidateOptions{ControlTopic: a}) // refused: no markers; the control topic read all the same
+	if v.Allowed {
+		t.Fatalf("Validate allowed no markers: %+v", v)
+	}
+	if n := count.n.Load(); n != 1 {
+		t.Fatalf("%d clients made for six reads and a Validate: want 1, the cluster's own", n)
 	}
 
 	// Recreated under the same name: only the new topic's record is read.
