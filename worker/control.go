@@ -155,7 +155,9 @@ type Projection struct {
 	reader *kgo.Client // a consumer of the topic (OpenProjection); nil for a bounded read
 	// source is what reads take records from: reader, or for a bounded
 	// read (openBoundedProjection) a boundedFetcher.
-	source  interface{ PollFetches(context.Context) kgo.Fetches }
+	source interface {
+		PollFetches(context.Context) kgo.Fetches
+	}
 	bounded *boundedFetcher
 	cluster *Cluster
 	// onVerdict, when set, sees every verdict the fold returns.
