@@ -233,10 +233,10 @@ func (p *Projection) Close() {
 // ErrNotCaughtUp and the caller must not act on the state.
 func (p *Projection) CatchUp(ctx context.Context) error {
 	var wg sync.WaitGroup
-	if p.bounded != nil && !p.bounded.located {
-		// The leader to fetch from, asked while the end is; a failure
-		// here is asked again by the first fetch.
-		wg.Go(func() { _ = p.bounded.locate(ctx) })
+	if p.bounded != nil && p.Next == 0 {
+		// A bounded read's first fetch (and the leader to send it to) is
+		// made while the end is asked; a failure is met again by the read.
+		wg.Go(func() { p.bounded.prefetch(ctx) })
 	}
 	end, err := p.cluster.stableEnd(ctx, "control topic", p.Topic)
 	wg.Wait()

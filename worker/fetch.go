@@ -45,6 +45,8 @@ type boundedFetcher struct {
 	located bool
 	leader  int32
 	id      [16]byte
+
+	ahead *kgo.FetchPartition // a fetch made ahead (prefetch), for the next poll
 }
 
 func (c *Cluster) newBoundedFetcher(topic string) *boundedFetcher {
@@ -76,6 +78,16 @@ func (f *boundedFetcher) useMetadata(t kmsg.MetadataResponseTopic) error {
 	return errors.Mark(errors.Newf("topic %q has no partition 0", f.topic), ErrTopicNotFound)
 }
 
+// prefetch makes the first fetch while the caller asks the end it reads to
+// (a read_committed fetch returns nothing that is not decided; what it
+// returns beyond the end is what a consumer's fetch ahead returns too).
+// A failure is left for PollFetches to meet again.
+func (f *boundedFetcher) prefetch(ctx context.Context) {
+	if fp, err := f.fetch(ctx); err == nil {
+		f.ahead = &fp
+	}
+}
+
 // PollFetches sends one Fetch and returns what it read, as a kgo consumer
 // would: records at or above the offset asked, or the partition's error
 // when retrying will not help (a denied read). What a consumer retries by
@@ -84,6 +96,11 @@ func (f *boundedFetcher) useMetadata(t kmsg.MetadataResponseTopic) error {
 // available) returns no records after boundedRetryPause, the leader to be
 // asked again; an offset below the log start moves to the log start.
 func (f *boundedFetcher) PollFetches(ctx context.Context) kgo.Fetches {
+	if f.ahead != nil {
+		fp := *f.ahead
+		f.ahead = nil
+		return kgo.Fetches{{Topics: []kgo.FetchTopic{{Topic: f.topic, Partitions: []kgo.FetchPartition{fp}}}}}
+	}
 	fp, err := f.fetch(ctx)
 	var ke *kerr.Error
 	switch {
