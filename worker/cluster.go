@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"fmt"
@@ -160,22 +161,23 @@ func (c *Cluster) metadataTopic(ctx context.Context, topic string) (kmsg.Metadat
 	return kmsg.MetadataResponseTopic{}, errors.Mark(errors.Newf("topic %q does not exist", topic), ErrTopicNotFound)
 }
 
-// DescribeTopic gathers a topic's ID, partitions, configs and offsets.
+// DescribeTopic gathers a topic's ID, partitions, configs and offsets: the
+// ID first (uncached Metadata), then the configs, log starts and high
+// watermarks, asked at once (they address the topic by name, so they are
+// asked only after its ID, never before it). An error is reported in that
+// order.
 func (c *Cluster) DescribeTopic(ctx context.Context, topic string) (protocol.Topic, error) {
 	info, err := c.TopicMetadata(ctx, topic)
 	if err != nil {
 		return info, err
 	}
-	if info.Configs, err = c.TopicConfigs(ctx, topic); err != nil {
-		return info, err
-	}
-	if info.Start, err = c.StartOffsets(ctx, topic); err != nil {
-		return info, err
-	}
-	if info.End, err = c.EndOffsets(ctx, topic); err != nil {
-		return info, err
-	}
-	return info, nil
+	var errs [3]error
+	var wg sync.WaitGroup
+	wg.Go(func() { info.Configs, errs[0] = c.TopicConfigs(ctx, topic) })
+	wg.Go(func() { info.Start, errs[1] = c.StartOffsets(ctx, topic) })
+	info.End, errs[2] = c.EndOffsets(ctx, topic)
+	wg.Wait()
+	return info, cmp.Or(errs[0], errs[1], errs[2])
 }
 
 // TopicConfigs returns the effective value of every config of a topic.
