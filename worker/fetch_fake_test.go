@@ -16,10 +16,11 @@ import (
 	"github.com/kcleanup/kcleanup/internal/workertest"
 )
 
-// A bounded read (worker/fetch.go) whose Fetch is refused as a consumer's
-// would be by a leader that just moved (NOT_LEADER_OR_FOLLOWER) asks for
-// the leader again and fetches once more, as a consumer does, instead of
-// failing the read (kfake answers the first Fetch with the error).
+// A bounded read (worker/fetch.go) whose Fetch is refused with a
+// retriable error, as a leader that just moved refuses it
+// (NOT_LEADER_OR_FOLLOWER), fetches again instead of failing the read, as
+// a consumer does (kfake answers the first Fetch with the error). That the
+// retry goes to the new leader is not shown here: one broker.
 func TestBoundedReadRetriesARefusedFetch(t *testing.T) {
 	const topic = "flink-refused"
 	fk, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, topic))
