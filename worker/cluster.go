@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"fmt"
@@ -113,25 +114,47 @@ func (c *Cluster) HighWatermarks(ctx context.Context, topics ...string) (map[str
 // request: kadm.Metadata may answer from a cache for seconds, long enough to
 // miss a deleted and recreated topic.
 func (c *Cluster) TopicMetadata(ctx context.Context, topic string) (protocol.Topic, error) {
-	var info protocol.Topic
-	err := askAgain(ctx, func(ctx context.Context) (err error) {
-		info, err = c.topicMetadata(ctx, topic)
-		return err
-	})
-	return info, err
+	t, err := c.metadataAgain(ctx, topic)
+	if err != nil {
+		return protocol.Topic{Name: topic}, err
+	}
+	return topicOf(t), nil
 }
 
-// topicMetadata asks once. A topic-level error such as LEADER_NOT_AVAILABLE (a topic being
-// created, a leader moving) stays in the chain, so TopicMetadata asks again.
-func (c *Cluster) topicMetadata(ctx context.Context, topic string) (protocol.Topic, error) {
-	info := protocol.Topic{Name: topic}
+// metadataAgain is metadataTopic asked again on a transient answer, within ctx.
+func (c *Cluster) metadataAgain(ctx context.Context, topic string) (t kmsg.MetadataResponseTopic, err error) {
+	err = askAgain(ctx, func(ctx context.Context) (err error) {
+		t, err = c.metadataTopic(ctx, topic)
+		return err
+	})
+	return t, err
+}
+
+// topicOf is a topic's ID and partitions from its Metadata answer.
+func topicOf(t kmsg.MetadataResponseTopic) protocol.Topic {
+	info := protocol.Topic{Name: *t.Topic, ID: TopicIDString(t.TopicID)}
+	for _, p := range t.Partitions {
+		info.Partitions = append(info.Partitions, p.Partition)
+		if p.Partition == 0 {
+			info.Replicas = len(p.Replicas)
+		}
+	}
+	slices.Sort(info.Partitions)
+	return info
+}
+
+// metadataTopic is a topic's answer to one uncached Metadata request
+// (TopicMetadata), with its leaders. A topic-level error such as
+// LEADER_NOT_AVAILABLE (a topic being created, a leader moving) stays in
+// the chain, so that TopicMetadata asks again.
+func (c *Cluster) metadataTopic(ctx context.Context, topic string) (kmsg.MetadataResponseTopic, error) {
 	req := kmsg.NewPtrMetadataRequest()
 	rt := kmsg.NewMetadataRequestTopic()
 	rt.Topic = kmsg.StringPtr(topic)
 	req.Topics = append(req.Topics, rt)
 	resp, err := req.RequestWith(ctx, c.cl)
 	if err != nil {
-		return info, errors.Wrapf(err, "metadata request for topic %q", topic)
+		return kmsg.MetadataResponseTopic{}, errors.Wrapf(err, "metadata request for topic %q", topic)
 	}
 	for _, t := range resp.Topics {
 		if t.Topic == nil || *t.Topic != topic {
@@ -139,40 +162,33 @@ func (c *Cluster) topicMetadata(ctx context.Context, topic string) (protocol.Top
 		}
 		if err := kerr.ErrorForCode(t.ErrorCode); err != nil {
 			if errors.Is(err, kerr.UnknownTopicOrPartition) {
-				return info, errors.Mark(errors.Newf("topic %q does not exist", topic), ErrTopicNotFound)
+				return t, errors.Mark(errors.Newf("topic %q does not exist", topic), ErrTopicNotFound)
 			}
-			return info, c.denied(errors.Wrapf(err, "metadata for topic %q", topic),
+			return t, c.denied(errors.Wrapf(err, "metadata for topic %q", topic),
 				protocol.Permission{Operation: "Describe", ResourceType: "topic", Resource: topic, For: "read the topic's metadata"})
 		}
-		for _, p := range t.Partitions {
-			info.Partitions = append(info.Partitions, p.Partition)
-			if p.Partition == 0 {
-				info.Replicas = len(p.Replicas)
-			}
-		}
-		slices.Sort(info.Partitions)
-		info.ID = TopicIDString(t.TopicID)
-		return info, nil
+		return t, nil
 	}
-	return info, errors.Mark(errors.Newf("topic %q does not exist", topic), ErrTopicNotFound)
+	return kmsg.MetadataResponseTopic{}, errors.Mark(errors.Newf("topic %q does not exist", topic), ErrTopicNotFound)
 }
 
-// DescribeTopic gathers a topic's ID, partitions, configs and offsets.
+// DescribeTopic gathers a topic's ID, partitions, configs and offsets: the
+// ID first (uncached Metadata), then the configs, log starts and high
+// watermarks, asked at once (they address the topic by name, so they are
+// asked only after its ID, never before it). An error is reported in that
+// order.
 func (c *Cluster) DescribeTopic(ctx context.Context, topic string) (protocol.Topic, error) {
 	info, err := c.TopicMetadata(ctx, topic)
 	if err != nil {
 		return info, err
 	}
-	if info.Configs, err = c.TopicConfigs(ctx, topic); err != nil {
-		return info, err
-	}
-	if info.Start, err = c.StartOffsets(ctx, topic); err != nil {
-		return info, err
-	}
-	if info.End, err = c.EndOffsets(ctx, topic); err != nil {
-		return info, err
-	}
-	return info, nil
+	var errs [3]error
+	var wg sync.WaitGroup
+	wg.Go(func() { info.Configs, errs[0] = c.TopicConfigs(ctx, topic) })
+	wg.Go(func() { info.Start, errs[1] = c.StartOffsets(ctx, topic) })
+	info.End, errs[2] = c.EndOffsets(ctx, topic)
+	wg.Wait()
+	return info, cmp.Or(errs[0], errs[1], errs[2])
 }
 
 // TopicConfigs returns the effective value of every config of a topic.

@@ -151,7 +151,13 @@ type Projection struct {
 
 	pauseIdle bool // PauseWhenIdle
 
-	reader  *kgo.Client
+	reader *kgo.Client // a consumer of the topic (OpenProjection); nil for a bounded read
+	// source is what reads take records from: reader, or for a bounded
+	// read (openBoundedProjection) a boundedFetcher.
+	source interface {
+		PollFetches(context.Context) kgo.Fetches
+	}
+	bounded *boundedFetcher
 	cluster *Cluster
 	// onVerdict, when set, sees every verdict the fold returns.
 	onVerdict func(projector.Verdict)
@@ -189,7 +195,16 @@ func (c *Cluster) OpenProjection(controlTopic string, stateOpts ...projector.Opt
 	if err != nil {
 		return nil, errors.Wrap(err, "create control-topic reader")
 	}
-	return &Projection{Topic: controlTopic, View: projector.NewView(stateOpts...), reader: reader, cluster: c}, nil
+	return &Projection{Topic: controlTopic, View: projector.NewView(stateOpts...), reader: reader, source: reader, cluster: c}, nil
+}
+
+// openBoundedProjection prepares a projection that is read once, to the end
+// CatchUp captures, with Fetch requests on the cluster's own client (a
+// boundedFetcher): no client of its own to create (the gate's fresh read,
+// issue 23, item 6). It cannot PauseWhenIdle.
+func (c *Cluster) openBoundedProjection(controlTopic string) *Projection {
+	f := c.newBoundedFetcher(controlTopic)
+	return &Projection{Topic: controlTopic, View: projector.NewView(), source: f, bounded: f, cluster: c}
 }
 
 // PauseWhenIdle stops the reader's background fetching now and whenever a
@@ -198,18 +213,32 @@ func (c *Cluster) OpenProjection(controlTopic string, stateOpts ...projector.Opt
 // (docs/benchmarks.md, B6). A read resumes it first; with its one
 // partition paused the reader has no fetch in flight to wait for.
 func (p *Projection) PauseWhenIdle() {
+	if p.reader == nil {
+		return // a bounded read fetches nothing between reads
+	}
 	p.pauseIdle = true
 	p.reader.PauseFetchPartitions(map[string][]int32{p.Topic: {0}})
 }
 
 // Close releases the projection's reader.
-func (p *Projection) Close() { p.reader.Close() }
+func (p *Projection) Close() {
+	if p.reader != nil {
+		p.reader.Close()
+	}
+}
 
 // CatchUp reads until the projection has folded every record below the end
 // offset captured when it began. It fails closed: on a deadline it returns
 // ErrNotCaughtUp and the caller must not act on the state.
 func (p *Projection) CatchUp(ctx context.Context) error {
+	var wg sync.WaitGroup
+	if p.bounded != nil && p.Next == 0 {
+		// A bounded read's first fetch (and the leader to send it to) is
+		// made while the end is asked; a failure is met again by the read.
+		wg.Go(func() { p.bounded.prefetch(ctx) })
+	}
 	end, err := p.cluster.stableEnd(ctx, "control topic", p.Topic)
+	wg.Wait()
 	switch {
 	case errors.Is(err, ErrTopicNotFound) || errors.Is(err, kerr.UnknownTopicOrPartition):
 		return errors.WithHint(errors.Mark(errors.Newf("control topic %q does not exist", p.Topic), ErrTopicNotFound),
@@ -296,7 +325,7 @@ func (p *Projection) fetchDecode(ctx context.Context, next, end int64, out chan<
 		}
 	}
 	for next < end {
-		fs := p.reader.PollFetches(ctx)
+		fs := p.source.PollFetches(ctx)
 		if ctx.Err() != nil {
 			// Not send: with ctx done it may drop the error. The reader
 			// drains out until it is closed, so this cannot block for good.

@@ -1,14 +1,18 @@
 package worker
 
 import (
+	"cmp"
 	"context"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/cockroachdb/errors"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/projector/flinkagents"
 )
 
@@ -16,7 +20,10 @@ import (
 // Flink Agents job folds it when it recovers (projector/flinkagents).
 type FlinkTopic struct {
 	Topic string
-	Fold  *flinkagents.Fold
+	// TopicID is the topic's live ID, from the uncached Metadata request
+	// made with the read.
+	TopicID string
+	Fold    *flinkagents.Fold
 	// End is the high watermark captured before reading, once the last
 	// stable offset reached it (every record below End is decided).
 	End int64
@@ -49,40 +56,46 @@ func (f *FlinkTopic) Check() error {
 // offset captured first, every record folded in offset order. It fails
 // with ErrTopicNotFound when the topic does not exist, and with
 // ErrNotCaughtUp when ctx ends before the end is reached.
+//
+// The topic's metadata, configs, stable end and log start are independent
+// answers, asked at once; the read is a boundedFetcher's, on the cluster's
+// own client. An error is reported in that order, the first one found (a
+// missing topic as missing, not as what the other questions said about it).
 func (c *Cluster) ReadFlinkTopic(ctx context.Context, topic string) (*FlinkTopic, error) {
-	info, err := c.TopicMetadata(ctx, topic)
-	if err != nil {
-		return nil, err
-	}
-	cfg, err := c.TopicConfigs(ctx, topic)
-	if err != nil {
-		return nil, err
-	}
-	ft := &FlinkTopic{Topic: topic, Fold: flinkagents.New(), Partitions: info.Partitions, CleanupPolicy: cfg["cleanup.policy"]}
-	ft.MaxMessageBytes, _ = strconv.Atoi(cfg["max.message.bytes"])
-	if ft.End, err = c.stableEnd(ctx, "Flink Agents control topic", topic); err != nil {
-		return nil, err
-	}
-	opts := append(c.ConnOpts(),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}}),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.KeepControlRecords(),
-		kgo.FetchMaxWait(500*time.Millisecond),
+	return c.readFlinkTopic(ctx, topic, -1)
+}
+
+// readFlinkTopic is ReadFlinkTopic to end, when a caller already captured
+// it as stable (the last stable offset at or above it); -1 asks for it.
+func (c *Cluster) readFlinkTopic(ctx context.Context, topic string, end int64) (*FlinkTopic, error) {
+	var (
+		wg     sync.WaitGroup
+		meta   kmsg.MetadataResponseTopic
+		cfg    map[string]string
+		starts events.Offsets
+		errs   [4]error
 	)
-	reader, err := kgo.NewClient(opts...)
-	if err != nil {
-		return nil, errors.Wrap(err, "create Flink Agents control-topic reader")
+	wg.Go(func() { meta, errs[0] = c.metadataAgain(ctx, topic) })
+	wg.Go(func() { cfg, errs[1] = c.TopicConfigs(ctx, topic) })
+	if end < 0 {
+		wg.Go(func() { end, errs[2] = c.stableEnd(ctx, "Flink Agents control topic", topic) })
 	}
-	defer reader.Close()
 	// A log start at the end (every record deleted) sends no record to
 	// move next along: nothing is left to fold.
-	starts, err := c.StartOffsets(ctx, topic)
-	if err != nil {
+	wg.Go(func() { starts, errs[3] = c.StartOffsets(ctx, topic) })
+	wg.Wait()
+	if err := cmp.Or(errs[0], errs[1], errs[2], errs[3]); err != nil {
 		return nil, err
 	}
+	info := topicOf(meta)
+	ft := &FlinkTopic{Topic: topic, TopicID: info.ID, Fold: flinkagents.New(), Partitions: info.Partitions, CleanupPolicy: cfg["cleanup.policy"], End: end}
+	ft.MaxMessageBytes, _ = strconv.Atoi(cfg["max.message.bytes"])
 	next := max(int64(0), starts[0])
 	ft.Visible = map[int64]time.Time{}
 	open := map[int64][]int64{} // producer ID → its transactional records awaiting their marker
+	reader := c.newBoundedFetcher(topic)
+	reader.next = next
+	_ = reader.useMetadata(meta) // a partition without a leader now: the first fetch asks again
 	for next < ft.End {
 		fs := reader.PollFetches(ctx)
 		if ctx.Err() != nil {

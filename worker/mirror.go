@@ -32,19 +32,16 @@ const mirrorTxnTimeout = 15 * time.Second
 // ReadMirror reads a mirror topic as the Flink Agents job reads its
 // control topic (ReadFlinkTopic: read_committed, to the end offset
 // captured first, once the last stable offset reached it), with its live
-// topic ID from an uncached Metadata request. A missing topic is
-// MirrorView.Missing, not an error.
+// topic ID from the uncached Metadata request made with the read. A
+// missing topic is MirrorView.Missing, not an error.
 func (c *Cluster) ReadMirror(ctx context.Context, topic string) (protocol.MirrorView, error) {
+	return c.readMirror(ctx, topic, -1)
+}
+
+// readMirror is ReadMirror to a stable end already captured (-1: ask).
+func (c *Cluster) readMirror(ctx context.Context, topic string, end int64) (protocol.MirrorView, error) {
 	v := protocol.MirrorView{Topic: topic}
-	info, err := c.TopicMetadata(ctx, topic)
-	if errors.Is(err, ErrTopicNotFound) {
-		v.Missing = true
-		return v, nil
-	}
-	if err != nil {
-		return v, c.denied(err, permMirrorRead(topic))
-	}
-	ft, err := c.ReadFlinkTopic(ctx, topic)
+	ft, err := c.readFlinkTopic(ctx, topic, end)
 	if errors.Is(err, ErrTopicNotFound) {
 		v.Missing = true
 		return v, nil
@@ -62,7 +59,7 @@ func (c *Cluster) ReadMirror(ctx context.Context, topic string) (protocol.Mirror
 	if err != nil {
 		return v, c.denied(err, permMirrorRead(topic))
 	}
-	v.TopicID, v.Partitions, v.CleanupPolicy, v.Fold = info.ID, ft.Partitions, ft.CleanupPolicy, ft.Fold
+	v.TopicID, v.Partitions, v.CleanupPolicy, v.Fold = ft.TopicID, ft.Partitions, ft.CleanupPolicy, ft.Fold
 	v.MaxMessageBytes, v.Visible, v.ReadAt = ft.MaxMessageBytes, ft.Visible, time.Now()
 	return v, nil
 }

@@ -1,7 +1,9 @@
 package worker
 
 import (
+	"cmp"
 	"context"
+	"sync"
 	"time"
 
 	"github.com/cockroachdb/errors"
@@ -183,7 +185,21 @@ func (c *Cluster) FenceMirrorWriter(ctx context.Context, topic string) error {
 // first, so the read need not wait for transaction.timeout.ms. A fence
 // this principal may not make (a submitter without the transactional ID's
 // ACL) leaves the read to report the hold; the workers fence it.
+//
+// Whether anything pins it is the question the read asks first anyway (its
+// stable end): asked once, here, and the read goes to the end found
+// (issue 23, item 4). A transaction that just committed (this run's own
+// write, read back) leaves the last stable offset below the end only for
+// the moment its markers take: that is waited out (markerWait) before a
+// hold is described.
 func (c *Cluster) readMirrorAsWriter(ctx context.Context, topic string, o Options) (protocol.MirrorView, error) {
+	end, stable, err := c.settledEnd(ctx, topic)
+	if err != nil {
+		return c.ReadMirror(ctx, topic) // a missing or unreadable topic, reported as ReadMirror does
+	}
+	if stable {
+		return c.readMirror(ctx, topic, end)
+	}
 	if hold, err := c.MirrorHold(ctx, topic); err == nil && hold != nil && hold.KcleanupWriter {
 		if err := c.FenceMirrorWriter(ctx, topic); err != nil {
 			o.say("mirror", "mirror %s is held by kcleanup's writer %s (producer ID %d) and this client cannot fence it: %v", topic, hold.TransactionalID, hold.ProducerID, err)
@@ -193,4 +209,46 @@ func (c *Cluster) readMirrorAsWriter(ctx context.Context, topic string, o Option
 		}
 	}
 	return c.ReadMirror(ctx, topic)
+}
+
+// markerWait bounds how long settledEnd waits for the markers of a
+// transaction that just ended before it reports the topic as pinned.
+const markerWait = 200 * time.Millisecond
+
+// settledEnd is the high watermark of partition 0 of topic and whether the
+// last stable offset reached it (stable: every record below it is
+// decided), the two asked at once, again for up to markerWait while they
+// differ: first after 2 ms, the markers of a commit land within a few.
+func (c *Cluster) settledEnd(ctx context.Context, topic string) (end int64, stable bool, err error) {
+	partition0 := func(lo kadm.ListedOffsets, err error) (int64, error) {
+		if err != nil {
+			return 0, err
+		}
+		o, ok := lo.Lookup(topic, 0)
+		if !ok {
+			return 0, errors.Mark(errors.Newf("topic %q has no partition 0", topic), ErrTopicNotFound)
+		}
+		return o.Offset, o.Err
+	}
+	began, pause := time.Now(), 2*time.Millisecond
+	for {
+		var hw, lso int64
+		var hwErr, lsoErr error
+		var wg sync.WaitGroup
+		wg.Go(func() { hw, hwErr = partition0(c.adm.ListEndOffsets(ctx, topic)) })
+		wg.Go(func() { lso, lsoErr = partition0(c.adm.ListCommittedOffsets(ctx, topic)) })
+		wg.Wait()
+		if err := cmp.Or(hwErr, lsoErr); err != nil {
+			return 0, false, err
+		}
+		// Asked at once, answered in either order: a last stable offset
+		// never exceeds the high watermark of its moment, so one at or
+		// above this high watermark says every record below it was
+		// decided when it was answered.
+		if lso >= hw || time.Since(began) >= markerWait || ctx.Err() != nil {
+			return hw, lso >= hw, nil
+		}
+		sleepCtx(ctx, pause)
+		pause = min(2*pause, 50*time.Millisecond)
+	}
 }

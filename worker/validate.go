@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"cmp"
 	"context"
 	"sync"
 
@@ -31,9 +32,16 @@ type ValidateOptions struct {
 // gate.Decide needs — the control topic's partitions and configs, its
 // projection read to the end, and the data topic's live topic ID (uncached
 // Metadata), partitions, log starts and high watermarks — and returns the
-// verdict. The physical round trips are made on every call, in parallel with
-// the control topic's. Every failure to read becomes a fact the gate fails
-// closed on; Validate itself never fails.
+// verdict. The physical round trips are made on every call.
+//
+// The three sets of facts are independent and gathered at once: the
+// control topic's settings, its projection, the data topic's facts. The
+// projection is read while the settings are asked, and kept only for a
+// control topic that exists with one partition (gate.Decide judges no
+// projection otherwise). Within the data topic's facts the order is the
+// check's own: its ID, then its log starts and high watermarks (asked at
+// once), then its ID again. Every failure to read becomes a fact the gate
+// fails closed on; Validate itself never fails.
 func (c *Cluster) Validate(ctx context.Context, markers []events.Marker, o ValidateOptions) gate.Verdict {
 	explain := o.Explain
 	if explain == nil {
@@ -45,12 +53,23 @@ func (c *Cluster) Validate(ctx context.Context, markers []events.Marker, o Valid
 	}
 	var wg sync.WaitGroup
 	wg.Go(func() { f.Data = c.dataFacts(ctx, f.Data.Topic, explain) })
+	// The projection is read while the control topic is described; a topic
+	// that turns out not to be a one-partition control topic (a data topic
+	// named by mistake, say) stops the read instead of waiting for it.
+	pctx, stop := context.WithCancel(ctx)
+	defer stop()
+	var proj *gate.Projection
+	wg.Go(func() { proj = c.projectionFacts(pctx, o, explain) })
 	f.Control = c.controlFacts(ctx, o.ControlTopic, explain)
-	if f.Control.Exists && f.Control.Partitions == 1 {
-		f.Projection = c.projectionFacts(ctx, o, explain)
-		c.lookElsewhere(ctx, &f, o.ControlTopic, explain)
+	readable := f.Control.Exists && f.Control.Partitions == 1
+	if !readable {
+		stop()
 	}
 	wg.Wait()
+	if readable {
+		f.Projection = proj
+		c.lookElsewhere(ctx, &f, o.ControlTopic, explain)
+	}
 	return gate.Decide(f)
 }
 
@@ -77,12 +96,18 @@ func (c *Cluster) lookElsewhere(ctx context.Context, f *gate.Facts, control stri
 
 func (c *Cluster) controlFacts(ctx context.Context, topic string, explain func(error) error) gate.Control {
 	out := gate.Control{Topic: topic}
-	info, err := c.TopicMetadata(ctx, topic)
+	var info protocol.Topic
+	var configs map[string]string
+	var err, cerr error
+	var wg sync.WaitGroup
+	wg.Go(func() { configs, cerr = c.TopicConfigs(ctx, topic) })
+	info, err = c.TopicMetadata(ctx, topic)
+	wg.Wait()
 	if errors.Is(err, ErrTopicNotFound) {
 		return out
 	}
 	if err == nil {
-		info.Configs, err = c.TopicConfigs(ctx, topic)
+		info.Configs, err = configs, cerr
 	}
 	if err != nil {
 		out.Err = explain(err)
@@ -98,10 +123,8 @@ func (c *Cluster) projectionFacts(ctx context.Context, o ValidateOptions, explai
 	if o.Read != nil {
 		proj, err = o.Read(ctx)
 	} else {
-		if proj, err = c.OpenProjection(o.ControlTopic); err == nil {
-			defer proj.Close()
-			err = proj.CatchUp(ctx)
-		}
+		proj = c.openBoundedProjection(o.ControlTopic)
+		err = proj.CatchUp(ctx)
 	}
 	if proj == nil {
 		if err == nil {
@@ -127,10 +150,12 @@ func (c *Cluster) dataFacts(ctx context.Context, topic string, explain func(erro
 		return out
 	}
 	if err == nil {
+		var endErr error
+		var wg sync.WaitGroup
+		wg.Go(func() { info.End, endErr = c.EndOffsets(ctx, topic) })
 		info.Start, err = c.StartOffsets(ctx, topic)
-	}
-	if err == nil {
-		info.End, err = c.EndOffsets(ctx, topic)
+		wg.Wait()
+		err = cmp.Or(err, endErr)
 	}
 	if err == nil {
 		// ListOffsets addresses the topic by name: ask for its ID again, so

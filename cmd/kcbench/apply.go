@@ -12,6 +12,7 @@ import (
 
 	"github.com/cockroachdb/errors"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/worker"
@@ -47,7 +48,7 @@ func (b *bencher) apply(ctx context.Context) error {
 	if toolErr != nil {
 		b.note("B2: kafka-delete-records not measured: %v", toolErr)
 	}
-	names := []string{"floor", "kafka-delete-records", "kcleanup library", "kcleanup apply"}
+	names := []string{"floor", "kafka-delete-records", "kcleanup library", "kcleanup library, mirror attached", "kcleanup apply"}
 	points := map[string][][2]float64{} // subject → (partitions, median seconds)
 	for _, n := range b.cfg.applySizes {
 		data := b.topic(fmt.Sprintf("apply-%d", n))
@@ -62,7 +63,18 @@ func (b *bencher) apply(ctx context.Context) error {
 			return err
 		}
 		plan := func(k int64) (string, error) { return b.writePlan(data, topicID, n, k) }
-		steps := map[string][]float64{} // the library's time per protocol step
+		// A second control topic of the same data topic, with a Flink Agents
+		// mirror attached: the library's apply that keeps the mirror in step,
+		// next to the one without (issue 23, item 4). Its first plan (k=1)
+		// binds it, before the runs.
+		mirrored, mirror := b.topic(fmt.Sprintf("apply-%d.mirrored.kcleanup", n)), b.topic(fmt.Sprintf("apply-%d.flink", n))
+		if _, err := createTopic(ctx, b.cl, mirrored, 1, worker.ControlTopicConfigs(1)); err != nil {
+			return err
+		}
+		steps := map[string][]float64{}           // the library's time per protocol step
+		mirroredSteps := map[string][]float64{}   // the same, with the mirror attached
+		mirroredKinds := map[string][]float64{}   // its time per kind of step executed
+		wire := map[string]map[string][]float64{} // clients, connections, requests of each library row
 		subjects := []applySubject{{name: "floor", run: func(ctx context.Context, k int64) (time.Duration, time.Duration, float64, error) {
 			path, err := plan(k)
 			if err != nil {
@@ -81,6 +93,23 @@ func (b *bencher) apply(ctx context.Context) error {
 					steps[step] = append(steps[step], v)
 				}
 			}
+			wire[libraryRow] = appendWire(wire[libraryRow], res)
+			return seconds(res["seconds"]), m.Wall, m.MaxRSSMB, err
+		}}, {name: "kcleanup library, mirror attached", run: func(ctx context.Context, k int64) (time.Duration, time.Duration, float64, error) {
+			path, err := plan(k)
+			if err != nil {
+				return 0, 0, 0, err
+			}
+			m, res, err := runChild(ctx, "apply", "-bootstrap", b.cfg.bootstrap, "-control-topic", mirrored, "-plan", path)
+			for k, v := range res {
+				if step, ok := strings.CutPrefix(k, "step "); ok {
+					mirroredSteps[step] = append(mirroredSteps[step], v)
+				}
+				if kind, ok := strings.CutPrefix(k, "took "); ok {
+					mirroredKinds[kind] = append(mirroredKinds[kind], v)
+				}
+			}
+			wire[mirroredRow] = appendWire(wire[mirroredRow], res)
 			return seconds(res["seconds"]), m.Wall, m.MaxRSSMB, err
 		}}}
 		if tool != nil {
@@ -110,12 +139,18 @@ func (b *bencher) apply(ctx context.Context) error {
 				return 0, m.Wall, m.MaxRSSMB, err
 			}})
 		}
-		perPartition := b.cfg.runs*len(subjects) + 1
+		perPartition := b.cfg.runs*len(subjects) + 2
 		if err := produceData(ctx, b.cfg.bootstrap, data, n, perPartition); err != nil {
 			return err
 		}
+		if err := b.applyInProcess(ctx, mirrored, data, topicID, n, 1); err != nil {
+			return errors.Wrap(err, "bind the mirrored control topic")
+		}
+		if err := b.attachMirror(ctx, mirrored, mirror); err != nil {
+			return errors.Wrap(err, "attach the B2 mirror")
+		}
 		got := map[string]*series{}
-		k := int64(0)
+		k := int64(1) // offset 1 is the mirrored control topic's first plan
 		for r := range b.cfg.runs {
 			b.logf("B2 apply: %d partitions, run %d of %d", n, r+1, b.cfg.runs)
 			for i := range subjects {
@@ -137,8 +172,23 @@ func (b *bencher) apply(ctx context.Context) error {
 		}
 		rows := applyRows(n, got)
 		for i := range rows {
-			if strings.HasPrefix(rows[i].Subject, "worker.Cluster.Apply") {
+			switch rows[i].Subject {
+			case libraryRow:
 				rows[i].Extra, rows[i].Note = stepBreakdown(steps)
+			case mirroredRow:
+				rows[i].Extra, rows[i].Note = stepBreakdown(mirroredSteps)
+				for kind, runs := range mirroredKinds {
+					rows[i].Extra["executed "+kind+" seconds"] = median(runs)
+				}
+				if m := median(mirroredKinds["read-mirror"]) + median(mirroredKinds["write-mirror"]); m > 0 {
+					rows[i].Note += fmt.Sprintf("; the mirror's reads and writes %s", formatSeconds(m))
+				}
+			}
+			if w := wire[rows[i].Subject]; w != nil {
+				for k, runs := range w {
+					rows[i].Extra[k] = median(runs)
+				}
+				rows[i].Note += fmt.Sprintf("; %.0f requests, %.0f connections, %.0f clients", median(w["requests"]), median(w["connections"]), median(w["clients"]))
 			}
 		}
 		b.add(rows...)
@@ -151,7 +201,7 @@ func (b *bencher) apply(ctx context.Context) error {
 			}
 		}
 		// Free the broker of this size's partitions before the next size.
-		if err := b.drop(ctx, data, control); err != nil {
+		if err := b.drop(ctx, data, control, mirrored, mirror); err != nil {
 			return err
 		}
 	}
@@ -167,6 +217,25 @@ func (b *bencher) apply(ctx context.Context) error {
 	}
 	return nil
 }
+
+// appendWire adds a child's counts of clients, connections and requests.
+func appendWire(w map[string][]float64, res childResult) map[string][]float64 {
+	if w == nil {
+		w = map[string][]float64{}
+	}
+	for k, v := range res {
+		if k == "clients" || k == "connections" || strings.HasPrefix(k, "requests") {
+			w[k] = append(w[k], v)
+		}
+	}
+	return w
+}
+
+// The rows of the library's apply, without and with a mirror attached.
+const (
+	libraryRow  = "worker.Cluster.Apply (library, in process)"
+	mirroredRow = "worker.Cluster.Apply, a Flink Agents mirror attached (in process)"
+)
 
 // applyRows turns one size's series into table rows with their ratios.
 func applyRows(n int, got map[string]*series) []Row {
@@ -186,12 +255,16 @@ func applyRows(n int, got map[string]*series) []Row {
 		rows = append(rows, r)
 	}
 	floor, tool, lib, cmd := got["floor"], got["kafka-delete-records"], got["kcleanup library"], got["kcleanup apply"]
+	mirrored := got["kcleanup library, mirror attached"]
 	row("floor: franz-go DeleteRecords + ListOffsets (in process)", floor.in, 0)
 	row("floor: franz-go DeleteRecords + ListOffsets (whole process)", floor.proc, floor.rss)
 	if tool != nil {
 		row("kafka-delete-records (whole process, JVM)", tool.proc, tool.rss, Ratio{"floor process", pairedRatio(tool.proc, floor.proc)})
 	}
-	row("worker.Cluster.Apply (library, in process)", lib.in, 0, Ratio{"floor", pairedRatio(lib.in, floor.in)})
+	row(libraryRow, lib.in, 0, Ratio{"floor", pairedRatio(lib.in, floor.in)})
+	if mirrored != nil {
+		row(mirroredRow, mirrored.in, 0, Ratio{"no mirror", pairedRatio(mirrored.in, lib.in)})
+	}
 	if cmd != nil {
 		ratios := []Ratio{{"floor process", pairedRatio(cmd.proc, floor.proc)}}
 		if tool != nil {
@@ -204,7 +277,7 @@ func applyRows(n int, got map[string]*series) []Row {
 
 // protocolSteps are the steps of Cluster.Apply in order, as Observe names
 // them; "project" is the read of the control topic before it.
-var protocolSteps = []string{"project", "check", "planned", "committed", "deleting", "delete-records", "verify", "applied"}
+var protocolSteps = []string{"project", "check", "planned", "mirror", "committed", "deleting", "delete-records", "verify", "applied"}
 
 // stepBreakdown is the median time of each protocol step, as figures and as
 // a note: where the time of an apply goes.
@@ -222,6 +295,51 @@ func stepBreakdown(steps map[string][]float64) (map[string]float64, string) {
 }
 
 func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+// applyInProcess applies the plan that moves every partition of topic to k
+// through control, with the library in this process.
+func (b *bencher) applyInProcess(ctx context.Context, control, topic, topicID string, partitions int, k int64) error {
+	path, err := b.writePlan(topic, topicID, partitions, k)
+	if err != nil {
+		return err
+	}
+	plan, err := readPlan(path)
+	if err != nil {
+		return err
+	}
+	c, err := worker.Connect(kgo.SeedBrokers(b.cfg.bootstrap))
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	proj, err := c.Project(ctx, control)
+	if err != nil {
+		return err
+	}
+	defer proj.Close()
+	_, err = c.Apply(ctx, proj, plan, worker.Options{Actor: "kcbench/setup"})
+	return err
+}
+
+// attachMirror creates a mirror topic and attaches it to a bound control
+// topic (seeding it with the boundary), as kcleanup mirror attach does.
+func (b *bencher) attachMirror(ctx context.Context, control, mirror string) error {
+	c, err := worker.Connect(kgo.SeedBrokers(b.cfg.bootstrap))
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if _, err := c.CreateMirrorTopic(ctx, mirror, 1); err != nil {
+		return err
+	}
+	proj, err := c.Project(ctx, control)
+	if err != nil {
+		return err
+	}
+	defer proj.Close()
+	_, err = c.AttachMirror(ctx, proj, mirror, "kcbench B2: apply with a mirror attached", worker.Options{Actor: "kcbench/setup"})
+	return err
+}
 
 // writePlan writes the plan that moves every partition of a topic to k.
 func (b *bencher) writePlan(topic, topicID string, partitions int, k int64) (string, error) {

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"math"
+	"net"
 	"os"
 	"runtime"
 	"runtime/pprof"
@@ -19,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/fsm"
@@ -218,7 +220,11 @@ func childApply(ctx context.Context, bootstrap, control, planFile string) (child
 		return nil, err
 	}
 	began := time.Now()
-	c, err := worker.Connect(seeds(bootstrap))
+	// Every client the library makes from the cluster's options (readers,
+	// the mirror's transactional writers) carries the hook: what an apply
+	// costs in requests, connections and clients, free of the machine's load.
+	count := &wireCounter{}
+	c, err := worker.Connect(seeds(bootstrap), kgo.WithHooks(count))
 	if err != nil {
 		return nil, err
 	}
@@ -229,6 +235,7 @@ func childApply(ctx context.Context, bootstrap, control, planFile string) (child
 	}
 	defer p.Close()
 	res := childResult{"step project": time.Since(began).Seconds()}
+	defer count.report(res)
 	// Time each step of the protocol: from the previous step's report to
 	// this one's (Observe is called as each step completes).
 	last := time.Now()
@@ -237,7 +244,10 @@ func childApply(ctx context.Context, bootstrap, control, planFile string) (child
 		res["step "+pr.Step] += now.Sub(last).Seconds()
 		last = now
 	}
-	out, err := c.Apply(ctx, p, plan, worker.Options{Actor: "kcbench/apply", Observe: observe})
+	// And the time of each kind of protocol step executed (a mirror's reads
+	// and writes among them), summed over the run.
+	took := func(kind string, d time.Duration) { res["took "+kind] += d.Seconds(); res["count "+kind]++ }
+	out, err := c.Apply(ctx, p, plan, worker.Options{Actor: "kcbench/apply", Observe: observe, StepTook: took})
 	if err != nil {
 		return nil, err
 	}
@@ -246,6 +256,45 @@ func childApply(ctx context.Context, bootstrap, control, planFile string) (child
 	}
 	res["seconds"] = time.Since(began).Seconds()
 	return res, nil
+}
+
+// wireCounter counts what a child's clients send: clients made, broker
+// connections opened, requests written (by API).
+type wireCounter struct {
+	clients, connections, requests atomic.Int64
+	mu                             sync.Mutex
+	byKey                          map[int16]int
+}
+
+func (w *wireCounter) OnNewClient(*kgo.Client) { w.clients.Add(1) }
+
+func (w *wireCounter) OnBrokerConnect(_ kgo.BrokerMetadata, _ time.Duration, _ net.Conn, err error) {
+	if err == nil {
+		w.connections.Add(1)
+	}
+}
+
+func (w *wireCounter) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, _ int, _, _ time.Duration, err error) {
+	if err != nil {
+		return
+	}
+	w.requests.Add(1)
+	w.mu.Lock()
+	if w.byKey == nil {
+		w.byKey = map[int16]int{}
+	}
+	w.byKey[key]++
+	w.mu.Unlock()
+}
+
+// report adds the counts to a child's result.
+func (w *wireCounter) report(res childResult) {
+	res["clients"], res["connections"], res["requests"] = float64(w.clients.Load()), float64(w.connections.Load()), float64(w.requests.Load())
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for k, n := range w.byKey {
+		res["requests "+kmsg.NameForKey(k)] = float64(n)
+	}
 }
 
 // growthBatch is about one fetch of B1's reader (1 MB of 600-byte records).

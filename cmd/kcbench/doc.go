@@ -9,7 +9,10 @@
 //	             topic of a million records, vs a bare franz-go consumer
 //	B2 apply     kcleanup apply (and Cluster.Apply) on 100, 1,000, 10,000
 //	             partitions, vs kafka-delete-records and a bare franz-go
-//	             DeleteRecords + ListOffsets program; a line fit per subject
+//	             DeleteRecords + ListOffsets program; a line fit per subject;
+//	             Cluster.Apply with a Flink Agents mirror attached next to
+//	             the one without, each with its clients, connections and
+//	             requests (a kgo hook); -apply-sizes picks the sizes
 //	B3 failover  three kcleanup worker processes, the owner SIGKILLed when
 //	             COMMITTED appears; time to APPLIED vs the session timeout
 //	B4 plan      events.BuildPlan, events.ParseMarkers and the markers file

@@ -65,10 +65,19 @@ func (rep *Report) goals() []Goal {
 		add("B4 plan", "ParseMarkers, every marker returned (reported, no goal)", true,
 			"%s, heap peak %.0f MB above the %.0f MB input (%s)", formatSeconds(r.Median), above, in, r.Case)
 	}
-	if r, ok := rep.find("B2 apply", "100 partitions", "worker.Cluster.Apply (library, in process)"); ok && len(r.Ratios) > 0 {
+	if r, ok := rep.find("B2 apply", "100 partitions", libraryRow); ok && len(r.Ratios) > 0 {
 		add("B2 apply", "100 partitions ≤ 1.5× the floor", r.Ratios[0].Value <= 1.5, "%.2f× (%s)", r.Ratios[0].Value, r.Note)
 	} else {
 		missing("B2 apply", "100 partitions ≤ 1.5× the floor")
+	}
+	const mirrorGoal = "100 partitions, a Flink Agents mirror attached ≤ +50 ms per apply (#23)"
+	lib, okLib := rep.find("B2 apply", "100 partitions", libraryRow)
+	mir, okMir := rep.find("B2 apply", "100 partitions", mirroredRow)
+	if okLib && okMir {
+		more := mir.Median - lib.Median
+		add("B2 apply", mirrorGoal, more <= 0.050, "+%s (medians %s and %s)", formatSeconds(more), formatSeconds(mir.Median), formatSeconds(lib.Median))
+	} else {
+		missing("B2 apply", mirrorGoal)
 	}
 	const b6Goal = "3 workers, 1,000 control topics by regex: time to ready, heap per control topic, failover of one replica's share (reported, no bound)"
 	start, okStart := rep.largest("B6 fleet", "start to ready: every control topic read and owned (3 processes)")

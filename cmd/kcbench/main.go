@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -102,6 +103,7 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	out := fs.String("out", "bench-results", "folder for the JSON results")
 	only := fs.String("only", "", "comma-separated subset of B1,B2,B3,B4,B5,B6,B7,B8")
 	runs := fs.Int("runs", 0, "runs per subject (default 5, quick 3)")
+	applySizes := fs.String("apply-sizes", "", "comma-separated partitions of B2's data topics (default 100,1000,10000; quick 100,1000)")
 	keep := fs.Bool("keep", false, "do not delete the topics the run created (to profile against them)")
 	cluster := fs.Bool("cluster", false, "measure on the three-broker development cluster ($KCLEANUP_TEST_CLUSTER/bootstrap; make bench-cluster)")
 	fs.Usage = func() {
@@ -127,6 +129,16 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) error
 				"run `make bench-cluster` (starts the cluster if needed), or cmd/kafkadev/kafka.sh test --brokers 3 ./bin/kcbench -cluster")
 		}
 		cfg.bootstrap = strings.TrimSpace(string(b))
+	}
+	if *applySizes != "" {
+		cfg.applySizes = nil
+		for _, f := range strings.Split(*applySizes, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n <= 0 {
+				return errors.Newf("-apply-sizes: %q is not a number of partitions", f)
+			}
+			cfg.applySizes = append(cfg.applySizes, n)
+		}
 	}
 	cfg.only = map[string]bool{}
 	for _, b := range strings.Split(*only, ",") {
