@@ -190,6 +190,11 @@ func (c *Cluster) OpenProjection(controlTopic string, stateOpts ...projector.Opt
 		// prove it reached the end.
 		kgo.KeepControlRecords(),
 		kgo.FetchMaxWait(500*time.Millisecond),
+		// A quarter of the default: the fold keeps up with smaller fetches,
+		// and the fetches decoded ahead of it were most of a long read's peak
+		// heap (kcleanup status on 1M records: 263-280 -> 182-195 MB RSS, no
+		// slower; docs/benchmarks.md, issue 23 round 4).
+		kgo.FetchMaxPartitionBytes(256<<10),
 	)
 	reader, err := kgo.NewClient(opts...)
 	if err != nil {
