@@ -47,10 +47,14 @@
 // markers to name the same topic, topic ID and partition set (errors name the
 // marker index and the partitions that differ) and takes the minimum offset per
 // partition: the oldest record any subtask still needs. PlanBuilder is
-// BuildPlan one marker at a time; with ReadMarkersReusing, which decodes each
-// marker into the map of the one before when the caller keeps it no longer,
-// kcleanup plan builds the plan of a markers file of any size holding one
-// marker and the running minimum.
+// BuildPlan one marker at a time. Its AddMarkers, what kcleanup plan uses,
+// reads a markers document into it holding the first marker and the running
+// minimum: markers in the form Encode writes are read once, their offsets
+// straight into the minimum (no map per marker); anything else goes from its
+// first unusual marker on to ReadMarkersReusing (which decodes each marker
+// into the map of the one before when the caller keeps it no longer) and
+// Add, which decide and word every error. FuzzAddMarkers holds the two paths
+// to the same plan or the same error.
 //
 // # Control records
 //

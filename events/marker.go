@@ -215,6 +215,7 @@ type PlanBuilder struct {
 	first         Marker // marker 0: topic, topic ID and partition set
 	mins          minimum
 	dense         bool
+	err           error // the first error of Add: the plan is refused
 }
 
 // NewPlanBuilder starts the plan of a recovery point (checked first, as
@@ -226,9 +227,17 @@ func NewPlanBuilder(recoveryPoint string) (*PlanBuilder, error) {
 	return &PlanBuilder{recoveryPoint: recoveryPoint}, nil
 }
 
-// Add takes the next marker into the plan. After an error the builder must
-// not be used: the plan is refused.
+// Add takes the next marker into the plan. After an error the plan is
+// refused: Add and Plan return that error again.
 func (b *PlanBuilder) Add(m Marker) error {
+	if b.err != nil {
+		return b.err
+	}
+	b.err = b.add(m)
+	return b.err
+}
+
+func (b *PlanBuilder) add(m Marker) error {
 	i := b.n
 	b.n++
 	if i == 0 {
@@ -263,6 +272,9 @@ func (b *PlanBuilder) Add(m Marker) error {
 
 // Plan is the plan of the markers added.
 func (b *PlanBuilder) Plan() (Plan, error) {
+	if b.err != nil {
+		return Plan{}, b.err
+	}
 	if b.n == 0 {
 		return Plan{}, errors.New("cannot build a plan: no markers: expected the markers of every subtask of the recovery point")
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"flag"
 	"fmt"
@@ -493,16 +492,15 @@ func childPlan(m, p, runs int) (childResult, error) {
 	}
 	res["parse peakAboveInputMB"] -= base
 
-	// What kcleanup plan does with a markers file: stream the markers into
-	// a PlanBuilder, never holding them all.
+	// What kcleanup plan does with a markers file: read the markers into
+	// a PlanBuilder (PlanBuilder.AddMarkers), never holding them all.
 	base = heapAfterGC()
 	err = measureRuns(res, "stream ", runs, func() error {
 		pb, err := events.NewPlanBuilder("chk-bench")
 		if err != nil {
 			return err
 		}
-		keepFirst := func(i int, mk events.Marker) (bool, error) { return i == 0, pb.Add(mk) }
-		if err := events.ReadMarkersReusing(bytes.NewReader(doc), keepFirst); err != nil {
+		if _, err := pb.AddMarkers(doc); err != nil {
 			return err
 		}
 		plan, err := pb.Plan()

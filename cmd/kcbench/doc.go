@@ -16,7 +16,7 @@
 //	B3 failover  three kcleanup worker processes, the owner SIGKILLed when
 //	             COMMITTED appears; time to APPLIED vs the session timeout
 //	B4 plan      events.BuildPlan, events.ParseMarkers and the markers file
-//	             streamed into an events.PlanBuilder (kcleanup plan's path),
+//	             read into an events.PlanBuilder (AddMarkers, kcleanup plan's),
 //	             1,000 × 10,000
 //	B5 growth    fold rate (decoded on every core, folded as a worker's
 //	             reader does) and retained heap at 10k, 100k and 1M records,

@@ -46,10 +46,10 @@ func (rep *Report) goals() []Goal {
 	if r, ok := rep.largest("B5 growth", "projector fold with the audit, as history (in process)"); ok {
 		add("B5 growth", "history's projection (reported, no goal)", true, "%.0f B/record (%s)", r.Extra["retainedBytesPerRecord"], r.Case)
 	}
-	// kcleanup plan streams a markers file into a PlanBuilder; ParseMarkers,
+	// kcleanup plan reads a markers file into a PlanBuilder; ParseMarkers,
 	// which returns every marker, is reported beside it.
 	const b4Goal = "markers file to plan (kcleanup plan) ≤ 1.0 s, heap peak ≤ 2× the input"
-	if r, ok := rep.largest("B4 plan", "events.ReadMarkers into a PlanBuilder, as kcleanup plan (in process)"); ok {
+	if r, ok := rep.largest("B4 plan", "events.PlanBuilder.AddMarkers, as kcleanup plan (in process)"); ok {
 		in, above := r.Extra["parseInputMB"], r.Extra["stream peakAboveInputMB"]
 		total := 0.0
 		if in > 0 {

@@ -37,7 +37,7 @@ func (b *bencher) plan(ctx context.Context) error {
 	parse.Ratios = []Ratio{{"BuildPlan", pairedRatio(parse.Runs, row.Runs)}}
 	parse.Note = fmt.Sprintf("%.0f MB of JSON; %.0f allocs, %.0f MB allocated; heap peak %.0f MB above the input",
 		res["parseInputMB"], res["parse allocs"], res["parse allocMB"], res["parse peakAboveInputMB"])
-	stream := Row{Bench: "B4 plan", Case: c, Subject: "events.ReadMarkers into a PlanBuilder, as kcleanup plan (in process)",
+	stream := Row{Bench: "B4 plan", Case: c, Subject: "events.PlanBuilder.AddMarkers, as kcleanup plan (in process)",
 		RateUnit: "offsets/s", Extra: pick(res, "stream allocs", "stream allocMB", "stream peakAboveInputMB", "parseInputMB")}
 	stream.setRuns(runsOf(res, "stream seconds"))
 	if stream.Median > 0 {

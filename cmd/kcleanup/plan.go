@@ -159,10 +159,11 @@ func buildPlanFromFiles(files []string, recoveryPoint string, stdin io.Reader) (
 	if err := stdinOnce("markers", files); err != nil {
 		return events.Plan{}, err
 	}
-	// Markers stream into the builder one at a time (a file of 1,000
-	// markers × 10,000 partitions is 142 MB of JSON, and three times that as
-	// maps). A plan error waits until every file has been read, so that a
-	// file that does not parse is reported first, whatever its place.
+	// Markers go into the builder one at a time (a file of 1,000 markers ×
+	// 10,000 partitions is 142 MB of JSON, and three times that as maps).
+	// A plan error waits until every file has been read (the builder keeps
+	// it for Plan), so that a file that does not parse is reported first,
+	// whatever its place.
 	b, planErr := events.NewPlanBuilder(recoveryPoint)
 	var origin []string // origin[i] is the file of marker i
 	for _, name := range files {
@@ -170,14 +171,15 @@ func buildPlanFromFiles(files []string, recoveryPoint string, stdin io.Reader) (
 		if err != nil {
 			return events.Plan{}, err
 		}
-		err = events.ReadMarkersReusing(bytes.NewReader(data), func(_ int, m events.Marker) (bool, error) {
-			first := len(origin) == 0 // the builder keeps marker 0 only
+		n := 0
+		if planErr == nil {
+			n, err = b.AddMarkers(data)
+		} else { // no builder: still read every file, for its errors
+			err = events.ReadMarkers(bytes.NewReader(data), func(int, events.Marker) error { n++; return nil })
+		}
+		for range n {
 			origin = append(origin, name)
-			if planErr == nil {
-				planErr = b.Add(m)
-			}
-			return first, nil
-		})
+		}
 		if err != nil {
 			return events.Plan{}, errors.WithHint(decodeError(err, "markers file", name, data),
 				"a markers file holds one marker object or a JSON array of them: "+
@@ -187,7 +189,7 @@ func buildPlanFromFiles(files []string, recoveryPoint string, stdin io.Reader) (
 	var plan events.Plan
 	err := planErr
 	if err == nil {
-		plan, err = b.Plan()
+		plan, err = b.Plan() // the first plan error of AddMarkers, if any
 	}
 	if err != nil {
 		if len(files) > 1 {
