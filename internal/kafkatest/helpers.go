@@ -66,11 +66,20 @@ func CreateTopic(t testing.TB, cl *kgo.Client, name string, partitions int32, co
 		cfgs[k] = kadm.StringPtr(v)
 	}
 	adm := kadm.NewClient(cl)
-	resp, err := adm.CreateTopic(ctx, partitions, -1, cfgs, name)
-	if err == nil {
-		err = resp.Err
-	}
-	if err != nil {
+	for attempt := 0; ; attempt++ {
+		resp, err := adm.CreateTopic(ctx, partitions, -1, cfgs, name)
+		if err == nil {
+			err = resp.Err
+		}
+		if err == nil || attempt > 0 && errors.Is(err, kerr.TopicAlreadyExists) {
+			break // a retried request may find what the first one made
+		}
+		// A broker that missed its heartbeats to the controller on a loaded machine is
+		// fenced for a moment: no broker is available to place the replicas on.
+		if (kerr.IsRetriable(err) || errors.Is(err, kerr.InvalidReplicationFactor)) && ctx.Err() == nil {
+			time.Sleep(500 * time.Millisecond)
+			continue
+		}
 		t.Fatalf("kafkatest: create topic %s: %v", name, err)
 	}
 	t.Cleanup(func() {
