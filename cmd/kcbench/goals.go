@@ -88,6 +88,18 @@ func (rep *Report) goals() []Goal {
 	} else {
 		missing("B6 fleet", b6Goal)
 	}
+	const b6FailGoal = "failover of one replica's share (1,000 control topics) ≤ 1.0× the session timeout (#23)"
+	if okFail && len(fail.Ratios) > 0 {
+		add("B6 fleet", b6FailGoal, fail.Ratios[0].Value <= 1.0, "%.2f× (%s, %s)", fail.Ratios[0].Value, formatSeconds(fail.Median), fail.Case)
+	} else {
+		missing("B6 fleet", b6FailGoal)
+	}
+	const b7Goal = "kcleanup validate in process ≤ 3× the control-topic read (#23)"
+	if r, ok := rep.largest("B7 validate", validateRow); ok && len(r.Ratios) > 0 {
+		add("B7 validate", b7Goal, r.Ratios[0].Value <= 3.0, "%.2f× (%s)", r.Ratios[0].Value, r.Note)
+	} else {
+		missing("B7 validate", b7Goal)
+	}
 	// Issue 21: an apply killed inside its mirror transaction must not
 	// stall the mirror for the broker's transaction timeout.
 	b8Goal := fmt.Sprintf("apply killed at a random point, a mirror attached: max kill → APPLIED ≤ 15 s + the session timeout (%s)", formatSeconds(failoverSession.Seconds()))

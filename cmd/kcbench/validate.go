@@ -25,6 +25,9 @@ import (
 // through the library call `kcleanup validate` makes. The control-topic read
 // alone, the gate's cost before the physical check, is the reference. It
 // reports; it asserts nothing.
+// validateRow is B7's subject for what kcleanup validate runs (goals.go reads it).
+const validateRow = "worker.Cluster.Validate (what kcleanup validate runs, in process)"
+
 func (b *bencher) validate(ctx context.Context) error {
 	const partitions = 10
 	requests := 1000
@@ -117,7 +120,7 @@ func (b *bencher) validate(ctx context.Context) error {
 	}{
 		{"POST /v1/validate, 1 client", 1, ask},
 		{"POST /v1/validate, 8 clients", 8, ask},
-		{"worker.Cluster.Validate (what kcleanup validate runs, in process)", 1, library},
+		{validateRow, 1, library},
 		{"control topic read to its end only (the gate before the physical check)", 1, catchUp},
 	}
 	c6 := fmt.Sprintf("%d requests, %d partitions", requests, partitions)
