@@ -12,7 +12,6 @@ import (
 
 	"github.com/cockroachdb/errors"
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/worker"
@@ -63,14 +62,22 @@ func (b *bencher) apply(ctx context.Context) error {
 			return err
 		}
 		plan := func(k int64) (string, error) { return b.writePlan(data, topicID, n, k) }
-		// A second control topic of the same data topic, with a Flink Agents
+		// A data topic of the same size whose control topic has a Flink Agents
 		// mirror attached: the library's apply that keeps the mirror in step,
-		// next to the one without (issue 23, item 4). Its first plan (k=1)
-		// binds it, before the runs.
-		mirrored, mirror := b.topic(fmt.Sprintf("apply-%d.mirrored.kcleanup", n)), b.topic(fmt.Sprintf("apply-%d.flink", n))
-		if _, err := createTopic(ctx, b.cl, mirrored, 1, worker.ControlTopicConfigs(1)); err != nil {
+		// next to the one without (issue 23, item 4). A topic of its own, not
+		// a second control topic of the first: kcleanup refuses to commit while
+		// two control topics govern one topic (protocol.SharedGovernance). Its
+		// first plan (k=1) binds it, before the runs.
+		mirroredData := b.topic(fmt.Sprintf("apply-%d-mirrored", n))
+		mirrored, mirror := b.topic(fmt.Sprintf("apply-%d-mirrored.kcleanup", n)), b.topic(fmt.Sprintf("apply-%d-mirrored.flink", n))
+		mirroredID, err := createTopic(ctx, b.cl, mirroredData, n, b.dataTopicConfigs())
+		if err != nil {
 			return err
 		}
+		if _, err := createTopic(ctx, b.cl, mirrored, 1, worker.ControlTopicConfigs(b.replication())); err != nil {
+			return err
+		}
+		mirroredPlan := func(k int64) (string, error) { return b.writePlan(mirroredData, mirroredID, n, k) }
 		steps := map[string][]float64{}           // the library's time per protocol step
 		mirroredSteps := map[string][]float64{}   // the same, with the mirror attached
 		mirroredKinds := map[string][]float64{}   // its time per kind of step executed
@@ -96,7 +103,7 @@ func (b *bencher) apply(ctx context.Context) error {
 			wire[libraryRow] = appendWire(wire[libraryRow], res)
 			return seconds(res["seconds"]), m.Wall, m.MaxRSSMB, err
 		}}, {name: "kcleanup library, mirror attached", run: func(ctx context.Context, k int64) (time.Duration, time.Duration, float64, error) {
-			path, err := plan(k)
+			path, err := mirroredPlan(k)
 			if err != nil {
 				return 0, 0, 0, err
 			}
@@ -140,10 +147,12 @@ func (b *bencher) apply(ctx context.Context) error {
 			}})
 		}
 		perPartition := b.cfg.runs*len(subjects) + 2
-		if err := produceData(ctx, b.cfg.bootstrap, data, n, perPartition); err != nil {
-			return err
+		for _, topic := range []string{data, mirroredData} {
+			if err := produceData(ctx, b.cfg.bootstrap, topic, n, perPartition); err != nil {
+				return err
+			}
 		}
-		if err := b.applyInProcess(ctx, mirrored, data, topicID, n, 1); err != nil {
+		if err := b.applyInProcess(ctx, mirrored, mirroredData, mirroredID, n, 1); err != nil {
 			return errors.Wrap(err, "bind the mirrored control topic")
 		}
 		if err := b.attachMirror(ctx, mirrored, mirror); err != nil {
@@ -201,7 +210,7 @@ func (b *bencher) apply(ctx context.Context) error {
 			}
 		}
 		// Free the broker of this size's partitions before the next size.
-		if err := b.drop(ctx, data, control, mirrored, mirror); err != nil {
+		if err := b.drop(ctx, data, control, mirroredData, mirrored, mirror); err != nil {
 			return err
 		}
 	}
@@ -307,7 +316,7 @@ func (b *bencher) applyInProcess(ctx context.Context, control, topic, topicID st
 	if err != nil {
 		return err
 	}
-	c, err := worker.Connect(kgo.SeedBrokers(b.cfg.bootstrap))
+	c, err := worker.Connect(seeds(b.cfg.bootstrap))
 	if err != nil {
 		return err
 	}
@@ -324,7 +333,7 @@ func (b *bencher) applyInProcess(ctx context.Context, control, topic, topicID st
 // attachMirror creates a mirror topic and attaches it to a bound control
 // topic (seeding it with the boundary), as kcleanup mirror attach does.
 func (b *bencher) attachMirror(ctx context.Context, control, mirror string) error {
-	c, err := worker.Connect(kgo.SeedBrokers(b.cfg.bootstrap))
+	c, err := worker.Connect(seeds(b.cfg.bootstrap))
 	if err != nil {
 		return err
 	}
