@@ -1,20 +1,30 @@
 package clustertest_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"reflect"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/internal/kafkatest"
 	"github.com/kcleanup/kcleanup/internal/workertest"
 	"github.com/kcleanup/kcleanup/projector"
+	"github.com/kcleanup/kcleanup/worker/daemon"
 )
 
 // TestWipedBrokerReReplicates: after an APPLIED, a follower of the control topic is stopped,
 // its data deleted and started again: it re-replicates both topics, serves the data topic's log
-// start the APPLIED reported, and the control topic reads the same before and after.
+// start the APPLIED reported, and the control topic reads the same before and after. A worker
+// serves POST /v1/validate all along: every request is answered, a recovery point below the
+// boundary is never allowed, and one above it is allowed while the broker is away or catching up.
 func TestWipedBrokerReReplicates(t *testing.T) {
 	s := newScene(t)
 	s.mustKcleanup("init", "--topic", s.topic)
@@ -30,11 +40,14 @@ func TestWipedBrokerReReplicates(t *testing.T) {
 	if victim == r.Leader {
 		victim = r.Replicas[1]
 	}
+	gate := s.serveValidation()
+	gate.mark()
 	s.k.Stop(t, victim)
 	s.k.Wipe(t, victim)
 	s.k.Start(t, victim)
 	s.waitISR(s.ctl, 3)
 	s.waitISR(s.topic, 3)
+	gate.stop()
 	kafkatest.Eventually(t, time.Minute, fmt.Sprintf("wiped broker %d serves log start %d", victim, logStart[0]), func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -62,4 +75,106 @@ func (s *scene) controlRecords() []projector.Record {
 		s.t.Fatal(err)
 	}
 	return recs
+}
+
+// validationPoll is a worker serving POST /v1/validate, asked every 100 ms for a recovery point
+// below the boundary and one above it, until stop.
+type validationPoll struct {
+	s    *scene
+	done chan struct{}
+	wg   sync.WaitGroup
+
+	mu        sync.Mutex
+	down      bool           // from the victim's stop on (mark)
+	answers   map[string]int // "below 409", "above 200", ...
+	aboveDown int            // allowed above since the victim's stop
+	failures  []string
+}
+
+func (s *scene) serveValidation() *validationPoll {
+	s.t.Helper()
+	d, err := daemon.New(s.c, daemon.WithControlTopics(s.ctl), daemon.WithGroup("kcleanup-"+s.topic+"-wipe"),
+		daemon.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan struct{})
+	go func() { defer close(ran); _ = d.Run(ctx) }()
+	s.t.Cleanup(func() { cancel(); <-ran })
+	srv := httptest.NewServer(d.Handler())
+	s.t.Cleanup(srv.Close)
+	below := events.Marker{Topic: s.topic, TopicID: s.id, Offsets: events.Offsets{0: 50}}.Encode()
+	above := events.Marker{Topic: s.topic, TopicID: s.id, Offsets: events.Offsets{0: 150}}.Encode()
+	ask := func(body []byte) (int, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/v1/validate", bytes.NewReader(body))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0, err
+		}
+		defer resp.Body.Close()
+		_, _ = io.Copy(io.Discard, resp.Body)
+		return resp.StatusCode, nil
+	}
+	kafkatest.Eventually(s.t, time.Minute, "the worker allows a recovery point above the boundary", func() bool {
+		code, err := ask(above)
+		return err == nil && code == http.StatusOK
+	})
+	p := &validationPoll{s: s, done: make(chan struct{}), answers: map[string]int{}}
+	p.wg.Go(func() {
+		for {
+			select {
+			case <-p.done:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			for _, q := range []struct {
+				name string
+				body []byte
+			}{{"below", below}, {"above", above}} {
+				code, err := ask(q.body)
+				p.mu.Lock()
+				switch {
+				case err != nil:
+					p.failures = append(p.failures, fmt.Sprintf("%s: no answer: %v", q.name, err))
+				case q.name == "below" && code == http.StatusOK:
+					p.failures = append(p.failures, "below the boundary: ALLOWED")
+				case code != http.StatusOK && code != http.StatusConflict && code != http.StatusServiceUnavailable:
+					p.failures = append(p.failures, fmt.Sprintf("%s: HTTP %d, not a verdict", q.name, code))
+				case q.name == "above" && code == http.StatusOK && p.down:
+					p.aboveDown++
+				}
+				p.answers[fmt.Sprintf("%s %d", q.name, code)]++
+				p.mu.Unlock()
+			}
+		}
+	})
+	return p
+}
+
+// mark says the victim is about to stop.
+func (p *validationPoll) mark() {
+	p.mu.Lock()
+	p.down = true
+	p.mu.Unlock()
+}
+
+// stop ends the poll and fails the test on what it saw.
+func (p *validationPoll) stop() {
+	t := p.s.t
+	t.Helper()
+	time.Sleep(300 * time.Millisecond) // a request or two after the ISR is full again
+	close(p.done)
+	p.wg.Wait()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	t.Logf("validation while a broker was wiped: %v; allowed above the boundary %d time(s) from its stop until its ISR was full again", p.answers, p.aboveDown)
+	for _, f := range p.failures {
+		t.Error(f)
+	}
+	if p.aboveDown == 0 {
+		t.Error("the worker never allowed a recovery point above the boundary from the broker's stop until it was back in sync")
+	}
 }
