@@ -2,7 +2,9 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -104,6 +106,14 @@ func (b *bencher) fleet(ctx context.Context) error {
 	fail.setRuns([]float64{failover.Seconds()})
 	fail.Ratios = []Ratio{{"session timeout", failover.Seconds() / failoverSession.Seconds()}}
 	fail.Note = fmt.Sprintf("the killed replica owned %d control topics; session timeout %s", most, failoverSession)
+	// Where the failover's time goes, from the survivors' own logs: the group
+	// hands the share over (the first and last takeover after the kill), then
+	// the new owners read what they took until kcbench sees them caught up.
+	if first, last, taken := takeovers(ws, killedAt); taken > 0 {
+		fail.Extra["firstTakeoverSeconds"], fail.Extra["lastTakeoverSeconds"] = first.Seconds(), last.Seconds()
+		fail.Note += fmt.Sprintf("; survivors took %d control topics %s to %s after the kill (the group's detection and rebalance), all caught up and owned at %s",
+			taken, formatSeconds(first.Seconds()), formatSeconds(last.Seconds()), formatSeconds(failover.Seconds()))
+	}
 	b.add(start, fail)
 	// The thousand control topics would weigh on the benchmarks after.
 	for _, w := range ws {
@@ -244,4 +254,32 @@ func maxOf(xs []float64) float64 {
 		m = max(m, x)
 	}
 	return m
+}
+
+// takeovers reads the survivors' JSON logs for "took ownership of control
+// topic" after since: how long after it the first and the last came, and
+// how many.
+func takeovers(ws []*workerProc, since time.Time) (first, last time.Duration, n int) {
+	for _, w := range ws {
+		data, err := os.ReadFile(w.log.Name())
+		if err != nil {
+			continue
+		}
+		for _, line := range bytes.Split(data, []byte("\n")) {
+			var l struct {
+				Time time.Time `json:"time"`
+				Msg  string    `json:"msg"`
+			}
+			if json.Unmarshal(line, &l) != nil || l.Msg != "took ownership of control topic" || !l.Time.After(since) {
+				continue
+			}
+			d := l.Time.Sub(since)
+			if n == 0 || d < first {
+				first = d
+			}
+			last = max(last, d)
+			n++
+		}
+	}
+	return first, last, n
 }
