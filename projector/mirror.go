@@ -79,6 +79,20 @@ func (s *State) Mirror() (Mirror, bool) {
 // MirrorHistory returns every accepted mirror event in log order.
 func (s *State) MirrorHistory() []MirrorChange { return slices.Clone(s.mirror.history) }
 
+// unreadValue is why a mirror or pin record holds no event: a tombstone, or
+// a value that does not decode. One from a newer kcleanup degrades the
+// projection (it may forbid what this build would allow).
+func (s *State) unreadValue(r Record, key string, err error) (reason Reason, what string) {
+	if r.Value == nil {
+		return ReasonTombstone, "a tombstone"
+	}
+	reason = decodeReason(err)
+	if reason == ReasonNewerSchema || reason == ReasonUnknownEvent {
+		s.degrade(r.Offset, key, err)
+	}
+	return reason, fmt.Sprintf("an undecodable value (%v)", err)
+}
+
 // foldMirror is Step for a record under a mirror key (events.IsMirrorKey).
 func (s *State) foldMirror(r Record, env events.Envelope, err error) Verdict {
 	s.next = r.Offset + 1
@@ -88,13 +102,7 @@ func (s *State) foldMirror(r Record, env events.Envelope, err error) Verdict {
 	_, heldKey := s.mirror.held[key]
 	switch {
 	case r.Value == nil || err != nil:
-		reason, what := ReasonTombstone, "a tombstone"
-		if r.Value != nil {
-			reason, what = decodeReason(err), fmt.Sprintf("an undecodable value (%v)", err)
-			if reason == ReasonNewerSchema || reason == ReasonUnknownEvent {
-				s.degrade(r.Offset, v.Key, err)
-			}
-		}
+		reason, what := s.unreadValue(r, v.Key, err)
 		switch {
 		case heldKey && (reason == ReasonNewerSchema || reason == ReasonUnknownEvent):
 			s.mirrorOverwritten(key, r.Offset)

@@ -196,13 +196,7 @@ func (s *State) foldPin(r Record, env events.Envelope, err error) Verdict {
 	_, heldKey := s.pin.held[key]
 	switch {
 	case r.Value == nil || err != nil:
-		reason, what := ReasonTombstone, "a tombstone"
-		if r.Value != nil {
-			reason, what = decodeReason(err), fmt.Sprintf("an undecodable value (%v)", err)
-			if reason == ReasonNewerSchema || reason == ReasonUnknownEvent {
-				s.degrade(r.Offset, v.Key, err)
-			}
-		}
+		reason, what := s.unreadValue(r, v.Key, err)
 		switch {
 		case heldKey:
 			if _, ok := s.pin.overwritten[key]; !ok {

@@ -153,7 +153,7 @@ type Projection struct {
 
 	reader *kgo.Client // a consumer of the topic (OpenProjection); nil for a bounded read
 	// source is what reads take records from: reader, or for a bounded
-	// read (openBoundedProjection) a boundedFetcher.
+	// read (OpenBoundedProjection) a boundedFetcher.
 	source interface {
 		PollFetches(context.Context) kgo.Fetches
 	}
@@ -203,20 +203,13 @@ func (c *Cluster) OpenProjection(controlTopic string, stateOpts ...projector.Opt
 	return &Projection{Topic: controlTopic, View: projector.NewView(stateOpts...), reader: reader, source: reader, cluster: c}, nil
 }
 
-// OpenOwnerProjection prepares a projection read with Fetch requests on the
-// cluster's own client (a boundedFetcher), each CatchUp to the end it
-// captures: no client of its own, so no metadata load, connection or
-// background fetch for each control topic a replica takes over (B6's
-// failover moves hundreds at once), and nothing fetched between reads.
-func (c *Cluster) OpenOwnerProjection(controlTopic string) *Projection {
-	return c.openBoundedProjection(controlTopic)
-}
-
-// openBoundedProjection prepares a projection read with Fetch requests on
-// the cluster's own client (a boundedFetcher): no client of its own to
-// create (the gate's fresh read, issue 23, item 6). PauseWhenIdle is a
-// no-op: it fetches nothing between reads.
-func (c *Cluster) openBoundedProjection(controlTopic string) *Projection {
+// OpenBoundedProjection prepares a projection read with Fetch requests on
+// the cluster's own client (a boundedFetcher), each CatchUp to the end it
+// captures: no client of its own, so no connection, metadata load or
+// background fetch for each read (the gate's fresh read, issue 23 item 6;
+// an owner's control topic, of which a failover moves hundreds at once,
+// B6). PauseWhenIdle is a no-op: it fetches nothing between reads.
+func (c *Cluster) OpenBoundedProjection(controlTopic string) *Projection {
 	f := c.newBoundedFetcher(controlTopic)
 	return &Projection{Topic: controlTopic, View: projector.NewView(), source: f, bounded: f, cluster: c}
 }

@@ -123,7 +123,7 @@ func (c *Cluster) projectionFacts(ctx context.Context, o ValidateOptions, explai
 	if o.Read != nil {
 		proj, err = o.Read(ctx)
 	} else {
-		proj = c.openBoundedProjection(o.ControlTopic)
+		proj = c.OpenBoundedProjection(o.ControlTopic)
 		err = proj.CatchUp(ctx)
 	}
 	if proj == nil {

@@ -150,7 +150,7 @@ func (d *Daemon) ownedTopics() []string {
 // interval (or until the next retry is due), again.
 func (d *Daemon) runOwner(o *owner) {
 	log := d.log.With("control_topic", o.topic)
-	proj := d.cluster.OpenOwnerProjection(o.topic)
+	proj := d.cluster.OpenBoundedProjection(o.topic)
 	defer func() { proj.Close() }() // the one open when the loop ends (see reread)
 	proj.Actor = d.cfg.actor
 	proj.PauseWhenIdle() // no fetch while there is nothing to read
@@ -236,7 +236,7 @@ func (d *Daemon) reread(o *owner, proj *worker.Projection, opened time.Time) *wo
 	if len(plans) == 0 || time.Since(opened) < d.cfg.rereadAfter {
 		return nil
 	}
-	fresh := d.cluster.OpenOwnerProjection(o.topic)
+	fresh := d.cluster.OpenBoundedProjection(o.topic)
 	d.log.Warn("control topic shows a disputed conflict; reading it afresh", "control_topic", o.topic, "plans", plans)
 	proj.Close()
 	fresh.Actor = d.cfg.actor
