@@ -27,6 +27,9 @@ type Pin struct {
 	At     time.Time
 	Actor  string
 	Reason string
+	// Appended is the broker's time of its PINNED (Record.LogAppendTime);
+	// zero when the record's timestamp was a writer's (CreateTime).
+	Appended time.Time
 	// Void holds the partitions the pin protects nothing on: the boundary
 	// was already above its offset there when the PINNED was folded (a
 	// commit above it landed first).
@@ -260,7 +263,7 @@ func (s *State) applyPin(v Verdict, offset int64, env events.Envelope) Verdict {
 			"the pin is for topic %s (ID %s) but this control topic governs %s (ID %s)", b.Topic, b.TopicID, s.topic, s.topicID))
 	}
 	p := &Pin{PinID: b.PinID, RecoveryPoint: b.RecoveryPoint, Topic: b.Topic, TopicID: b.TopicID, Offsets: b.Offsets.Clone(),
-		Expires: b.Expires, Offset: offset, At: env.At, Actor: env.Actor, Reason: b.Reason}
+		Expires: b.Expires, Offset: offset, At: env.At, Actor: env.Actor, Reason: b.Reason, Appended: s.clock.appended}
 	// P5: what a commit above it condemned before it landed stays condemned.
 	var void []string
 	for _, part := range p.Offsets.Partitions() {

@@ -90,6 +90,7 @@ func (s *State) outOfOrder(r Record) Verdict {
 // fold is Step after decoding: Decode's result is passed in so that the
 // benchmark can tell the fold's cost from the decoder's.
 func (s *State) fold(r Record, env events.Envelope, decodeErr error) Verdict {
+	s.observeClock(r, env, decodeErr)
 	if events.IsMirrorKey(r.Key) {
 		return s.foldMirror(r, env, decodeErr)
 	}

@@ -14,6 +14,11 @@ type Record struct {
 	Key       []byte
 	Value     []byte
 	Timestamp time.Time
+	// LogAppendTime: Timestamp is the broker's, set when it appended the
+	// record (the topic's message.timestamp.type=LogAppendTime, which the
+	// record batch's attributes say), not a writer's. Only such a time
+	// advances BrokerTime (docs/design.md §12, "The two clocks").
+	LogAppendTime bool
 	// Headers are the record's Kafka headers. The fold reads only the
 	// maintenance headers (HeaderMaintenance, HeaderActor, HeaderReason),
 	// to describe a record and, for a retraction tombstone over an accepted

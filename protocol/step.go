@@ -613,6 +613,11 @@ func (r *Run) deleteTo(st *projector.State, info Topic) Step {
 	if err := pinnedDeletion(st, op, r.cfg.ControlTopic); err != nil {
 		return Step{Kind: Blocked, Err: err}
 	}
+	// The broker's clock, read back with this run's DELETING: whatever
+	// "at" the COMMITTED carries, nothing above a pin it still holds.
+	if h, held := PinHeld(st, op); held {
+		return pinHeldStep(h, r.cfg.ControlTopic)
+	}
 	r.phase = phaseDeleted
 	return Step{Kind: Delete, Topic: r.plan.Topic, Delete: to, Of: len(r.plan.Offsets)}
 }

@@ -56,6 +56,12 @@ import (
 //	run sync      NewMirrorSync
 //	pin name=s1 rp=SP offsets=0:120,1:120 [expires=N]   another writer pins (expires N records later)
 //	unpin name=s1   another writer unpins s1 (both also as "before pin ..." in a run)
+//	clocks [other=2h] [run=-24h] [createtime]   the writers' clocks against
+//	    the broker's: each record is appended at the broker's 09:00:<n>
+//	    (n counts records) and stamped with its writer's clock, that much
+//	    ahead (or behind); createtime: the control topic's records carry
+//	    their writer's time, not the broker's (message.timestamp.type)
+//	wait for=20s   the broker's clock runs on by that much (beyond the second per record)
 //	state    boundary and operations of the run's projection
 func TestTranscripts(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
@@ -89,6 +95,13 @@ type harness struct {
 	pinIDs     map[string]string
 	// clock is the executor's clock (clockNow), for the restore grace.
 	clock time.Time
+	// skew is, by actor, how far its clock runs ahead of the broker's;
+	// createTime: records carry no broker time (clocks).
+	skew       map[string]time.Duration
+	createTime bool
+	// waited is how much longer than a second per record the broker's
+	// clock has run (wait).
+	waited time.Duration
 }
 
 func topicID(n byte) string {
@@ -145,6 +158,32 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 		return mirrorWriteFailed(t, d)
 	case "run":
 		return h.runProtocol(t, d)
+	case "clocks":
+		h.skew, h.createTime = map[string]time.Duration{}, false
+		var b strings.Builder
+		for _, a := range d.CmdArgs {
+			if a.Key == "createtime" {
+				h.createTime = true
+				b.WriteString("the control topic's records carry their writer's time (CreateTime)\n")
+				continue
+			}
+			skew, err := time.ParseDuration(strings.Join(a.Vals, ""))
+			if err != nil {
+				d.Fatalf(t, "clocks: %s=%q: %v", a.Key, a.Vals, err)
+			}
+			h.skew[a.Key] = skew
+			fmt.Fprintf(&b, "%s's clock runs %s ahead of the broker's\n", a.Key, skew)
+		}
+		return b.String()
+	case "wait":
+		var dur string
+		d.ScanArgs(t, "for", &dur)
+		w, err := time.ParseDuration(dur)
+		if err != nil {
+			d.Fatalf(t, "wait: for=%q: %v", dur, err)
+		}
+		h.waited += w
+		return fmt.Sprintf("the broker's clock runs on %s\n", w)
 	case "clock":
 		var at string
 		d.ScanArgs(t, "at", &at)
@@ -278,12 +317,26 @@ func (h *harness) lookahead() *projector.State {
 
 func (h *harness) append(env events.Envelope, actor string) int64 {
 	h.actors++
-	env.At = time.Date(2026, 12, 1, 9, 0, h.actors, 0, time.UTC)
+	broker := h.brokerNow()
+	env.At = broker.Add(h.skew[actor])
 	env.Actor = actor
 	key, value := env.Encode()
 	off := int64(len(h.log))
-	h.log = append(h.log, projector.Record{Offset: off, Key: key, Value: value, Timestamp: env.At})
+	r := projector.Record{Offset: off, Key: key, Value: value, Timestamp: broker, LogAppendTime: true}
+	if h.createTime {
+		r.Timestamp, r.LogAppendTime = env.At, false
+	}
+	h.log = append(h.log, r)
 	return off
+}
+
+// brokerNow is the broker's time of the record being appended.
+func (h *harness) brokerNow() time.Time { return h.brokerAt(h.actors) }
+
+// brokerAt is the broker's time of the n-th record appended: a second
+// after the one before, plus the time waited (wait).
+func (h *harness) brokerAt(n int) time.Time {
+	return time.Date(2026, 12, 1, 9, 0, n, 0, time.UTC).Add(h.waited)
 }
 
 func (h *harness) catchUp() []projector.Verdict {
@@ -313,7 +366,7 @@ func (h *harness) runProtocol(t *testing.T, d *datadriven.TestData) string {
 	}
 	cfg := Config{ControlTopic: "action-state.kcleanup", Bootstrap: "localhost:9092", NoWait: d.HasArg("nowait"),
 		Principal: "User:kcleanup", AllowTombstones: d.HasArg("allowtombstones"),
-		Now: time.Date(2026, 12, 1, 9, 0, h.actors+1, 0, time.UTC)} // the time of the next record appended
+		Now: h.brokerAt(h.actors + 1).Add(h.skew["run"])} // the time of the next record appended
 	h.acls = d.HasArg("acls")
 	if d.HasArg("grace") {
 		var g, seen string
@@ -648,7 +701,7 @@ func (h *harness) pinCmd(t *testing.T, cmd string, args []datadriven.CmdArg) str
 			expires = n
 		}
 	}
-	at := time.Date(2026, 12, 1, 9, 0, h.actors+1, 0, time.UTC) // what append stamps
+	at := h.brokerAt(h.actors + 1).Add(h.skew["other"]) // what append stamps
 	var env events.Envelope
 	if cmd == "unpin" {
 		id, ok := h.pinIDs[name]
