@@ -359,7 +359,8 @@ func (p *Projection) fetchDecode(ctx context.Context, next, end int64, out chan<
 			if r.Attrs.IsControl() {
 				return
 			}
-			batch = append(batch, projector.Record{Offset: r.Offset, Key: r.Key, Value: r.Value, Timestamp: r.Timestamp, Headers: headersOf(r)})
+			batch = append(batch, projector.Record{Offset: r.Offset, Key: r.Key, Value: r.Value, Timestamp: r.Timestamp,
+				LogAppendTime: r.Attrs.TimestampType() == 1, Headers: headersOf(r)})
 		})
 		if !send(fetched{decoded: p.decodeAll(batch), next: next}) {
 			return

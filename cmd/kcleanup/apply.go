@@ -117,15 +117,21 @@ func runApply(ctx context.Context, g globalOptions, path string, o applyOptions,
 	out, err := s.cluster.Apply(ctx, s.proj, plan, opts)
 	// The restore grace is waited out here, not in a phase: the deletion then runs with its
 	// own --timeout. A later mirror record may move the grace: wait again, a few times at most.
-	for waits := 0; waits < 4; waits++ {
-		g, ok := protocol.GraceOf(err)
-		if !ok {
-			break
-		}
-		if !g.Known && opts.GraceSeen.IsZero() {
-			opts.GraceSeen = g.From
-		}
-		if err = waitGrace(ctx, g, opts.Observe); err != nil {
+	// So is a pin the broker's clock still holds (protocol.PinHeld): the run is blocked until
+	// that clock passes the pin's expiry, then the deletion follows.
+	for waits := 0; waits < 8; waits++ {
+		if g, ok := protocol.GraceOf(err); ok {
+			if !g.Known && opts.GraceSeen.IsZero() {
+				opts.GraceSeen = g.From
+			}
+			if err = waitGrace(ctx, g, opts.Observe); err != nil {
+				break
+			}
+		} else if h, ok := protocol.PinHeldOf(err); ok && h.Gap() > 0 {
+			if err = waitPinHold(ctx, h, opts.Observe); err != nil {
+				break
+			}
+		} else {
 			break
 		}
 		out, err = s.cluster.Finish(ctx, s.proj, plan.PlanID, opts)

@@ -69,3 +69,23 @@ func waitGrace(ctx context.Context, g protocol.GraceWait, say func(protocol.Prog
 			"the wait for the restore grace (until %s) was stopped: nothing was deleted; the boundary is committed and recovery enforces it", until)
 	}
 }
+
+// waitPinHold waits, in-process, until the broker's clock should have
+// passed the expiry of the pin that holds the deletion back (its gap, on
+// this host's monotonic clock, and a second): the next run judges again on
+// the broker's time of its own DELETING.
+func waitPinHold(ctx context.Context, h protocol.PinHold, say func(protocol.Progress)) error {
+	wait := h.Gap() + time.Second
+	say(protocol.Progress{Step: "pin", Message: fmt.Sprintf(
+		"waiting %s for pin %s: the broker's clock reads %s and the pin expires at %s by it; nothing above the pin is deleted before (Ctrl-C stops the wait: the plan stays committed, and a worker or apply again deletes after it)",
+		wait.Round(time.Second), h.Pin.PinID, h.Broker.UTC().Format(time.RFC3339), h.Expires.UTC().Format(time.RFC3339))})
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return errors.WithHint(errors.Wrapf(ctx.Err(), "stopped waiting for pin %s to expire by the broker's clock (at %s)", h.Pin.PinID, h.Expires.UTC().Format(time.RFC3339)),
+			"nothing above the pin was deleted; the boundary is committed and recovery enforces it")
+	}
+}

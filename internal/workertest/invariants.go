@@ -119,7 +119,7 @@ func ReadControl(ctx context.Context, c *worker.Cluster, topic string, end int64
 			}
 			next = r.Offset + 1
 			if !r.Attrs.IsControl() {
-				rec := projector.Record{Offset: r.Offset, Key: r.Key, Value: r.Value, Timestamp: r.Timestamp}
+				rec := projector.Record{Offset: r.Offset, Key: r.Key, Value: r.Value, Timestamp: r.Timestamp, LogAppendTime: r.Attrs.TimestampType() == 1}
 				for _, h := range r.Headers { // a retraction's header tells a disputed conflict
 					rec.Headers = append(rec.Headers, projector.Header{Key: h.Key, Value: h.Value})
 				}

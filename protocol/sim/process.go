@@ -50,18 +50,21 @@ type process struct {
 	// out a restore grace (until backoff).
 	graceSeen map[string]time.Time
 	waiting   bool
+	// skew is how far this process's clock runs ahead of the broker's: the
+	// "at" it stamps (a host off NTP, a frozen container).
+	skew time.Duration
 }
 
 func (w *world) newWorker(i int) *process {
-	return &process{index: i, worker: true, proj: projector.New(), opened: w.tick, actor: fmt.Sprintf("worker-%d@%d", i, w.tick)}
+	return &process{index: i, worker: true, proj: projector.New(), opened: w.tick, actor: fmt.Sprintf("worker-%d@%d", i, w.tick), skew: w.drawSkew()}
 }
 
 func (w *world) newApply(plan events.Plan, i int) *process {
-	return &process{index: i, plan: plan, noWait: w.rng.IntN(3) == 0, proj: projector.New(), actor: fmt.Sprintf("apply-%d@%d", i, w.tick)}
+	return &process{index: i, plan: plan, noWait: w.rng.IntN(3) == 0, proj: projector.New(), actor: fmt.Sprintf("apply-%d@%d", i, w.tick), skew: w.drawSkew()}
 }
 
 func (p *process) config(w *world) protocol.Config {
-	return protocol.Config{ControlTopic: dataTopic + ".kcleanup", Bootstrap: "sim:9092", NoWait: p.noWait, Now: w.now()}
+	return protocol.Config{ControlTopic: dataTopic + ".kcleanup", Bootstrap: "sim:9092", NoWait: p.noWait, Now: w.now().Add(p.skew)}
 }
 
 // finishConfig is config for a run that may delete plan: with the seed's
@@ -185,6 +188,20 @@ func (p *process) end(w *world, s protocol.Step) {
 		}
 		p.backoff = w.tick + int((g.Until.Sub(w.now())+time.Second-1)/time.Second)
 		p.waiting = true
+		if !p.worker {
+			p.tries--
+		}
+		return
+	}
+	if h, ok := protocol.PinHeldOf(s.Err); ok && s.Kind == protocol.Blocked {
+		// Held by a pin the broker's clock still holds: retry once that
+		// clock has passed its expiry, as the daemon and apply do.
+		w.res.PinHolds++
+		if gap := h.Gap(); gap > 0 {
+			p.backoff = w.tick + int((gap+time.Second-1)/time.Second) + 1
+		} else {
+			p.backoff = w.tick + 30
+		}
 		if !p.worker {
 			p.tries--
 		}
@@ -355,7 +372,7 @@ func (w *world) snapshot() protocol.Topic {
 // by the fold's verdict on it, then repair.
 func (p *process) appendStep(w *world, s protocol.Step) protocol.Report {
 	env := s.Record
-	env.At, env.Actor = w.now(), p.actor
+	env.At, env.Actor = w.now().Add(p.skew), p.actor
 	key, value := env.Encode()
 	switch w.fault(Fail, TimeoutAfter, Delayed) {
 	case Fail:

@@ -86,6 +86,10 @@ type Result struct {
 	// counts the runs that stopped to wait it out, GraceKills the processes
 	// killed while waiting.
 	Grace, GraceWaits, GraceKills int
+	// Skewed counts the processes (and pin writers) whose clock ran off
+	// the broker's; PinHolds the runs a pin the broker's clock still held
+	// stopped before DeleteRecords.
+	Skewed, PinHolds int
 }
 
 // entry is one record on the simulated control topic.
@@ -172,7 +176,14 @@ func Run(seed uint64, cfg Config) Result {
 	for _, p := range w.procs {
 		p.frozenUntil = 0
 	}
+	// A pin's writer whose clock runs ahead holds for longer by the
+	// broker's clock (up to the expiry it wrote): settle past that too.
 	settleEnd := w.tick + 4000
+	for _, pin := range invariant.Fold(w.full).Pins() {
+		if pin.Unpinned == nil && !pin.Expires.IsZero() {
+			settleEnd = max(settleEnd, w.tick+int(pin.Expires.Sub(w.now())/time.Second)+400)
+		}
+	}
 	for ; w.tick < settleEnd; w.tick++ {
 		w.applyDue()
 		w.mirrorTick()
@@ -214,7 +225,9 @@ func (w *world) now() time.Time { return epoch.Add(time.Duration(w.tick) * time.
 
 // appendRecord puts one record on the control topic and returns its offset.
 func (w *world) appendRecord(key, value []byte, headers ...projector.Header) int64 {
-	r := projector.Record{Offset: w.next, Key: key, Value: value, Timestamp: w.now(), Headers: headers}
+	// The control topic has message.timestamp.type=LogAppendTime: each
+	// record carries the broker's time, whatever its writer stamped.
+	r := projector.Record{Offset: w.next, Key: key, Value: value, Timestamp: w.now(), LogAppendTime: true, Headers: headers}
 	w.next++
 	w.log = append(w.log, entry{rec: r, tick: w.tick})
 	w.full = append(w.full, r)
@@ -424,7 +437,7 @@ func (w *world) deleteNow(to events.Offsets, failing map[int32]protocol.Deleted)
 		// that landed after the commit is void there (P5), one before it
 		// rejected it (P4), so any such pin is a violation.
 		for _, pin := range full.Pins() {
-			if pin.Protects(p, w.now()) && to[p] > pin.Offsets[p] {
+			if brokerHolds(pin, p, w.now()) && to[p] > pin.Offsets[p] {
 				w.errs = append(w.errs, errors.Newf("pins: tick %d: DeleteRecords %s-%d up to %d, above pin %s (offset %d, pinned at control offset %d)", w.tick, dataTopic, p, to[p], pin.PinID, pin.Offsets[p], pin.Offset))
 			}
 		}
@@ -444,6 +457,37 @@ func (w *world) checkCommitted(planID string) {
 }
 
 func secs(n int) time.Duration { return time.Duration(n) * time.Second }
+
+// drawSkew is a process's clock against the broker's: most run on it,
+// some two hours ahead (the producer), a minute ahead, or a day
+// behind.
+func (w *world) drawSkew() time.Duration {
+	skews := []time.Duration{2 * time.Hour, time.Minute, -24 * time.Hour}
+	if w.rng.IntN(4) != 0 {
+		return 0
+	}
+	w.res.Skewed++
+	return skews[w.rng.IntN(len(skews))]
+}
+
+// brokerHolds is the invariant's own reading of a pin at broker time now
+// (the world's clock): it protects partition part while it is not
+// unpinned and not void there, and until its expiry, or until its
+// duration has run from when the broker appended its PINNED, whichever
+// is later (a pinning host whose clock runs behind still gets the time it
+// asked for). Whatever "at" a writer stamped, no DeleteRecords above it.
+func brokerHolds(pin projector.Pin, part int32, now time.Time) bool {
+	if _, ok := pin.Offsets[part]; !ok || pin.Unpinned != nil {
+		return false
+	}
+	if _, void := pin.Void[part]; void {
+		return false
+	}
+	if pin.Expires.IsZero() {
+		return true
+	}
+	return now.Before(pin.Expires) || now.Before(pin.Appended.Add(pin.Expires.Sub(pin.At)))
+}
 
 // pinEvent is an operator pinning a recovery point around the boundary
 // (some partitions below it: partial or void pins), with an expiry or
@@ -466,9 +510,10 @@ func (w *world) pinEvent() {
 		offs[p] = max(0, b[p]+int64(w.rng.IntN(400))-50)
 	}
 	var expires time.Time
+	at := w.now().Add(w.drawSkew()) // the pinning host's clock
 	if w.rng.IntN(2) == 0 {
-		expires = w.now().Add(secs(1 + w.rng.IntN(300)))
+		expires = at.Add(secs(1 + w.rng.IntN(300)))
 	}
-	k, v := events.NewPin(fmt.Sprintf("sp-%d", w.tick), dataTopic, w.topic.ID, offs, expires, "rollback", w.now(), "operator").Encode()
+	k, v := events.NewPin(fmt.Sprintf("sp-%d", w.tick), dataTopic, w.topic.ID, offs, expires, "rollback", at, "operator").Encode()
 	w.appendRecord(k, v)
 }

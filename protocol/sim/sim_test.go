@@ -34,10 +34,13 @@ func TestSimulation(t *testing.T) {
 	disputed, disputedSeeds := 0, 0
 	pins, pinRejected := 0, 0
 	graceSeeds, graceWaits, graceKills := 0, 0, 0
+	skewed, pinHolds := 0, 0
 	for seed := first; seed <= last; seed++ {
 		res := Run(seed, cfg)
 		pins += res.Pins
 		pinRejected += res.PinRejected
+		skewed += res.Skewed
+		pinHolds += res.PinHolds
 		if res.Grace > 0 {
 			graceSeeds++
 		}
@@ -83,6 +86,10 @@ func TestSimulation(t *testing.T) {
 	t.Logf("%d seeds ran with a restore grace; %d runs stopped to wait it out, %d processes were killed while waiting (docs/design.md §11)", graceSeeds, graceWaits, graceKills)
 	if *only == 0 && n >= 200 && (graceWaits == 0 || graceKills == 0) {
 		t.Errorf("in %d seeds, %d runs waited out a restore grace and %d processes died waiting: the grace was not exercised", n, graceWaits, graceKills)
+	}
+	t.Logf("%d processes and pin writers ran with a skewed clock; %d runs were held before DeleteRecords by a pin the broker's clock still held (docs/design.md §12, \"The two clocks\")", skewed, pinHolds)
+	if *only == 0 && n >= 200 && (skewed == 0 || pinHolds == 0) {
+		t.Errorf("in %d seeds, %d skewed clocks and %d pin holds: the broker's clock was not exercised", n, skewed, pinHolds)
 	}
 	if *only == 0 && n >= 50 && (pins == 0 || pinRejected == 0) {
 		t.Errorf("no pin rejected a commit in %d seeds (%d pin events): the pin rules were not exercised", n, pins)

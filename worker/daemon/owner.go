@@ -56,6 +56,10 @@ type owner struct {
 	tombstoneReason string
 }
 
+// pinHeldMargin is added to a pin hold's gap before the retry: the
+// broker's clock need not tick in step with this host's.
+const pinHeldMargin = time.Second
+
 // settingsEvery is how often an owner re-checks its control topic's
 // settings: an operator's fix is seen within it.
 const settingsEvery = 10 * time.Second
@@ -533,6 +537,14 @@ func (o *owner) failed(planID string, blocked bool, err error, cfg daemonConfig)
 	a.denied = blocked && worker.IsAuthorizationError(err)
 	if blocked {
 		a.next = time.Now().Add(cfg.blockedRetry)
+		// A pin the broker's clock still holds passes by itself: retry
+		// once that clock should have passed its expiry (the gap, on this
+		// host's monotonic clock: the broker's is the one that judges, on
+		// the retry's own DELETING), or on the blocked schedule if sooner
+		// (an unpin ends the hold).
+		if h, ok := protocol.PinHeldOf(err); ok && h.Gap() > 0 {
+			a.next = time.Now().Add(min(h.Gap()+pinHeldMargin, cfg.blockedRetry))
+		}
 	} else {
 		a.next = time.Now().Add(backoff(cfg.backoffMin, cfg.backoffMax, a.failures))
 	}
