@@ -426,6 +426,12 @@ func (d *Daemon) finish(o *owner, proj *worker.Projection, op projector.Operatio
 	case worker.Permanent(err):
 		a := o.failed(op.PlanID, true, err, d.cfg)
 		d.metrics.attempt(o.topic, "blocked")
+		if h, held := protocol.PinHeldOf(err); held {
+			// Not a fault: it passes by itself when the broker's clock does.
+			log.Warn("deletion held by a pin the broker's clock still holds", "pin", h.Pin.PinID, "committed_at", h.CommittedAt.Format(time.RFC3339),
+				"broker_time", h.Broker.Format(time.RFC3339), "gap", h.Gap().String(), errAttr(err), "retry_at", a.next.Format(time.RFC3339))
+			break
+		}
 		log.Error("operation blocked: it stays in its state until the cause is removed",
 			"state", out.State, errAttr(err), "hints", errors.GetAllHints(err), "retry_at", a.next.Format(time.RFC3339), "took", took.String())
 	default:
