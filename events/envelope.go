@@ -121,6 +121,11 @@ func (e Envelope) Validate() error {
 	if e.Mirror != nil && !utf8.ValidString(e.Mirror.Reason) {
 		return malformed(fieldErrorf("reason", "is not valid UTF-8: Encode would write U+FFFD for its invalid bytes, and the record would decode to another reason"))
 	}
+	if e.Mirror != nil && e.Mirror.HasGrace && e.Event == MirrorAttached {
+		if err := CheckRestoreGrace(e.Mirror.RestoreGrace); err != nil {
+			return err
+		}
+	}
 	k, v := e.Encode()
 	_, err := Decode(k, v)
 	return err

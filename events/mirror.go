@@ -19,6 +19,18 @@ import (
 // step (docs/events.md, "Mirror events").
 const MirrorSchemaVersion = 2
 
+// MirrorGraceSchemaVersion is the version of a MIRROR_ATTACHED that carries
+// the mirror's restore grace (restoreGraceSeconds). A build that knows
+// mirror events of version 2 only reads it as a newer schema and fails
+// closed (its projection degrades: it deletes nothing) instead of
+// attaching the mirror without the grace that protects the job's restores
+// (docs/events.md, "Mirror events"). 3 is the pin events'.
+const MirrorGraceSchemaVersion = 4
+
+// MaxRestoreGrace bounds a mirror's restore grace: a grace is the time a
+// restore takes to replay; a recovery point needed for longer is pinned.
+const MaxRestoreGrace = 24 * time.Hour
+
 // The mirror events (docs/design.md, "The Flink Agents mirror").
 const (
 	// MirrorAttached: from this record on, every apply and every worker
@@ -42,6 +54,11 @@ type Mirror struct {
 	TopicID string
 	// Reason says why, for the audit: never blank.
 	Reason string
+	// HasGrace: the MIRROR_ATTACHED carries a restore grace
+	// (MirrorGraceSchemaVersion), RestoreGrace, in whole seconds from 0 (off)
+	// to MaxRestoreGrace. A version-2 attachment carries none.
+	HasGrace     bool
+	RestoreGrace time.Duration
 }
 
 // mirrorKeyPrefix starts every mirror event's key. No plan key can start
@@ -80,23 +97,36 @@ func ParseMirrorKey(key []byte) (topic string, e Event, err error) {
 	return t, Event(ev), nil
 }
 
-// mirrorFields are the fields of a mirror event, in the order Encode writes them.
-var mirrorFields = []string{"schemaVersion", "event", "mirrorTopic", "mirrorTopicId", "at", "actor", "reason"}
+// mirrorFields are the fields of a mirror event, in the order Encode writes
+// them; mirrorGraceFields those of a MIRROR_ATTACHED with a restore grace.
+var (
+	mirrorFields      = []string{"schemaVersion", "event", "mirrorTopic", "mirrorTopicId", "at", "actor", "reason"}
+	mirrorGraceFields = []string{"schemaVersion", "event", "mirrorTopic", "mirrorTopicId", "restoreGraceSeconds", "at", "actor", "reason"}
+)
 
 // encodeMirror is Encode for a mirror event:
 //
 //	{"schemaVersion":2,"event":"MIRROR_ATTACHED","mirrorTopic":…,"mirrorTopicId":…,"at":…,"actor":…,"reason":…}
 func (e Envelope) encodeMirror() (key, value []byte) {
 	m := e.Mirror
+	grace := m.HasGrace && e.Event == MirrorAttached
 	b := make([]byte, 0, 256)
 	b = append(b, `{"schemaVersion":`...)
-	b = strconv.AppendInt(b, MirrorSchemaVersion, 10)
+	if grace {
+		b = strconv.AppendInt(b, MirrorGraceSchemaVersion, 10)
+	} else {
+		b = strconv.AppendInt(b, MirrorSchemaVersion, 10)
+	}
 	b = append(b, `,"event":`...)
 	b = appendString(b, string(e.Event))
 	b = append(b, `,"mirrorTopic":`...)
 	b = appendString(b, m.Topic)
 	b = append(b, `,"mirrorTopicId":`...)
 	b = appendString(b, m.TopicID)
+	if grace {
+		b = append(b, `,"restoreGraceSeconds":`...)
+		b = strconv.AppendInt(b, int64(m.RestoreGrace/time.Second), 10)
+	}
 	b = append(b, `,"at":`...)
 	b = appendString(b, e.At.UTC().Format(time.RFC3339Nano))
 	b = append(b, `,"actor":`...)
@@ -108,9 +138,28 @@ func (e Envelope) encodeMirror() (key, value []byte) {
 }
 
 // NewMirrorEvent is the envelope of a mirror event (Validate it before
-// producing it).
+// producing it). A MIRROR_ATTACHED whose m.HasGrace is
+// MirrorGraceSchemaVersion.
 func NewMirrorEvent(e Event, m Mirror, at time.Time, actor string) Envelope {
-	return Envelope{SchemaVersion: MirrorSchemaVersion, Event: e, Mirror: &m, At: at, Actor: actor}
+	v := MirrorSchemaVersion
+	if e == MirrorAttached && m.HasGrace {
+		v = MirrorGraceSchemaVersion
+	} else {
+		m.HasGrace, m.RestoreGrace = false, 0
+	}
+	return Envelope{SchemaVersion: v, Event: e, Mirror: &m, At: at, Actor: actor}
+}
+
+// CheckRestoreGrace says why d cannot be a mirror's restore grace, or nil:
+// whole seconds from 0 (off) to MaxRestoreGrace.
+func CheckRestoreGrace(d time.Duration) error {
+	switch {
+	case d < 0 || d > MaxRestoreGrace:
+		return &DecodeError{Field: "restoreGraceSeconds", Reason: "is " + d.String() + ": expected 0 (off) to " + MaxRestoreGrace.String(), class: ErrMalformed}
+	case d%time.Second != 0:
+		return &DecodeError{Field: "restoreGraceSeconds", Reason: "is " + d.String() + ": expected whole seconds", class: ErrMalformed}
+	}
+	return nil
 }
 
 // mirrorJSON is a mirror event as decoded; each field checks itself.
@@ -119,6 +168,7 @@ type mirrorJSON struct {
 	Event         str[anyText]      `json:"event"`
 	MirrorTopic   str[topicRule]    `json:"mirrorTopic"`
 	MirrorTopicID str[topicIDRule]  `json:"mirrorTopicId"`
+	RestoreGrace  graceSeconds      `json:"restoreGraceSeconds"`
 	At            timeField         `json:"at"`
 	Actor         str[actor]        `json:"actor"`
 	Reason        str[mirrorReason] `json:"reason"`
@@ -139,14 +189,25 @@ func decodeMirror(key, value []byte) (Envelope, error) {
 				return Envelope{}, malformed(missingField(mirrorFields[i]))
 			}
 		}
+		// Version 4 is a MIRROR_ATTACHED with its restore grace; version 2
+		// has none.
+		switch {
+		case w.SchemaVersion.v == MirrorGraceSchemaVersion && keyEvent != MirrorAttached:
+			return Envelope{}, malformed(fieldErrorf("schemaVersion", "is %d: only a MIRROR_ATTACHED carries a restore grace; %s is version %d", MirrorGraceSchemaVersion, keyEvent, MirrorSchemaVersion))
+		case w.SchemaVersion.v == MirrorGraceSchemaVersion && !w.RestoreGrace.set:
+			return Envelope{}, malformed(missingField("restoreGraceSeconds"))
+		case w.SchemaVersion.v == MirrorSchemaVersion && w.RestoreGrace.set:
+			return Envelope{}, malformed(fieldErrorf("restoreGraceSeconds", "is in a mirror event of schema version %d: expected it only in version %d", MirrorSchemaVersion, MirrorGraceSchemaVersion))
+		}
 		if Event(w.Event.v) != keyEvent {
 			return Envelope{}, malformed(keyMismatch("event", w.Event.v, string(keyEvent)))
 		}
 		if w.MirrorTopic.v != keyTopic {
 			return Envelope{}, malformed(mirrorKeyMismatch(w.MirrorTopic.v, keyTopic))
 		}
-		return Envelope{SchemaVersion: MirrorSchemaVersion, Event: keyEvent, At: w.At.v, Actor: w.Actor.v,
-			Mirror: &Mirror{Topic: w.MirrorTopic.v, TopicID: w.MirrorTopicID.v, Reason: w.Reason.v}}, nil
+		return Envelope{SchemaVersion: w.SchemaVersion.v, Event: keyEvent, At: w.At.v, Actor: w.Actor.v,
+			Mirror: &Mirror{Topic: w.MirrorTopic.v, TopicID: w.MirrorTopicID.v, Reason: w.Reason.v,
+				HasGrace: w.RestoreGrace.set, RestoreGrace: w.RestoreGrace.d}}, nil
 	}
 	sh, sferr := scan(value)
 	if sferr != nil {
@@ -190,9 +251,9 @@ func mirrorKeyMismatch(body, key string) *fieldError {
 	return f
 }
 
-// checkMirrorVersion: nil for 2, ErrNewerSchema for any larger integer,
-// else ErrMalformed (1 included: the mirror events do not exist in
-// version 1).
+// checkMirrorVersion: nil for 2 and 4, ErrNewerSchema for any other
+// integer above 2 (3 as before: a build before pins read it so), else
+// ErrMalformed (1 included: the mirror events do not exist in version 1).
 func checkMirrorVersion(v scalar) error {
 	const field = "schemaVersion"
 	if !v.present {
@@ -201,17 +262,21 @@ func checkMirrorVersion(v scalar) error {
 	if v.kind != kindNumber {
 		return malformed(wrongKind(field, v.kind, "2"))
 	}
-	if v.text == "2" {
+	if v.text == "2" || v.text == "4" {
 		return nil
 	}
 	if isDigits(v.text) && v.text[0] != '0' && v.text != "1" {
-		return newDecodeError(ErrNewerSchema, fieldErrorf(field, "is %s: this kcleanup understands mirror events of schema version %d only: upgrade kcleanup", v.text, MirrorSchemaVersion))
+		return newDecodeError(ErrNewerSchema, fieldErrorf(field, "is %s: this kcleanup understands mirror events of schema versions %d and %d only: upgrade kcleanup", v.text, MirrorSchemaVersion, MirrorGraceSchemaVersion))
 	}
-	return malformed(fieldErrorf(field, "is %s: expected %d, the schema version of mirror events", v.text, MirrorSchemaVersion))
+	return malformed(fieldErrorf(field, "is %s: expected %d, or %d for a MIRROR_ATTACHED with its restore grace", v.text, MirrorSchemaVersion, MirrorGraceSchemaVersion))
 }
 
-// mirrorVersion is a mirror event's schemaVersion: exactly the literal 2.
-type mirrorVersion struct{ set bool }
+// mirrorVersion is a mirror event's schemaVersion: exactly the literal 2
+// or 4.
+type mirrorVersion struct {
+	set bool
+	v   int
+}
 
 func (f *mirrorVersion) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 	if f.set {
@@ -222,9 +287,38 @@ func (f *mirrorVersion) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 	if err != nil {
 		return err
 	}
-	if v.Kind() != '0' || string(v) != "2" {
-		return atValue(dec, fieldErrorf("", "is %s: expected %d, the schema version of mirror events", v, MirrorSchemaVersion))
+	switch {
+	case v.Kind() == '0' && string(v) == "2":
+		f.v = MirrorSchemaVersion
+	case v.Kind() == '0' && string(v) == "4":
+		f.v = MirrorGraceSchemaVersion
+	default:
+		return atValue(dec, fieldErrorf("", "is %s: expected %d, or %d for a MIRROR_ATTACHED with its restore grace", v, MirrorSchemaVersion, MirrorGraceSchemaVersion))
 	}
+	return nil
+}
+
+// graceSeconds is a MIRROR_ATTACHED's restoreGraceSeconds: an integer
+// literal from 0 to MaxRestoreGrace in seconds.
+type graceSeconds struct {
+	set bool
+	d   time.Duration
+}
+
+func (f *graceSeconds) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	if f.set {
+		return twice
+	}
+	f.set = true
+	v, err := dec.ReadValue()
+	if err != nil {
+		return err
+	}
+	n, perr := strconv.ParseInt(string(v), 10, 64)
+	if v.Kind() != '0' || !isDigits(string(v)) || (len(v) > 1 && v[0] == '0') || perr != nil || n > int64(MaxRestoreGrace/time.Second) {
+		return atValue(dec, fieldErrorf("", "is %s: expected whole seconds from 0 (off) to %d", v, int64(MaxRestoreGrace/time.Second)))
+	}
+	f.d = time.Duration(n) * time.Second
 	return nil
 }
 

@@ -104,3 +104,59 @@ func TestMirrorKeysAreApart(t *testing.T) {
 		t.Fatalf("ParseKey of a mirror key: %v", err)
 	}
 }
+
+func graceAttach(d time.Duration) Envelope {
+	return NewMirrorEvent(MirrorAttached, Mirror{Topic: "action-state.flink", TopicID: mirrorTopicID, Reason: "the job reads it", HasGrace: true, RestoreGrace: d},
+		time.Date(2025, 3, 4, 5, 6, 7, 890000000, time.UTC), "host/42")
+}
+
+// TestMirrorAttachWithGrace: a MIRROR_ATTACHED that carries the restore
+// grace is version 4, with restoreGraceSeconds, and reads back as written;
+// a version-2 one carries none (HasGrace false).
+func TestMirrorAttachWithGrace(t *testing.T) {
+	env := graceAttach(15 * time.Minute)
+	if err := env.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	key, value := env.Encode()
+	want := `{"schemaVersion":4,"event":"MIRROR_ATTACHED","mirrorTopic":"action-state.flink","mirrorTopicId":"` + mirrorTopicID +
+		`","restoreGraceSeconds":900,"at":"2025-03-04T05:06:07.89Z","actor":"host/42","reason":"the job reads it"}`
+	if string(value) != want {
+		t.Fatalf("Encode:\n%s\nwant:\n%s", value, want)
+	}
+	got, err := Decode(key, value)
+	if err != nil {
+		t.Fatalf("Decode(Encode()): %v", err)
+	}
+	if got.SchemaVersion != MirrorGraceSchemaVersion || *got.Mirror != *env.Mirror {
+		t.Fatalf("round trip: got %+v %+v, want %+v", got, got.Mirror, env.Mirror)
+	}
+	if _, value := graceAttach(0).Encode(); !strings.Contains(string(value), `"restoreGraceSeconds":0,`) {
+		t.Fatalf("a grace of 0 (off) is written, not left out: %s", value)
+	}
+	// A detach never carries one.
+	d := NewMirrorEvent(MirrorDetached, Mirror{Topic: "action-state.flink", TopicID: mirrorTopicID, Reason: "r", HasGrace: true, RestoreGrace: time.Minute}, env.At, "host/42")
+	if _, value := d.Encode(); d.SchemaVersion != MirrorSchemaVersion || strings.Contains(string(value), "restoreGrace") {
+		t.Fatalf("MIRROR_DETACHED with a grace: version %d, %s", d.SchemaVersion, value)
+	}
+	bad := []struct{ name, key, value, field string }{
+		{"grace in version 2", string(key), mutate(t, string(value), `"schemaVersion":4`, `"schemaVersion":2`), "restoreGraceSeconds"},
+		{"version 4 without grace", string(key), mutate(t, string(value), `"restoreGraceSeconds":900,`, ``), "restoreGraceSeconds"},
+		{"version 4 detach", "mirror/action-state.flink/MIRROR_DETACHED", mutate(t, string(value), `"MIRROR_ATTACHED"`, `"MIRROR_DETACHED"`), "schemaVersion"},
+		{"above a day", string(key), mutate(t, string(value), `900`, `86401`), "restoreGraceSeconds"},
+		{"negative", string(key), mutate(t, string(value), `900`, `-1`), "restoreGraceSeconds"},
+		{"fraction", string(key), mutate(t, string(value), `900`, `1.5`), "restoreGraceSeconds"},
+		{"string", string(key), mutate(t, string(value), `900`, `"15m"`), "restoreGraceSeconds"},
+	}
+	for _, c := range bad {
+		_, err := Decode([]byte(c.key), []byte(c.value))
+		var de *DecodeError
+		if !errors.Is(err, ErrMalformed) || !errors.As(err, &de) || de.Field != c.field {
+			t.Errorf("%s: Decode = %v, want malformed at %s\n%s", c.name, err, c.field, c.value)
+		}
+	}
+	// A version above 4 is a newer schema: it degrades, never skipped.
+	if _, err := Decode(key, []byte(mutate(t, string(value), `"schemaVersion":4`, `"schemaVersion":5`))); !errors.Is(err, ErrNewerSchema) {
+		t.Fatalf("version 5: %v, want ErrNewerSchema", err)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -269,5 +270,20 @@ func TestMirrorEventSchemaMatchesEncoder(t *testing.T) {
 		if got := written(t, value); !slices.Equal(got, mirrorFields) {
 			t.Errorf("%s: Encode writes %v, schema requires %v", e, got, mirrorFields)
 		}
+	}
+}
+
+func TestMirrorGraceEventSchemaMatchesEncoder(t *testing.T) {
+	s := loadSchema(t, "mirror-grace-event.schema.json")
+	checkObject(t, s, mirrorGraceFields)
+	if v := at(t, s, "properties", "schemaVersion", "const"); v != float64(MirrorGraceSchemaVersion) {
+		t.Errorf("schemaVersion const = %v, want %d", v, MirrorGraceSchemaVersion)
+	}
+	if v := at(t, s, "properties", "restoreGraceSeconds", "maximum"); v != MaxRestoreGrace.Seconds() {
+		t.Errorf("restoreGraceSeconds maximum = %v, want %v", v, MaxRestoreGrace.Seconds())
+	}
+	_, value := NewMirrorEvent(MirrorAttached, Mirror{Topic: "m", TopicID: mirrorTopicID, Reason: "r", HasGrace: true, RestoreGrace: time.Minute}, time.Unix(0, 0), "a").Encode()
+	if got := written(t, value); !slices.Equal(got, mirrorGraceFields) {
+		t.Errorf("Encode writes %v, schema requires %v", got, mirrorGraceFields)
 	}
 }
