@@ -23,6 +23,11 @@ type Mirror struct {
 	At     time.Time
 	Actor  string
 	Reason string
+	// HasGrace: the attachment carries a restore grace, RestoreGrace
+	// (events.MirrorGraceSchemaVersion); an attachment of version 2 has
+	// none, and the protocol applies its default (protocol.MirrorGrace).
+	HasGrace     bool
+	RestoreGrace time.Duration
 }
 
 // MirrorChange is one accepted mirror event, for the audit.
@@ -34,6 +39,9 @@ type MirrorChange struct {
 	At      time.Time
 	Actor   string
 	Reason  string
+	// HasGrace and RestoreGrace are an ATTACHED's restore grace.
+	HasGrace     bool
+	RestoreGrace time.Duration
 	// Effect says what it changed: "attached", "replaced <topic>",
 	// "detached", or "no change" (a detach of a mirror not attached).
 	Effect string
@@ -73,7 +81,8 @@ func (s *State) Mirror() (Mirror, bool) {
 		return Mirror{}, false
 	}
 	m := a.env.Mirror
-	return Mirror{Topic: m.Topic, TopicID: m.TopicID, Offset: a.offset, At: a.env.At, Actor: a.env.Actor, Reason: m.Reason}, true
+	return Mirror{Topic: m.Topic, TopicID: m.TopicID, Offset: a.offset, At: a.env.At, Actor: a.env.Actor, Reason: m.Reason,
+		HasGrace: m.HasGrace, RestoreGrace: m.RestoreGrace}, true
 }
 
 // MirrorHistory returns every accepted mirror event in log order.
@@ -132,12 +141,17 @@ func (s *State) applyMirror(v Verdict, offset int64, env events.Envelope) Verdic
 	rec := mirrorRecord{offset: offset, env: env}
 	prev, hadKey := s.mirror.held[key]
 	was, attached := s.Mirror()
-	change := MirrorChange{Offset: offset, Event: env.Event, Topic: m.Topic, TopicID: m.TopicID, At: env.At, Actor: env.Actor, Reason: m.Reason}
+	change := MirrorChange{Offset: offset, Event: env.Event, Topic: m.Topic, TopicID: m.TopicID, At: env.At, Actor: env.Actor, Reason: m.Reason,
+		HasGrace: m.HasGrace, RestoreGrace: m.RestoreGrace}
 	if env.Event == events.MirrorAttached {
 		s.mirror.lastAttach, s.mirror.lastDetach = &rec, nil
 		// Only the deciding keys can need a repair (see mirrors).
 		clear(s.mirror.overwritten)
 		switch {
+		case attached && was.Topic == m.Topic && was.TopicID == m.TopicID && (was.HasGrace != m.HasGrace || was.RestoreGrace != m.RestoreGrace):
+			// The attachment's restore grace changes (kcleanup mirror grace).
+			change.Effect = "restore grace " + graceText(was.HasGrace, was.RestoreGrace) + " -> " + graceText(m.HasGrace, m.RestoreGrace)
+			v.Detail = fmt.Sprintf("mirror %s (topic ID %s): %s: %s", m.Topic, m.TopicID, change.Effect, m.Reason)
 		case attached && was.Topic == m.Topic && was.TopicID == m.TopicID:
 			change.Effect = "no change"
 			v.Detail = fmt.Sprintf("mirror %s (topic ID %s) is already attached; no change", m.Topic, m.TopicID)
@@ -177,10 +191,19 @@ func (s *State) applyMirror(v Verdict, offset int64, env events.Envelope) Verdic
 	return v
 }
 
-// sameMirror compares the content of two mirror events: event, topic and
-// topic ID (not at, actor or reason, like plan records).
+// sameMirror compares the content of two mirror events: event, topic,
+// topic ID and restore grace (not at, actor or reason, like plan records).
 func sameMirror(a, b events.Envelope) bool {
-	return a.Event == b.Event && a.Mirror.Topic == b.Mirror.Topic && a.Mirror.TopicID == b.Mirror.TopicID
+	return a.Event == b.Event && a.Mirror.Topic == b.Mirror.Topic && a.Mirror.TopicID == b.Mirror.TopicID &&
+		a.Mirror.HasGrace == b.Mirror.HasGrace && a.Mirror.RestoreGrace == b.Mirror.RestoreGrace
+}
+
+// graceText is an attachment's restore grace for a verdict's detail.
+func graceText(has bool, d time.Duration) string {
+	if !has {
+		return "unset (version 2)"
+	}
+	return d.String()
 }
 
 // mirrorOverwritten records an overwrite of an accepted mirror key and says
@@ -263,7 +286,7 @@ func (s *State) mirrorAtRisk() []string {
 // duplicate moves those: writeMirrorRepairs has them).
 func (s *State) writeMirrorCore(d digestWriter) {
 	if m, ok := s.Mirror(); ok {
-		d.line("mirror", fmt.Sprintf("%q", m.Topic), fmt.Sprintf("%q", m.TopicID))
+		d.line("mirror", fmt.Sprintf("%q", m.Topic), fmt.Sprintf("%q", m.TopicID), graceText(m.HasGrace, m.RestoreGrace))
 	}
 	for _, c := range s.mirror.history {
 		d.line("mirror-event", fmt.Sprint(c.Offset), string(c.Event), fmt.Sprintf("%q", c.Topic), fmt.Sprintf("%q", c.TopicID), fmt.Sprintf("%q", c.Effect))

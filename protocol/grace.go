@@ -7,6 +7,7 @@ import (
 	"github.com/cockroachdb/errors"
 
 	"github.com/kcleanup/kcleanup/events"
+	"github.com/kcleanup/kcleanup/projector"
 )
 
 // The restore grace (docs/design.md §11, "The restore grace";
@@ -19,11 +20,37 @@ import (
 // covered, so a restore that passed its check just before has D to
 // finish replaying.
 
-// MaxRestoreGrace bounds Config.RestoreGrace: a grace is the time a
-// restore takes to replay; a recovery point needed for longer is pinned
-// (kcleanup pin, validate --pin-for), which holds back only what it
-// protects.
-const MaxRestoreGrace = 24 * time.Hour
+// MaxRestoreGrace bounds a restore grace: a grace is the time a restore
+// takes to replay; a recovery point needed for longer is pinned (kcleanup
+// pin, validate --pin-for), which holds back only what it protects.
+const MaxRestoreGrace = events.MaxRestoreGrace
+
+// DefaultRestoreGrace is the grace kcleanup init --mirror-topic and
+// kcleanup mirror attach write with the attachment unless told otherwise:
+// the time a Flink Agents job takes from its recovery check on the mirror
+// to the end of its replay (the job restarts, restores its state from the
+// checkpoint, then replays the action-state topic from the recovery
+// point's offsets), with room for a large state. A longer restore sets a
+// longer grace (kcleanup mirror grace) or is pinned. Waiting costs no
+// safety: the boundary is committed and recovery enforces it meanwhile.
+const DefaultRestoreGrace = 15 * time.Minute
+
+// MirrorGrace is the restore grace a run honours: the one the attached
+// mirror's attachment carries (the log's: every owner and every apply
+// reads the same), or process's own (Config.RestoreGrace, --restore-grace)
+// when that is longer: a process may lengthen the grace, never shorten it.
+// An attachment of schema version 2 carries none: only the process's
+// counts (doctor warns of it). 0 with no mirror attached.
+func MirrorGrace(st *projector.State, process time.Duration) time.Duration {
+	m, ok := st.Mirror()
+	if !ok {
+		return 0
+	}
+	if m.HasGrace && m.RestoreGrace > process {
+		return m.RestoreGrace
+	}
+	return process
+}
 
 // GraceWait is a run stopped before DELETING to wait out the restore
 // grace: no DeleteRecords for the plan before Until.
@@ -127,7 +154,7 @@ func coversPlan(offs, plan events.Offsets) bool {
 // graceStep is the Wait of a run that must wait out the grace.
 func graceStep(g GraceWait) Step {
 	err := errors.WithHintf(errors.Mark(&graceError{g: g}, ErrRestoreGrace),
-		"nothing to do: the plan is committed and recovery enforces it; the deletion follows at %s (a worker retries then; kcleanup apply waits in-process). --restore-grace sets the grace",
+		"nothing to do: the plan is committed and recovery enforces it; the deletion follows at %s (a worker retries then; kcleanup apply waits in-process). The mirror's attachment sets the grace (kcleanup mirror grace); --restore-grace may only lengthen it",
 		g.Until.UTC().Format(time.RFC3339))
 	return Step{Kind: Wait, Err: err}
 }

@@ -285,7 +285,7 @@ func (r *Run) mirrorRead(st *projector.State, rep Report) Step {
 			if r.mode != modeMirrorSync {
 				// A job may have passed its check just before the mirror
 				// showed the plan: nothing is deleted until the grace is out.
-				g, wait := RestoreGrace(rep.Mirror, r.plan, r.cfg.RestoreGrace, r.cfg.GraceSeen)
+				g, wait := RestoreGrace(rep.Mirror, r.plan, MirrorGrace(st, r.cfg.RestoreGrace), r.cfg.GraceSeen)
 				if wait {
 					return graceStep(g).withNote(note)
 				}

@@ -65,8 +65,18 @@ func (h *harness) mirrorDo(t *testing.T, args []datadriven.CmdArg) string {
 		if verb == "detach" {
 			e = events.MirrorDetached
 		}
-		off := h.append(events.NewMirrorEvent(e, events.Mirror{Topic: topic, TopicID: tid, Reason: "transcript"}, h.now(), "operator"), "operator")
-		return h.names.Replace(fmt.Sprintf("control: %s %s (%s) at %d\n", e, topic, tid, off))
+		m := events.Mirror{Topic: topic, TopicID: tid, Reason: "transcript"}
+		grace := ""
+		if g := get("grace", ""); g != "" {
+			d, err := time.ParseDuration(g)
+			if err != nil {
+				t.Fatalf("mirror attach grace=%q: %v", g, err)
+			}
+			m.HasGrace, m.RestoreGrace = true, d
+			grace = " with restore grace " + d.String()
+		}
+		off := h.append(events.NewMirrorEvent(e, m, h.now(), "operator"), "operator")
+		return h.names.Replace(fmt.Sprintf("control: %s %s (%s)%s at %d\n", e, topic, tid, grace, off))
 	case "set":
 		for _, a := range rest {
 			v := strings.Join(a.Vals, ",")

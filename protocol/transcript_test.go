@@ -49,7 +49,8 @@ import (
 //	      <step>: partition <p> <code> <text>  (delete) partition p answers
 //	                                Kafka error code <code>
 //	      <step>: before <command>  a record or set command runs first
-//	mirror attach|detach topic=m [tid=T2]   append a mirror event to the control topic
+//	mirror attach|detach topic=m [tid=T2] [grace=15m]   append a mirror event to the control topic
+//	    (grace: a MIRROR_ATTACHED of schema version 4 that carries that restore grace)
 //	mirror set [missing] [back] [tid=T3] [policy=..] [partitions=0,1]   change the mirror topic
 //	mirror record plan=p1 status=COMMITTED|APPLIED | tombstone   another writer writes the mirror
 //	mirror show   the mirror's records and the job's effective boundary

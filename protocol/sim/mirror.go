@@ -122,8 +122,10 @@ func newMirror(seed uint64, cfg Config) *mirrorTopic {
 // attachMirror is `kcleanup mirror attach`: MIRROR_ATTACHED on the
 // control topic, then a mirror sync run by its own process.
 func (w *world) attachMirror() {
-	env := events.NewMirrorEvent(events.MirrorAttached, events.Mirror{Topic: mirrorTopicName, TopicID: w.mirror.id, Reason: "simulated attach"},
-		w.now(), "operator@sim")
+	// The grace travels with the attachment (schema version 4): no
+	// process is told it otherwise (finishConfig).
+	env := events.NewMirrorEvent(events.MirrorAttached, events.Mirror{Topic: mirrorTopicName, TopicID: w.mirror.id, Reason: "simulated attach",
+		HasGrace: true, RestoreGrace: secs(w.mirror.grace)}, w.now(), "operator@sim")
 	key, value := env.Encode()
 	w.mirror.attachOffset = w.appendRecord(key, value)
 	w.procs = append(w.procs, &process{index: len(w.procs), sync: true, proj: projector.New(), actor: fmt.Sprintf("attach@%d", w.tick)})

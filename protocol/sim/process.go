@@ -67,12 +67,18 @@ func (p *process) config(w *world) protocol.Config {
 	return protocol.Config{ControlTopic: dataTopic + ".kcleanup", Bootstrap: "sim:9092", NoWait: p.noWait, Now: w.now().Add(p.skew)}
 }
 
-// finishConfig is config for a run that may delete plan: with the seed's
-// restore grace, and when this process first saw the plan on the mirror.
+// finishConfig is config for a run that may delete plan: when this
+// process first saw the plan on the mirror, and a --restore-grace of its
+// own that is no longer than the attachment's (none, or shorter: a
+// replica started without the flag, or with a stale one). The grace the
+// log holds must win (the invariant checks the attachment's).
 func (p *process) finishConfig(w *world, planID string) protocol.Config {
 	cfg := p.config(w)
 	if w.mirror != nil {
-		cfg.RestoreGrace, cfg.GraceSeen = secs(w.mirror.grace), p.graceSeen[planID]
+		cfg.GraceSeen = p.graceSeen[planID]
+		if w.mirror.grace > 1 && p.index%3 == 1 {
+			cfg.RestoreGrace = secs(w.mirror.grace / 2)
+		}
 	}
 	return cfg
 }
