@@ -149,6 +149,10 @@ func (e *pinHeldError) Error() string {
 		h.PlanID, h.Pin.PinID, h.Partition, h.Above, h.Pin.Offsets[h.Partition], h.Pin.RecoveryPoint, h.Pin.Actor, h.Pin.Reason, at, lead, broker)
 }
 
+// PinHoldReason is the hold said for people: the pin, the COMMITTED's at,
+// the broker's time and the gap.
+func PinHoldReason(h PinHold) string { return (&pinHeldError{h: h}).Error() }
+
 // PinHeldOf returns the hold a run's error reports, if it is one.
 func PinHeldOf(err error) (PinHold, bool) {
 	var e *pinHeldError

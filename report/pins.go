@@ -5,6 +5,7 @@ import (
 
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/projector"
+	"github.com/kcleanup/kcleanup/protocol"
 )
 
 // PinStatus is one pinned recovery point as the log decided it
@@ -16,8 +17,13 @@ type PinStatus struct {
 	PinID         string         `json:"pinId"`
 	RecoveryPoint string         `json:"recoveryPoint"`
 	Offsets       events.Offsets `json:"offsets"`
-	// Expires is absent for a pin without expiry.
-	Expires *time.Time `json:"expires,omitempty"`
+	// Expires is absent for a pin without expiry. BrokerExpires is when it
+	// expires by the broker's clock (protocol.BrokerExpiry: its PINNED's
+	// broker time plus its duration, if later): nothing above it is
+	// deleted before; absent when that cannot be judged (no expiry, or a
+	// PINNED with no broker time).
+	Expires       *time.Time `json:"expires,omitempty"`
+	BrokerExpires *time.Time `json:"brokerExpires,omitempty"`
 	State   string     `json:"state"`
 	// Offset, At, Actor and Reason are those of the PINNED.
 	Offset int64     `json:"offset"`
@@ -64,6 +70,9 @@ func PinStatusOf(p projector.Pin) PinStatus {
 	if !p.Expires.IsZero() {
 		e := p.Expires
 		ps.Expires = &e
+	}
+	if b, ok := protocol.BrokerExpiry(p); ok {
+		ps.BrokerExpires = &b
 	}
 	if ps.RejectedCommits == nil {
 		ps.RejectedCommits = []int64{}

@@ -119,6 +119,15 @@ type Status struct {
 	Mirror *protocol.MirrorAssessment `json:"mirror,omitempty"`
 	// Pins lists every pinned recovery point, in log order (PinsOf).
 	Pins []PinStatus `json:"pins"`
+	// PinHolds lists the operations whose deletion a pin holds back by the
+	// broker's clock (PinHoldsOf; absent when none).
+	PinHolds []PinHoldStatus `json:"pinHolds,omitempty"`
+	// ClockAhead lists the COMMITTED records stamped ahead of the broker's
+	// time by more than the tolerance (ClockAheadOf; absent when none).
+	ClockAhead []ClockAheadRecord `json:"clockAhead,omitempty"`
+	// MirrorGrace is the restore grace the attached mirror's attachment
+	// carries (absent with no mirror attached).
+	MirrorGrace *MirrorGraceStatus `json:"mirrorGrace,omitempty"`
 }
 
 // PendingRepair is an accepted record a worker will append again, so that
@@ -258,6 +267,9 @@ type Source struct {
 	// view leaves out PLANNED operations whose last record is older than
 	// StalePlanned before it. Zero leaves none out.
 	Now time.Time
+	// AheadTolerance is how far a COMMITTED's "at" may run ahead of its
+	// broker time before ClockAhead lists it (0: DefaultAheadTolerance).
+	AheadTolerance time.Duration
 }
 
 // StatusOf builds the complete status document of a projection (status
@@ -290,6 +302,11 @@ func statusOf(src Source, complete bool) Status {
 	}
 	st.Topic, st.TopicID, _ = s.Binding()
 	st.Pins = PinsOf(s)
+	st.PinHolds = PinHoldsOf(s)
+	if ahead := ClockAheadOf(s, src.AheadTolerance); len(ahead) > 0 {
+		st.ClockAhead = ahead
+	}
+	st.MirrorGrace = MirrorGraceOf(s)
 	st.Format = src.View.Format()
 	if fold := src.View.Flink(); fold != nil {
 		st.FlinkAgents = FlinkStatusOf(fold)

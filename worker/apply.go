@@ -60,6 +60,11 @@ type Options struct {
 	// protocol.GraceWait said this process first saw (protocol.Config.GraceSeen).
 	RestoreGrace time.Duration
 	GraceSeen    time.Time
+	// AttachGrace, when AttachWithGrace, is the restore grace AttachMirror
+	// writes with the attachment (events.MirrorGraceSchemaVersion); without
+	// it the attachment carries none (schema version 2).
+	AttachGrace     time.Duration
+	AttachWithGrace bool
 }
 
 func (o Options) say(step, format string, args ...any) {

@@ -189,9 +189,10 @@ func (c *Cluster) AttachMirror(ctx context.Context, proj *Projection, mirror, re
 		Partitions: view.Partitions, CleanupPolicy: view.CleanupPolicy, MaxMessageBytes: view.MaxMessageBytes, Fold: view.Fold}, bootstrapOr(o.Bootstrap)); err != nil {
 		return projector.Mirror{}, err
 	}
-	env := events.NewMirrorEvent(events.MirrorAttached, events.Mirror{Topic: mirror, TopicID: view.TopicID, Reason: reason}, time.Now().UTC(), o.actor())
+	env := events.NewMirrorEvent(events.MirrorAttached, events.Mirror{Topic: mirror, TopicID: view.TopicID, Reason: reason,
+		HasGrace: o.AttachWithGrace, RestoreGrace: o.AttachGrace}, time.Now().UTC(), o.actor())
 	if err := env.Validate(); err != nil {
-		return projector.Mirror{}, errors.WithHint(err, "the reason must be printable text, not blank")
+		return projector.Mirror{}, errors.WithHint(err, "the reason must be printable text, not blank; the restore grace whole seconds from 0 to 24h")
 	}
 	v, err := proj.Decide(ctx, env)
 	if err != nil {
@@ -207,6 +208,42 @@ func (c *Cluster) AttachMirror(ctx context.Context, proj *Projection, mirror, re
 	}
 	att, _ := proj.State.Mirror()
 	return att, nil
+}
+
+// SetMirrorGrace appends a MIRROR_ATTACHED of the attached mirror that
+// carries restore grace d: from then on every owner and every apply waits
+// it out (a process's --restore-grace may only lengthen it). The change is
+// in the history like every mirror event.
+func (c *Cluster) SetMirrorGrace(ctx context.Context, proj *Projection, d time.Duration, reason string, o Options) (projector.Mirror, error) {
+	if err := proj.CatchUp(ctx); err != nil {
+		return projector.Mirror{}, err
+	}
+	if err := degraded(proj); err != nil {
+		return projector.Mirror{}, err
+	}
+	if err := proj.writable(); err != nil {
+		return projector.Mirror{}, err
+	}
+	att, ok := proj.State.Mirror()
+	if !ok {
+		return projector.Mirror{}, errors.WithHint(errors.Newf("control topic %s has no mirror attached: the restore grace is the mirror's", proj.Topic),
+			"attach one with its grace: kcleanup mirror attach <mirror topic> --control-topic "+proj.Topic+" --restore-grace <duration>")
+	}
+	env := events.NewMirrorEvent(events.MirrorAttached, events.Mirror{Topic: att.Topic, TopicID: att.TopicID, Reason: reason,
+		HasGrace: true, RestoreGrace: d}, time.Now().UTC(), o.actor())
+	if err := env.Validate(); err != nil {
+		return projector.Mirror{}, errors.WithHint(err, "the reason must be printable text, not blank; the grace whole seconds from 0 to 24h")
+	}
+	v, err := proj.Decide(ctx, env)
+	if err != nil {
+		return projector.Mirror{}, err
+	}
+	if v.Outcome == projector.Rejected {
+		return projector.Mirror{}, errors.Newf("MIRROR_ATTACHED for %s was rejected at offset %d: %s: %s", att.Topic, v.Offset, v.Reason, v.Detail)
+	}
+	o.say("grace", "MIRROR_ATTACHED %s with restore grace %s at control offset %d: every apply and worker waits it out from now on", att.Topic, d, v.Offset)
+	now, _ := proj.State.Mirror()
+	return now, nil
 }
 
 // DetachMirror appends MIRROR_DETACHED for the attached mirror: from then

@@ -62,6 +62,11 @@ topic is created, as kcleanup init would, if it does not exist yet and the plan 
 			if o.grace, err = restoreGrace(cmd); err != nil {
 				return err
 			}
+			if o.noWait && o.grace > 0 {
+				// It would be ignored: the wait belongs to whoever deletes.
+				return usageError(errors.WithHint(errors.Newf("--restore-grace %s with --no-wait: this run deletes nothing, so it waits out no grace", o.grace),
+					"the workers delete and wait out the grace the mirror's attachment carries (kcleanup mirror grace sets it, kcleanup status shows it); drop --restore-grace, or --no-wait to wait here"))
+			}
 			return runApply(cmd.Context(), *g, args[0], o, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
@@ -141,10 +146,10 @@ func runApply(ctx context.Context, g globalOptions, path string, o applyOptions,
 		if op, ok := s.proj.State.Operation(plan.PlanID); ok && op.State.Unfinished() {
 			return errors.WithHintf(err,
 				"the boundary is committed and recovery enforces it; nothing more is needed for safety. "+
-					"To finish the deletion, remove the cause and run kcleanup apply %s again, or let a kcleanup worker finish it", path)
+					"To finish the deletion, remove the cause and run kcleanup apply %s%s again, or let a kcleanup worker finish it", path, graceArg(o.grace))
 		}
 		if !errors.Is(err, worker.ErrRejected) && !errors.Is(err, worker.ErrSuperseded) {
-			err = errors.WithHintf(err, "running kcleanup apply %s again is safe: it resumes where this run stopped", path)
+			err = errors.WithHintf(err, "running kcleanup apply %s%s again is safe: it resumes where this run stopped", path, graceArg(o.grace))
 		}
 		return err
 	}
@@ -209,4 +214,13 @@ func withTimeout[T any](ctx context.Context, g globalOptions, f func(context.Con
 	ctx, cancel := context.WithTimeout(ctx, g.timeout)
 	defer cancel()
 	return f(ctx)
+}
+
+// graceArg repeats this run's own --restore-grace in a printed command, so that the re-run keeps
+// it (the attachment's grace needs no flag: every run reads it from the control topic).
+func graceArg(d time.Duration) string {
+	if d <= 0 {
+		return ""
+	}
+	return " --restore-grace " + d.String()
 }

@@ -13,12 +13,14 @@ import (
 	"github.com/kcleanup/kcleanup/protocol"
 )
 
-// --restore-grace, on `kcleanup worker` and `kcleanup apply` (flag > environment > default).
+// --restore-grace, on `kcleanup worker` and `kcleanup apply` (flag > environment > default): a
+// process's own, which may only lengthen the grace the mirror's attachment carries
+// (protocol.MirrorGrace). On `init --mirror-topic` and `mirror attach` it is the grace written
+// with the attachment (flag only, default protocol.DefaultRestoreGrace).
 const (
 	flagRestoreGrace = "restore-grace"
 	envRestoreGrace  = "KCLEANUP_RESTORE_GRACE"
-	// defaultRestoreGrace is off: how long a restore replays is the operator's to say, and a
-	// guessed default would read as a protection it may not be (docs/flink-agents.md).
+	// defaultRestoreGrace is none of the process's own: the attachment's grace applies.
 	defaultRestoreGrace = "0"
 )
 
@@ -26,7 +28,24 @@ const (
 // environment variable are parsed by the same code (restoreGrace).
 func addRestoreGraceFlag(f *pflag.FlagSet) {
 	f.String(flagRestoreGrace, defaultRestoreGrace,
-		"with a Flink Agents mirror attached, delete nothing for a plan until this `duration` (90s, 15m, 2h, up to 1d) after the mirror's COMMITTED of it was acknowledged, so that a restore that passed its check on the mirror just before can finish replaying; 0: off (env "+envRestoreGrace+")")
+		"lengthen the restore grace the Flink Agents mirror's attachment carries (kcleanup mirror grace sets that one) to this `duration` (90s, 15m, 2h, up to 1d); it can never shorten it; 0: the attachment's alone (env "+envRestoreGrace+")")
+}
+
+// addAttachGraceFlag declares --restore-grace of the commands that attach a mirror.
+func addAttachGraceFlag(f *pflag.FlagSet) {
+	f.String(flagRestoreGrace, protocol.DefaultRestoreGrace.String(),
+		"the mirror's restore grace, written with the attachment: every apply and worker deletes nothing for a plan until this `duration` (whole seconds, up to 1d) after the mirror showed it, so that a Flink Agents restore that passed its check just before can finish replaying; set it to your longest restore; 0: off")
+}
+
+// attachGrace resolves --restore-grace of an attach (the flag alone: the environment variable
+// is a process's own grace).
+func attachGrace(cmd *cobra.Command) (time.Duration, error) {
+	raw := cmd.Flags().Lookup(flagRestoreGrace).Value.String()
+	d, err := parseGrace(raw, "--"+flagRestoreGrace)
+	if err == nil && d%time.Second != 0 {
+		err = usageError(errors.WithHint(errors.Newf("invalid --%s %q: not whole seconds", flagRestoreGrace, raw), "give whole seconds: 90s, 15m, 2h"))
+	}
+	return d, err
 }
 
 // restoreGrace resolves --restore-grace; bad input is a usage error.
@@ -35,6 +54,11 @@ func restoreGrace(cmd *cobra.Command) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
+	return parseGrace(raw, src)
+}
+
+// parseGrace reads a restore grace given by src; bad input is a usage error.
+func parseGrace(raw, src string) (time.Duration, error) {
 	d, err := parseDays(strings.TrimSpace(raw))
 	hint := "give a duration such as 90s, 15m or 2h (at most " + protocol.MaxRestoreGrace.String() + "), or 0 for none: the time a Flink Agents restore takes to replay"
 	switch {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/cockroachdb/errors"
 	"github.com/spf13/cobra"
@@ -19,6 +20,8 @@ type initOptions struct {
 	topic             string
 	replicationFactor int16 // -1: the broker's default.replication.factor
 	mirrorTopic       string
+	// restoreGrace is the grace written with the mirror's attachment.
+	restoreGrace time.Duration
 }
 
 func newInitCmd(g *globalOptions) *cobra.Command {
@@ -49,6 +52,10 @@ existing, correct control topic is left as it is. Exits 1 when anything blocks c
 					errors.Newf("invalid --replication-factor %d", o.replicationFactor),
 					"give 1 or more, or -1 for the broker's default.replication.factor"))
 			}
+			var err error
+			if o.restoreGrace, err = attachGrace(cmd); err != nil {
+				return err
+			}
 			return runInit(cmd.Context(), *g, o, cmd.OutOrStdout())
 		},
 	}
@@ -57,6 +64,7 @@ existing, correct control topic is left as it is. Exits 1 when anything blocks c
 		"replication factor of a new control topic; -1 takes the broker's default (production: 3)")
 	cmd.Flags().StringVar(&o.mirrorTopic, "mirror-topic", "",
 		"also create and attach this Flink Agents mirror `topic` (the one the job's kafkaActionStateCleanupControlTopic names)")
+	addAttachGraceFlag(cmd.Flags())
 	_ = cmd.MarkFlagRequired("topic")
 	return cmd
 }
@@ -227,7 +235,8 @@ func initMirror(ctx context.Context, c *worker.Cluster, g globalOptions, o initO
 			Hint:    fmt.Sprintf("to replace it: kcleanup mirror attach %s --control-topic %s --reason …", o.mirrorTopic, control)})
 		return nil
 	}
-	did, err := attachMirror(ctx, c, g, proj, o.mirrorTopic, "created and attached by kcleanup init", worker.Options{Bootstrap: g.bootstrap()})
+	did, err := attachMirror(ctx, c, g, proj, o.mirrorTopic, "created and attached by kcleanup init",
+		worker.Options{Bootstrap: g.bootstrap(), AttachGrace: o.restoreGrace, AttachWithGrace: true})
 	if attachRefused(err) {
 		rep.Findings = append(rep.Findings, protocol.Finding{Severity: protocol.Block, Subject: subject,
 			Message: "not attached: " + err.Error(), Hint: errors.FlattenHints(err)})

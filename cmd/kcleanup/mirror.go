@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"time"
 
+	"github.com/cockroachdb/errors"
 	"github.com/spf13/cobra"
 
 	"github.com/kcleanup/kcleanup/projector"
@@ -26,7 +28,7 @@ cannot skip an attached mirror). See docs/flink-agents.md, "The mirror".`,
 	// --topic belongs to every mirror command.
 	dataTopic := new(string)
 	cmd.PersistentFlags().StringVar(dataTopic, flagTopic, "", "data `topic` whose control topic (<topic>.kcleanup) has the mirror")
-	cmd.AddCommand(newMirrorAttachCmd(g, dataTopic), newMirrorDetachCmd(g, dataTopic), newMirrorSyncCmd(g, dataTopic))
+	cmd.AddCommand(newMirrorAttachCmd(g, dataTopic), newMirrorDetachCmd(g, dataTopic), newMirrorSyncCmd(g, dataTopic), newMirrorGraceCmd(g, dataTopic))
 	return cmd
 }
 
@@ -55,11 +57,50 @@ exit 1 and nothing is written (exits 3 and 4 are the recovery gate's). Create th
 					if err := protocol.MirrorOwnTopic(proj.State, proj.Topic, args[0]); err != nil {
 						return projector.Mirror{}, err // a refusal (exit 1), before AttachMirror's own check
 					}
+					grace, err := attachGrace(cmd)
+					if err != nil {
+						return projector.Mirror{}, err
+					}
+					o.AttachGrace, o.AttachWithGrace = grace, true
 					return c.AttachMirror(ctx, proj, args[0], reason, o)
 				}, "attached")
 		},
 	}
 	cmd.Flags().StringVar(&reason, "reason", "attached with kcleanup mirror attach", "why, for the audit")
+	addAttachGraceFlag(cmd.Flags())
+	return cmd
+}
+
+func newMirrorGraceCmd(g *globalOptions, dataTopic *string) *cobra.Command {
+	var reason string
+	cmd := &cobra.Command{
+		Use:   "grace DURATION",
+		Short: "Set the restore grace of the attached Flink Agents mirror",
+		Long: `grace appends a MIRROR_ATTACHED of the attached mirror that carries a new restore grace: from
+then on every apply and every worker deletes nothing for a plan until DURATION after the mirror
+showed it covered, so that a Flink Agents restore that passed its check on the mirror just
+before can finish replaying. It belongs to the control topic, not to a process: a worker or an
+apply started without --restore-grace waits it out, and theirs may only lengthen it. Set it to
+the longest restore you run (from the job's recovery check to the end of its replay); 0 turns it
+off. --reason is required: history shows the change.`,
+		Example: `  kcleanup mirror grace 30m --topic action-state --reason "restores of the large state take 25 minutes"`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			d, err := parseGrace(args[0], "DURATION")
+			if err == nil && d%time.Second != 0 {
+				err = usageError(errors.WithHint(errors.Newf("invalid DURATION %q: not whole seconds", args[0]), "give whole seconds: 90s, 15m, 2h"))
+			}
+			if err != nil {
+				return err
+			}
+			return runMirror(cmd.Context(), *g, *dataTopic, cmd.OutOrStdout(), cmd.ErrOrStderr(),
+				func(ctx context.Context, c *worker.Cluster, proj *worker.Projection, o worker.Options) (projector.Mirror, error) {
+					return c.SetMirrorGrace(ctx, proj, d, reason, o)
+				}, "restore grace set")
+		},
+	}
+	cmd.Flags().StringVar(&reason, "reason", "", "why, for the audit (required)")
+	_ = cmd.MarkFlagRequired("reason")
 	return cmd
 }
 
@@ -115,6 +156,8 @@ type mirrorResult struct {
 	ControlTopic string `json:"controlTopic"`
 	Mirror       string `json:"mirror,omitempty"`
 	MirrorID     string `json:"mirrorTopicId,omitempty"`
+	// RestoreGrace is the grace the attachment carries ("" when it carries none: schema 2).
+	RestoreGrace string `json:"restoreGrace,omitempty"`
 	Result       string `json:"result"`
 }
 
@@ -143,6 +186,11 @@ func runMirror(ctx context.Context, g globalOptions, dataTopic string, stdout, s
 		return attachError(planError(g, err))
 	}
 	res := mirrorResult{ControlTopic: control, Mirror: m.Topic, MirrorID: m.TopicID, Result: result}
+	grace := ""
+	if m.HasGrace {
+		res.RestoreGrace = m.RestoreGrace.String()
+		grace = ", restore grace " + res.RestoreGrace
+	}
 	if m.Topic == "" {
 		res.Result = "no mirror attached"
 	}
@@ -153,6 +201,6 @@ func runMirror(ctx context.Context, g globalOptions, dataTopic string, stdout, s
 		_, err := fmt.Fprintf(stdout, "control topic %s: no mirror attached\n", control)
 		return err
 	}
-	_, err = fmt.Fprintf(stdout, "control topic %s: mirror %s (topic ID %s) %s\n", control, m.Topic, m.TopicID, result)
+	_, err = fmt.Fprintf(stdout, "control topic %s: mirror %s (topic ID %s%s) %s\n", control, m.Topic, m.TopicID, grace, result)
 	return err
 }

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/cockroachdb/errors"
 	"github.com/spf13/cobra"
@@ -146,6 +147,20 @@ func printStatus(w io.Writer, st report.Status, full bool) error {
 	}
 	if m := st.Mirror; m != nil {
 		printMirror(tw, *m)
+	}
+	if g := st.MirrorGrace; g != nil {
+		if g.Unset {
+			fmt.Fprintf(tw, "Restore grace:\tNOT SET: the mirror's attachment (offset %d) predates the grace on the control topic; only a process's --restore-grace applies (set one: kcleanup mirror grace 15m --control-topic %s --reason …)\n", g.Offset, st.ControlTopic)
+		} else {
+			fmt.Fprintf(tw, "Restore grace:\t%s (the mirror's attachment, offset %d): every COMMITTED operation waits it out after the mirror shows it, before anything is deleted\n", time.Duration(g.Seconds)*time.Second, g.Offset)
+		}
+	}
+	for _, h := range st.PinHolds {
+		fmt.Fprintf(tw, "Held by pin:\t%s\n", report.SingleLine(h.Reason))
+	}
+	for _, a := range st.ClockAhead {
+		fmt.Fprintf(tw, "Clock ahead:\tCOMMITTED of plan %s (offset %d) by %s is stamped %s, %s ahead of the broker's time of the record (%s): fix that host's clock; no deletion above a pin follows until the broker's clock passes it\n",
+			a.PlanID, a.Offset, report.SingleLine(a.Actor), a.At.UTC().Format(time.RFC3339), (time.Duration(a.AheadSeconds * float64(time.Second))).Round(time.Second), a.Appended.UTC().Format(time.RFC3339))
 	}
 	if st.UnrepairedKeys > 0 {
 		fmt.Fprintf(tw, "Unrepaired keys:\t%d accepted record(s) listed for repair (key overwritten, or out of order); a worker or the next apply re-appends them\n", st.UnrepairedKeys)
