@@ -201,12 +201,12 @@ func (p *process) end(w *world, s protocol.Step) {
 	}
 	if h, ok := protocol.PinHeldOf(s.Err); ok && s.Kind == protocol.Blocked {
 		// Held by a pin the broker's clock still holds: retry once that
-		// clock has passed its expiry, as the daemon and apply do.
+		// clock has passed its expiry, or on the blocked schedule if
+		// sooner (an unpin ends the hold), as the daemon does.
 		w.res.PinHolds++
+		p.backoff = w.tick + 30
 		if gap := h.Gap(); gap > 0 {
-			p.backoff = w.tick + int((gap+time.Second-1)/time.Second) + 1
-		} else {
-			p.backoff = w.tick + 30
+			p.backoff = w.tick + min(30, int((gap+time.Second-1)/time.Second)+1)
 		}
 		if !p.worker {
 			p.tries--
