@@ -1,6 +1,7 @@
 package report
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/kcleanup/kcleanup/fsm"
@@ -111,4 +112,29 @@ func MirrorGraceOf(s *projector.State) *MirrorGraceStatus {
 		return nil
 	}
 	return &MirrorGraceStatus{Mirror: m.Topic, Seconds: int64(m.RestoreGrace / time.Second), Unset: !m.HasGrace, Offset: m.Offset}
+}
+
+// CheckClocks is doctor's findings on the two clocks (docs/design.md §12):
+// a COMMITTED stamped ahead of the broker by more than the tolerance (the
+// writer's clock is wrong: WARN, with the writer), a deletion a pin holds
+// by the broker's clock (OK: it proceeds by itself), and a mirror
+// attachment that carries no restore grace (WARN).
+func CheckClocks(st Status) []protocol.Finding {
+	var out []protocol.Finding
+	for _, a := range st.ClockAhead {
+		out = append(out, protocol.Finding{Severity: protocol.Warn, Subject: "control topic " + st.ControlTopic,
+			Message: fmt.Sprintf("the COMMITTED of plan %s (offset %d) by %s is stamped %s, %s ahead of the broker's time of the record (%s): that writer's clock runs ahead, and the log judged pins' expiries at its \"at\"; nothing above a pin is deleted until the broker's clock passes it",
+				a.PlanID, a.Offset, SingleLine(a.Actor), a.At.UTC().Format(time.RFC3339), time.Duration(a.AheadSeconds*float64(time.Second)).Round(time.Second), a.Appended.UTC().Format(time.RFC3339)),
+			Hint: "put the host of " + SingleLine(a.Actor) + " on NTP (chrony, systemd-timesyncd); a commit it stamps ahead may pass a pin the broker's clock still holds (docs/design.md §12)"})
+	}
+	for _, h := range st.PinHolds {
+		out = append(out, protocol.Finding{Severity: protocol.OK, Subject: "plan " + h.PlanID,
+			Message: "held by pin " + h.PinID + " until the broker's clock passes its expiry: " + SingleLine(h.Reason)})
+	}
+	if g := st.MirrorGrace; g != nil && g.Unset {
+		out = append(out, protocol.Finding{Severity: protocol.Warn, Subject: "mirror " + g.Mirror,
+			Message: fmt.Sprintf("its attachment (offset %d) carries no restore grace (written before the grace was on the control topic): only a process's --restore-grace holds a deletion back for a Flink Agents restore, and a worker started without it does not", g.Offset),
+			Hint:    "kcleanup mirror grace " + protocol.DefaultRestoreGrace.String() + " --control-topic " + st.ControlTopic + " --reason \"the longest restore we run\""})
+	}
+	return out
 }

@@ -24,7 +24,7 @@ type PinStatus struct {
 	// PINNED with no broker time).
 	Expires       *time.Time `json:"expires,omitempty"`
 	BrokerExpires *time.Time `json:"brokerExpires,omitempty"`
-	State   string     `json:"state"`
+	State         string     `json:"state"`
 	// Offset, At, Actor and Reason are those of the PINNED.
 	Offset int64     `json:"offset"`
 	At     time.Time `json:"at"`

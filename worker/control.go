@@ -148,6 +148,10 @@ type Projection struct {
 	// End is the end offset captured at the start of the last CatchUp that
 	// completed: the projection is caught up to at least End.
 	End int64
+	// AheadTolerance is how far a COMMITTED's "at" may run ahead of its
+	// broker time before its status lists it (report.Source; 0: the
+	// default, report.DefaultAheadTolerance).
+	AheadTolerance time.Duration
 
 	pauseIdle bool // PauseWhenIdle
 
@@ -620,5 +624,5 @@ func (p *Projection) writable() error {
 // (report.StatusOf). Like every read of the projection, it must run on the
 // goroutine that folds into it.
 func (p *Projection) Source() report.Source {
-	return report.Source{ControlTopic: p.Topic, View: p.View, ReadTo: p.Next, Now: time.Now()}
+	return report.Source{ControlTopic: p.Topic, View: p.View, ReadTo: p.Next, Now: time.Now(), AheadTolerance: p.AheadTolerance}
 }

@@ -21,7 +21,9 @@ import (
 type doctorOptions struct {
 	topic      string        // "" means: the topic the control topic governs
 	stuckAfter time.Duration // COMMITTED or DELETING for longer than this is reported
-	tombstones tombstoneOptions
+	// clockTolerance: a COMMITTED stamped further ahead of its broker time is reported.
+	clockTolerance time.Duration
+	tombstones     tombstoneOptions
 }
 
 func newDoctorCmd(g *globalOptions) *cobra.Command {
@@ -70,6 +72,8 @@ finding, each problem with a hint. Exits 1 when anything blocks cleanup.`,
 	cmd.Flags().DurationVar(&o.stuckAfter, "stuck-after", 5*time.Minute,
 		"report an operation COMMITTED or DELETING for longer than this `duration` as stuck")
 	o.tombstones.addFlags(cmd.Flags(), false)
+	cmd.Flags().DurationVar(&o.clockTolerance, flagClockTolerance, report.DefaultAheadTolerance,
+		"report a COMMITTED whose \"at\" runs further than this ahead of the time the broker appended it")
 	return cmd
 }
 
@@ -174,9 +178,11 @@ func diagnose(ctx context.Context, c *worker.Cluster, g globalOptions, o doctorO
 				notControl(err)
 				return nil
 			}
+			proj.AheadTolerance = o.clockTolerance
 			st := report.StatusOf(proj.Source())
 			status = &st
 			projection = report.CheckProjection(st, time.Now(), o.stuckAfter)
+			projection = append(projection, report.CheckClocks(st)...)
 			mf, err := checkMirror(ctx, c, g, proj)
 			if err != nil {
 				return err

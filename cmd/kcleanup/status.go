@@ -26,6 +26,7 @@ const flagTopic = "topic"
 func newStatusCmd(g *globalOptions) *cobra.Command {
 	var dataTopic string
 	var all bool
+	var tolerance time.Duration
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Show the committed boundary, the operations and the rejected records of a control topic",
@@ -58,9 +59,14 @@ then <topic>.kcleanup). With -o json it prints the document a worker serves at /
 			if err != nil {
 				return err
 			}
-			return runStatus(cmd.Context(), cmd.OutOrStdout(), *g, ctl, all)
+			if tolerance < 0 {
+				return usageError(errors.Newf("invalid --%s %s: negative", flagClockTolerance, tolerance))
+			}
+			return runStatus(cmd.Context(), cmd.OutOrStdout(), *g, ctl, all, tolerance)
 		},
 	}
+	cmd.Flags().DurationVar(&tolerance, flagClockTolerance, report.DefaultAheadTolerance,
+		"show a COMMITTED whose \"at\" runs further than this ahead of the time the broker appended it")
 	cmd.Flags().BoolVar(&all, flagAll, false, "list every operation and rejected record, keys and details whole (by default: those not APPLIED, the most recent, and counts; long text cut)")
 	cmd.Flags().StringVar(&dataTopic, flagTopic, "", "data `topic` whose control topic (<topic>.kcleanup) to read")
 	return cmd
@@ -95,12 +101,13 @@ func (g globalOptions) openProjection(ctx context.Context, controlTopic string, 
 	return c, proj, func() { proj.Close(); c.Close() }, nil
 }
 
-func runStatus(ctx context.Context, w io.Writer, g globalOptions, controlTopic string, all bool) error {
+func runStatus(ctx context.Context, w io.Writer, g globalOptions, controlTopic string, all bool, tolerance time.Duration) error {
 	c, proj, done, err := g.openProjection(ctx, controlTopic)
 	if err != nil {
 		return err
 	}
 	defer done()
+	proj.AheadTolerance = tolerance
 	st := report.SummaryOf(proj.Source())
 	if all {
 		st = report.StatusOf(proj.Source())

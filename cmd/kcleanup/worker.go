@@ -10,6 +10,7 @@ import (
 	"github.com/cockroachdb/errors"
 	"github.com/spf13/cobra"
 
+	"github.com/kcleanup/kcleanup/report"
 	"github.com/kcleanup/kcleanup/worker"
 	"github.com/kcleanup/kcleanup/worker/console"
 	"github.com/kcleanup/kcleanup/worker/daemon"
@@ -58,8 +59,10 @@ type workerOptions struct {
 	blockedRetry time.Duration
 	// tombstoneScanLimit bounds each pass of the owners' tombstone watch (0: no limit).
 	tombstoneScanLimit int64
-	// restoreGrace is --restore-grace (0: off).
+	// restoreGrace is --restore-grace (0: the attachment's alone).
 	restoreGrace time.Duration
+	// clockTolerance is --clock-tolerance.
+	clockTolerance time.Duration
 }
 
 func newWorkerCmd(g *globalOptions) *cobra.Command {
@@ -89,10 +92,16 @@ matched anywhere in the name: anchor it), those created later too (found within
 name is kcleanup-worker.regex.<RE>. On SIGTERM the replica stops taking work, lets the step in flight end (at most 5s),
 leaves the group so another replica takes over at once, and exits 0.
 
-With a Flink Agents mirror attached, --restore-grace D (or KCLEANUP_RESTORE_GRACE; default 0, off)
-deletes nothing for a plan until D after the mirror's COMMITTED of it was acknowledged: a restore
-that passed the job's check on the mirror just before has D to replay. The owner retries the
-operation then and serves everything else meanwhile; /v1/status lists the wait (restoreGrace).
+With a Flink Agents mirror attached, the owner deletes nothing for a plan until the restore grace
+the mirror's attachment carries (kcleanup mirror grace) has passed since the mirror's COMMITTED of
+it was acknowledged: a restore that passed the job's check on the mirror just before has that long
+to replay. --restore-grace D (or KCLEANUP_RESTORE_GRACE) may only lengthen it. The owner retries
+the operation then and serves everything else meanwhile; /v1/status lists the wait (restoreGrace).
+
+Nothing above a pin is deleted until the pin has expired by the broker's clock too (the broker's
+time of the control records, message.timestamp.type=LogAppendTime), whatever "at" a writer
+stamped on the COMMITTED; /v1/status lists such holds (pinHolds), and COMMITTED records stamped
+more than --clock-tolerance ahead of the broker (clockAhead, kcleanup_clock_ahead_commits).
 
 Testing aid: KCLEANUP_FAILPOINT=<step> makes the process kill itself with SIGKILL at that step
 of an operation, <step>:stop freezes it with SIGSTOP (docs/deploy.md, "Testing aid: failpoints").
@@ -136,8 +145,13 @@ Never set it in production. Steps (after-committed is apply's alone):
 	f.Int64(flagWorkerTombstone, worker.DefaultTombstoneScanLimit,
 		"the most data `records` one pass of an owner's tombstone watch above the boundary reads (0: no limit); the next pass reads on, and nothing is deleted until it has read to the end")
 	addRestoreGraceFlag(f)
+	f.Duration(flagClockTolerance, report.DefaultAheadTolerance,
+		"show a COMMITTED whose \"at\" runs further than this ahead of the time the broker appended it (/v1/status clockAhead, kcleanup_clock_ahead_commits)")
 	return cmd
 }
+
+// --clock-tolerance, on worker, status and doctor.
+const flagClockTolerance = "clock-tolerance"
 
 // parseWorkerFlags resolves the worker's flags with their environment fallbacks. Every problem
 // is a usage error.
@@ -226,6 +240,9 @@ func parseWorkerFlags(cmd *cobra.Command, g globalOptions) (workerOptions, error
 	if o.restoreGrace, err = restoreGrace(cmd); err != nil {
 		return o, err
 	}
+	if o.clockTolerance, _ = cmd.Flags().GetDuration(flagClockTolerance); o.clockTolerance < 0 {
+		return o, usageError(errors.Newf("invalid --%s %s: negative", flagClockTolerance, o.clockTolerance))
+	}
 	if o.heartbeat >= o.session {
 		// Checked before connecting: the group would evict the member
 		// between two heartbeats, and it would own nothing.
@@ -269,6 +286,7 @@ func runWorker(cmd *cobra.Command, g globalOptions, o workerOptions) error {
 		daemon.WithBlockedRetry(o.blockedRetry),
 		daemon.WithTombstoneScanLimit(o.tombstoneScanLimit),
 		daemon.WithRestoreGrace(o.restoreGrace),
+		daemon.WithClockTolerance(o.clockTolerance),
 		daemon.WithBootstrap(g.bootstrap()),
 	}
 	d, err := daemon.New(c, opts...)

@@ -101,6 +101,9 @@ type daemonConfig struct {
 	// restoreGrace: no deletion before this long after the mirror showed
 	// the plan (protocol.RestoreGrace; 0: off).
 	restoreGrace time.Duration
+	// clockTolerance: a COMMITTED stamped further ahead of its broker time
+	// is shown (status, metrics).
+	clockTolerance time.Duration
 	// rereadAfter: a projection showing a disputed conflict is read afresh
 	// at most this often (worker.RetractionGrace; tests shorten it).
 	rereadAfter time.Duration
@@ -292,13 +295,22 @@ func WithTombstoneScanLimit(records int64) Option {
 	}
 }
 
-// WithRestoreGrace sets the restore grace (--restore-grace): with a Flink
-// Agents mirror attached, no DeleteRecords for a plan before d has passed
-// since the mirror's record of it was acknowledged (protocol.RestoreGrace).
-// The owner does not hold the operation meanwhile: it retries it when the
-// grace is out, and serves everything else. Default 0: off.
+// WithRestoreGrace sets this replica's own restore grace (--restore-grace):
+// it may only lengthen the grace the mirror's attachment carries, which
+// every owner waits out anyway (protocol.MirrorGrace): no DeleteRecords for
+// a plan before the grace has passed since the mirror's record of it was
+// acknowledged (protocol.RestoreGrace). The owner does not hold the
+// operation meanwhile: it retries it when the grace is out, and serves
+// everything else. Default 0: the attachment's alone.
 func WithRestoreGrace(d time.Duration) Option {
 	return func(c *daemonConfig) { c.restoreGrace = d }
+}
+
+// WithClockTolerance sets how far a COMMITTED's "at" may run ahead of the
+// time the broker appended it before /v1/status and the metrics show it
+// (--clock-tolerance; default report.DefaultAheadTolerance).
+func WithClockTolerance(d time.Duration) Option {
+	return func(c *daemonConfig) { c.clockTolerance = d }
 }
 
 // New configures a replica. It connects to nothing until Run.
@@ -400,6 +412,9 @@ func (cfg daemonConfig) check() error {
 	}
 	if cfg.backoffMin > cfg.backoffMax {
 		return bad("backoff minimum %s is above its maximum %s", cfg.backoffMin, cfg.backoffMax)
+	}
+	if cfg.clockTolerance < 0 {
+		return bad("clock tolerance %s is negative", cfg.clockTolerance)
 	}
 	if cfg.restoreGrace < 0 || cfg.restoreGrace > protocol.MaxRestoreGrace {
 		return bad("restore grace %s is outside 0 to %s", cfg.restoreGrace, protocol.MaxRestoreGrace)

@@ -216,6 +216,10 @@ func (c snapshotCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		gauge("kcleanup_restore_grace_operations", "Pending operations whose deletion waits out the restore grace (--restore-grace) after the Flink Agents mirror showed them (only the owner knows): not stuck.", float64(n), "control_topic", t)
 	}
+	for i, t := range topics {
+		gauge("kcleanup_clock_ahead_commits", "COMMITTED records whose writer stamped an \"at\" ahead of the time the broker appended them by more than the clock tolerance (--clock-tolerance, default 1m): a writer's clock is wrong, and the log judged pins at that at; /v1/status (clockAhead) names the writer.", float64(len(snaps[i].status.ClockAhead)), "control_topic", t)
+		gauge("kcleanup_pin_held_operations", "Operations whose deletion a pin holds back because the broker's clock has not passed its expiry (they proceed by themselves then, or when it is unpinned).", float64(len(snaps[i].status.PinHolds)), "control_topic", t)
+	}
 	tombstones := d.tombstonesAbove()
 	for i, t := range topics {
 		if owners[i] != nil {

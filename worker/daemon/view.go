@@ -77,6 +77,7 @@ func (v *view) open() error {
 		return err
 	}
 	p.PauseWhenIdle() // a replica may serve a thousand idle control topics
+	p.AheadTolerance = v.d.cfg.clockTolerance
 	v.lock <- struct{}{}
 	v.proj, v.opened = p, time.Now()
 	v.release()
@@ -149,6 +150,7 @@ func (v *view) reread(ctx context.Context) {
 		return // the next round tries again
 	}
 	fresh.PauseWhenIdle()
+	fresh.AheadTolerance = v.d.cfg.clockTolerance
 	rctx, cancel := context.WithTimeout(ctx, v.d.cfg.readTimeout)
 	defer cancel()
 	if err := fresh.CatchUp(rctx); err != nil {
