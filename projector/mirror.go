@@ -157,10 +157,10 @@ func (s *State) applyMirror(v Verdict, offset int64, env events.Envelope) Verdic
 			v.Detail = fmt.Sprintf("mirror %s (topic ID %s) is already attached; no change", m.Topic, m.TopicID)
 		case attached:
 			change.Effect = "replaced " + was.Topic
-			v.Detail = fmt.Sprintf("mirror %s (topic ID %s) attached, replacing %s (topic ID %s): %s", m.Topic, m.TopicID, was.Topic, was.TopicID, m.Reason)
+			v.Detail = fmt.Sprintf("mirror %s (topic ID %s) attached, replacing %s (topic ID %s)%s: %s", m.Topic, m.TopicID, was.Topic, was.TopicID, withGrace(m), m.Reason)
 		default:
 			change.Effect = "attached"
-			v.Detail = fmt.Sprintf("mirror %s (topic ID %s) attached: %s", m.Topic, m.TopicID, m.Reason)
+			v.Detail = fmt.Sprintf("mirror %s (topic ID %s) attached%s: %s", m.Topic, m.TopicID, withGrace(m), m.Reason)
 		}
 	} else {
 		a := s.mirror.lastAttach
@@ -196,6 +196,14 @@ func (s *State) applyMirror(v Verdict, offset int64, env events.Envelope) Verdic
 func sameMirror(a, b events.Envelope) bool {
 	return a.Event == b.Event && a.Mirror.Topic == b.Mirror.Topic && a.Mirror.TopicID == b.Mirror.TopicID &&
 		a.Mirror.HasGrace == b.Mirror.HasGrace && a.Mirror.RestoreGrace == b.Mirror.RestoreGrace
+}
+
+// withGrace says an attachment's restore grace in a verdict's detail.
+func withGrace(m *events.Mirror) string {
+	if !m.HasGrace {
+		return ""
+	}
+	return " with restore grace " + m.RestoreGrace.String()
 }
 
 // graceText is an attachment's restore grace for a verdict's detail.

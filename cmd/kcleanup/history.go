@@ -152,9 +152,18 @@ func runHistory(ctx context.Context, w io.Writer, g globalOptions, controlTopic,
 			return err
 		}
 	}
+	// A COMMITTED its writer stamped ahead of the broker says so (docs/design.md §12).
+	ahead := map[int64]projector.Ahead{}
+	for _, a := range proj.State.Ahead(report.DefaultAheadTolerance) {
+		ahead[a.Offset] = a
+	}
 	for _, v := range audit {
 		if doc.PlanID != "" && v.PlanID != doc.PlanID {
 			continue
+		}
+		if a, ok := ahead[v.Offset]; ok {
+			v.Detail += fmt.Sprintf("; CLOCK AHEAD: stamped %s ahead of the broker's time of the record (%s): the writer's clock runs ahead",
+				a.Lead().Round(time.Second), a.Appended.UTC().Format(time.RFC3339))
 		}
 		e := verdictEntry{Offset: v.Offset, Event: v.Event, PlanID: v.PlanID,
 			Verdict: v.Outcome, Reason: v.Reason, Actor: v.Actor, Maintenance: v.Maintenance}

@@ -151,6 +151,16 @@ func liveTopic(ts report.TopicStatus, now time.Time) Topic {
 	for _, g := range st.RestoreGrace {
 		graced[g.PlanID] = g
 	}
+	held := map[string]report.PinHoldStatus{}
+	for _, h := range st.PinHolds {
+		held[h.PlanID] = h
+	}
+	for _, a := range st.ClockAhead {
+		t.Alerts = append(t.Alerts, Alert{Level: "warn", Title: "Clock ahead: " + report.SingleLine(a.Actor),
+			Text: fmt.Sprintf("the COMMITTED of plan %s (offset %d) is stamped %s, %s ahead of the broker's time of the record (%s)",
+				a.PlanID, a.Offset, report.FormatTime(a.At), time.Duration(a.AheadSeconds*float64(time.Second)).Round(time.Second), report.FormatTime(a.Appended)),
+			Hint: "put that host on NTP: the log judged pins at its \"at\"; nothing above a pin is deleted until the broker's clock passes it"})
+	}
 	// Rejected records show on their plan's lane, except the fleet's own
 	// retraction tombstones (listed under maintenance).
 	rejectedBy := map[string][]report.RejectedRecord{}
@@ -180,6 +190,11 @@ func liveTopic(ts report.TopicStatus, now time.Time) Topic {
 		steps = withImplied(steps, op.Implied)
 		l.Steps, l.Total = laneSteps(steps)
 		switch b, isBlocked := blocked[op.PlanID]; {
+		case held[op.PlanID].PlanID != "":
+			h := held[op.PlanID]
+			l.Flag = "pending"
+			l.FlagText = fmt.Sprintf("%s: held by pin %s until the broker's clock passes its expiry: %s", op.State, h.PinID, report.SingleLine(h.Reason))
+			l.Hint = "nothing to do: the owner deletes once the broker's clock passes the pin's expiry, or once it is unpinned"
 		case isBlocked:
 			l.Flag = "blocked"
 			l.FlagText = fmt.Sprintf("blocked since %s: %s; the worker retries at %s", report.FormatTime(b.Since), report.SingleLine(b.Reason), report.FormatTime(b.RetryAt))
