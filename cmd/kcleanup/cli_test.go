@@ -225,6 +225,11 @@ func TestEveryCommandsBadInput(t *testing.T) {
 		{"apply: missing plan file", append(down, "apply", missing), exitError, missing},
 		{"apply: truncated plan", append(down, "apply", truncated), exitError, "the file ends early (truncated?)"},
 		{"apply: edited plan", append(down, "apply", edited), exitError, "planId"},
+		{"apply: --no-wait with --restore-grace", append(down, "apply", planFile, "--no-wait", "--restore-grace", "10m"), exitUsage, "--restore-grace 10m0s with --no-wait"},
+		{"mirror grace: not whole seconds", []string{"mirror", "grace", "1.5s", "--topic", "t", "--reason", "r"}, exitUsage, "not whole seconds"},
+		{"mirror grace: above a day", []string{"mirror", "grace", "25h", "--topic", "t", "--reason", "r"}, exitUsage, "above the longest grace"},
+		{"mirror grace: no --reason", []string{"mirror", "grace", "10m", "--topic", "t"}, exitUsage, `"reason" not set`},
+		{"mirror attach: bad --restore-grace", []string{"mirror", "attach", "m", "--topic", "t", "--restore-grace", "soon"}, exitUsage, "not a duration"},
 		{"apply: unreachable cluster", append(down, "apply", planFile), exitError, "127.0.0.1:1"},
 
 		{"status: which control topic", []string{"status"}, exitUsage, "which control topic"},

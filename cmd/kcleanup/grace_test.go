@@ -31,7 +31,8 @@ func TestApplyWaitsOutTheRestoreGrace(t *testing.T) {
 		t.Fatalf("apply: exit %d\n%s", code, stderr)
 	}
 	mirror := kafkatest.NewTopic(t, e.cl, topic+".flink", 1, map[string]string{"cleanup.policy": "compact"})
-	if code, _, stderr := e.run(t, "mirror", "attach", mirror, "--topic", topic, "--reason", "the job reads it"); code != exitOK {
+	// The attachment carries 3s; the process's own 6s lengthens it.
+	if code, _, stderr := e.run(t, "mirror", "attach", mirror, "--topic", topic, "--reason", "the job reads it", "--restore-grace", "3s"); code != exitOK {
 		t.Fatalf("mirror attach: exit %d\n%s", code, stderr)
 	}
 
@@ -101,9 +102,10 @@ func TestCtrlCStopsTheRestoreGraceWait(t *testing.T) {
 		t.Fatalf("mirror attach: exit %d\n%s", code, stderr)
 	}
 	plan, path := opTestPlan(t, t.TempDir(), "chk-1", topic, id, events.Offsets{0: 30, 1: 20})
-	apply, stderr := e.opStartProcess(t, nil, "apply", path, "--restore-grace", "1h")
+	// No --restore-grace: the attachment's (the default, 15m) is waited out.
+	apply, stderr := e.opStartProcess(t, nil, "apply", path)
 	opAwait(t, "apply waits out the restore grace", func() bool {
-		return strings.Contains(stderr.String(), "[grace] waiting out the restore grace of 1h0m0s until ")
+		return strings.Contains(stderr.String(), "[grace] waiting out the restore grace of 15m0s until ")
 	})
 	if err := apply.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
@@ -111,6 +113,18 @@ func TestCtrlCStopsTheRestoreGraceWait(t *testing.T) {
 	code := opExitCode(t, apply)
 	opWantFailure(t, code, stderr.String(), exitInterrupted, "Error: interrupted", "sent no DeleteRecords",
 		"Hint: the wait for the restore grace (until ", ") was stopped: nothing was deleted")
+	// Re-run exactly as the hint says: it waits out the same grace (issue 30: it deleted at once).
+	again, stderr2 := e.opStartProcess(t, nil, "apply", path)
+	opAwait(t, "the re-run waits out the restore grace too", func() bool {
+		return strings.Contains(stderr2.String(), "[grace] waiting out the restore grace of 15m0s until ")
+	})
+	if got := e.logStarts(t, topic); !got.Equal(events.Offsets{0: 0, 1: 0}) {
+		t.Errorf("log starts %v after the re-run started: something was deleted", got)
+	}
+	if err := again.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	opWantFailure(t, opExitCode(t, again), stderr2.String(), exitInterrupted, "sent no DeleteRecords")
 	if got := e.logStarts(t, topic); !got.Equal(events.Offsets{0: 0, 1: 0}) {
 		t.Errorf("log starts %v: something was deleted", got)
 	}

@@ -52,14 +52,14 @@ exit 1 and nothing is written (exits 3 and 4 are the recovery gate's). Create th
   kcleanup mirror attach action-state-cleanup --control-topic action-state.kcleanup --reason "adopted from Flink Agents' tool"`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			grace, err := attachGrace(cmd)
+			if err != nil {
+				return err
+			}
 			return runMirror(cmd.Context(), *g, *dataTopic, cmd.OutOrStdout(), cmd.ErrOrStderr(),
 				func(ctx context.Context, c *worker.Cluster, proj *worker.Projection, o worker.Options) (projector.Mirror, error) {
 					if err := protocol.MirrorOwnTopic(proj.State, proj.Topic, args[0]); err != nil {
 						return projector.Mirror{}, err // a refusal (exit 1), before AttachMirror's own check
-					}
-					grace, err := attachGrace(cmd)
-					if err != nil {
-						return projector.Mirror{}, err
 					}
 					o.AttachGrace, o.AttachWithGrace = grace, true
 					return c.AttachMirror(ctx, proj, args[0], reason, o)

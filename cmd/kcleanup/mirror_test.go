@@ -29,7 +29,8 @@ func TestMirrorCommands(t *testing.T) {
 	code, _, stderr := e.run(t, "mirror", "attach", topic+".nothing", "--topic", topic)
 	opWantFailure(t, code, stderr, exitError, "does not exist", "kafka-topics")
 
-	code, stdout, stderr := e.run(t, "mirror", "attach", mirror, "--topic", topic, "--reason", "the job reads it")
+	// No restore grace here (TestApplyWaitsOutTheRestoreGrace has one): the apply below deletes at once.
+	code, stdout, stderr := e.run(t, "mirror", "attach", mirror, "--topic", topic, "--reason", "the job reads it", "--restore-grace", "0")
 	if code != exitOK || !strings.Contains(stdout, "mirror "+mirror) || !strings.Contains(stderr, "MIRROR_ATTACHED") {
 		t.Fatalf("mirror attach: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}

@@ -132,6 +132,30 @@ func testPinClock(t *testing.T, tc pinClockCase) {
 	}
 	body := serve(t, r.d.Handler(), "/v1/status")
 	workertest.ValidateWorkerStatus(t, body)
+	if !strings.Contains(string(body), `"pinHolds"`) {
+		t.Fatalf("/v1/status does not list the hold:\n%s", body)
+	}
+	// A COMMITTED stamped ahead of the broker is shown with its writer,
+	// whatever the pins.
+	metrics := string(serve(t, r.d.Handler(), "/metrics"))
+	ahead := 0
+	for _, ts := range r.d.WorkerStatusView(false).ControlTopics {
+		for _, a := range ts.ClockAhead {
+			if a.PlanID == plan.PlanID && a.Actor == "skewed-host" {
+				ahead++
+			}
+		}
+	}
+	if tc.commitSkew > time.Minute {
+		if ahead != 1 || !strings.Contains(metrics, `kcleanup_clock_ahead_commits{control_topic="`+ctl+`"} 1`) {
+			t.Fatalf("the COMMITTED stamped %s ahead is not shown: %d in /v1/status clockAhead; metrics:\n%s", tc.commitSkew, ahead, metrics)
+		}
+	} else if ahead != 0 {
+		t.Fatalf("a COMMITTED stamped by a correct clock is listed as ahead")
+	}
+	if !strings.Contains(metrics, `kcleanup_pin_held_operations{control_topic="`+ctl+`"} 1`) {
+		t.Fatalf("/metrics does not count the hold:\n%s", metrics)
+	}
 	// Then it proceeds by itself.
 	kafkatest.Eventually(t, 60*time.Second, "the owner applies the plan once the broker's clock passed the pin", func() bool {
 		return stateOf(t, c, ctl, plan.PlanID) == fsm.Applied
