@@ -205,9 +205,9 @@ func (c snapshotCollector) Collect(ch chan<- prometheus.Metric) {
 	for i, t := range topics {
 		n := 0
 		if owners[i] != nil {
-			n = len(owners[i].blocked())
+			n = owners[i].awaitingOperator()
 		}
-		gauge("kcleanup_blocked_operations", "Pending operations this replica stopped retrying for a cause an operator must remove (only the owner knows).", float64(n), "control_topic", t)
+		gauge("kcleanup_blocked_operations", "Pending operations this replica stopped retrying for a cause an operator must remove (only the owner knows; a pin hold, which passes by itself, is kcleanup_pin_held_operations).", float64(n), "control_topic", t)
 	}
 	for i, t := range topics {
 		n := 0

@@ -78,6 +78,9 @@ type attempt struct {
 	// mirror show the plan with no time known (protocol.Config.GraceSeen).
 	grace     *protocol.GraceWait
 	graceSeen time.Time
+	// pinHeld: the block is a pin the broker's clock still holds
+	// (protocol.PinHeld): it passes by itself, so no operator alert.
+	pinHeld bool
 }
 
 // own starts a runner for a control topic this replica was assigned.
@@ -541,6 +544,7 @@ func (o *owner) failed(planID string, blocked bool, err error, cfg daemonConfig)
 	a.grace = nil
 	a.blocked, a.reason, a.hints = blocked, err.Error(), errors.GetAllHints(err)
 	a.denied = blocked && worker.IsAuthorizationError(err)
+	_, a.pinHeld = protocol.PinHeldOf(err)
 	if blocked {
 		a.next = time.Now().Add(cfg.blockedRetry)
 		// A pin the broker's clock still holds passes by itself: retry
@@ -583,6 +587,20 @@ func (o *owner) denied() (string, bool) {
 		return "", false
 	}
 	return oldest.reason, true
+}
+
+// awaitingOperator counts the blocked operations an operator must unblock
+// (a pin hold passes by itself).
+func (o *owner) awaitingOperator() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	n := 0
+	for _, a := range o.attempts {
+		if a.blocked && !a.pinHeld {
+			n++
+		}
+	}
+	return n
 }
 
 // blocked lists the blocked operations, oldest first.
