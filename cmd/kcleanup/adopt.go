@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/cockroachdb/errors"
 	"github.com/spf13/cobra"
@@ -43,16 +44,21 @@ it in step, so the job's configuration does not change. See docs/flink-agents.md
   kcleanup adopt --from action-state-cleanup --control-topic action-state.kcleanup -o json
   kcleanup adopt --from action-state-cleanup --attach-mirror`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runAdopt(cmd.Context(), *g, from, attach, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			grace, err := attachGrace(cmd)
+			if err != nil {
+				return err
+			}
+			return runAdopt(cmd.Context(), *g, from, attach, grace, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
+	addAttachGraceFlag(cmd.Flags())
 	cmd.Flags().StringVar(&from, "from", "", "the Flink Agents control `topic` to adopt (read only)")
 	cmd.Flags().BoolVar(&attach, "attach-mirror", false, "then attach the Flink Agents topic as the mirror, so the job's configuration does not change")
 	_ = cmd.MarkFlagRequired("from")
 	return cmd
 }
 
-func runAdopt(ctx context.Context, g globalOptions, from string, attach bool, stdout, stderr io.Writer) error {
+func runAdopt(ctx context.Context, g globalOptions, from string, attach bool, grace time.Duration, stdout, stderr io.Writer) error {
 	ctx, c, done, err := g.connectFor(ctx)
 	if err != nil {
 		return err
@@ -94,7 +100,9 @@ func runAdopt(ctx context.Context, g globalOptions, from string, attach bool, st
 	}
 	mirror := ""
 	if attach {
-		did, err := attachMirror(ctx, c, g, proj, from, "adopted from Flink Agents' tool: the job keeps reading this topic", opts)
+		attachOpts := opts
+		attachOpts.AttachGrace, attachOpts.AttachWithGrace = grace, true
+		did, err := attachMirror(ctx, c, g, proj, from, "adopted from Flink Agents' tool: the job keeps reading this topic", attachOpts)
 		if err != nil {
 			return errors.WithHintf(err, "the adoption is done; attach the mirror once fixed: kcleanup mirror attach %s --control-topic %s", from, control)
 		}
