@@ -111,6 +111,12 @@
 //	{"schemaVersion":2,"event":"MIRROR_ATTACHED","mirrorTopic":"action-state.flink",
 //	 "mirrorTopicId":"<22-char topic ID>","at":…,"actor":…,"reason":"…"}
 //
+// A MIRROR_ATTACHED that carries the mirror's restore grace is schema
+// version 4 (MirrorGraceSchemaVersion), with "restoreGraceSeconds" after
+// "mirrorTopicId" (docs/schema/mirror-grace-event.schema.json): a build
+// that knows version 2 only degrades on it rather than attaching the
+// mirror without its grace.
+//
 // They are schema version 2 (MirrorSchemaVersion) on purpose: a kcleanup
 // that predates them reads every value whose schemaVersion is above 1 as
 // ErrNewerSchema, whatever its key, so its projection degrades and it

@@ -146,7 +146,11 @@
 //	    a pin and a commit racing, the one the log has first wins for every
 //	    reader. A pin protects a partition while it is not unpinned, not
 //	    void there, and the COMMITTED's own "at" is before its expiry: the
-//	    records' time, never a reader's clock (docs/design.md §12).
+//	    records' time, never a reader's clock (docs/design.md §12). The
+//	    deletion that follows waits for the broker's clock too
+//	    (protocol.PinHeld): the fold notes each record's broker time
+//	    (Record.LogAppendTime; BrokerTime, Pin.Appended, Ahead) without
+//	    letting it change a verdict.
 //	P5. When the PINNED is folded, every partition on which the boundary is
 //	    already above the pin is void: the pin protects nothing a commit
 //	    that landed first condemned (Pin.Status: void, or partial).

@@ -79,9 +79,24 @@
 // failed attempts of a WriteMirror the executor runs again from the fence
 // is MirrorWriteRetry's rule (testdata/mirror/retry).
 //
+// # The broker's clock (pinclock.go; docs/design.md §12, "The two clocks")
+//
+// The log judges which COMMITTED a pin rejects by the COMMITTED's "at", a
+// writer's clock. Right before Delete a run also asks PinHeld, on the
+// projection that has read back its own DELETING: no deletion above a pin
+// whose expiry the broker's clock (projector.State.BrokerTime, the
+// LogAppendTime of the newest record read) has not passed, counted as
+// BrokerExpiry says; a pin whose PINNED carries no broker time (a
+// CreateTime control topic) holds until unpinned. The run then ends
+// Blocked, marked ErrPinHeld too; PinHeldOf gives the gap after which the
+// executor tries again. The daemon, apply and the simulation execute this
+// one decision.
+//
 // # The restore grace (grace.go; docs/design.md §11)
 //
-// With Config.RestoreGrace D > 0, a finishing run whose ReadMirror shows
+// The grace D is the attached mirror's (its MIRROR_ATTACHED carries it),
+// or Config.RestoreGrace when that is longer: MirrorGrace. A process may
+// lengthen it, never shorten it. With D > 0, a finishing run whose ReadMirror shows
 // the plan covered decides with RestoreGrace whether D has passed since the
 // brokers made the mirror's first covering record readable (its commit
 // marker's time, MirrorView.Visible; never a reader's clock, which only

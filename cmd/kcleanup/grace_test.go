@@ -133,3 +133,43 @@ func TestCtrlCStopsTheRestoreGraceWait(t *testing.T) {
 		t.Errorf("after the interrupted wait: %+v, want plan %s COMMITTED", st.Operations, plan.PlanID)
 	}
 }
+
+// TestMirrorGraceIsOnTheControlTopic: `kcleanup mirror grace D` changes the
+// restore grace the mirror's attachment carries; status shows it, history
+// shows the change with its reason, and an apply with no --restore-grace of
+// its own waits it out (issue 30: the grace was each process's flag). Real
+// broker.
+func TestMirrorGraceIsOnTheControlTopic(t *testing.T) {
+	e := opTestEnv(t)
+	topic, id := e.dataTopic(t, 2, 200, opGoodDataConfigs())
+	control := protocol.ControlTopicFor(topic)
+	dir := t.TempDir()
+	_, path1 := opTestPlan(t, dir, "chk-1", topic, id, events.Offsets{0: 100, 1: 50})
+	if code, _, stderr := e.run(t, "apply", path1); code != exitOK {
+		t.Fatalf("apply: exit %d\n%s", code, stderr)
+	}
+	mirror := kafkatest.NewTopic(t, e.cl, topic+".flink", 1, map[string]string{"cleanup.policy": "compact"})
+	if code, _, stderr := e.run(t, "mirror", "attach", mirror, "--topic", topic, "--restore-grace", "0"); code != exitOK {
+		t.Fatalf("mirror attach: exit %d\n%s", code, stderr)
+	}
+	code, stdout, stderr := e.run(t, "-o", "json", "mirror", "grace", "5s", "--topic", topic, "--reason", "restores take 5 seconds")
+	if code != exitOK || !strings.Contains(stdout, `"restoreGrace": "5s"`) {
+		t.Fatalf("mirror grace: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if g := e.statusJSON(t, control).MirrorGrace; g == nil || g.Seconds != 5 || g.Unset || g.Mirror != mirror {
+		t.Fatalf("status mirrorGrace %+v, want 5 seconds on %s", g, mirror)
+	}
+	code, stdout, stderr = e.run(t, "history", "--topic", topic, "--all")
+	if code != exitOK || !strings.Contains(stdout, "restore grace 0s -> 5s: restores take 5 seconds") {
+		t.Fatalf("history does not show the change: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+
+	p2, path2 := opTestPlan(t, dir, "chk-2", topic, id, events.Offsets{0: 150, 1: 120})
+	code, _, stderr = e.run(t, "apply", path2)
+	if code != exitOK || !strings.Contains(stderr, "[grace] waiting out the restore grace of 5s until ") {
+		t.Fatalf("apply without --restore-grace: exit %d, want 0 after waiting out the attachment's 5s\n%s", code, stderr)
+	}
+	if got := e.logStarts(t, topic); !got.Equal(p2.Offsets) {
+		t.Fatalf("log starts %v after the grace, want %v", got, p2.Offsets)
+	}
+}
