@@ -100,8 +100,17 @@ func (tr *transcript) run(t *testing.T, d *datadriven.TestData) string {
 		d.MaybeScanArgs(t, "tid", &tid)
 		d.MaybeScanArgs(t, "reason", &reason)
 		d.MaybeScanArgs(t, "actor", &actor)
-		env := events.NewMirrorEvent(events.Event(ev), events.Mirror{Topic: topic, TopicID: tr.topicID(t, tid), Reason: reason},
-			testEpoch.Add(time.Duration(off)*time.Second), actor)
+		m := events.Mirror{Topic: topic, TopicID: tr.topicID(t, tid), Reason: reason}
+		if d.HasArg("grace") { // a MIRROR_ATTACHED of version 4 with this restore grace
+			var g string
+			d.ScanArgs(t, "grace", &g)
+			dur, err := time.ParseDuration(g)
+			if err != nil {
+				d.Fatalf(t, "grace=%q: %v", g, err)
+			}
+			m.HasGrace, m.RestoreGrace = true, dur
+		}
+		env := events.NewMirrorEvent(events.Event(ev), m, testEpoch.Add(time.Duration(off)*time.Second), actor)
 		k, v := env.Encode()
 		return tr.fold(Record{Offset: off, Key: k, Value: v, Timestamp: testEpoch.Add(time.Duration(off) * time.Second), Headers: maintHeaders(d)})
 	case "pin", "unpin":
@@ -375,7 +384,11 @@ func (tr *transcript) show(s *State) string {
 		fmt.Fprintf(&b, "degraded: %s\n", why)
 	}
 	if m, ok := s.Mirror(); ok {
-		fmt.Fprintf(&b, "mirror: %s %s (attached at %d)\n", m.Topic, m.TopicID, m.Offset)
+		grace := ""
+		if m.HasGrace {
+			grace = ", restore grace " + m.RestoreGrace.String()
+		}
+		fmt.Fprintf(&b, "mirror: %s %s (attached at %d%s)\n", m.Topic, m.TopicID, m.Offset, grace)
 	} else if len(s.MirrorHistory()) > 0 {
 		b.WriteString("mirror: none\n")
 	}
