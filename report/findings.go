@@ -77,9 +77,13 @@ func CheckProjection(st Status, now time.Time, stuckAfter time.Duration) []proto
 			fmt.Sprintf("%d record(s) rejected; the last at offset %d: %s: %s", n, last.Offset, last.Reason, last.Detail),
 			fmt.Sprintf("rejected records change nothing; `kcleanup history --control-topic %s` shows each with its reason and writer", st.ControlTopic)))
 	}
+	held := map[string]bool{}
+	for _, h := range st.PinHolds {
+		held[h.PlanID] = true
+	}
 	for _, op := range st.Operations {
-		if op.State != fsm.Committed && op.State != fsm.Deleting {
-			continue
+		if op.State != fsm.Committed && op.State != fsm.Deleting || held[op.PlanID] {
+			continue // a pin hold is CheckClocks's: it passes by itself
 		}
 		age := now.Sub(op.UpdatedAt)
 		if age < stuckAfter {
