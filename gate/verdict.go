@@ -46,9 +46,8 @@ type Control struct {
 	Partitions int
 	// Configs are its effective topic configs.
 	Configs map[string]string
-	// Elsewhere names the other control topics bound to the markers' topic
-	// incarnation; looked for only when this one governs no topic yet, and
-	// nil then when none is.
+	// Elsewhere names the other control topics, under any name, bound to
+	// the markers' topic incarnation; nil when none is.
 	Elsewhere []string
 }
 
@@ -289,6 +288,15 @@ func (d *decision) control(st *projector.State) {
 			c.Topic, strings.Join(c.Elsewhere, " and "), topic),
 			fmt.Sprintf("name the control topic that governs %s: --control-topic %s (or KCLEANUP_CONTROL_TOPIC); if %s was created by mistake, delete it once nothing names it",
 				topic, c.Elsewhere[0], c.Topic))
+		return
+	}
+	if len(c.Elsewhere) > 0 && bt == topic && len(d.f.Markers) > 0 && bid == d.f.Markers[0].TopicID {
+		// Two control topics govern one incarnation: each is blind to the
+		// other's boundary, so neither's word proves the recovery point safe.
+		d.add(GovernedElsewhere, nil, cannot+fmt.Sprintf("control topics %s and %s both govern topic %s (topic ID %s): each is blind to the other's boundary, so neither proves a recovery point safe",
+			c.Topic, strings.Join(c.Elsewhere, " and "), topic, bid),
+			fmt.Sprintf("keep one control topic per data topic: compare the boundaries (kcleanup status --control-topic %s, and the other), re-apply on the kept one any plan committed only on the other, then delete the other; until then this gate cannot tell",
+				c.Topic))
 		return
 	}
 	if !bound {

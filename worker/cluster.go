@@ -42,7 +42,11 @@ type Cluster struct {
 
 // Connect creates a Cluster from franz-go connection options (seed brokers,
 // TLS, SASL). Records it writes go to an explicit partition with acks=all and
-// the idempotent producer. Close releases it.
+// the idempotent producer. Close releases it. Its Metadata requests never ask
+// the broker to create a topic (franz-go's default, without
+// kgo.AllowAutoTopicCreation): a write to a missing control topic fails, even
+// on a broker with auto.create.topics.enable=true, and only kcleanup init
+// (or adopt) creates one.
 func Connect(opts ...kgo.Opt) (*Cluster, error) {
 	own := append(slices.Clone(opts),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),

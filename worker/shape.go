@@ -211,3 +211,25 @@ func (p *Projection) readBinding(ctx context.Context) error {
 	}
 	return nil
 }
+
+// OneGovernor gathers the rest of what protocol.Governance.Check judges and
+// judges it, before a write to g.Self about the incarnation (g.Topic,
+// g.TopicID): the caller says whether g.Self exists and is bound, and this
+// finds the other control topics, under any name, bound to that incarnation
+// (GovernorsOf). A search that fails is an error, never "none".
+func (c *Cluster) OneGovernor(ctx context.Context, g protocol.Governance, bootstrap string) error {
+	others, err := c.GovernorsOf(ctx, g.Topic, g.TopicID, g.Self)
+	if err != nil {
+		return errors.WithHint(errors.Wrapf(err, "look for the control topics that govern topic %s before writing to %s", g.Topic, g.Self),
+			"the principal needs Describe on the cluster's topics and Read on those with one partition; nothing was written")
+	}
+	g.Others = others
+	return g.Check(bootstrap)
+}
+
+// Governance is what the caller knows of proj's control topic for
+// OneGovernor: it exists (it was read) and whether it is bound.
+func (p *Projection) Governance(topic, topicID string) protocol.Governance {
+	_, _, bound := p.State.Binding()
+	return protocol.Governance{Self: p.Topic, Exists: true, Bound: bound, Topic: topic, TopicID: topicID}
+}

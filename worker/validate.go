@@ -73,22 +73,23 @@ func (c *Cluster) Validate(ctx context.Context, markers []events.Marker, o Valid
 	return gate.Decide(f)
 }
 
-// lookElsewhere fills f.Control.Elsewhere when the control topic read
-// governs no topic yet: an empty control topic proves "no boundary" only if
-// no other control topic governs the markers' topic incarnation. A failed
-// search is a control topic not read (cannot tell), never "none".
+// lookElsewhere fills f.Control.Elsewhere: an empty control topic proves
+// "no boundary" only if no other control topic governs the markers' topic
+// incarnation, and a bound one proves nothing while another is bound to the
+// same incarnation (each is blind to the other's boundary). A failed search
+// is a control topic not read (cannot tell), never "none".
 func (c *Cluster) lookElsewhere(ctx context.Context, f *gate.Facts, control string, explain func(error) error) {
 	p := f.Projection
 	if p.State == nil || p.Err != nil || p.Flink != nil || len(f.Markers) == 0 {
 		return
 	}
-	if _, _, bound := p.State.Binding(); bound {
-		return
-	}
 	m := f.Markers[0]
+	if bt, bid, bound := p.State.Binding(); bound && (bt != m.Topic || bid != m.TopicID) {
+		return // it governs another topic or incarnation: the gate refuses on that
+	}
 	others, err := c.GovernorsOf(ctx, m.Topic, m.TopicID, control)
 	if err != nil {
-		f.Control.Err = explain(errors.Wrapf(err, "control topic %s governs no topic yet, and the other control topics could not be looked through", control))
+		f.Control.Err = explain(errors.Wrapf(err, "could not look through the other control topics for one that also governs topic %s", m.Topic))
 		return
 	}
 	f.Control.Elsewhere = others

@@ -154,22 +154,25 @@ func openPlanSession(ctx context.Context, g globalOptions, plan events.Plan, t t
 	return &planSession{cluster: c, proj: proj, opts: opts}, nil
 }
 
-// oneGovernor refuses to bind or commit a plan on a control topic while another control
-// topic is bound to the same topic incarnation (protocol.SharedGovernance): each would be blind
-// to the other's boundary. The others looked at are those kcleanup finds without being told
-// (worker.Cluster.ControlTopics: every *.kcleanup topic). A plan already committed here is
-// let finish: its deletion adds no risk its commit did not.
+// oneGovernor refuses to write about plan's topic on a control topic while another control
+// topic, under any name, is bound to the same topic incarnation (protocol.Governance): each
+// would be blind to the other's boundary. A plan already committed here is refused too: the
+// operator must first choose the control topic that governs (issue 35).
 func oneGovernor(ctx context.Context, c *worker.Cluster, proj *worker.Projection, plan events.Plan, bootstrap string) error {
-	if op, ok := proj.State.Operation(plan.PlanID); ok && op.State != fsm.Planned {
-		return nil
+	return c.OneGovernor(ctx, proj.Governance(plan.Topic, plan.TopicID), bootstrap)
+}
+
+// governedHere is oneGovernor for the commands that write no plan (pin, unpin, mirror attach):
+// the incarnation is (topic, topicID), or the one proj's control topic is bound to when topic is
+// "" (an unbound control topic records nothing about a topic yet: nothing to check).
+func governedHere(ctx context.Context, g globalOptions, c *worker.Cluster, proj *worker.Projection, topic, topicID string) error {
+	if topic == "" {
+		var bound bool
+		if topic, topicID, bound = proj.State.Binding(); !bound {
+			return nil
+		}
 	}
-	known, err := c.ControlTopics(ctx, false)
-	if err != nil {
-		return errors.WithHint(errors.Wrap(err, "list the control topics, to check that no other one governs the plan's topic"),
-			"the principal needs Describe on the cluster's topics named *.kcleanup")
-	}
-	err = protocol.SharedGovernance(proj.Topic, plan.Topic, plan.TopicID, worker.Governors(known), bootstrap)
-	return errors.Mark(err, worker.ErrRejected)
+	return planError(g, c.OneGovernor(ctx, proj.Governance(topic, topicID), g.bootstrap()))
 }
 
 func (s *planSession) close() {
