@@ -185,7 +185,7 @@ func (g Governance) Check(bootstrap string) error {
 	}
 	if !g.Exists {
 		return errors.WithHintf(errors.Mark(errors.Mark(errors.Newf(
-			"control topic %s does not exist: nothing was written (no command but init creates a control topic)", g.Self), ErrRejected), ErrNoControlTopic),
+			"control topic %s does not exist: nothing was written (only kcleanup init and adopt create a control topic)", g.Self), ErrRejected), ErrNoControlTopic),
 			"if topic %s's cleanups are recorded under another control topic, name it (--control-topic); otherwise create its control topic once: kcleanup init --topic %s%s",
 			g.Topic, g.Topic, controlFlag(g.Self, g.Topic))
 	}

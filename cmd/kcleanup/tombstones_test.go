@@ -57,24 +57,31 @@ func TestFirstPlanRefusedByATombstoneAboveIt(t *testing.T) {
 	want := []string{"partition 0: a tombstone (null value) at offset 100, at or above the plan offset 50",
 		"make the first plan from that post-tombstone recovery point"}
 
+	// Before init no command creates the control topic (issue 35): plan, submit and apply say so.
 	code, stdout, stderr := e.run(t, "plan", "--markers", markers, "--recovery-point", "C1", "--out", dir+"/C1.plan.json")
-	opWantFailure(t, code, stdout+stderr, 1, append(want, "apply would refuse this plan now")...)
-	if strings.Contains(stdout, "partition 1:") {
-		t.Errorf("an empty value was taken for a tombstone:\n%s", stdout)
-	}
+	opWantFailure(t, code, stdout+stderr, 1, "control topic "+control+" does not exist", "kcleanup init --topic "+topic)
 	before := e.snapshot(t, topic, control)
-	for _, cmd := range [][]string{{"submit", dir + "/C1.plan.json"}, {"apply", dir + "/C1.plan.json"}, {"apply", "--no-wait", dir + "/C1.plan.json"}} {
+	for _, cmd := range [][]string{{"submit", dir + "/C1.plan.json"}, {"apply", dir + "/C1.plan.json"}} {
 		code, _, stderr := e.run(t, cmd...)
-		opWantFailure(t, code, stderr, 1, append(want, "nothing was committed or deleted")...)
+		opWantFailure(t, code, stderr, 1, "control topic "+control+" does not exist", "nothing was committed or deleted")
 		e.assertUnchanged(t, topic, control, before)
 	}
 	if before.controlExists {
 		t.Fatalf("control topic %s exists before any command made it", control)
 	}
-	// With the control topic made by init (no boundary yet), apply refuses the same and the
-	// control topic stays empty.
+	// With the control topic made by init (no boundary yet), plan, submit and apply refuse the
+	// first plan for the tombstone, and the control topic stays empty.
 	if code, stdout, stderr := e.run(t, "init", "--topic", topic); code != 0 {
 		t.Fatalf("init: exit %d\n%s%s", code, stdout, stderr)
+	}
+	code, stdout, stderr = e.run(t, "plan", "--markers", markers, "--recovery-point", "C1", "--out", dir+"/C1-again.plan.json")
+	opWantFailure(t, code, stdout+stderr, 1, append(want, "apply would refuse this plan now")...)
+	if strings.Contains(stdout, "partition 1:") {
+		t.Errorf("an empty value was taken for a tombstone:\n%s", stdout)
+	}
+	for _, cmd := range [][]string{{"submit", dir + "/C1.plan.json"}, {"apply", "--no-wait", dir + "/C1.plan.json"}} {
+		code, _, stderr := e.run(t, cmd...)
+		opWantFailure(t, code, stderr, 1, append(want, "nothing was committed or deleted")...)
 	}
 	var initialised opSnapshot
 	kafkatest.Eventually(t, opTestTimeout, "the control topic init made is listed", func() bool {
@@ -119,6 +126,7 @@ func TestFirstPlanRefusedByATombstoneAboveIt(t *testing.T) {
 func TestFirstPlanAboveEveryTombstone(t *testing.T) {
 	e := opTestEnv(t)
 	topic, id := e.tombstoneTopic(t)
+	e.initControlTopic(t, topic)
 	dir := t.TempDir()
 	markers := opTestMarkers(t, dir, "m.json", events.Marker{Topic: topic, TopicID: id, Offsets: events.Offsets{0: 101, 1: 60}})
 	code, stdout, stderr := e.run(t, "plan", "--markers", markers, "--recovery-point", "C1", "--out", dir+"/C1.plan.json")
@@ -141,7 +149,7 @@ func TestFirstPlanAboveEveryTombstone(t *testing.T) {
 // tombstones": plan exits 1 and apply writes nothing, on a topic that has none.
 func TestTombstoneScanLimitCannotTell(t *testing.T) {
 	e := opTestEnv(t)
-	topic, id := e.dataTopic(t, 2, 100, opGoodDataConfigs())
+	topic, id := e.governedTopic(t, 2, 100, opGoodDataConfigs())
 	control := protocol.ControlTopicFor(topic)
 	dir := t.TempDir()
 	markers := opTestMarkers(t, dir, "m.json", events.Marker{Topic: topic, TopicID: id, Offsets: events.Offsets{0: 50, 1: 60}})
@@ -197,3 +205,4 @@ func TestTombstoneScanLimitIsCheckedAsUsage(t *testing.T) {
 		t.Errorf("worker: exit %d, want %d\n%s", code, exitUsage, stderr)
 	}
 }
+
