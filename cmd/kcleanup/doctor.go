@@ -189,6 +189,8 @@ func diagnose(ctx context.Context, c *worker.Cluster, g globalOptions, o doctorO
 				return nil
 			}
 			st := report.StatusOf(proj.Source())
+			// A stuck operation that the tombstone rule blocks is said so, not "re-run apply".
+			blockedByTombstones(ctx, c, &st, o.tombstones.scanLimit)
 			status = &st
 			projection = report.CheckProjection(st, time.Now(), o.stuckAfter)
 			mf, err := checkMirror(ctx, c, g, proj)

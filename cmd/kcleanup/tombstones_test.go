@@ -206,3 +206,65 @@ func TestTombstoneScanLimitIsCheckedAsUsage(t *testing.T) {
 	}
 }
 
+// TestApplyRefusesWhereTheWorkerBlocks is issue 35, item 2: with a tombstone above the committed
+// boundary (a job that emits tombstones again), doctor said BLOCK and the workers blocked, but
+// plan said "apply would accept", status said "re-run kcleanup apply", and the re-run deleted.
+// One rule now decides for all: the re-run refuses (exit 1, nothing deleted), plan's preview
+// refuses a plan still at or below the tombstone, status names the block and suggests no re-run;
+// a plan above the tombstone (the migration's fix) is accepted and applied.
+func TestApplyRefusesWhereTheWorkerBlocks(t *testing.T) {
+	e := opTestEnv(t)
+	topic, id := e.governedTopic(t, 2, 100, opGoodDataConfigs())
+	control := protocol.ControlTopicFor(topic)
+	dir := t.TempDir()
+	_, c1 := opTestPlan(t, dir, "C1", topic, id, events.Offsets{0: 50, 1: 60})
+	if code, _, stderr := e.run(t, "apply", "--no-wait", c1); code != 0 {
+		t.Fatalf("apply --no-wait: exit %d\n%s", code, stderr)
+	}
+	if off := e.produceValue(t, topic, 0, "gone", nil); off != 100 { // the job writes tombstones again
+		t.Fatalf("tombstone at %d, want 100", off)
+	}
+	blocked := []string{"the job writes tombstones again", topic + "-0: a tombstone at offset 100, at or above the committed boundary 50"}
+
+	code, stdout, _ := e.run(t, "doctor", "--topic", topic)
+	opWantFailure(t, code, stdout, exitError, append(blocked, "BLOCK")...)
+	if strings.Contains(stdout, "re-run `kcleanup apply") {
+		t.Errorf("doctor suggests a re-run of apply that would be refused:\n%s", stdout)
+	}
+	code, stdout, _ = e.run(t, "status", "--topic", topic)
+	if code != 0 || strings.Contains(stdout, "re-run `kcleanup apply") || !strings.Contains(stdout, "BLOCKED: the job writes tombstones again") {
+		t.Errorf("status: exit %d\n%s", code, stdout)
+	}
+
+	before := e.snapshot(t, topic, control)
+	code, _, stderr := e.run(t, "apply", c1)
+	opWantFailure(t, code, stderr, exitError, blocked...)
+	e.assertUnchanged(t, topic, control, before) // no DELETING, log starts at 0
+	if got := e.logStarts(t, topic); !got.Equal(events.Offsets{0: 0, 1: 0}) {
+		t.Errorf("log starts %v: the refused apply deleted", got)
+	}
+
+	// A later plan whose boundary would still lie at or below the tombstone: refused by plan's
+	// preview, submit and apply alike, before anything is written.
+	below := opTestMarkers(t, dir, "c2.json", events.Marker{Topic: topic, TopicID: id, Offsets: events.Offsets{0: 70, 1: 70}})
+	code, stdout, stderr = e.run(t, "plan", "--markers", below, "--recovery-point", "C2", "--out", dir+"/C2.plan.json")
+	opWantFailure(t, code, stdout+stderr, exitError, append(blocked[:1], "apply would refuse this plan now")...)
+	for _, cmd := range [][]string{{"submit", dir + "/C2.plan.json"}, {"apply", dir + "/C2.plan.json"}} {
+		code, _, stderr := e.run(t, cmd...)
+		opWantFailure(t, code, stderr, exitError, blocked[0], "nothing was committed or deleted")
+	}
+	e.assertUnchanged(t, topic, control, before)
+
+	// The fix: a plan above the latest tombstone; its deletion covers C1's.
+	above := opTestMarkers(t, dir, "c3.json", events.Marker{Topic: topic, TopicID: id, Offsets: events.Offsets{0: 101, 1: 70}})
+	code, stdout, stderr = e.run(t, "plan", "--markers", above, "--recovery-point", "C3", "--out", dir+"/C3.plan.json")
+	if code != 0 || !strings.Contains(stdout, "apply would accept this plan now") {
+		t.Fatalf("plan above the tombstone: exit %d\n%s%s", code, stdout, stderr)
+	}
+	if code, _, stderr := e.run(t, "apply", dir+"/C3.plan.json"); code != 0 {
+		t.Fatalf("apply above the tombstone: exit %d\n%s", code, stderr)
+	}
+	if got := e.logStarts(t, topic); !got.Equal(events.Offsets{0: 101, 1: 70}) {
+		t.Errorf("log starts %v, want 0=101 1=70", got)
+	}
+}
