@@ -2,6 +2,7 @@ package gate
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -80,6 +81,14 @@ type Data struct {
 	// Start and End are the log-start offset and high watermark per
 	// partition.
 	Start, End events.Offsets
+	// Tombstones is, per partition, the latest tombstone (null value) at
+	// or above the markers' lowest offset, from a bounded read of the data
+	// topic (absent: none found); Unscanned names the partitions that read
+	// did not reach the end of. Both nil: not looked for. They add notes,
+	// never a refusal (issue 35: a recovery point that straddles a tombstone
+	// may replay a key whose older records compaction erased).
+	Tombstones map[int32]int64
+	Unscanned  []int32
 }
 
 // Verdict is the gate's answer: the document `kcleanup validate -o json`
@@ -207,11 +216,25 @@ func Decide(f Facts) Verdict {
 	}
 	d.physical()
 	d.failClosed(st)
+	d.tombstoneNotes()
 	v := d.finish()
 	if v.Allowed {
 		v.Checked = d.checked(st)
 	}
 	return v
+}
+
+// tombstoneNotes say where the recovery point replays across a tombstone:
+// compaction may erase the older records of its key, which the replay then
+// misses (docs/operator-guide.md, "Migrating from tombstones").
+func (d *decision) tombstoneNotes() {
+	for _, p := range slices.Sorted(maps.Keys(d.f.Data.Tombstones)) {
+		d.notes = append(d.notes, fmt.Sprintf("partition %d: the recovery point replays across a tombstone (null value) at offset %d: compaction may erase the older records of its key before the replay reads them (docs/operator-guide.md, \"Migrating from tombstones\")",
+			p, d.f.Data.Tombstones[p]))
+	}
+	if len(d.f.Data.Unscanned) > 0 {
+		d.notes = append(d.notes, fmt.Sprintf("partition(s) %v: not read to the end for tombstones above the recovery point (the read is bounded): whether it replays across one was not checked", d.f.Data.Unscanned))
+	}
 }
 
 // checked is what an allowed verdict rests on, per partition of the topic.

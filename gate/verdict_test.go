@@ -408,3 +408,23 @@ func TestDecideUnderEvidenceOfAnErasedCommit(t *testing.T) {
 	v = Decide(facts(l, events.Offsets{0: 160, 1: 160}))
 	want(t, v, CannotTell, []Reason{UnconfirmedBoundary, UnconfirmedBoundary, HistoryAtRisk}, "offset 160 of action-state-0 is below the boundary 180, set only by plan "+forged.PlanID)
 }
+
+// TestDecideNotesATombstoneTheRecoveryPointStraddles: a tombstone above the recovery point is a
+// note on an allowed verdict, never a refusal (issue 35); a partition the bounded read did not
+// finish is said too.
+func TestDecideNotesATombstoneTheRecoveryPointStraddles(t *testing.T) {
+	l := newLog()
+	l.commit(t, "C1", events.Offsets{0: 150, 1: 120})
+	f := facts(l, events.Offsets{0: 170, 1: 150})
+	f.Data.Tombstones, f.Data.Unscanned = map[int32]int64{0: 180}, []int32{1}
+	v := Decide(f)
+	if !v.Allowed || len(v.Notes) != 2 ||
+		!strings.Contains(v.Notes[0], "partition 0: the recovery point replays across a tombstone (null value) at offset 180") ||
+		!strings.Contains(v.Notes[1], "partition(s) [1]: not read to the end for tombstones") {
+		t.Fatalf("%+v", v)
+	}
+	f.Data.Tombstones, f.Data.Unscanned = map[int32]int64{}, nil
+	if v := Decide(f); !v.Allowed || len(v.Notes) != 0 {
+		t.Fatalf("no tombstone: %+v", v)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/cockroachdb/errors"
 
@@ -144,6 +145,9 @@ func (c *Cluster) GovernorsOf(ctx context.Context, topic, topicID, except string
 	return out, nil
 }
 
+// bindingReadTimeout bounds the read of one candidate's binding (bindingsOf).
+const bindingReadTimeout = 5 * time.Second
+
 // bindingsOf reads the candidates shaped like control topics, each until
 // its binding is known or, with whole, to its end.
 func (c *Cluster) bindingsOf(ctx context.Context, candidates []string, whole bool) ([]KnownControlTopic, error) {
@@ -159,6 +163,10 @@ func (c *Cluster) bindingsOf(ctx context.Context, candidates []string, whole boo
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
+			// One candidate that does not answer (deleted since it was listed, a leader
+			// moving) must not hold every writer's search up to its whole deadline.
+			ctx, cancel := context.WithTimeout(ctx, bindingReadTimeout)
+			defer cancel()
 			p, err := c.OpenProjection(name)
 			if err != nil {
 				return

@@ -236,8 +236,15 @@ func TestApplyRefusesWhereTheWorkerBlocks(t *testing.T) {
 		t.Errorf("status: exit %d\n%s", code, stdout)
 	}
 
+	// validate allows a recovery point above the boundary, and notes the tombstone it straddles.
+	m70 := opTestMarkers(t, dir, "m70.json", events.Marker{Topic: topic, TopicID: id, Offsets: events.Offsets{0: 70, 1: 70}})
+	code, stdout, stderr := e.run(t, "validate", "--markers", m70)
+	if code != exitOK || !strings.Contains(stderr, "partition 0: the recovery point replays across a tombstone (null value) at offset 100") {
+		t.Errorf("validate: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+
 	before := e.snapshot(t, topic, control)
-	code, _, stderr := e.run(t, "apply", c1)
+	code, _, stderr = e.run(t, "apply", c1)
 	opWantFailure(t, code, stderr, exitError, blocked...)
 	e.assertUnchanged(t, topic, control, before) // no DELETING, log starts at 0
 	if got := e.logStarts(t, topic); !got.Equal(events.Offsets{0: 0, 1: 0}) {
