@@ -23,8 +23,9 @@ func newSubmitCmd(g *globalOptions) *cobra.Command {
 record to the control topic. Nothing is committed and nothing is deleted: a PLANNED plan is a
 proposal that anyone can review (kcleanup status, history) and later apply.
 
-The control topic is created, as kcleanup init would, if it does not exist yet and the plan
-passes the checks. Submitting a plan that is already on the control topic changes nothing.
+submit never creates the control topic (run kcleanup init --topic T first) and writes nothing
+while another control topic, under any name, governs the plan's topic. Submitting a plan that is
+already on the control topic changes nothing.
 
 A control topic's first plan is refused while the data topic holds a tombstone (null value) at or
 above its offsets, or while a scan bounded by --tombstone-scan-limit cannot tell
@@ -117,8 +118,8 @@ type planSession struct {
 	opts    worker.Options
 }
 
-// openPlanSession connects, readies the control topic of plan's data topic (creating it only
-// for a plan that passes the checks: worker.PrepareControlTopic) and reads it to its end, all
+// openPlanSession connects, checks the control topic of plan's data topic (it must exist, and
+// be the only one governing the topic: worker.PrepareControlTopic, oneGovernor) and reads it to its end, all
 // within --timeout. Progress lines go to stderr.
 func openPlanSession(ctx context.Context, g globalOptions, plan events.Plan, t tombstoneOptions, stderr io.Writer) (*planSession, error) {
 	control, err := g.controlTopicOf(plan.Topic)
