@@ -38,6 +38,13 @@ type Cluster struct {
 	// only what is new (protocol.Continue).
 	scanMu  sync.Mutex
 	scanned map[string]*protocol.TombstoneScan
+
+	// bound caches the bindings GovernorsOf read, by the control topic's
+	// topic ID: a binding (the first accepted PLANNED) never changes for one
+	// incarnation of a control topic, so only new and unbound candidates are
+	// read again (a worker's POST /v1/validate asks on every request).
+	boundMu sync.Mutex
+	bound   map[[16]byte]string
 }
 
 // Connect creates a Cluster from franz-go connection options (seed brokers,

@@ -125,23 +125,43 @@ func (c *Cluster) GovernorsOf(ctx context.Context, topic, topicID, except string
 	if err != nil {
 		return nil, errors.Wrap(err, "list topics, to find the control topics that govern "+topic)
 	}
-	var candidates []string
+	want := topic + "/" + topicID
+	var candidates, out []string
+	ids := map[string][16]byte{}
+	c.boundMu.Lock()
 	for name, d := range td {
-		if d.Err == nil && !d.IsInternal && len(d.Partitions) == 1 && name != except && name != topic {
-			candidates = append(candidates, name)
+		if d.Err != nil || d.IsInternal || len(d.Partitions) != 1 || name == except || name == topic {
+			continue
 		}
+		if b, ok := c.bound[d.ID]; ok && d.ID != ([16]byte{}) {
+			if b == want {
+				out = append(out, name)
+			}
+			continue
+		}
+		candidates = append(candidates, name)
+		ids[name] = d.ID
 	}
+	c.boundMu.Unlock()
 	slices.Sort(candidates)
 	known, err := c.bindingsOf(ctx, candidates, false)
 	if err != nil {
 		return nil, err
 	}
-	var out []string
+	c.boundMu.Lock()
+	if c.bound == nil {
+		c.bound = map[[16]byte]string{}
+	}
 	for _, k := range known {
+		if id := ids[k.ControlTopic]; k.Topic != "" && id != ([16]byte{}) {
+			c.bound[id] = k.Topic + "/" + k.TopicID
+		}
 		if k.Topic == topic && k.TopicID == topicID {
 			out = append(out, k.ControlTopic)
 		}
 	}
+	c.boundMu.Unlock()
+	slices.Sort(out)
 	return out, nil
 }
 
