@@ -154,8 +154,7 @@ type Governance struct {
 }
 
 // Check is the rule every writer of a control topic obeys — apply, submit,
-// pin, unpin, mirror attach, adopt (docs/design.md, "One control topic per
-// topic incarnation"): it writes only to a control topic that exists (only
+// pin, unpin, mirror attach, adopt (docs/design.md §4; issue 35): it writes only to a control topic that exists (only
 // init and adopt create one, after the same search), and never while another
 // control topic governs the same incarnation, whose boundary the record
 // would be blind to. A control topic that is missing or governs nothing
