@@ -47,9 +47,10 @@ const (
 	// TopicIDMismatch: the control topic governs another incarnation (topic
 	// ID) of the markers' topic.
 	TopicIDMismatch Reason = "topic-id-mismatch"
-	// GovernedElsewhere: the control topic governs no topic yet, but another
-	// control topic governs the markers' topic incarnation; the boundary is
-	// there, so this one's emptiness proves nothing.
+	// GovernedElsewhere: another control topic governs the markers' topic
+	// incarnation, while this one governs no topic yet (its emptiness proves
+	// nothing) or governs the same incarnation (each is blind to the other's
+	// boundary).
 	GovernedElsewhere Reason = "governed-elsewhere"
 )
 

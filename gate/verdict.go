@@ -2,6 +2,7 @@ package gate
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -46,9 +47,8 @@ type Control struct {
 	Partitions int
 	// Configs are its effective topic configs.
 	Configs map[string]string
-	// Elsewhere names the other control topics bound to the markers' topic
-	// incarnation; looked for only when this one governs no topic yet, and
-	// nil then when none is.
+	// Elsewhere names the other control topics, under any name, bound to
+	// the markers' topic incarnation; nil when none is.
 	Elsewhere []string
 }
 
@@ -81,6 +81,14 @@ type Data struct {
 	// Start and End are the log-start offset and high watermark per
 	// partition.
 	Start, End events.Offsets
+	// Tombstones is, per partition, the latest tombstone (null value) at
+	// or above the markers' lowest offset, from a bounded read of the data
+	// topic (absent: none found); Unscanned names the partitions that read
+	// did not reach the end of. Both nil: not looked for. They add notes,
+	// never a refusal (issue 35: a recovery point that straddles a tombstone
+	// may replay a key whose older records compaction erased).
+	Tombstones map[int32]int64
+	Unscanned  []int32
 }
 
 // Verdict is the gate's answer: the document `kcleanup validate -o json`
@@ -208,11 +216,25 @@ func Decide(f Facts) Verdict {
 	}
 	d.physical()
 	d.failClosed(st)
+	d.tombstoneNotes()
 	v := d.finish()
 	if v.Allowed {
 		v.Checked = d.checked(st)
 	}
 	return v
+}
+
+// tombstoneNotes say where the recovery point replays across a tombstone:
+// compaction may erase the older records of its key, which the replay then
+// misses (docs/operator-guide.md, "Migrating from tombstones").
+func (d *decision) tombstoneNotes() {
+	for _, p := range slices.Sorted(maps.Keys(d.f.Data.Tombstones)) {
+		d.notes = append(d.notes, fmt.Sprintf("partition %d: the recovery point replays across a tombstone (null value) at offset %d: compaction may erase the older records of its key before the replay reads them (docs/operator-guide.md, \"Migrating from tombstones\")",
+			p, d.f.Data.Tombstones[p]))
+	}
+	if len(d.f.Data.Unscanned) > 0 {
+		d.notes = append(d.notes, fmt.Sprintf("partition(s) %v: not read to the end for tombstones above the recovery point (the read is bounded): whether it replays across one was not checked", d.f.Data.Unscanned))
+	}
 }
 
 // checked is what an allowed verdict rests on, per partition of the topic.
@@ -289,6 +311,15 @@ func (d *decision) control(st *projector.State) {
 			c.Topic, strings.Join(c.Elsewhere, " and "), topic),
 			fmt.Sprintf("name the control topic that governs %s: --control-topic %s (or KCLEANUP_CONTROL_TOPIC); if %s was created by mistake, delete it once nothing names it",
 				topic, c.Elsewhere[0], c.Topic))
+		return
+	}
+	if len(c.Elsewhere) > 0 && bt == topic && len(d.f.Markers) > 0 && bid == d.f.Markers[0].TopicID {
+		// Two control topics govern one incarnation: each is blind to the
+		// other's boundary, so neither's word proves the recovery point safe.
+		d.add(GovernedElsewhere, nil, cannot+fmt.Sprintf("control topics %s and %s both govern topic %s (topic ID %s): each is blind to the other's boundary, so neither proves a recovery point safe",
+			c.Topic, strings.Join(c.Elsewhere, " and "), topic, bid),
+			fmt.Sprintf("keep one control topic per data topic: compare the boundaries (kcleanup status --control-topic %s, and the other), re-apply on the kept one any plan committed only on the other, then delete the other; until then this gate cannot tell",
+				c.Topic))
 		return
 	}
 	if !bound {

@@ -257,7 +257,8 @@ func TestDecideBinding(t *testing.T) {
 }
 
 // TestDecideGovernedElsewhere: an empty control topic proves "no boundary" only while no other
-// control topic governs the markers' topic incarnation.
+// control topic governs the markers' topic incarnation, and a bound one proves nothing while
+// another is bound to the same incarnation (issue 35).
 func TestDecideGovernedElsewhere(t *testing.T) {
 	f := facts(newLog(), events.Offsets{0: 170, 1: 150})
 	if v := Decide(f); !v.Allowed {
@@ -266,14 +267,17 @@ func TestDecideGovernedElsewhere(t *testing.T) {
 	f.Control.Elsewhere = []string{"ops.action-state.ctl"}
 	want(t, Decide(f), CannotTell, []Reason{GovernedElsewhere},
 		"control topic action-state.kcleanup governs no topic yet, but ops.action-state.ctl governs topic action-state")
-	// A bound control topic is judged by its own boundary: Elsewhere is not looked for then.
+	// Bound to the same incarnation as another: each is blind to the other's boundary, so even
+	// a recovery point above this one's boundary cannot be allowed.
 	l := newLog()
 	l.commit(t, "C1", events.Offsets{0: 150, 1: 120})
 	f = facts(l, events.Offsets{0: 170, 1: 150})
-	f.Control.Elsewhere = []string{"ops.action-state.ctl"}
 	if v := Decide(f); !v.Allowed {
-		t.Fatalf("bound: %+v", v)
+		t.Fatalf("bound, alone: %+v", v)
 	}
+	f.Control.Elsewhere = []string{"ops.action-state.ctl"}
+	want(t, Decide(f), CannotTell, []Reason{GovernedElsewhere},
+		"control topics action-state.kcleanup and ops.action-state.ctl both govern topic action-state")
 }
 
 func TestDecideFailsClosed(t *testing.T) {
@@ -403,4 +407,24 @@ func TestDecideUnderEvidenceOfAnErasedCommit(t *testing.T) {
 	// Between the two: cannot tell.
 	v = Decide(facts(l, events.Offsets{0: 160, 1: 160}))
 	want(t, v, CannotTell, []Reason{UnconfirmedBoundary, UnconfirmedBoundary, HistoryAtRisk}, "offset 160 of action-state-0 is below the boundary 180, set only by plan "+forged.PlanID)
+}
+
+// TestDecideNotesATombstoneTheRecoveryPointStraddles: a tombstone above the recovery point is a
+// note on an allowed verdict, never a refusal (issue 35); a partition the bounded read did not
+// finish is said too.
+func TestDecideNotesATombstoneTheRecoveryPointStraddles(t *testing.T) {
+	l := newLog()
+	l.commit(t, "C1", events.Offsets{0: 150, 1: 120})
+	f := facts(l, events.Offsets{0: 170, 1: 150})
+	f.Data.Tombstones, f.Data.Unscanned = map[int32]int64{0: 180}, []int32{1}
+	v := Decide(f)
+	if !v.Allowed || len(v.Notes) != 2 ||
+		!strings.Contains(v.Notes[0], "partition 0: the recovery point replays across a tombstone (null value) at offset 180") ||
+		!strings.Contains(v.Notes[1], "partition(s) [1]: not read to the end for tombstones") {
+		t.Fatalf("%+v", v)
+	}
+	f.Data.Tombstones, f.Data.Unscanned = map[int32]int64{}, nil
+	if v := Decide(f); !v.Allowed || len(v.Notes) != 0 {
+		t.Fatalf("no tombstone: %+v", v)
+	}
 }

@@ -88,6 +88,7 @@ func FinishNeeds(controlTopic, dataTopic string) []Permission {
 	return []Permission{
 		ControlRead(controlTopic), ControlWrite(controlTopic), ControlDescribeConfigs(controlTopic),
 		DataDescribe(dataTopic), DataDescribeConfigs(dataTopic), DataDelete(dataTopic),
+		DataRead(dataTopic), // the tombstone rule reads the data topic above the boundary before deleting
 	}
 }
 

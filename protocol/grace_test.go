@@ -119,7 +119,7 @@ func TestRestoreGraceHoldsTheRunBeforeDeleting(t *testing.T) {
 				key, value := env.Encode()
 				rep.Verdict = st.Step(recordOf(len(log.recs)+n, key, value))
 			case Recheck:
-				rep.Topic = topic
+				rep.Topic, rep.Tombstones = topic, noTombstones(step.ScanFrom, topic)
 			case ReadMirror:
 				rep.Mirror = graceMirror(t, readAt, graceRec{p, t0})
 			case Delete:

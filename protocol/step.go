@@ -215,10 +215,8 @@ type Run struct {
 	// mirrored names the mirror (topic/ID) that showed the plan covered.
 	mirror   *mirrorRun
 	mirrored string
-	// scan: this plan would be the first COMMITTED (NeedsTombstoneScan);
 	// ack is what the operator's --allow-tombstones acknowledged.
-	scan bool
-	ack  string
+	ack string
 }
 
 // NewApply runs the whole protocol for plan: checks, PLANNED, COMMITTED
@@ -370,11 +368,10 @@ func (r *Run) start(st *projector.State) Step {
 		return Step{Kind: Refused, Err: err}
 	}
 	r.phase = phaseDescribed
-	step := Step{Kind: Describe, Topic: r.plan.Topic}
-	if r.scan = NeedsTombstoneScan(st); r.scan {
-		step.ScanFrom = r.plan.Offsets.Clone()
-	}
-	return step
+	// Every plan is scanned for tombstones before COMMITTED, from the boundary it would
+	// leave (CommitTombstones): the first against its own offsets, a later one by the
+	// rule the workers' watch applies before deleting.
+	return Step{Kind: Describe, Topic: r.plan.Topic, ScanFrom: CommitScanFrom(st, r.plan)}
 }
 
 // described: the preflight checks, then PLANNED or COMMITTED.
@@ -384,9 +381,9 @@ func (r *Run) described(st *projector.State, rep Report) Step {
 			"check the plan's topic name and the bootstrap server (-b)")}
 	}
 	fs := PreflightFindings(st, r.plan, rep.Topic, r.cfg.Bootstrap)
-	if r.scan {
+	if len(Blocking(fs)) == 0 {
 		var tfs []Finding
-		tfs, r.ack = FirstPlanTombstones(r.plan, rep.Tombstones, r.cfg.AllowTombstones)
+		tfs, r.ack = CommitTombstones(st, r.plan, rep.Tombstones, r.cfg.AllowTombstones)
 		fs = append(fs, tfs...)
 	}
 	if err := findingsError(fs); err != nil {
@@ -540,9 +537,10 @@ func (r *Run) caughtUp(st *projector.State) Step {
 		return Step{Kind: Refused, Err: errors.Mark(errors.Newf("plan %s is %s; only a COMMITTED plan may be deleted", r.planID, op.State), ErrRejected)}
 	}
 	// Checked before DELETING too, so that a blocked operation retried by a
-	// worker does not append a DELETING on every attempt.
+	// worker does not append a DELETING on every attempt. Both rechecks read
+	// the data topic above the boundary for tombstones (WatchTombstones).
 	r.phase = phaseRechecked
-	return Step{Kind: Recheck, Topic: r.plan.Topic}
+	return Step{Kind: Recheck, Topic: r.plan.Topic, ScanFrom: st.Boundary()}
 }
 
 // rechecked: what must still hold right before DELETING and right before
@@ -552,6 +550,18 @@ func (r *Run) caughtUp(st *projector.State) Step {
 func (r *Run) rechecked(st *projector.State, rep Report) Step {
 	if err := r.blocked(rep); err != nil {
 		return Step{Kind: Blocked, Err: err}
+	}
+	// The workers' rule, for every finishing run (apply's too): no deletion, and no
+	// DELETING, while a tombstone lies at or above the boundary.
+	scan := TombstoneScan{}
+	if rep.Tombstones != nil {
+		scan = *rep.Tombstones
+	}
+	if err := WatchTombstones(r.plan.Topic, st.Boundary(), scan); err != nil {
+		if errors.Is(err, ErrBlocked) {
+			return Step{Kind: Blocked, Err: err}
+		}
+		return Step{Kind: Wait, Err: err}
 	}
 	if r.phase == phaseRechecked {
 		// A view on which nothing would be deleted announces no deletion
@@ -691,7 +701,7 @@ func (r *Run) deleting(st *projector.State, rep Report) Step {
 	}
 	r.state = fsm.Deleting
 	r.phase = phaseRecheckedAgain
-	return Step{Kind: Recheck, Topic: r.plan.Topic, Notes: say("deleting", "DELETING %s at control offset %d", r.planID, v.Offset)}
+	return Step{Kind: Recheck, Topic: r.plan.Topic, ScanFrom: st.Boundary(), Notes: say("deleting", "DELETING %s at control offset %d", r.planID, v.Offset)}
 }
 
 // deleted: every partition's answer; a failure retrying cannot remove

@@ -71,11 +71,73 @@ func Continue(from events.Offsets, prior *TombstoneScan) map[int32]PartitionScan
 }
 
 // NeedsTombstoneScan reports whether a plan committed on st would be the
-// first: no boundary yet. Only the first plan is scanned before COMMITTED
-// (its offsets must follow every old tombstone); later plans are covered
-// by the workers' watch above the boundary (TombstonesAboveBoundary), so
-// later applies read no data record.
+// first: no boundary yet. The first plan's scan may be acknowledged
+// (--allow-tombstones: FirstPlanTombstones); a later plan's is judged by the
+// rule of the workers' watch (CommitTombstones).
 func NeedsTombstoneScan(st *projector.State) bool { return len(st.Boundary()) == 0 }
+
+// The one tombstone rule (issue 35): no deletion starts while the data topic
+// holds a tombstone at or above the boundary it would be made under, and no
+// plan is committed whose boundary would be so blocked. apply, submit,
+// plan's preview, the workers (their watch and every finishing run), doctor
+// and status all read their verdict from the functions below, so that
+// whatever one says, every other says too.
+
+// CommitScanFrom is where the scan before plan's COMMITTED starts: the
+// boundary the commit would leave (CommitBoundary), since a tombstone below
+// it is what the plan leaves behind (a plan above the latest tombstone is
+// the migration's fix) and one at or above it would block the deletion.
+func CommitScanFrom(st *projector.State, plan events.Plan) events.Offsets {
+	return CommitBoundary(st, plan)
+}
+
+// CommitTombstones judges the scan made before plan's COMMITTED
+// (CommitScanFrom): a control topic's first plan by FirstPlanTombstones
+// (allow: the operator's --allow-tombstones), a later one by the watch's rule
+// on the boundary the commit would leave (WatchTombstones): a tombstone at
+// or above it, or a scan that could not tell, refuses the plan before
+// anything is written, since every worker, and apply's own deletion, would
+// then block. ack is what the COMMITTED records as acknowledged.
+func CommitTombstones(st *projector.State, plan events.Plan, scan *TombstoneScan, allow bool) (fs []Finding, ack string) {
+	if NeedsTombstoneScan(st) {
+		return FirstPlanTombstones(plan, scan, allow)
+	}
+	if scan == nil {
+		scan = &TombstoneScan{}
+	}
+	if err := WatchTombstones(plan.Topic, CommitBoundary(st, plan), *scan); err != nil {
+		fs = append(fs, Finding{Block, "data topic " + plan.Topic, err.Error() + ": this plan's boundary would block every deletion", strings.Join(errors.GetAllHints(err), "; ")})
+	}
+	return fs, ""
+}
+
+// ErrTombstonesUnread marks WatchTombstones' error for a scan that has not
+// read the data topic above the boundary to its end: cannot tell yet, never
+// "no tombstones". A worker reads on at its next pass.
+var ErrTombstonesUnread = errors.New("the data topic above the boundary is not read to its end")
+
+// WatchTombstones is the rule before every deletion (the workers' watch,
+// and the check of every finishing run, apply's included): a tombstone at
+// or above the boundary blocks (TombstonesAboveBoundary: ErrBlocked and
+// ErrTombstones); a partition of the boundary not read to its end is
+// ErrTombstonesUnread (retry); nil when every partition was read to its
+// end and none holds one.
+func WatchTombstones(topic string, boundary events.Offsets, scan TombstoneScan) error {
+	if err := TombstonesAboveBoundary(topic, boundary, scan); err != nil {
+		return err
+	}
+	var behind []string
+	for _, p := range boundary.Partitions() {
+		if ps, ok := scan.Partitions[p]; !ok || !ps.Complete() {
+			behind = append(behind, fmt.Sprintf("%s-%d at %d of %d", topic, p, ps.Read, ps.To))
+		}
+	}
+	if len(behind) > 0 {
+		return errors.WithHint(errors.Mark(errors.Newf("the data topic above the boundary is not yet read for tombstones (%s); no deletion until it is", strings.Join(behind, ", ")), ErrTombstonesUnread),
+			"the workers read on at every pass; raise --tombstone-scan-limit (0: no limit) to read it in one")
+	}
+	return nil
+}
 
 // migrationHint is the fix, in the seed's words (docs/operator-guide.md,
 // "Migrating from tombstones").

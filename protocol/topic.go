@@ -132,3 +132,70 @@ func SharedGovernance(self, topic, topicID string, known []Governor, bootstrap s
 			"kafka-topics --bootstrap-server %s --delete --topic <the other>",
 		self, bootstrap)
 }
+
+// ErrNoControlTopic marks a writer's refusal to write to a control topic
+// that does not exist (Governance.Check): no writer creates one.
+var ErrNoControlTopic = errors.New("control topic does not exist")
+
+// ErrGovernedElsewhere marks a writer's refusal because another control
+// topic governs the topic incarnation it would write about.
+var ErrGovernedElsewhere = errors.New("another control topic governs the topic")
+
+// Governance is what a writer gathered before it writes a record about a
+// data-topic incarnation (Topic, TopicID) to control topic Self: whether
+// Self exists and is bound, and the other control topics, under any name,
+// bound to that incarnation (worker.Cluster.GovernorsOf).
+type Governance struct {
+	Self          string
+	Exists, Bound bool
+	Topic         string
+	TopicID       string
+	Others        []string
+}
+
+// Check is the rule every writer of a control topic obeys — apply, submit,
+// pin, unpin, mirror attach, adopt (docs/design.md §4; issue 35): it writes only to a control topic that exists (only
+// init and adopt create one, after the same search), and never while another
+// control topic governs the same incarnation, whose boundary the record
+// would be blind to. A control topic that is missing or governs nothing
+// beside one that governs the topic is the mistake of a forgotten
+// --control-topic; two bound ones are SharedGovernance. The error is marked
+// ErrRejected (nothing was written) and its hint names the governing
+// control topic; nil when the write may go on.
+func (g Governance) Check(bootstrap string) error {
+	others := slices.Sorted(slices.Values(slices.DeleteFunc(slices.Clone(g.Others), func(s string) bool { return s == g.Self })))
+	if len(others) > 0 && g.Exists && g.Bound {
+		known := make([]Governor, len(others))
+		for i, o := range others {
+			known[i] = Governor{ControlTopic: o, Topic: g.Topic, TopicID: g.TopicID}
+		}
+		return errors.Mark(errors.Mark(SharedGovernance(g.Self, g.Topic, g.TopicID, known, bootstrap), ErrRejected), ErrGovernedElsewhere)
+	}
+	if len(others) > 0 {
+		what := "does not exist"
+		if g.Exists {
+			what = "governs no topic yet"
+		}
+		return errors.WithHintf(errors.Mark(errors.Mark(errors.Newf(
+			"control topic %s %s, but %s governs topic %s (topic ID %s): nothing was written to %s, since a second control topic would let the recovery gate allow what %s's boundary condemns",
+			g.Self, what, strings.Join(others, " and "), g.Topic, g.TopicID, g.Self, others[0]), ErrRejected), ErrGovernedElsewhere),
+			"name the control topic that governs %s in every command, worker and pipeline: --control-topic %s (or KCLEANUP_CONTROL_TOPIC=%s)",
+			g.Topic, others[0], others[0])
+	}
+	if !g.Exists {
+		return errors.WithHintf(errors.Mark(errors.Mark(errors.Newf(
+			"control topic %s does not exist: nothing was written (only kcleanup init and adopt create a control topic)", g.Self), ErrRejected), ErrNoControlTopic),
+			"if topic %s's cleanups are recorded under another control topic, name it (--control-topic); otherwise create its control topic once: kcleanup init --topic %s%s",
+			g.Topic, g.Topic, controlFlag(g.Self, g.Topic))
+	}
+	return nil
+}
+
+// controlFlag is the --control-topic flag init needs to create self for
+// topic ("" for the default name).
+func controlFlag(self, topic string) string {
+	if self == ControlTopicFor(topic) {
+		return ""
+	}
+	return " --control-topic " + self
+}

@@ -618,6 +618,8 @@ func (h *harness) scan(from events.Offsets) *TombstoneScan {
 	for p, off := range from {
 		end, ok := h.topic.End[p]
 		if !ok {
+			// Not a partition of the topic: it holds no tombstone (as worker.ScanTombstones says).
+			scan.Partitions[p] = PartitionScan{From: off, To: off, Read: off, Latest: -1}
 			continue
 		}
 		ps := PartitionScan{From: max(off, h.topic.Start[p]), To: end, Latest: -1}

@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -91,10 +92,14 @@ func CheckProjection(st Status, now time.Time, stuckAfter time.Duration) []proto
 				fmt.Sprintf("plan %s is %s since %s: deletion in progress", op.PlanID, op.State, op.UpdatedAt.Format(time.RFC3339)), ""))
 			continue
 		}
+		hint := fmt.Sprintf("the boundary is committed and recovery enforces it; to delete, run a worker (kcleanup worker --control-topic %s) or re-run `kcleanup apply <plan file>`", st.ControlTopic)
+		if i := slices.IndexFunc(st.Blocked, func(b BlockedOperation) bool { return b.PlanID == op.PlanID }); i >= 0 {
+			// Never "re-run apply" where apply would refuse: the same rule blocks both.
+			hint = "blocked: " + st.Blocked[i].Reason + "; neither a worker nor a re-run of apply deletes until the cause is removed: " + strings.Join(st.Blocked[i].Hints, "; ")
+		}
 		out = append(out, finding(protocol.Warn, subject,
 			fmt.Sprintf("plan %s has been %s since %s (%s): no worker finished it (%d delete attempt(s))",
-				op.PlanID, op.State, op.UpdatedAt.Format(time.RFC3339), age.Round(time.Second), op.DeleteAttempts),
-			fmt.Sprintf("the boundary is committed and recovery enforces it; to delete, run a worker (kcleanup worker --control-topic %s) or re-run `kcleanup apply <plan file>`", st.ControlTopic)))
+				op.PlanID, op.State, op.UpdatedAt.Format(time.RFC3339), age.Round(time.Second), op.DeleteAttempts), hint))
 	}
 	if st.UnrepairedKeys > 0 {
 		out = append(out, finding(protocol.Warn, subject,

@@ -35,7 +35,7 @@ func TestApplyOnFakeWalksTheLifecycle(t *testing.T) {
 	if out.State != fsm.Applied {
 		t.Fatalf("state %s, want APPLIED", out.State)
 	}
-	if got := strings.Join(steps, ","); got != "tombstones,check,planned,committed,deleting,delete-records,verify,applied" { // the first plan: a tombstone scan
+	if got := strings.Join(steps, ","); got != "tombstones,check,planned,committed,tombstones,deleting,tombstones,delete-records,verify,applied" { // a tombstone scan before COMMITTED, and before DELETING and the deletion (issue 35)
 		t.Fatalf("steps %s", got)
 	}
 	start, err := c.StartOffsets(ctx, "action-state")

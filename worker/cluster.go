@@ -38,11 +38,22 @@ type Cluster struct {
 	// only what is new (protocol.Continue).
 	scanMu  sync.Mutex
 	scanned map[string]*protocol.TombstoneScan
+
+	// bound caches the bindings GovernorsOf read, by the control topic's
+	// topic ID: a binding (the first accepted PLANNED) never changes for one
+	// incarnation of a control topic, so only new and unbound candidates are
+	// read again (a worker's POST /v1/validate asks on every request).
+	boundMu sync.Mutex
+	bound   map[[16]byte]string
 }
 
 // Connect creates a Cluster from franz-go connection options (seed brokers,
 // TLS, SASL). Records it writes go to an explicit partition with acks=all and
-// the idempotent producer. Close releases it.
+// the idempotent producer. Close releases it. Its Metadata requests never ask
+// the broker to create a topic (franz-go's default, without
+// kgo.AllowAutoTopicCreation): a write to a missing control topic fails, even
+// on a broker with auto.create.topics.enable=true, and only kcleanup init
+// (or adopt) creates one.
 func Connect(opts ...kgo.Opt) (*Cluster, error) {
 	own := append(slices.Clone(opts),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),

@@ -406,6 +406,12 @@ func (c *Cluster) Append(ctx context.Context, controlTopic string, env events.En
 	key, value := env.Encode()
 	r := &kgo.Record{Topic: controlTopic, Partition: 0, Key: key, Value: value, Headers: headers}
 	if err := c.cl.ProduceSync(ctx, r).FirstErr(); err != nil {
+		if errors.Is(err, kerr.UnknownTopicOrPartition) {
+			// The client never asks the broker to create a topic (Connect): a control topic is
+			// made by kcleanup init, after its search for another that governs the data topic.
+			return 0, errors.WithHintf(errors.Mark(errors.Wrapf(err, "append %s to control topic %q: it does not exist, and no writer creates one", key, controlTopic), protocol.ErrNoControlTopic),
+				"run kcleanup init --topic <data topic> --control-topic %s (init refuses when another control topic governs the data topic: then name that one)", controlTopic)
+		}
 		return 0, c.denied(errors.Wrapf(err, "append %s to control topic %q", key, controlTopic),
 			permControlWrite(controlTopic))
 	}

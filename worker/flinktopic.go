@@ -133,11 +133,13 @@ func (c *Cluster) readFlinkTopic(ctx context.Context, topic string, end int64) (
 			}
 			ft.Fold.Step(flinkagents.Record{Offset: r.Offset, Key: r.Key, Value: r.Value})
 		})
-		if next < ft.End && fs.NumRecords() == 0 {
-			// A log start above next (deleted or compacted prefix) is
-			// reached by the next fetch; nothing to do here.
-			continue
-		}
+		// The fetcher's position counts what read_committed dropped: an aborted
+		// transaction's records return nothing, and its marker may lie at or past
+		// End (an end captured between the two, as settledEnd may when the high
+		// watermark answers before the marker lands and the last stable offset
+		// after). Without this the read waited for a record below End that never
+		// comes: issue 35, item 3 ("read to offset 60 of 61").
+		next = max(next, min(reader.next, ft.End))
 	}
 	return ft, nil
 }

@@ -7,12 +7,14 @@ import (
 
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/projector"
+	"github.com/kcleanup/kcleanup/protocol"
 	"github.com/kcleanup/kcleanup/report"
 )
 
 // Preview computes what applying plan would do (report.Preview). It reads
-// the data topic and the control topic (a missing control topic counts as
-// empty) and runs Preflight; it writes nothing. An error means the preview could not be
+// the data topic and the control topic, runs apply's governance check (a
+// missing control topic, or another governing the topic, refuses) and
+// Preflight; it writes nothing. An error means the preview could not be
 // computed (the cluster did not answer); a plan that apply would refuse, a
 // plan of a topic that does not exist too, is reported in Preview.Refusal
 // instead.
@@ -39,7 +41,15 @@ func (c *Cluster) Preview(ctx context.Context, controlTopic string, plan events.
 		return pv, err
 	}
 	pv.Partitions = report.PartitionsPreview(plan, info, proj.State)
-	pv.Refusal = c.Preflight(ctx, proj, plan, o)
+	// apply's first check: the control topic exists and no other governs the topic.
+	gov := protocol.Governance{Self: controlTopic, Topic: plan.Topic, TopicID: plan.TopicID}
+	if exists {
+		gov = proj.Governance(plan.Topic, plan.TopicID)
+	}
+	pv.Refusal = c.OneGovernor(ctx, gov, o.Bootstrap)
+	if pv.Refusal == nil {
+		pv.Refusal = c.Preflight(ctx, proj, plan, o)
+	}
 	if pv.Refusal != nil && ctx.Err() != nil {
 		// Not a verdict on the plan: the cluster stopped answering.
 		return pv, pv.Refusal
@@ -51,22 +61,23 @@ func (c *Cluster) Preview(ctx context.Context, controlTopic string, plan events.
 }
 
 // PrepareControlTopic readies the control topic for submitting or applying
-// plan. When the control topic exists it is checked (EnsureControlTopic).
-// When it does not, the plan is first checked against the empty state a new
-// control topic starts with, and the topic is created only if the plan
-// passes: a plan that apply would refuse leaves the cluster exactly as it
-// was, without even a new control topic. The caller still runs Preflight
-// (Submit and Apply do) on the projection it reads afterwards.
+// plan, and creates nothing: a control topic that exists is checked (its
+// settings); one that does not is refused with the fix (kcleanup init, or
+// the --control-topic that governs the plan's topic: protocol.Governance).
+// The caller still runs OneGovernor and Preflight on the projection it reads
+// afterwards.
 func (c *Cluster) PrepareControlTopic(ctx context.Context, controlTopic string, plan events.Plan, o Options) error {
-	_, err := c.TopicMetadata(ctx, controlTopic)
+	info, err := c.TopicMetadata(ctx, controlTopic)
 	if errors.Is(err, ErrTopicNotFound) {
-		if err := c.Preflight(ctx, c.emptyProjection(controlTopic), plan, o); err != nil {
-			return err
-		}
-	} else if err != nil {
+		return c.OneGovernor(ctx, protocol.Governance{Self: controlTopic, Topic: plan.Topic, TopicID: plan.TopicID}, o.Bootstrap)
+	}
+	if err != nil {
 		return err
 	}
-	return c.EnsureControlTopic(ctx, controlTopic, plan.Topic, o)
+	if info.Configs, err = c.TopicConfigs(ctx, controlTopic); err != nil {
+		return err
+	}
+	return protocol.FindingsError(report.CheckControlTopic(info, plan.Topic, info.Replicas, o.Bootstrap))
 }
 
 // projectIfExists reads a control topic to its end, or reports exists=false

@@ -11,7 +11,6 @@ import (
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/internal/workertest"
 	"github.com/kcleanup/kcleanup/protocol"
-	"github.com/kcleanup/kcleanup/report"
 	"github.com/kcleanup/kcleanup/worker"
 )
 
@@ -22,16 +21,13 @@ func TestPreviewOnFake(t *testing.T) {
 	id := workertest.DataTopic(t, c, "t", 2, 100)
 	ctl := protocol.ControlTopicFor("t")
 
-	// No control topic: no boundary, and Preview does not create one.
+	// No control topic: no boundary, Preview does not create one, and it refuses as apply
+	// does (no writer creates a control topic: init does).
 	pv, err := c.Preview(ctx, ctl, workertest.MustPlan(t, "C1", "t", id, events.Offsets{0: 40, 1: 60}), worker.Options{})
-	if err != nil || pv.Refusal != nil {
+	if err != nil || !errors.Is(pv.Refusal, protocol.ErrNoControlTopic) || !strings.Contains(strings.Join(errors.GetAllHints(pv.Refusal), "\n"), "kcleanup init --topic t") {
 		t.Fatalf("preview: %v %v", err, pv.Refusal)
 	}
-	want := []report.PartitionPreview{
-		{Partition: 0, PlanOffset: 40, LogStart: 0, HighWatermark: 100, NewLogStart: 40, Deletable: 40},
-		{Partition: 1, PlanOffset: 60, LogStart: 0, HighWatermark: 100, NewLogStart: 60, Deletable: 60},
-	}
-	if pv.ControlTopicExists || len(pv.Partitions) != 2 || pv.Partitions[0] != want[0] || pv.Partitions[1] != want[1] {
+	if pv.ControlTopicExists || len(pv.Partitions) != 2 || pv.Partitions[0].PlanOffset != 40 || pv.Partitions[1].PlanOffset != 60 {
 		t.Fatalf("preview %+v", pv)
 	}
 	if _, err := c.TopicMetadata(ctx, ctl); !errors.Is(err, worker.ErrTopicNotFound) {
@@ -64,30 +60,26 @@ func TestPreviewOnFake(t *testing.T) {
 	}
 }
 
-func TestPrepareControlTopicOnlyForAPlanThatPasses(t *testing.T) {
+// TestPrepareControlTopicCreatesNothing: apply and submit never create a control topic
+// (issue 35): a missing one is refused with init's fix; an existing one is checked.
+func TestPrepareControlTopicCreatesNothing(t *testing.T) {
 	c, _ := workertest.FakeCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	id := workertest.DataTopic(t, c, "t", 1, 10)
 	ctl := protocol.ControlTopicFor("t")
 
-	err := c.PrepareControlTopic(ctx, ctl, workertest.MustPlan(t, "C1", "t", id, events.Offsets{0: 11}), worker.Options{})
-	if !errors.Is(err, worker.ErrRejected) || !strings.Contains(err.Error(), "outside the available range [0, 10]") {
-		t.Fatalf("plan above the high watermark: %v", err)
+	err := c.PrepareControlTopic(ctx, ctl, workertest.MustPlan(t, "C1", "t", id, events.Offsets{0: 10}), worker.Options{})
+	if !errors.Is(err, worker.ErrRejected) || !errors.Is(err, protocol.ErrNoControlTopic) {
+		t.Fatalf("missing control topic: %v", err)
 	}
 	if _, err := c.TopicMetadata(ctx, ctl); !errors.Is(err, worker.ErrTopicNotFound) {
-		t.Fatalf("a refused plan created the control topic: %v", err)
+		t.Fatalf("PrepareControlTopic created the control topic: %v", err)
 	}
-	var said []string
-	o := worker.Options{Observe: func(p protocol.Progress) { said = append(said, p.Step) }}
-	if err := c.PrepareControlTopic(ctx, ctl, workertest.MustPlan(t, "C1", "t", id, events.Offsets{0: 10}), o); err != nil {
+	if _, err := c.CreateControlTopic(ctx, ctl, 1); err != nil {
 		t.Fatal(err)
 	}
-	if info, err := c.TopicMetadata(ctx, ctl); err != nil || len(info.Partitions) != 1 || strings.Join(said, ",") != "tombstones,init" {
-		t.Fatalf("control topic %+v %v; steps %v", info, err, said)
-	}
-	// An existing control topic is only checked.
-	if err := c.PrepareControlTopic(ctx, ctl, workertest.MustPlan(t, "C1", "t", id, events.Offsets{0: 10}), o); err != nil || len(said) != 2 {
-		t.Fatalf("second prepare: %v, steps %v", err, said)
+	if err := c.PrepareControlTopic(ctx, ctl, workertest.MustPlan(t, "C1", "t", id, events.Offsets{0: 10}), worker.Options{}); err != nil {
+		t.Fatalf("existing control topic: %v", err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/cockroachdb/errors"
 
@@ -124,25 +125,48 @@ func (c *Cluster) GovernorsOf(ctx context.Context, topic, topicID, except string
 	if err != nil {
 		return nil, errors.Wrap(err, "list topics, to find the control topics that govern "+topic)
 	}
-	var candidates []string
+	want := topic + "/" + topicID
+	var candidates, out []string
+	ids := map[string][16]byte{}
+	c.boundMu.Lock()
 	for name, d := range td {
-		if d.Err == nil && !d.IsInternal && len(d.Partitions) == 1 && name != except && name != topic {
-			candidates = append(candidates, name)
+		if d.Err != nil || d.IsInternal || len(d.Partitions) != 1 || name == except || name == topic {
+			continue
 		}
+		if b, ok := c.bound[d.ID]; ok && d.ID != ([16]byte{}) {
+			if b == want {
+				out = append(out, name)
+			}
+			continue
+		}
+		candidates = append(candidates, name)
+		ids[name] = d.ID
 	}
+	c.boundMu.Unlock()
 	slices.Sort(candidates)
 	known, err := c.bindingsOf(ctx, candidates, false)
 	if err != nil {
 		return nil, err
 	}
-	var out []string
+	c.boundMu.Lock()
+	if c.bound == nil {
+		c.bound = map[[16]byte]string{}
+	}
 	for _, k := range known {
+		if id := ids[k.ControlTopic]; k.Topic != "" && id != ([16]byte{}) {
+			c.bound[id] = k.Topic + "/" + k.TopicID
+		}
 		if k.Topic == topic && k.TopicID == topicID {
 			out = append(out, k.ControlTopic)
 		}
 	}
+	c.boundMu.Unlock()
+	slices.Sort(out)
 	return out, nil
 }
+
+// bindingReadTimeout bounds the read of one candidate's binding (bindingsOf).
+const bindingReadTimeout = 5 * time.Second
 
 // bindingsOf reads the candidates shaped like control topics, each until
 // its binding is known or, with whole, to its end.
@@ -159,6 +183,10 @@ func (c *Cluster) bindingsOf(ctx context.Context, candidates []string, whole boo
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
+			// One candidate that does not answer (deleted since it was listed, a leader
+			// moving) must not hold every writer's search up to its whole deadline.
+			ctx, cancel := context.WithTimeout(ctx, bindingReadTimeout)
+			defer cancel()
 			p, err := c.OpenProjection(name)
 			if err != nil {
 				return
@@ -210,4 +238,26 @@ func (p *Projection) readBinding(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// OneGovernor gathers the rest of what protocol.Governance.Check judges and
+// judges it, before a write to g.Self about the incarnation (g.Topic,
+// g.TopicID): the caller says whether g.Self exists and is bound, and this
+// finds the other control topics, under any name, bound to that incarnation
+// (GovernorsOf). A search that fails is an error, never "none".
+func (c *Cluster) OneGovernor(ctx context.Context, g protocol.Governance, bootstrap string) error {
+	others, err := c.GovernorsOf(ctx, g.Topic, g.TopicID, g.Self)
+	if err != nil {
+		return errors.WithHint(errors.Wrapf(err, "look for the control topics that govern topic %s before writing to %s", g.Topic, g.Self),
+			"the principal needs Describe on the cluster's topics and Read on those with one partition; nothing was written")
+	}
+	g.Others = others
+	return g.Check(bootstrap)
+}
+
+// Governance is what the caller knows of proj's control topic for
+// OneGovernor: it exists (it was read) and whether it is bound.
+func (p *Projection) Governance(topic, topicID string) protocol.Governance {
+	_, _, bound := p.State.Binding()
+	return protocol.Governance{Self: p.Topic, Exists: true, Bound: bound, Topic: topic, TopicID: topicID}
 }

@@ -43,8 +43,12 @@ func (c *Cluster) ScanTombstones(ctx context.Context, topic string, from events.
 	}
 	raised := events.Offsets{}
 	for p, off := range from {
-		if _, ok := ends[p]; ok { // not a partition of the topic: not scanned (the preflight says why)
+		if _, ok := ends[p]; ok {
 			raised[p] = max(off, starts[p])
+		} else {
+			// Not a partition of the topic: it holds no tombstone (the preflight refuses a
+			// plan that names it; a boundary may carry it from another writer's field).
+			scan.Partitions[p] = protocol.PartitionScan{From: off, To: off, Read: off, Latest: -1}
 		}
 	}
 	consume := map[int32]kgo.Offset{}

@@ -25,7 +25,16 @@ type ValidateOptions struct {
 	// Explain, when set, adds the caller's hints to an error reading
 	// either topic (the CLI's "check -b and --timeout").
 	Explain func(error) error
+	// TombstoneScanLimit bounds the read of the data topic from the
+	// markers' lowest offsets for tombstones (notes only); 0:
+	// DefaultValidateTombstoneScanLimit, negative: no read.
+	TombstoneScanLimit int64
 }
+
+// DefaultValidateTombstoneScanLimit is how many records validate reads at
+// most, over all partitions, looking for a tombstone above the recovery
+// point: a note, so a smaller bound than a plan's scan.
+const DefaultValidateTombstoneScanLimit = 1_000_000
 
 // Validate is the recovery gate against the live cluster (docs/design.md §7), for
 // `kcleanup validate` and POST /v1/validate alike: it gathers the facts
@@ -52,7 +61,10 @@ func (c *Cluster) Validate(ctx context.Context, markers []events.Marker, o Valid
 		f.Data.Topic = markers[0].Topic
 	}
 	var wg sync.WaitGroup
-	wg.Go(func() { f.Data = c.dataFacts(ctx, f.Data.Topic, explain) })
+	wg.Go(func() {
+		f.Data = c.dataFacts(ctx, f.Data.Topic, explain)
+		c.tombstoneFacts(ctx, &f.Data, markers, o.TombstoneScanLimit)
+	})
 	// The projection is read while the control topic is described; a topic
 	// that turns out not to be a one-partition control topic (a data topic
 	// named by mistake, say) stops the read instead of waiting for it.
@@ -73,25 +85,57 @@ func (c *Cluster) Validate(ctx context.Context, markers []events.Marker, o Valid
 	return gate.Decide(f)
 }
 
-// lookElsewhere fills f.Control.Elsewhere when the control topic read
-// governs no topic yet: an empty control topic proves "no boundary" only if
-// no other control topic governs the markers' topic incarnation. A failed
-// search is a control topic not read (cannot tell), never "none".
+// lookElsewhere fills f.Control.Elsewhere: an empty control topic proves
+// "no boundary" only if no other control topic governs the markers' topic
+// incarnation, and a bound one proves nothing while another is bound to the
+// same incarnation (each is blind to the other's boundary). A failed search
+// is a control topic not read (cannot tell), never "none".
 func (c *Cluster) lookElsewhere(ctx context.Context, f *gate.Facts, control string, explain func(error) error) {
 	p := f.Projection
 	if p.State == nil || p.Err != nil || p.Flink != nil || len(f.Markers) == 0 {
 		return
 	}
-	if _, _, bound := p.State.Binding(); bound {
-		return
-	}
 	m := f.Markers[0]
+	if bt, bid, bound := p.State.Binding(); bound && (bt != m.Topic || bid != m.TopicID) {
+		return // it governs another topic or incarnation: the gate refuses on that
+	}
 	others, err := c.GovernorsOf(ctx, m.Topic, m.TopicID, control)
 	if err != nil {
-		f.Control.Err = explain(errors.Wrapf(err, "control topic %s governs no topic yet, and the other control topics could not be looked through", control))
+		f.Control.Err = explain(errors.Wrapf(err, "could not look through the other control topics for one that also governs topic %s", m.Topic))
 		return
 	}
 	f.Control.Elsewhere = others
+}
+
+// tombstoneFacts reads the data topic from the markers' lowest offsets for
+// tombstones (gate.Data.Tombstones): a read that fails or stops at the
+// limit leaves the partitions it did not finish in Unscanned.
+func (c *Cluster) tombstoneFacts(ctx context.Context, d *gate.Data, markers []events.Marker, limit int64) {
+	if !d.Exists || d.Err != nil || limit < 0 || len(markers) == 0 {
+		return
+	}
+	if limit == 0 {
+		limit = DefaultValidateTombstoneScanLimit
+	}
+	lowest := events.Offsets{}
+	for _, m := range markers {
+		for p, off := range m.Offsets {
+			if cur, ok := lowest[p]; !ok || off < cur {
+				lowest[p] = off
+			}
+		}
+	}
+	scan, err := c.ScanTombstones(ctx, d.Topic, lowest, nil, limit)
+	d.Tombstones = map[int32]int64{}
+	for _, p := range lowest.Partitions() {
+		ps, ok := scan.Partitions[p]
+		switch {
+		case err != nil || !ok || !ps.Complete():
+			d.Unscanned = append(d.Unscanned, p)
+		case ps.Latest >= 0:
+			d.Tombstones[p] = ps.Latest
+		}
+	}
 }
 
 func (c *Cluster) controlFacts(ctx context.Context, topic string, explain func(error) error) gate.Control {

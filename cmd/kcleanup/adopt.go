@@ -86,6 +86,14 @@ func runAdopt(ctx context.Context, g globalOptions, from string, attach bool, gr
 	if err != nil {
 		return err
 	}
+	// adopt creates the control topic it starts, as init does: only after init's search found
+	// no other control topic governing the data topic's incarnation.
+	if _, err := c.TopicMetadata(ctx, control); errors.Is(err, worker.ErrTopicNotFound) {
+		err := c.OneGovernor(ctx, protocol.Governance{Self: control, Topic: data, TopicID: src.TopicID}, g.bootstrap())
+		if err != nil && !errors.Is(err, protocol.ErrNoControlTopic) {
+			return planError(g, err)
+		}
+	}
 	if err := c.EnsureControlTopic(ctx, control, data, opts); err != nil {
 		return planError(g, err)
 	}
@@ -94,6 +102,9 @@ func runAdopt(ctx context.Context, g globalOptions, from string, attach bool, gr
 		return err
 	}
 	defer proj.Close()
+	if err := governedHere(ctx, g, c, proj, data, src.TopicID); err != nil {
+		return err
+	}
 	ad, err := c.Adopt(ctx, src, proj, opts)
 	if err != nil {
 		return planError(g, err)

@@ -49,8 +49,11 @@ COMMITTED is accepted and leaves steps 3 and 4 to the kcleanup workers.
 commit; delete and verify), so a whole apply may take up to three times as long, plus the
 restore grace: with --restore-grace D (or KCLEANUP_RESTORE_GRACE) and a Flink Agents mirror
 attached, apply says until when and waits in-process until D after the mirror's COMMITTED of the
-plan was acknowledged before DELETING (docs/flink-agents.md). The control
-topic is created, as kcleanup init would, if it does not exist yet and the plan passes step 1.`,
+plan was acknowledged before DELETING (docs/flink-agents.md). apply never creates the control
+topic: run kcleanup init --topic T first. It writes nothing while another control topic, under
+any name, governs the plan's topic (name that one with --control-topic), and it deletes nothing
+while the data topic holds a tombstone at or above the committed boundary (a plan whose boundary
+would lie at or below one is refused before it is written), as the workers do.`,
 		Example: `  kcleanup apply chk-42.plan.json
   kcleanup apply chk-42.plan.json --no-wait -o json`,
 		Args: cobra.ExactArgs(1),

@@ -45,7 +45,7 @@ func opDecodeApply(t *testing.T, stdout string) opApplyDoc {
 // writes nothing.
 func TestApplyEndToEnd(t *testing.T) {
 	e := opTestEnv(t)
-	topic, id := e.dataTopic(t, 2, 200, opGoodDataConfigs())
+	topic, id := e.governedTopic(t, 2, 200, opGoodDataConfigs())
 	control := protocol.ControlTopicFor(topic)
 	plan, path := opTestPlan(t, t.TempDir(), "chk-7", topic, id, events.Offsets{0: 150, 1: 100})
 
@@ -54,7 +54,6 @@ func TestApplyEndToEnd(t *testing.T) {
 		t.Fatalf("apply: exit %d\n%s", code, stderr)
 	}
 	for _, step := range []string{
-		"[init] created control topic " + control,
 		"[planned] PLANNED " + plan.PlanID + " at control offset 0",
 		"[committed] COMMITTED " + plan.PlanID + " at control offset 1",
 		"[deleting] DELETING " + plan.PlanID,
@@ -118,7 +117,7 @@ func TestApplyRefusalsLeaveKafkaUnchanged(t *testing.T) {
 	e := opTestEnv(t)
 
 	t.Run("tampered plan", func(t *testing.T) {
-		topic, id := e.dataTopic(t, 1, 100, opGoodDataConfigs())
+		topic, id := e.governedTopic(t, 1, 100, opGoodDataConfigs())
 		_, path := opTestPlan(t, t.TempDir(), "chk-1", topic, id, events.Offsets{0: 50})
 		data, _ := os.ReadFile(path)
 		edited := strings.Replace(string(data), `"0": 50`, `"0": 90`, 1)
@@ -139,7 +138,7 @@ func TestApplyRefusalsLeaveKafkaUnchanged(t *testing.T) {
 	})
 
 	t.Run("topic recreated since the plan", func(t *testing.T) {
-		topic, oldID := e.dataTopic(t, 1, 100, opGoodDataConfigs())
+		topic, oldID := e.governedTopic(t, 1, 100, opGoodDataConfigs())
 		_, path := opTestPlan(t, t.TempDir(), "chk-1", topic, oldID, events.Offsets{0: 50})
 		e.recreate(t, topic, 1, opGoodDataConfigs())
 		// A new client: e.cl's producer still knows the old incarnation's ID.
@@ -163,7 +162,7 @@ func TestApplyRefusalsLeaveKafkaUnchanged(t *testing.T) {
 	t.Run("data topic compact only", func(t *testing.T) {
 		cfg := opGoodDataConfigs()
 		cfg["cleanup.policy"] = "compact"
-		topic, id := e.dataTopic(t, 1, 100, cfg)
+		topic, id := e.governedTopic(t, 1, 100, cfg)
 		_, path := opTestPlan(t, t.TempDir(), "chk-1", topic, id, events.Offsets{0: 50})
 		control := protocol.ControlTopicFor(topic)
 		before := e.snapshot(t, topic, control)
@@ -175,7 +174,7 @@ func TestApplyRefusalsLeaveKafkaUnchanged(t *testing.T) {
 	})
 
 	t.Run("offset above the high watermark", func(t *testing.T) {
-		topic, id := e.dataTopic(t, 2, 100, opGoodDataConfigs())
+		topic, id := e.governedTopic(t, 2, 100, opGoodDataConfigs())
 		_, path := opTestPlan(t, t.TempDir(), "chk-1", topic, id, events.Offsets{0: 50, 1: 101})
 		control := protocol.ControlTopicFor(topic)
 		before := e.snapshot(t, topic, control)
@@ -190,7 +189,7 @@ func TestApplyRefusalsLeaveKafkaUnchanged(t *testing.T) {
 	})
 
 	t.Run("offset below the log start", func(t *testing.T) {
-		topic, id := e.dataTopic(t, 1, 100, opGoodDataConfigs())
+		topic, id := e.governedTopic(t, 1, 100, opGoodDataConfigs())
 		e.deleteRecordsTo(t, topic, events.Offsets{0: 60})
 		_, path := opTestPlan(t, t.TempDir(), "chk-1", topic, id, events.Offsets{0: 40})
 		control := protocol.ControlTopicFor(topic)
@@ -202,7 +201,7 @@ func TestApplyRefusalsLeaveKafkaUnchanged(t *testing.T) {
 	})
 
 	t.Run("plan below the committed boundary", func(t *testing.T) {
-		topic, id := e.dataTopic(t, 2, 100, opGoodDataConfigs())
+		topic, id := e.governedTopic(t, 2, 100, opGoodDataConfigs())
 		dir := t.TempDir()
 		first, path := opTestPlan(t, dir, "chk-2", topic, id, events.Offsets{0: 60, 1: 60})
 		if code, _, stderr := e.run(t, "apply", path); code != exitOK {
@@ -247,7 +246,7 @@ func TestApplyRefusalsLeaveKafkaUnchanged(t *testing.T) {
 	})
 
 	t.Run("control topic with the delete policy", func(t *testing.T) {
-		topic, id := e.dataTopic(t, 1, 100, opGoodDataConfigs())
+		topic, id := e.governedTopic(t, 1, 100, opGoodDataConfigs())
 		control := "optest-ctl-" + id[:8]
 		kafkatest.CreateTopic(t, e.cl, control, 1, map[string]string{"cleanup.policy": "delete"})
 		_, path := opTestPlan(t, t.TempDir(), "chk-1", topic, id, events.Offsets{0: 50})
@@ -320,7 +319,7 @@ func TestApplyConflictingPlansConcurrently(t *testing.T) {
 	const rounds = 4
 	races := 0
 	for round := 0; round < rounds; round++ {
-		topic, id := e.dataTopic(t, 2, 200, opGoodDataConfigs())
+		topic, id := e.governedTopic(t, 2, 200, opGoodDataConfigs())
 		control := protocol.ControlTopicFor(topic)
 		dir := t.TempDir()
 		planA, pathA := opTestPlan(t, dir, "chk-A", topic, id, events.Offsets{0: 150, 1: 100})
@@ -403,7 +402,7 @@ func TestApplyConflictingPlansConcurrently(t *testing.T) {
 // it again: it resumes and finishes. --no-wait stops after COMMITTED on purpose.
 func TestApplyResumesAnInterruptedPlan(t *testing.T) {
 	e := opTestEnv(t)
-	topic, id := e.dataTopic(t, 2, 100, opGoodDataConfigs())
+	topic, id := e.governedTopic(t, 2, 100, opGoodDataConfigs())
 	control := protocol.ControlTopicFor(topic)
 	dir := t.TempDir()
 	plan, path := opTestPlan(t, dir, "chk-1", topic, id, events.Offsets{0: 30, 1: 40})
@@ -459,7 +458,7 @@ func TestApplyResumesAnInterruptedPlan(t *testing.T) {
 // resume; once the policy is fixed, the same apply finishes.
 func TestApplyAfterCommitBlockedThenResumed(t *testing.T) {
 	e := opTestEnv(t)
-	topic, id := e.dataTopic(t, 1, 100, opGoodDataConfigs())
+	topic, id := e.governedTopic(t, 1, 100, opGoodDataConfigs())
 	plan, path := opTestPlan(t, t.TempDir(), "chk-1", topic, id, events.Offsets{0: 70})
 	if code, _, stderr := e.run(t, "apply", "--no-wait", path); code != exitOK {
 		t.Fatalf("apply --no-wait: exit %d\n%s", code, stderr)

@@ -246,10 +246,16 @@ func (d *demo) markerArgs(checkpoint string) []string {
 func (d *demo) walk(ctx context.Context, c *worker.Cluster) {
 	planFile := filepath.Join(d.dir, "plan-c1.json")
 	d.explainCommands()
+	d.stepf("create the control topic, once per data topic.")
+	d.say("  init checks the data topic's settings, makes sure no other control topic governs it, and creates\n" +
+		"  the compacted control topic. No other command creates one: apply refuses without it.")
+	code, _ := d.kcleanup(ctx, "init", "--topic", d.topic)
+	d.expect(code == exitOK, "init exited %d, want 0", code)
+
 	d.stepf("plan a cleanup from C1, the oldest checkpoint we will ever restore from again.")
 	d.say("  The plan is the per-partition minimum over C1's markers, in Flink Agents' plan format. Its ID is a\n" +
 		"  hash of its content: an edited plan is rejected. The preview shows what would become deletable.")
-	code, _ := d.kcleanup(ctx, append(append([]string{"plan"}, d.markerArgs("C1")...), "--recovery-point", "C1", "--out", planFile)...)
+	code, _ = d.kcleanup(ctx, append(append([]string{"plan"}, d.markerArgs("C1")...), "--recovery-point", "C1", "--out", planFile)...)
 	d.expect(code == exitOK, "plan exited %d, want 0", code)
 
 	d.stepf("apply the plan.")

@@ -19,6 +19,7 @@ import (
 func checkDemoVerdicts(t *testing.T, stdout, topic string) {
 	t.Helper()
 	for _, want := range []string{
+		"$ kcleanup init --topic " + topic,
 		"$ kcleanup plan --markers c1-subtask-0.json --markers c1-subtask-1.json --recovery-point C1 --out plan-c1.json",
 		"$ kcleanup apply plan-c1.json",
 		"writes PLANNED and COMMITTED to the control\n  topic before deleting anything",
@@ -36,13 +37,13 @@ func checkDemoVerdicts(t *testing.T, stdout, topic string) {
 			t.Errorf("the demo does not say %q", want)
 		}
 	}
-	// Every command's exit status, in order: plan, apply, status, history, validate C0, validate C1.
+	// Every command's exit status, in order: init, plan, apply, status, history, validate C0, validate C1.
 	var exits []string
 	for _, m := range regexp.MustCompile(`(?m)^    \(exit (\d+)\)$`).FindAllStringSubmatch(stdout, -1) {
 		exits = append(exits, m[1])
 	}
-	if got := strings.Join(exits, " "); got != "0 0 0 0 3 0" {
-		t.Errorf("exit statuses %s, want 0 0 0 0 3 0", got)
+	if got := strings.Join(exits, " "); got != "0 0 0 0 0 3 0" {
+		t.Errorf("exit statuses %s, want 0 0 0 0 0 3 0", got)
 	}
 	if t.Failed() {
 		t.Logf("demo output:\n%s", stdout)

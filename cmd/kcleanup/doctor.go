@@ -150,8 +150,22 @@ func diagnose(ctx context.Context, c *worker.Cluster, g globalOptions, o doctorO
 			if g.controlTopic != "" {
 				hint = strings.Join(append(g.typoHints(ctx, c, rep.ControlTopic), hint), "; ")
 			}
+			msg := "does not exist"
+			if rep.Topic != "" {
+				// The boundary may be kept under another name: say which, as every writer does.
+				data, err := c.TopicMetadata(ctx, rep.Topic)
+				if err != nil {
+					return err
+				}
+				gerr := c.OneGovernor(ctx, protocol.Governance{Self: rep.ControlTopic, Topic: rep.Topic, TopicID: data.ID}, g.bootstrap())
+				if errors.Is(gerr, protocol.ErrGovernedElsewhere) {
+					msg, hint = gerr.Error(), strings.Join(errors.GetAllHints(gerr), "; ")
+				} else if !errors.Is(gerr, protocol.ErrNoControlTopic) {
+					return gerr
+				}
+			}
 			add(protocol.Finding{Severity: protocol.Block, Subject: "control topic " + rep.ControlTopic,
-				Message: "does not exist", Hint: hint})
+				Message: msg, Hint: hint})
 			return nil
 		}
 		if err != nil {
@@ -180,6 +194,8 @@ func diagnose(ctx context.Context, c *worker.Cluster, g globalOptions, o doctorO
 			}
 			proj.AheadTolerance = o.clockTolerance
 			st := report.StatusOf(proj.Source())
+			// A stuck operation that the tombstone rule blocks is said so, not "re-run apply".
+			blockedByTombstones(ctx, c, &st, o.tombstones.scanLimit)
 			status = &st
 			projection = report.CheckProjection(st, time.Now(), o.stuckAfter)
 			projection = append(projection, report.CheckClocks(st)...)
@@ -203,13 +219,24 @@ func diagnose(ctx context.Context, c *worker.Cluster, g globalOptions, o doctorO
 		add(report.CheckControlTopic(info, rep.Topic, info.Replicas, g.bootstrap())...)
 		add(report.CheckControlTopicDurability(info, g.bootstrap())...)
 		add(projection...)
+		// One topic incarnation, one control topic, under any name: each of two is blind to the
+		// other's boundary, and an unbound one beside one that governs is a forgotten
+		// --control-topic (protocol.Governance, the rule every writer obeys).
+		gov := protocol.Governance{Self: rep.ControlTopic, Exists: true, Topic: rep.Topic}
 		if status != nil && status.Topic != "" {
-			// One data topic, one control topic: each of two is blind to the other's boundary.
-			known, err := c.ControlTopics(ctx, false)
-			if err != nil {
+			gov.Bound, gov.Topic, gov.TopicID = true, status.Topic, status.TopicID
+		} else if rep.Topic != "" {
+			data, err := c.TopicMetadata(ctx, rep.Topic)
+			if err != nil && !errors.Is(err, worker.ErrTopicNotFound) {
 				return err
 			}
-			if err := protocol.SharedGovernance(rep.ControlTopic, status.Topic, status.TopicID, worker.Governors(known), g.bootstrap()); err != nil {
+			gov.TopicID = data.ID
+		}
+		if gov.TopicID != "" {
+			if err := c.OneGovernor(ctx, gov, g.bootstrap()); err != nil {
+				if !errors.Is(err, protocol.ErrGovernedElsewhere) {
+					return err
+				}
 				add(protocol.Finding{Severity: protocol.Block, Subject: "control topic " + rep.ControlTopic,
 					Message: err.Error(), Hint: strings.Join(errors.GetAllHints(err), "; ")})
 			}

@@ -35,7 +35,7 @@ func (e *opEnv) appendRaw(t *testing.T, control, key, value string) {
 // the control topic's binding, and writes nothing.
 func TestDoctorHealthy(t *testing.T) {
 	e := opTestEnv(t)
-	topic, id := e.dataTopic(t, 2, 50, opGoodDataConfigs())
+	topic, id := e.governedTopic(t, 2, 50, opGoodDataConfigs())
 	control := protocol.ControlTopicFor(topic)
 	_, path := opTestPlan(t, t.TempDir(), "chk-1", topic, id, events.Offsets{0: 10, 1: 20})
 	if code, _, stderr := e.run(t, "apply", path); code != exitOK {
@@ -100,7 +100,7 @@ func TestDoctorFindsWhatBlocks(t *testing.T) {
 	})
 
 	t.Run("degraded and rejected records", func(t *testing.T) {
-		topic, id := e.dataTopic(t, 1, 10, opGoodDataConfigs())
+		topic, id := e.governedTopic(t, 1, 10, opGoodDataConfigs())
 		control := protocol.ControlTopicFor(topic)
 		plan, path := opTestPlan(t, t.TempDir(), "chk-1", topic, id, events.Offsets{0: 5})
 		if code, _, stderr := e.run(t, "submit", path); code != exitOK {
@@ -122,7 +122,7 @@ func TestDoctorFindsWhatBlocks(t *testing.T) {
 	})
 
 	t.Run("stuck operation", func(t *testing.T) {
-		topic, id := e.dataTopic(t, 1, 10, opGoodDataConfigs())
+		topic, id := e.governedTopic(t, 1, 10, opGoodDataConfigs())
 		plan, path := opTestPlan(t, t.TempDir(), "chk-1", topic, id, events.Offsets{0: 5})
 		if code, _, stderr := e.run(t, "apply", "--no-wait", path); code != exitOK {
 			t.Fatalf("apply --no-wait: exit %d\n%s", code, stderr)

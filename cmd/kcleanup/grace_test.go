@@ -23,7 +23,7 @@ import (
 func TestApplyWaitsOutTheRestoreGrace(t *testing.T) {
 	const grace = 6 * time.Second
 	e := opTestEnv(t)
-	topic, id := e.dataTopic(t, 2, 200, opGoodDataConfigs())
+	topic, id := e.governedTopic(t, 2, 200, opGoodDataConfigs())
 	control := protocol.ControlTopicFor(topic)
 	dir := t.TempDir()
 	_, path1 := opTestPlan(t, dir, "chk-1", topic, id, events.Offsets{0: 100, 1: 50})
@@ -92,7 +92,7 @@ func TestApplyWaitsOutTheRestoreGrace(t *testing.T) {
 // COMMITTED, and the error says so. The built binary, a real broker.
 func TestCtrlCStopsTheRestoreGraceWait(t *testing.T) {
 	e := opTestEnv(t)
-	topic, id := e.dataTopic(t, 2, 100, opGoodDataConfigs())
+	topic, id := e.governedTopic(t, 2, 100, opGoodDataConfigs())
 	control := protocol.ControlTopicFor(topic)
 	if code, _, stderr := e.run(t, "init", "--topic", topic); code != exitOK {
 		t.Fatalf("init: exit %d\n%s", code, stderr)

@@ -175,16 +175,18 @@ func governedElsewhere(ctx context.Context, c *worker.Cluster, g globalOptions, 
 	if _, err := c.TopicMetadata(ctx, control); !errors.Is(err, worker.ErrTopicNotFound) {
 		return false, err // it exists (checked below), or the cluster did not answer
 	}
-	others, err := c.GovernorsOf(ctx, data.Name, data.ID, control)
-	if err != nil || len(others) == 0 {
+	// The rule every writer obeys (protocol.Governance): init may create only where it finds
+	// no other control topic governing the incarnation.
+	err := c.OneGovernor(ctx, protocol.Governance{Self: control, Topic: data.Name, TopicID: data.ID}, g.bootstrap())
+	if !errors.Is(err, protocol.ErrGovernedElsewhere) {
+		if errors.Is(err, protocol.ErrNoControlTopic) {
+			err = nil // the one init creates next
+		}
 		return false, err
 	}
 	rep.Findings = append(rep.Findings, protocol.Finding{
 		Severity: protocol.Block, Subject: "control topic " + control,
-		Message: fmt.Sprintf("%s already governs topic %s (topic ID %s); %s was not created: a second, empty control topic would let the recovery gate allow what %s's boundary condemns",
-			strings.Join(others, " and "), data.Name, data.ID, control, others[0]),
-		Hint: fmt.Sprintf("name the control topic that governs %s in every command, worker and pipeline: --control-topic %s (or KCLEANUP_CONTROL_TOPIC=%s)",
-			data.Name, others[0], others[0]),
+		Message: err.Error() + "; it was not created", Hint: strings.Join(errors.GetAllHints(err), "; "),
 	})
 	return true, nil
 }

@@ -198,7 +198,7 @@ func TestInitReportsWhatIsWrongAndTheFix(t *testing.T) {
 	})
 
 	t.Run("control topic of a previous incarnation", func(t *testing.T) {
-		topic, oldID := e.dataTopic(t, 1, 10, opGoodDataConfigs())
+		topic, oldID := e.governedTopic(t, 1, 10, opGoodDataConfigs())
 		control := protocol.ControlTopicFor(topic)
 		_, path := opTestPlan(t, t.TempDir(), "chk-1", topic, oldID, events.Offsets{0: 5})
 		if code, _, stderr := e.run(t, "submit", path); code != exitOK {

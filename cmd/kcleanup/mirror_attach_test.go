@@ -45,7 +45,7 @@ func (e *opEnv) flinkFold(t *testing.T, topic string) (events.Offsets, []flinkag
 func TestAdoptAttachMirrorThenApply(t *testing.T) {
 	e := opTestEnv(t)
 	dir := t.TempDir()
-	topic, id := e.dataTopic(t, 2, 100, opGoodDataConfigs())
+	topic, id := e.governedTopic(t, 2, 100, opGoodDataConfigs())
 	control := protocol.ControlTopicFor(topic)
 	p1, _ := opTestPlan(t, dir, "chk-1", topic, id, events.Offsets{0: 30, 1: 20})
 	e.deleteRecordsTo(t, topic, p1.Offsets)
@@ -101,14 +101,14 @@ func TestAdoptAttachMirrorThenApply(t *testing.T) {
 func TestMirrorAttachRefusals(t *testing.T) {
 	e := opTestEnv(t)
 	dir := t.TempDir()
-	topic, id := e.dataTopic(t, 2, 100, opGoodDataConfigs())
+	topic, id := e.governedTopic(t, 2, 100, opGoodDataConfigs())
 	control := protocol.ControlTopicFor(topic)
 	_, path1 := opTestPlan(t, dir, "chk-1", topic, id, events.Offsets{0: 30, 1: 20})
 	if code, _, stderr := e.run(t, "apply", path1); code != exitOK {
 		t.Fatalf("apply: exit %d\n%s", code, stderr)
 	}
 	above, _ := opTestPlan(t, dir, "chk-above", topic, id, events.Offsets{0: 50, 1: 50})
-	other, otherID := e.dataTopic(t, 2, 10, opGoodDataConfigs())
+	other, otherID := e.governedTopic(t, 2, 10, opGoodDataConfigs())
 	_, pathOther := opTestPlan(t, dir, "chk-other", other, otherID, events.Offsets{0: 5, 1: 5})
 	if code, _, stderr := e.run(t, "apply", pathOther); code != exitOK {
 		t.Fatalf("apply on the other topic: exit %d\n%s", code, stderr)
@@ -141,7 +141,7 @@ func TestMirrorAttachRefusals(t *testing.T) {
 // broker.
 func TestInitAttachesTheMirror(t *testing.T) {
 	e := opTestEnv(t)
-	topic, id := e.dataTopic(t, 2, 100, opGoodDataConfigs())
+	topic, id := e.governedTopic(t, 2, 100, opGoodDataConfigs())
 	control := protocol.ControlTopicFor(topic)
 	mirror := e.mirrorTopicName(t, topic)
 	code, stdout, stderr := e.run(t, "-o", "json", "init", "--topic", topic, "--mirror-topic", mirror)
@@ -222,7 +222,7 @@ func TestDoctorChecksTheMirrorACLs(t *testing.T) {
 // and writes nothing. Real broker.
 func TestMirrorAttachOnADegradedControlTopicIsRefused(t *testing.T) {
 	e := opTestEnv(t)
-	topic, _ := e.dataTopic(t, 1, 10, opGoodDataConfigs())
+	topic, _ := e.governedTopic(t, 1, 10, opGoodDataConfigs())
 	control := protocol.ControlTopicFor(topic)
 	if code, _, stderr := e.run(t, "init", "--topic", topic); code != exitOK {
 		t.Fatalf("init: exit %d\n%s", code, stderr)

@@ -74,7 +74,7 @@ func (e *opEnv) statusJSON(t *testing.T, control string) report.Status {
 // Real broker.
 func TestInitCreatesTheMirrorTopic(t *testing.T) {
 	e := opTestEnv(t)
-	topic, _ := e.dataTopic(t, 2, 10, opGoodDataConfigs())
+	topic, _ := e.governedTopic(t, 2, 10, opGoodDataConfigs())
 	mirror := e.mirrorTopicName(t, topic)
 
 	code, stdout, stderr := e.run(t, "-o", "json", "init", "--topic", topic, "--mirror-topic", mirror)
@@ -123,7 +123,7 @@ func TestInitCreatesTheMirrorTopic(t *testing.T) {
 func TestStatusAndDoctorShowTheMirror(t *testing.T) {
 	e := opTestEnv(t)
 	dir := t.TempDir()
-	topic, id := e.dataTopic(t, 2, 100, opGoodDataConfigs())
+	topic, id := e.governedTopic(t, 2, 100, opGoodDataConfigs())
 	control := protocol.ControlTopicFor(topic)
 	// Not init --mirror-topic, which attaches it (and the apply would then
 	// seed it): the mirror is attached after the apply, by its event alone.

@@ -17,7 +17,7 @@ import (
 // with an Error and a Hint, nothing attached.
 func TestMirrorCommands(t *testing.T) {
 	e := opTestEnv(t)
-	topic, id := e.dataTopic(t, 2, 200, opGoodDataConfigs())
+	topic, id := e.governedTopic(t, 2, 200, opGoodDataConfigs())
 	control := protocol.ControlTopicFor(topic)
 	dir := t.TempDir()
 	p1, path1 := opTestPlan(t, dir, "chk-1", topic, id, events.Offsets{0: 100, 1: 50})

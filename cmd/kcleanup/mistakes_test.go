@@ -26,7 +26,7 @@ import (
 // control topic's binding names it, that control topic; never "Boundary: none committed".
 func TestATopicNotShapedLikeAControlTopicIsNeverReadAsOne(t *testing.T) {
 	e := opTestEnv(t)
-	topic, id := e.dataTopic(t, 3, 20, opGoodDataConfigs())
+	topic, id := e.governedTopic(t, 3, 20, opGoodDataConfigs())
 	control := protocol.ControlTopicFor(topic)
 	dir := t.TempDir()
 	_, planFile := opTestPlan(t, dir, "chk-1", topic, id, events.Offsets{0: 5, 1: 5, 2: 5})
@@ -134,7 +134,7 @@ func TestATypoedTopicGetsTheNearestNamesNeverAdviceToCreateIt(t *testing.T) {
 // row "preview of a plan apply refuses as a whole").
 func TestAPreviewRefusedAsAWholeShowsNoPartitionOK(t *testing.T) {
 	e := opTestEnv(t)
-	topic, id := e.dataTopic(t, 2, 20, opGoodDataConfigs())
+	topic, id := e.governedTopic(t, 2, 20, opGoodDataConfigs())
 	dir := t.TempDir()
 	markers := opTestMarkers(t, dir, "m.json", events.Marker{Topic: topic, TopicID: id, Offsets: events.Offsets{0: 500, 1: 10}})
 	code, stdout, stderr := e.run(t, "plan", "--markers", markers, "--recovery-point", "chk-1", "--out", dir+"/p.json")
@@ -157,7 +157,7 @@ func TestAPreviewRefusedAsAWholeShowsNoPartitionOK(t *testing.T) {
 // "apply of an already-APPLIED plan after the topic was recreated").
 func TestApplyOfAnAppliedPlanAfterTheTopicWasRecreated(t *testing.T) {
 	e := opTestEnv(t)
-	topic, oldID := e.dataTopic(t, 1, 20, opGoodDataConfigs())
+	topic, oldID := e.governedTopic(t, 1, 20, opGoodDataConfigs())
 	_, path := opTestPlan(t, t.TempDir(), "chk-1", topic, oldID, events.Offsets{0: 10})
 	code, stdout, stderr := e.run(t, "apply", path)
 	wantExit(t, code, exitOK, stdout, stderr)
@@ -218,7 +218,7 @@ func TestStatusOfTheMirrorSaysWhoseMirrorItIs(t *testing.T) {
 // item 4).
 func TestTwoControlTopicsOfOneTopicBlockEachOther(t *testing.T) {
 	e := opTestEnv(t)
-	topic, id := e.dataTopic(t, 1, 30, opGoodDataConfigs())
+	topic, id := e.governedTopic(t, 1, 30, opGoodDataConfigs())
 	control := protocol.ControlTopicFor(topic)
 	second := topic + "-ops" + worker.ControlTopicSuffix
 	t.Cleanup(func() { e.deleteTopic(t, second) })
@@ -229,7 +229,7 @@ func TestTwoControlTopicsOfOneTopicBlockEachOther(t *testing.T) {
 	}
 	// init refuses to make the second one (it would be empty: "no boundary" to every gate reading it) ...
 	if code, stdout, stderr := e.run(t, "init", "--topic", topic, "--control-topic", second); code != exitError ||
-		!strings.Contains(stdout, control+" already governs topic "+topic) {
+		!strings.Contains(stdout, "but "+control+" governs topic "+topic) {
 		t.Fatalf("init: exit %d\n%s\n%s", code, stdout, stderr)
 	}
 	// ... so it is made by hand.
@@ -237,7 +237,8 @@ func TestTwoControlTopicsOfOneTopicBlockEachOther(t *testing.T) {
 	both := "control topics " + second + " and " + control + " both govern topic " + topic + " (topic ID " + id + ")"
 	p2, p2file := opTestPlan(t, dir, "chk-2", topic, id, events.Offsets{0: 8})
 	code, _, stderr := e.run(t, "submit", p2file, "--control-topic", second)
-	opWantFailure(t, code, stderr, exitError, both, "Hint: keep one control topic per data topic", "nothing was committed or deleted")
+	opWantFailure(t, code, stderr, exitError, "control topic "+second+" governs no topic yet, but "+control+" governs topic "+topic,
+		"Hint: name the control topic that governs "+topic+" in every command, worker and pipeline: --control-topic "+control, "nothing was committed or deleted")
 	if recs, _ := e.controlRecords(t, second); len(recs) != 0 {
 		t.Fatalf("the refused submit wrote %d record(s) to %s", len(recs), second)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kcleanup/kcleanup/events"
+	"github.com/kcleanup/kcleanup/gate"
 	"github.com/kcleanup/kcleanup/internal/kafkatest"
 	"github.com/kcleanup/kcleanup/protocol"
 	"github.com/kcleanup/kcleanup/report"
@@ -63,6 +64,21 @@ func (e *opEnv) dataTopic(t *testing.T, partitions int32, n int, configs map[str
 		kafkatest.Produce(t, e.cl, topic, p, n)
 	}
 	return topic, e.topicID(t, topic)
+}
+
+// governedTopic is dataTopic with its default control topic made as kcleanup init makes it: no
+// other command creates a control topic (issue 35).
+func (e *opEnv) governedTopic(t *testing.T, partitions int32, n int, configs map[string]string) (string, string) {
+	t.Helper()
+	topic, id := e.dataTopic(t, partitions, n, configs)
+	e.initControlTopic(t, topic)
+	return topic, id
+}
+
+// initControlTopic creates topic's default control topic with init's settings.
+func (e *opEnv) initControlTopic(t *testing.T, topic string) {
+	t.Helper()
+	kafkatest.CreateTopic(t, e.cl, protocol.ControlTopicFor(topic), 1, gate.CreateSettings())
 }
 
 func (e *opEnv) topicID(t *testing.T, topic string) string {

@@ -125,7 +125,7 @@ func runPin(ctx context.Context, g globalOptions, o pinOptions, stdin io.Reader,
 	if err != nil {
 		return err
 	}
-	pin, err := pinSession(ctx, g, control, stderr, func(ctx context.Context, c *worker.Cluster, proj *worker.Projection, wo worker.Options) (projector.Pin, error) {
+	pin, err := pinSession(ctx, g, control, plan.Topic, plan.TopicID, stderr, func(ctx context.Context, c *worker.Cluster, proj *worker.Projection, wo worker.Options) (projector.Pin, error) {
 		return c.Pin(ctx, proj, worker.PinRequest{RecoveryPoint: plan.SourceRecoveryPoint, Topic: plan.Topic, TopicID: plan.TopicID,
 			Offsets: plan.Offsets, Expires: expires, Reason: o.reason}, wo)
 	})
@@ -168,7 +168,7 @@ it back. From that record on the pin protects nothing. --reason is required: his
 			if err != nil {
 				return err
 			}
-			pin, err := pinSession(cmd.Context(), *g, control, cmd.ErrOrStderr(), func(ctx context.Context, c *worker.Cluster, proj *worker.Projection, wo worker.Options) (projector.Pin, error) {
+			pin, err := pinSession(cmd.Context(), *g, control, "", "", cmd.ErrOrStderr(), func(ctx context.Context, c *worker.Cluster, proj *worker.Projection, wo worker.Options) (projector.Pin, error) {
 				return c.Unpin(ctx, proj, args[0], reason, wo)
 			})
 			if err != nil {
@@ -183,7 +183,9 @@ it back. From that record on the pin protects nothing. --reason is required: his
 	return cmd
 }
 
-func pinSession(ctx context.Context, g globalOptions, control string, stderr io.Writer,
+// pinSession reads control and runs do on it, once no other control topic governs the pinned
+// topic incarnation (topic, topicID; "": the one control is bound to).
+func pinSession(ctx context.Context, g globalOptions, control, topic, topicID string, stderr io.Writer,
 	do func(context.Context, *worker.Cluster, *worker.Projection, worker.Options) (projector.Pin, error)) (projector.Pin, error) {
 	ctx, c, done, err := g.connectFor(ctx)
 	if err != nil {
@@ -195,6 +197,9 @@ func pinSession(ctx context.Context, g globalOptions, control string, stderr io.
 		return projector.Pin{}, err
 	}
 	defer proj.Close()
+	if err := governedHere(ctx, g, c, proj, topic, topicID); err != nil {
+		return projector.Pin{}, err
+	}
 	o := worker.Options{
 		Bootstrap: g.bootstrap(),
 		Observe:   func(p protocol.Progress) { fmt.Fprintf(stderr, "[%s] %s\n", p.Step, p.Message) },

@@ -35,7 +35,7 @@ func (e *opEnv) pin(t *testing.T, topic, id, rp string, offsets events.Offsets, 
 // after unpin the same plan applies.
 func TestPinRefusesPlansAboveItUntilUnpinned(t *testing.T) {
 	e := opTestEnv(t)
-	topic, id := e.dataTopic(t, 2, 200, opGoodDataConfigs())
+	topic, id := e.governedTopic(t, 2, 200, opGoodDataConfigs())
 	control := protocol.ControlTopicFor(topic)
 	dir := t.TempDir()
 	_, pathA := opTestPlan(t, dir, "chk-1", topic, id, events.Offsets{0: 50, 1: 50})
@@ -83,7 +83,7 @@ func TestPinRefusesPlansAboveItUntilUnpinned(t *testing.T) {
 // when some partitions are still protected.
 func TestPinAfterACommitAboveItIsVoid(t *testing.T) {
 	e := opTestEnv(t)
-	topic, id := e.dataTopic(t, 2, 200, opGoodDataConfigs())
+	topic, id := e.governedTopic(t, 2, 200, opGoodDataConfigs())
 	_, path := opTestPlan(t, t.TempDir(), "chk-1", topic, id, events.Offsets{0: 150, 1: 50})
 	if code, _, stderr := e.run(t, "apply", path); code != exitOK {
 		t.Fatalf("apply: exit %d\n%s", code, stderr)
@@ -113,7 +113,7 @@ func TestPinRacingACommitFromTwoProcesses(t *testing.T) {
 	opTestBinary(t) // build before the race starts
 	orders := map[string]int{}
 	for round := 0; round < 4; round++ {
-		topic, id := e.dataTopic(t, 1, 200, opGoodDataConfigs())
+		topic, id := e.governedTopic(t, 1, 200, opGoodDataConfigs())
 		control := protocol.ControlTopicFor(topic)
 		dir := t.TempDir()
 		_, path0 := opTestPlan(t, dir, "chk-0", topic, id, events.Offsets{0: 10})
@@ -197,7 +197,7 @@ func findOp(st report.Status, planID string) report.OperationStatus {
 // carries is past its expiry; then the same plan applies.
 func TestPinExpires(t *testing.T) {
 	e := opTestEnv(t)
-	topic, id := e.dataTopic(t, 1, 200, opGoodDataConfigs())
+	topic, id := e.governedTopic(t, 1, 200, opGoodDataConfigs())
 	dir := t.TempDir()
 	_, path0 := opTestPlan(t, dir, "chk-0", topic, id, events.Offsets{0: 10})
 	if code, _, stderr := e.run(t, "apply", path0); code != exitOK {
@@ -230,7 +230,7 @@ func TestValidatePinForUnderAConcurrentApply(t *testing.T) {
 	opTestBinary(t)
 	answers := map[int]int{}
 	for round := 0; round < 4; round++ {
-		topic, id := e.dataTopic(t, 1, 200, opGoodDataConfigs())
+		topic, id := e.governedTopic(t, 1, 200, opGoodDataConfigs())
 		dir := t.TempDir()
 		_, path0 := opTestPlan(t, dir, "chk-0", topic, id, events.Offsets{0: 10})
 		if code, _, stderr := e.run(t, "apply", path0); code != exitOK {

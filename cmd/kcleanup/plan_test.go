@@ -239,7 +239,7 @@ type opPreviewDoc struct {
 // and boundary the test set, and that making a plan changes nothing on the cluster.
 func TestPlanPreviewOnTheRealBroker(t *testing.T) {
 	e := opTestEnv(t)
-	topic, id := e.dataTopic(t, 2, 100, opGoodDataConfigs())
+	topic, id := e.governedTopic(t, 2, 100, opGoodDataConfigs())
 	control := protocol.ControlTopicFor(topic)
 	dir := t.TempDir()
 	m := func(name string, offs ...events.Offsets) string {
@@ -273,11 +273,11 @@ func TestPlanPreviewOnTheRealBroker(t *testing.T) {
 		return previewExit(t, exitOK, name, markers...)
 	}
 
-	// No control topic yet: no boundary, and plan does not create one.
+	// The empty control topic init made: no boundary, and plan writes nothing.
 	before := e.snapshot(t, topic, control)
 	doc := preview(t, "chk-0", m("m0.json", events.Offsets{0: 10, 1: 20}))
 	e.assertUnchanged(t, topic, control, before)
-	if doc.Preview.ControlTopicExists || doc.Preview.ControlTopic != control || doc.Preview.ApplyWouldRefuse != "" ||
+	if !doc.Preview.ControlTopicExists || doc.Preview.ControlTopic != control || doc.Preview.ApplyWouldRefuse != "" ||
 		len(doc.Preview.Partitions) != 2 || doc.Preview.Partitions[1].Boundary != nil || doc.Preview.Partitions[1].Deletable != 20 {
 		t.Errorf("preview without a control topic: %+v", doc.Preview)
 	}

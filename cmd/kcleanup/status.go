@@ -220,7 +220,10 @@ func printStatus(w io.Writer, st report.Status, full bool) error {
 		if err := tw.Flush(); err != nil {
 			return err
 		}
-		if pending := countPending(st.Operations); pending > 0 {
+		if pending := countPending(st.Operations); pending > 0 && len(st.Blocked) > 0 {
+			// Never "re-run apply" where apply would refuse: the same rule blocks both.
+			fmt.Fprintf(w, "  %d operation(s) COMMITTED or DELETING, blocked (below): neither a worker nor a re-run of `kcleanup apply` deletes until the cause is removed\n", pending)
+		} else if pending > 0 {
 			fmt.Fprintf(w, "  %d operation(s) COMMITTED or DELETING: a running worker finishes them, or re-run `kcleanup apply PLAN.json`\n", pending)
 		}
 		printBlocked(w, st.Blocked)
@@ -317,6 +320,25 @@ func (g globalOptions) blockedBySettings(ctx context.Context, c *worker.Cluster,
 	defer cancel()
 	err := c.ControlTopicSafe(ctx, st.ControlTopic, g.bootstrap())
 	if err != nil && errors.Is(err, worker.ErrBlocked) && !worker.IsAuthorizationError(err) {
+		st.Blocked = report.BlockedBySettings(*st, err.Error(), errors.GetAllHints(err))
+		return
+	}
+	blockedByTombstones(ctx, c, st, worker.DefaultTombstoneScanLimit)
+}
+
+// blockedByTombstones lists in st.Blocked the pending operations that the one tombstone rule
+// blocks (protocol.WatchTombstones: a tombstone at or above the boundary), as the owner's watch
+// and a re-run of apply would: so that no command suggests a re-run that would be refused. A
+// scan that fails or could not read to the end adds nothing (the owner says it).
+func blockedByTombstones(ctx context.Context, c *worker.Cluster, st *report.Status, limit int64) {
+	if st.Topic == "" || len(st.Boundary) == 0 || countPending(st.Operations) == 0 {
+		return
+	}
+	scan, err := c.ScanTombstones(ctx, st.Topic, st.Boundary, nil, limit)
+	if err != nil {
+		return
+	}
+	if err := protocol.WatchTombstones(st.Topic, st.Boundary, scan); errors.Is(err, protocol.ErrTombstones) {
 		st.Blocked = report.BlockedBySettings(*st, err.Error(), errors.GetAllHints(err))
 	}
 }

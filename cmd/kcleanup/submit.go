@@ -23,8 +23,9 @@ func newSubmitCmd(g *globalOptions) *cobra.Command {
 record to the control topic. Nothing is committed and nothing is deleted: a PLANNED plan is a
 proposal that anyone can review (kcleanup status, history) and later apply.
 
-The control topic is created, as kcleanup init would, if it does not exist yet and the plan
-passes the checks. Submitting a plan that is already on the control topic changes nothing.
+submit never creates the control topic (run kcleanup init --topic T first) and writes nothing
+while another control topic, under any name, governs the plan's topic. Submitting a plan that is
+already on the control topic changes nothing.
 
 A control topic's first plan is refused while the data topic holds a tombstone (null value) at or
 above its offsets, or while a scan bounded by --tombstone-scan-limit cannot tell
@@ -117,8 +118,8 @@ type planSession struct {
 	opts    worker.Options
 }
 
-// openPlanSession connects, readies the control topic of plan's data topic (creating it only
-// for a plan that passes the checks: worker.PrepareControlTopic) and reads it to its end, all
+// openPlanSession connects, checks the control topic of plan's data topic (it must exist, and
+// be the only one governing the topic: worker.PrepareControlTopic, oneGovernor) and reads it to its end, all
 // within --timeout. Progress lines go to stderr.
 func openPlanSession(ctx context.Context, g globalOptions, plan events.Plan, t tombstoneOptions, stderr io.Writer) (*planSession, error) {
 	control, err := g.controlTopicOf(plan.Topic)
@@ -154,22 +155,25 @@ func openPlanSession(ctx context.Context, g globalOptions, plan events.Plan, t t
 	return &planSession{cluster: c, proj: proj, opts: opts}, nil
 }
 
-// oneGovernor refuses to bind or commit a plan on a control topic while another control
-// topic is bound to the same topic incarnation (protocol.SharedGovernance): each would be blind
-// to the other's boundary. The others looked at are those kcleanup finds without being told
-// (worker.Cluster.ControlTopics: every *.kcleanup topic). A plan already committed here is
-// let finish: its deletion adds no risk its commit did not.
+// oneGovernor refuses to write about plan's topic on a control topic while another control
+// topic, under any name, is bound to the same topic incarnation (protocol.Governance): each
+// would be blind to the other's boundary. A plan already committed here is refused too: the
+// operator must first choose the control topic that governs (issue 35).
 func oneGovernor(ctx context.Context, c *worker.Cluster, proj *worker.Projection, plan events.Plan, bootstrap string) error {
-	if op, ok := proj.State.Operation(plan.PlanID); ok && op.State != fsm.Planned {
-		return nil
+	return c.OneGovernor(ctx, proj.Governance(plan.Topic, plan.TopicID), bootstrap)
+}
+
+// governedHere is oneGovernor for the commands that write no plan (pin, unpin, mirror attach):
+// the incarnation is (topic, topicID), or the one proj's control topic is bound to when topic is
+// "" (an unbound control topic records nothing about a topic yet: nothing to check).
+func governedHere(ctx context.Context, g globalOptions, c *worker.Cluster, proj *worker.Projection, topic, topicID string) error {
+	if topic == "" {
+		var bound bool
+		if topic, topicID, bound = proj.State.Binding(); !bound {
+			return nil
+		}
 	}
-	known, err := c.ControlTopics(ctx, false)
-	if err != nil {
-		return errors.WithHint(errors.Wrap(err, "list the control topics, to check that no other one governs the plan's topic"),
-			"the principal needs Describe on the cluster's topics named *.kcleanup")
-	}
-	err = protocol.SharedGovernance(proj.Topic, plan.Topic, plan.TopicID, worker.Governors(known), bootstrap)
-	return errors.Mark(err, worker.ErrRejected)
+	return planError(g, c.OneGovernor(ctx, proj.Governance(topic, topicID), g.bootstrap()))
 }
 
 func (s *planSession) close() {

@@ -57,24 +57,31 @@ func TestFirstPlanRefusedByATombstoneAboveIt(t *testing.T) {
 	want := []string{"partition 0: a tombstone (null value) at offset 100, at or above the plan offset 50",
 		"make the first plan from that post-tombstone recovery point"}
 
+	// Before init no command creates the control topic (issue 35): plan, submit and apply say so.
 	code, stdout, stderr := e.run(t, "plan", "--markers", markers, "--recovery-point", "C1", "--out", dir+"/C1.plan.json")
-	opWantFailure(t, code, stdout+stderr, 1, append(want, "apply would refuse this plan now")...)
-	if strings.Contains(stdout, "partition 1:") {
-		t.Errorf("an empty value was taken for a tombstone:\n%s", stdout)
-	}
+	opWantFailure(t, code, stdout+stderr, 1, "control topic "+control+" does not exist", "kcleanup init --topic "+topic)
 	before := e.snapshot(t, topic, control)
-	for _, cmd := range [][]string{{"submit", dir + "/C1.plan.json"}, {"apply", dir + "/C1.plan.json"}, {"apply", "--no-wait", dir + "/C1.plan.json"}} {
+	for _, cmd := range [][]string{{"submit", dir + "/C1.plan.json"}, {"apply", dir + "/C1.plan.json"}} {
 		code, _, stderr := e.run(t, cmd...)
-		opWantFailure(t, code, stderr, 1, append(want, "nothing was committed or deleted")...)
+		opWantFailure(t, code, stderr, 1, "control topic "+control+" does not exist", "nothing was committed or deleted")
 		e.assertUnchanged(t, topic, control, before)
 	}
 	if before.controlExists {
 		t.Fatalf("control topic %s exists before any command made it", control)
 	}
-	// With the control topic made by init (no boundary yet), apply refuses the same and the
-	// control topic stays empty.
+	// With the control topic made by init (no boundary yet), plan, submit and apply refuse the
+	// first plan for the tombstone, and the control topic stays empty.
 	if code, stdout, stderr := e.run(t, "init", "--topic", topic); code != 0 {
 		t.Fatalf("init: exit %d\n%s%s", code, stdout, stderr)
+	}
+	code, stdout, stderr = e.run(t, "plan", "--markers", markers, "--recovery-point", "C1", "--out", dir+"/C1-again.plan.json")
+	opWantFailure(t, code, stdout+stderr, 1, append(want, "apply would refuse this plan now")...)
+	if strings.Contains(stdout, "partition 1:") {
+		t.Errorf("an empty value was taken for a tombstone:\n%s", stdout)
+	}
+	for _, cmd := range [][]string{{"submit", dir + "/C1.plan.json"}, {"apply", "--no-wait", dir + "/C1.plan.json"}} {
+		code, _, stderr := e.run(t, cmd...)
+		opWantFailure(t, code, stderr, 1, append(want, "nothing was committed or deleted")...)
 	}
 	var initialised opSnapshot
 	kafkatest.Eventually(t, opTestTimeout, "the control topic init made is listed", func() bool {
@@ -119,6 +126,7 @@ func TestFirstPlanRefusedByATombstoneAboveIt(t *testing.T) {
 func TestFirstPlanAboveEveryTombstone(t *testing.T) {
 	e := opTestEnv(t)
 	topic, id := e.tombstoneTopic(t)
+	e.initControlTopic(t, topic)
 	dir := t.TempDir()
 	markers := opTestMarkers(t, dir, "m.json", events.Marker{Topic: topic, TopicID: id, Offsets: events.Offsets{0: 101, 1: 60}})
 	code, stdout, stderr := e.run(t, "plan", "--markers", markers, "--recovery-point", "C1", "--out", dir+"/C1.plan.json")
@@ -141,7 +149,7 @@ func TestFirstPlanAboveEveryTombstone(t *testing.T) {
 // tombstones": plan exits 1 and apply writes nothing, on a topic that has none.
 func TestTombstoneScanLimitCannotTell(t *testing.T) {
 	e := opTestEnv(t)
-	topic, id := e.dataTopic(t, 2, 100, opGoodDataConfigs())
+	topic, id := e.governedTopic(t, 2, 100, opGoodDataConfigs())
 	control := protocol.ControlTopicFor(topic)
 	dir := t.TempDir()
 	markers := opTestMarkers(t, dir, "m.json", events.Marker{Topic: topic, TopicID: id, Offsets: events.Offsets{0: 50, 1: 60}})
@@ -195,5 +203,75 @@ func TestTombstoneScanLimitIsCheckedAsUsage(t *testing.T) {
 	}
 	if _, code, stderr := parseWorker(t, "--control-topic", "c", "--tombstone-scan-limit", "-1"); code != exitUsage {
 		t.Errorf("worker: exit %d, want %d\n%s", code, exitUsage, stderr)
+	}
+}
+
+// TestApplyRefusesWhereTheWorkerBlocks is issue 35, item 2: with a tombstone above the committed
+// boundary (a job that emits tombstones again), doctor said BLOCK and the workers blocked, but
+// plan said "apply would accept", status said "re-run kcleanup apply", and the re-run deleted.
+// One rule now decides for all: the re-run refuses (exit 1, nothing deleted), plan's preview
+// refuses a plan still at or below the tombstone, status names the block and suggests no re-run;
+// a plan above the tombstone (the migration's fix) is accepted and applied.
+func TestApplyRefusesWhereTheWorkerBlocks(t *testing.T) {
+	e := opTestEnv(t)
+	topic, id := e.governedTopic(t, 2, 100, opGoodDataConfigs())
+	control := protocol.ControlTopicFor(topic)
+	dir := t.TempDir()
+	_, c1 := opTestPlan(t, dir, "C1", topic, id, events.Offsets{0: 50, 1: 60})
+	if code, _, stderr := e.run(t, "apply", "--no-wait", c1); code != 0 {
+		t.Fatalf("apply --no-wait: exit %d\n%s", code, stderr)
+	}
+	if off := e.produceValue(t, topic, 0, "gone", nil); off != 100 { // the job writes tombstones again
+		t.Fatalf("tombstone at %d, want 100", off)
+	}
+	blocked := []string{"the job writes tombstones again", topic + "-0: a tombstone at offset 100, at or above the committed boundary 50"}
+
+	code, stdout, _ := e.run(t, "doctor", "--topic", topic)
+	opWantFailure(t, code, stdout, exitError, append(blocked, "BLOCK")...)
+	if strings.Contains(stdout, "re-run `kcleanup apply") {
+		t.Errorf("doctor suggests a re-run of apply that would be refused:\n%s", stdout)
+	}
+	code, stdout, _ = e.run(t, "status", "--topic", topic)
+	if code != 0 || strings.Contains(stdout, "re-run `kcleanup apply") || !strings.Contains(stdout, "BLOCKED: the job writes tombstones again") {
+		t.Errorf("status: exit %d\n%s", code, stdout)
+	}
+
+	// validate allows a recovery point above the boundary, and notes the tombstone it straddles.
+	m70 := opTestMarkers(t, dir, "m70.json", events.Marker{Topic: topic, TopicID: id, Offsets: events.Offsets{0: 70, 1: 70}})
+	code, stdout, stderr := e.run(t, "validate", "--markers", m70)
+	if code != exitOK || !strings.Contains(stderr, "partition 0: the recovery point replays across a tombstone (null value) at offset 100") {
+		t.Errorf("validate: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+
+	before := e.snapshot(t, topic, control)
+	code, _, stderr = e.run(t, "apply", c1)
+	opWantFailure(t, code, stderr, exitError, blocked...)
+	e.assertUnchanged(t, topic, control, before) // no DELETING, log starts at 0
+	if got := e.logStarts(t, topic); !got.Equal(events.Offsets{0: 0, 1: 0}) {
+		t.Errorf("log starts %v: the refused apply deleted", got)
+	}
+
+	// A later plan whose boundary would still lie at or below the tombstone: refused by plan's
+	// preview, submit and apply alike, before anything is written.
+	below := opTestMarkers(t, dir, "c2.json", events.Marker{Topic: topic, TopicID: id, Offsets: events.Offsets{0: 70, 1: 70}})
+	code, stdout, stderr = e.run(t, "plan", "--markers", below, "--recovery-point", "C2", "--out", dir+"/C2.plan.json")
+	opWantFailure(t, code, stdout+stderr, exitError, append(blocked[:1], "apply would refuse this plan now")...)
+	for _, cmd := range [][]string{{"submit", dir + "/C2.plan.json"}, {"apply", dir + "/C2.plan.json"}} {
+		code, _, stderr := e.run(t, cmd...)
+		opWantFailure(t, code, stderr, exitError, blocked[0], "nothing was committed or deleted")
+	}
+	e.assertUnchanged(t, topic, control, before)
+
+	// The fix: a plan above the latest tombstone; its deletion covers C1's.
+	above := opTestMarkers(t, dir, "c3.json", events.Marker{Topic: topic, TopicID: id, Offsets: events.Offsets{0: 101, 1: 70}})
+	code, stdout, stderr = e.run(t, "plan", "--markers", above, "--recovery-point", "C3", "--out", dir+"/C3.plan.json")
+	if code != 0 || !strings.Contains(stdout, "apply would accept this plan now") {
+		t.Fatalf("plan above the tombstone: exit %d\n%s%s", code, stdout, stderr)
+	}
+	if code, _, stderr := e.run(t, "apply", dir+"/C3.plan.json"); code != 0 {
+		t.Fatalf("apply above the tombstone: exit %d\n%s", code, stderr)
+	}
+	if got := e.logStarts(t, topic); !got.Equal(events.Offsets{0: 101, 1: 70}) {
+		t.Errorf("log starts %v, want 0=101 1=70", got)
 	}
 }

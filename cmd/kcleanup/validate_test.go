@@ -278,7 +278,7 @@ func TestValidateUnderABoundaryCommittedElsewhere(t *testing.T) {
 	// ctl governs T, and an empty T.kcleanup would be read as "no boundary".
 	code, stdout, stderr = e.run(t, "init", "--topic", e.topic)
 	wantExit(t, code, exitError, stdout, stderr)
-	if !strings.Contains(stdout+stderr, ctl+" already governs topic "+e.topic) || !strings.Contains(stdout+stderr, "--control-topic "+ctl) {
+	if !strings.Contains(stdout+stderr, "but "+ctl+" governs topic "+e.topic) || !strings.Contains(stdout+stderr, "--control-topic "+ctl) {
 		t.Errorf("stdout:\n%s\nstderr:\n%s", stdout, stderr)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), readTestTimeout)

@@ -352,7 +352,7 @@ func (p *process) execute(w *world, s protocol.Step) protocol.Report {
 	return protocol.Report{Err: errors.Newf("sim: unknown step %s", s.Kind)}
 }
 
-// noTombstones answers a first plan's tombstone scan: the modelled data
+// noTombstones answers a tombstone scan (before COMMITTED, before deleting): the modelled data
 // topic holds none (the tombstone rules have their transcripts,
 // protocol/testdata/tombstones); nil when no scan was asked.
 func noTombstones(from events.Offsets, t protocol.Topic) *protocol.TombstoneScan {

@@ -221,11 +221,10 @@ func (c snapshotCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge("kcleanup_pin_held_operations", "Operations whose deletion a pin holds back because the broker's clock has not passed its expiry (they proceed by themselves then, or when it is unpinned).", float64(len(snaps[i].status.PinHolds)), "control_topic", t)
 	}
 	tombstones := d.tombstonesAbove()
-	for i, t := range topics {
-		if owners[i] != nil {
-			_, found := tombstones[t]
-			gauge("kcleanup_tombstones_above_boundary", "1 when the owner's watch found a tombstone (null value) in the data topic at or above the committed boundary: the job writes tombstones again and no deletion starts; /readyz says where and the fix.", b2f(found), "control_topic", t)
-		}
+	for _, t := range topics {
+		// Every replica exports it (0 where it does not own the topic), as kcleanup_blocked_operations.
+		_, found := tombstones[t]
+		gauge("kcleanup_tombstones_above_boundary", "1 when the owner's watch found a tombstone (null value) in the data topic at or above the committed boundary: the job writes tombstones again and no deletion starts, by a worker or by kcleanup apply; /readyz says where and the fix (only the owner knows).", b2f(found), "control_topic", t)
 	}
 	mirrors := make([]*mirrorState, len(topics))
 	for i, t := range topics {

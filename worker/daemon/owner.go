@@ -46,6 +46,8 @@ type owner struct {
 	// mirrorSynced is what the mirror was last brought up to (syncMirror),
 	// owner goroutine only.
 	mirrorSynced string
+	// watchedAt is when the tombstone watch last ran.
+	watchedAt time.Time
 	// mirrorSyncedAt is when (mirrorLagsSince).
 	mirrorSyncedAt time.Time
 	mirrorRetryAt  time.Time
@@ -63,6 +65,12 @@ const pinHeldMargin = time.Second
 // settingsEvery is how often an owner re-checks its control topic's
 // settings: an operator's fix is seen within it.
 const settingsEvery = 10 * time.Second
+
+// tombstonesEvery is how often an owner's tombstone watch reads on while the
+// control topic is otherwise idle (nothing pending): a job that writes
+// tombstones again shows in the metric and /readyz within about this long,
+// before anyone commits the next plan.
+const tombstonesEvery = 10 * time.Second
 
 // attempt is the retry state of one pending operation.
 type attempt struct {
@@ -225,6 +233,9 @@ func (d *Daemon) ownerIdle(o *owner, proj *worker.Projection, passedAt time.Time
 	if l == nil || !l.at.After(passedAt) || l.hw != proj.End || proj.Next < proj.End {
 		return false
 	}
+	if _, _, bound := proj.State.Binding(); bound && time.Since(o.watchedAt) >= tombstonesEvery {
+		return false // the tombstone watch is due (tombstonesEvery)
+	}
 	st := proj.State
 	return len(st.Pending()) == 0 && len(st.Repairs()) == 0 && len(st.Retractions()) == 0 &&
 		len(st.Unconfirmed()) == 0 && len(st.Disputed()) == 0 && o.mirrorIdle(proj, d.mirrorLagsSince(o.topic, o.mirrorSyncedAt))
@@ -292,18 +303,16 @@ func (d *Daemon) pass(o *owner, proj *worker.Projection, opts worker.Options) er
 	if len(pending) > 0 && time.Since(o.settingsAt) >= settingsEvery {
 		o.settingsAt, o.settingsErr = time.Now(), d.cluster.ControlTopicSafe(ctx, o.topic, d.cfg.bootstrap)
 	}
-	if o.anyDue(pending, time.Now()) {
-		// Before any deletion: the data topic above the boundary, read on
-		// from where the last pass stopped.
-		o.tombstones.err = d.checkTombstones(ctx, o, proj)
-		found := ""
-		if errors.Is(o.tombstones.err, protocol.ErrTombstones) {
-			found = reason(o.tombstones.err)
-		}
-		o.mu.Lock()
-		o.tombstoneReason = found
-		o.mu.Unlock()
+	// On every pass, not only before a deletion: the data topic above the
+	// boundary, read on from where the last pass stopped.
+	o.tombstones.err, o.watchedAt = d.checkTombstones(ctx, o, proj), time.Now()
+	found := ""
+	if errors.Is(o.tombstones.err, protocol.ErrTombstones) {
+		found = reason(o.tombstones.err)
 	}
+	o.mu.Lock()
+	o.tombstoneReason = found
+	o.mu.Unlock()
 	// Another served control topic bound to the same topic incarnation: each is blind to the
 	// other's boundary, so no deletion starts on either until one is retired (blocked, with
 	// the fix, in /v1/status).
@@ -459,16 +468,6 @@ func (o *owner) due(planID string, now time.Time) bool {
 	defer o.mu.Unlock()
 	a := o.attempts[planID]
 	return a == nil || !now.Before(a.next)
-}
-
-// anyDue reports whether one of the pending operations may be attempted now.
-func (o *owner) anyDue(pending []projector.Operation, now time.Time) bool {
-	for _, op := range pending {
-		if o.due(op.PlanID, now) {
-			return true
-		}
-	}
-	return false
 }
 
 // nextDue is the earliest time a waiting operation may be retried.

@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"fmt"
 	"strings"
 
 	"github.com/cockroachdb/errors"
@@ -24,9 +23,11 @@ type tombstoneWatch struct {
 	err  error                   // the last check's answer: nil, ErrBlocked (tombstones, access), or not yet known
 }
 
-// checkTombstones runs one pass of the watch before the owner's due
-// operations are attempted: nil when the data topic was read to its end
-// above the boundary and holds no tombstone there.
+// checkTombstones runs one pass of the watch, on every pass of the owner
+// whether or not an operation is due (so that the metric, /readyz and
+// /v1/status say it as soon as the job writes a tombstone again): nil when
+// the data topic was read to its end above the boundary and holds no
+// tombstone there.
 func (d *Daemon) checkTombstones(ctx context.Context, o *owner, proj *worker.Projection) error {
 	topic, id, ok := proj.State.Binding()
 	boundary := proj.State.Boundary()
@@ -45,20 +46,8 @@ func (d *Daemon) checkTombstones(ctx context.Context, o *owner, proj *worker.Pro
 		return errors.Wrapf(err, "tombstone watch of %s", topic)
 	}
 	w.scan = &scan
-	if err := protocol.TombstonesAboveBoundary(topic, boundary, scan); err != nil {
-		return err
-	}
-	var behind []string
-	for _, p := range boundary.Partitions() {
-		if ps, ok := scan.Partitions[p]; !ok || !ps.Complete() {
-			behind = append(behind, fmt.Sprintf("%s-%d at %d of %d", topic, p, ps.Read, ps.To))
-		}
-	}
-	if len(behind) > 0 {
-		// Cannot tell yet: never "no tombstones". The next pass reads on.
-		return errors.Newf("tombstone watch has not yet read the data topic above the boundary (%s); no deletion until it has", strings.Join(behind, ", "))
-	}
-	return nil
+	// The one rule (protocol.WatchTombstones), as every finishing run applies it.
+	return protocol.WatchTombstones(topic, boundary, scan)
 }
 
 // tombstonesFound is why the owner's watch blocks deletion ("" when it does not).

@@ -39,13 +39,15 @@ func watchScene(t *testing.T, limit int64) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 
+	// C2 is committed, then the job writes a tombstone again (a plan committed after it, at or
+	// below it, is refused before COMMITTED by the same rule: protocol.CommitTombstones).
+	c2 := workertest.MustPlan(t, "C2", rc.Topic, rc.ID, events.Offsets{0: 180, 1: 150})
+	commit(t, c, rc.Ctl, c2)
 	tomb := &kgo.Record{Topic: rc.Topic, Partition: 1, Key: []byte("pruned"), Value: nil}
 	if err := cl.ProduceSync(ctx, tomb).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
 	kafkatest.Produce(t, cl, rc.Topic, 1, 10) // the job goes on: 201..210
-	c2 := workertest.MustPlan(t, "C2", rc.Topic, rc.ID, events.Offsets{0: 180, 1: 150})
-	commit(t, c, rc.Ctl, c2)
 
 	r := startDaemon(t, c, WithControlTopics(rc.Ctl), WithGroupTimings(6*time.Second, 500*time.Millisecond, 10*time.Second),
 		WithPollInterval(100*time.Millisecond), WithBackoff(50*time.Millisecond, time.Second), WithShutdownGrace(time.Second),
@@ -87,4 +89,37 @@ func watchScene(t *testing.T, limit int64) {
 	kafkatest.Eventually(t, 10*time.Second, "the metric clears", func() bool {
 		return strings.Contains(get(t, srv.URL+"/metrics"), `kcleanup_tombstones_above_boundary{control_topic="`+rc.Ctl+`"} 0`)
 	})
+}
+
+// TestTombstoneWatchRunsWithNothingDue: the owner watches the data topic above the boundary on
+// every pass, not only when an operation is due (issue 35): with every operation APPLIED, a
+// tombstone the job writes again shows at once in the metric and /readyz, before anyone
+// commits the next plan.
+func TestTombstoneWatchRunsWithNothingDue(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs a Kafka broker")
+	}
+	c := workertest.Connect(t, kafkatest.Bootstrap(t))
+	cl := kafkatest.Client(t, kafkatest.Bootstrap(t))
+	rc := workertest.Applied(t, c, cl, "tombstone-idle") // C1 0=150 1=120 APPLIED: nothing pending
+	r := startDaemon(t, c, WithControlTopics(rc.Ctl), WithGroupTimings(6*time.Second, 500*time.Millisecond, 10*time.Second),
+		WithPollInterval(100*time.Millisecond), WithBackoff(50*time.Millisecond, time.Second), WithShutdownGrace(time.Second),
+		WithLogger(testLogger(t)))
+	srv := httptest.NewServer(r.d.Handler())
+	defer srv.Close()
+	metric := `kcleanup_tombstones_above_boundary{control_topic="` + rc.Ctl + `"} `
+	kafkatest.Eventually(t, 30*time.Second, "the watch has read the data topic", func() bool {
+		return strings.Contains(get(t, srv.URL+"/metrics"), metric+"0")
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: rc.Topic, Partition: 0, Key: []byte("pruned"), Value: nil}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	kafkatest.Eventually(t, 30*time.Second, "the metric says so with nothing due", func() bool {
+		return strings.Contains(get(t, srv.URL+"/metrics"), metric+"1")
+	})
+	if body := get(t, srv.URL+"/readyz"); !strings.Contains(body, "a tombstone at offset 200, at or above the committed boundary 150") {
+		t.Errorf("/readyz does not say so:\n%s", body)
+	}
 }
