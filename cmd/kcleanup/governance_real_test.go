@@ -68,8 +68,16 @@ func TestApplyWithoutTheFlagBesideAnotherControlTopic(t *testing.T) {
 			t.Fatalf("%s created %s beside %s", cmd[0], e.control, ctl)
 		}
 	}
+	// adopt creates a control topic only where init would: not beside ops.T.ctl.
+	p460, _ := opTestPlan(t, e.dir, "c460", e.topic, e.topicID, events.Offsets{0: 460, 1: 460})
+	flink := e.ops().flinkControl(t, flinkRecord("COMMITTED", p460))
+	code, stdout, stderr := e.run(t, "adopt", "--from", flink)
+	opWantFailure(t, code, stdout+stderr, exitError, "control topic "+e.control+" does not exist, but "+ctl+" governs topic "+e.topic, "--control-topic "+ctl)
+	if e.controlTopicExists(t, e.control) {
+		t.Fatalf("adopt created %s beside %s", e.control, ctl)
+	}
 	// plan's preview gives apply's verdict.
-	code, stdout, stderr := e.run(t, "plan", "--markers", e.markers(t, "m350.json", events.Offsets{0: 350, 1: 350}), "--recovery-point", "c350b", "--out", filepath.Join(e.dir, "c350b.plan.json"))
+	code, stdout, stderr = e.run(t, "plan", "--markers", e.markers(t, "m350.json", events.Offsets{0: 350, 1: 350}), "--recovery-point", "c350b", "--out", filepath.Join(e.dir, "c350b.plan.json"))
 	opWantFailure(t, code, stdout+stderr, exitError, ctl+" governs topic "+e.topic)
 	e.ops().assertUnchanged(t, e.topic, ctl, before)
 
@@ -96,6 +104,8 @@ func TestEveryWriterRefusesBesideABoundControlTopic(t *testing.T) {
 	e.createControlTopic(t)
 	e.apply(t, "C350", events.Offsets{0: 350, 1: 350}) // the library, as an older build did: no governance check
 	plan460 := e.planFile(t, "c460", events.Offsets{0: 460, 1: 460})
+	p470, _ := opTestPlan(t, e.dir, "c470", e.topic, e.topicID, events.Offsets{0: 470, 1: 470})
+	flink := e.ops().flinkControl(t, flinkRecord("COMMITTED", p470))
 	m460 := e.markers(t, "m460.json", events.Offsets{0: 460, 1: 460})
 	before, beforeDefault := e.ops().snapshot(t, e.topic, ctl), e.ops().snapshot(t, e.topic, e.control)
 
@@ -111,6 +121,8 @@ func TestEveryWriterRefusesBesideABoundControlTopic(t *testing.T) {
 		{[]string{"--control-topic", ctl, "pin", "--markers", m460, "--recovery-point", "rollback", "--for", "1h", "--reason", "test"}, ctl + " and " + e.control},
 		{[]string{"unpin", "0123456789abcdef", "--topic", e.topic, "--reason", "test"}, e.control + " and " + ctl},
 		{[]string{"mirror", "attach", e.topic + ".flink", "--topic", e.topic}, e.control + " and " + ctl},
+		{[]string{"adopt", "--from", flink}, e.control + " and " + ctl},
+		{[]string{"--control-topic", ctl, "adopt", "--from", flink}, ctl + " and " + e.control},
 	} {
 		code, stdout, stderr := e.run(t, c.args...)
 		opWantFailure(t, code, stdout+stderr, exitError, "control topics "+c.says+" both govern topic "+e.topic, "keep one control topic per data topic")

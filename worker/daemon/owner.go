@@ -67,9 +67,10 @@ const pinHeldMargin = time.Second
 const settingsEvery = 10 * time.Second
 
 // tombstonesEvery is how often an owner's tombstone watch reads on while the
-// control topic is otherwise idle (nothing pending): a job that writes
+// control topic is otherwise idle (no pass to make): a job that writes
 // tombstones again shows in the metric and /readyz within about this long,
-// before anyone commits the next plan.
+// before anyone commits the next plan. Each check lists two offsets and
+// reads only the records appended since the last one.
 const tombstonesEvery = 10 * time.Second
 
 // attempt is the retry state of one pending operation.
@@ -188,6 +189,14 @@ func (d *Daemon) runOwner(o *owner) {
 	for o.soft.Err() == nil {
 		wait := d.cfg.pollInterval
 		if d.ownerIdle(o, proj, passedAt) {
+			if time.Since(o.watchedAt) >= tombstonesEvery && d.readSlot(o.soft) {
+				// Nothing else to do, but the job may write tombstones again: the watch
+				// alone, without a pass (an idle replica sends little else).
+				ctx, cancel := context.WithTimeout(o.hard, d.cfg.readTimeout)
+				d.watchTombstones(ctx, o, proj)
+				cancel()
+				d.releaseRead()
+			}
 			sleep(o.soft, wait)
 			continue
 		}
@@ -232,9 +241,6 @@ func (d *Daemon) ownerIdle(o *owner, proj *worker.Projection, passedAt time.Time
 	l := v.listed.Load()
 	if l == nil || !l.at.After(passedAt) || l.hw != proj.End || proj.Next < proj.End {
 		return false
-	}
-	if _, _, bound := proj.State.Binding(); bound && time.Since(o.watchedAt) >= tombstonesEvery {
-		return false // the tombstone watch is due (tombstonesEvery)
 	}
 	st := proj.State
 	return len(st.Pending()) == 0 && len(st.Repairs()) == 0 && len(st.Retractions()) == 0 &&
@@ -305,14 +311,7 @@ func (d *Daemon) pass(o *owner, proj *worker.Projection, opts worker.Options) er
 	}
 	// On every pass, not only before a deletion: the data topic above the
 	// boundary, read on from where the last pass stopped.
-	o.tombstones.err, o.watchedAt = d.checkTombstones(ctx, o, proj), time.Now()
-	found := ""
-	if errors.Is(o.tombstones.err, protocol.ErrTombstones) {
-		found = reason(o.tombstones.err)
-	}
-	o.mu.Lock()
-	o.tombstoneReason = found
-	o.mu.Unlock()
+	d.watchTombstones(ctx, o, proj)
 	// Another served control topic bound to the same topic incarnation: each is blind to the
 	// other's boundary, so no deletion starts on either until one is retired (blocked, with
 	// the fix, in /v1/status).

@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"strings"
+	"time"
 
 	"github.com/cockroachdb/errors"
 
@@ -48,6 +49,19 @@ func (d *Daemon) checkTombstones(ctx context.Context, o *owner, proj *worker.Pro
 	w.scan = &scan
 	// The one rule (protocol.WatchTombstones), as every finishing run applies it.
 	return protocol.WatchTombstones(topic, boundary, scan)
+}
+
+// watchTombstones runs the watch (checkTombstones) and publishes what it found for the
+// metric, /readyz and /v1/status.
+func (d *Daemon) watchTombstones(ctx context.Context, o *owner, proj *worker.Projection) {
+	o.tombstones.err, o.watchedAt = d.checkTombstones(ctx, o, proj), time.Now()
+	found := ""
+	if errors.Is(o.tombstones.err, protocol.ErrTombstones) {
+		found = reason(o.tombstones.err)
+	}
+	o.mu.Lock()
+	o.tombstoneReason = found
+	o.mu.Unlock()
 }
 
 // tombstonesFound is why the owner's watch blocks deletion ("" when it does not).

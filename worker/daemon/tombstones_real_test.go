@@ -111,6 +111,9 @@ func TestTombstoneWatchRunsWithNothingDue(t *testing.T) {
 	kafkatest.Eventually(t, 30*time.Second, "the watch has read the data topic", func() bool {
 		return strings.Contains(get(t, srv.URL+"/metrics"), metric+"0")
 	})
+	// Let the owner go idle (nothing pending, the control topic unchanged: no pass is made), so
+	// that what reads the data topic next is the idle owner's watch.
+	time.Sleep(3 * time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: rc.Topic, Partition: 0, Key: []byte("pruned"), Value: nil}).FirstErr(); err != nil {
