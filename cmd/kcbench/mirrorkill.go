@@ -89,8 +89,9 @@ func (b *bencher) mirrorKillCase(ctx context.Context, mirror bool) (Row, error) 
 		if _, err := createTopic(ctx, b.cl, mirrorTopic, 1, worker.MirrorTopicConfigs(b.replication())); err != nil {
 			return Row{}, err
 		}
+		// No restore grace: B8 measures the recovery after a kill, not the grace's wait.
 		if _, err := run(ctx, nil, b.cfg.kcleanup, "mirror", "attach", mirrorTopic, "--topic", data, "--reason", "kcbench B8",
-			"-b", b.cfg.bootstrap, "--control-topic", control); err != nil {
+			"--restore-grace", "0", "-b", b.cfg.bootstrap, "--control-topic", control); err != nil {
 			return Row{}, err
 		}
 	}

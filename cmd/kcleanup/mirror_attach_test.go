@@ -144,12 +144,17 @@ func TestInitAttachesTheMirror(t *testing.T) {
 	topic, id := e.governedTopic(t, 2, 100, opGoodDataConfigs())
 	control := protocol.ControlTopicFor(topic)
 	mirror := e.mirrorTopicName(t, topic)
-	code, stdout, stderr := e.run(t, "-o", "json", "init", "--topic", topic, "--mirror-topic", mirror)
+	// No restore grace (the apply below would otherwise wait out the default 15m).
+	code, stdout, stderr := e.run(t, "-o", "json", "init", "--topic", topic, "--mirror-topic", mirror, "--restore-grace", "0")
 	if code != exitOK || !strings.Contains(stdout, `"mirrorAttached": true`) {
 		t.Fatalf("init: exit %d\n%s\n%s", code, stdout, stderr)
 	}
-	if m := e.statusJSON(t, control).Mirror; m == nil || m.Topic != mirror || !m.InStep() || m.Plans != 0 {
+	st := e.statusJSON(t, control)
+	if m := st.Mirror; m == nil || m.Topic != mirror || !m.InStep() || m.Plans != 0 {
 		t.Fatalf("status after init: %+v", m)
+	}
+	if g := st.MirrorGrace; g == nil || g.Unset || g.Seconds != 0 {
+		t.Fatalf("status after init --restore-grace 0: mirrorGrace %+v, want 0 seconds written with the attachment", g)
 	}
 	before := e.controlEnd(t, control)
 	code, stdout, _ = e.run(t, "init", "--topic", topic, "--mirror-topic", mirror)
