@@ -1,0 +1,164 @@
+package checkpoint
+
+import (
+	"context"
+	"slices"
+
+	"github.com/cockroachdb/errors"
+)
+
+// stateReader reads the operator state streams of the operators holding
+// recoveryMarker.
+type stateReader struct {
+	ctx      context.Context
+	st       Store
+	line     Line
+	metadata []byte
+}
+
+func (r *stateReader) operator(o *operatorMeta) (Operator, error) {
+	op := Operator{UID: o.uid, UIDHash: o.hash(), Name: o.name, Parallelism: o.parallelism, MaxParallelism: o.maxParallelism}
+	subtasks := slices.Clone(o.subtasks)
+	slices.SortFunc(subtasks, func(a, b subtaskMeta) int { return a.index - b.index })
+	for _, s := range subtasks {
+		if s.managed == nil || s.managed.state(StateName) == nil {
+			continue
+		}
+		sub, err := r.subtask(s.index, s.managed)
+		if err != nil {
+			return Operator{}, errors.Wrapf(err, "operator %s, subtask %d", op.label(), s.index)
+		}
+		op.Subtasks = append(op.Subtasks, sub)
+	}
+	return op, nil
+}
+
+// stream is a state stream's bytes: the whole stream, which starts at byte
+// base of file.
+type stream struct {
+	file string
+	b    []byte
+	base int64
+}
+
+// open fetches the bytes of a stream handle: inline ones from the metadata,
+// others from their file (a segment's window of it).
+func (r *stateReader) open(h streamHandle) (stream, error) {
+	switch h.kind {
+	case handleByteStream:
+		return stream{file: MetadataFile, b: h.inline, base: h.inAt}, nil
+	case handleEmptySegmentFile:
+		return stream{file: MetadataFile}, nil
+	}
+	f, err := r.st.Open(r.ctx, h.path)
+	if err != nil {
+		return stream{}, errors.Mark(errors.WithHint(errors.Wrapf(err, "open the state file %s", h.path),
+			"the checkpoint names this file but it cannot be opened: was the checkpoint directory copied or moved without its state files, or deleted in part?"), ErrStateFile)
+	}
+	defer f.Close()
+	size := f.Size()
+	start, n := int64(0), size
+	if h.kind == handleSegmentFile {
+		start, n = h.start, h.size
+		if start+n > size || start+n < start {
+			return stream{}, errors.Mark(&FormatError{File: h.path, Offset: size, Expected: errorf("a segment of %d bytes at %d, but the file has %d bytes", n, start, size)}, ErrFormat)
+		}
+	} else if h.size >= 0 && h.size != size {
+		return stream{}, errors.Mark(errors.WithHint(&FormatError{File: h.path, Offset: min(size, h.size), Expected: errorf("%d bytes, as the metadata declares, found a file of %d bytes", h.size, size)},
+			"the state file is truncated or was replaced"), ErrFormat)
+	}
+	b := make([]byte, n)
+	if got, err := f.ReadAt(b, start); int64(got) < n {
+		return stream{}, errors.Mark(errors.Wrapf(err, "read the state file %s (%d of %d bytes)", h.path, got, n), ErrStateFile)
+	}
+	return stream{file: h.path, b: b, base: start}, nil
+}
+
+// subtask decodes one subtask's elements of recoveryMarker. The stream
+// starts with OperatorBackendSerializationProxy: its version (an int; 6 in
+// Flink 1.17 to 2.x) and, from version 6, whether the states are
+// Snappy-compressed. The rest of the proxy (the states' serializer
+// snapshots) is not needed: each element's offset is in the metadata, and it
+// ends where the next element of any state of the stream begins, or at the
+// stream's end.
+func (r *stateReader) subtask(index int, h *operatorStateHandle) (Subtask, error) {
+	sub := Subtask{Index: index}
+	st := h.state(StateName)
+	if len(st.offsets) == 0 {
+		return sub, nil
+	}
+	if st.mode != modeUnion {
+		return sub, errors.Mark(&FormatError{File: MetadataFile, Offset: h.at, Expected: errorf("the state %s in union mode (1), found mode %d", StateName, st.mode)}, ErrFormat)
+	}
+	s, err := r.open(h.stream)
+	if err != nil {
+		return sub, err
+	}
+	d := &decoder{file: s.file, b: s.b, base: s.base}
+	version := d.i32("the operator state's serialization proxy version")
+	if d.err == nil && (version < 1 || version > 6) {
+		d.failAt(s.base, "an operator state serialization proxy version (1 to 6), found %d", version)
+	}
+	compressed := false
+	if version == 6 {
+		at := d.pos()
+		switch d.u8("whether the operator state is compressed") {
+		case 0:
+		case 1:
+			compressed = true
+		default:
+			d.failAt(at, "a boolean (whether the operator state is compressed)")
+		}
+	}
+	if d.err != nil {
+		return sub, errors.Mark(d.err, ErrFormat)
+	}
+	header := int64(d.off)
+	var bounds []int64
+	for _, o := range h.states {
+		bounds = append(bounds, o.offsets...)
+	}
+	slices.Sort(bounds)
+	bounds = slices.Compact(bounds)
+	for i, off := range st.offsets {
+		if off < header || off > int64(len(s.b)) {
+			return sub, errors.Mark(&FormatError{File: MetadataFile, Offset: h.at, Expected: errorf("offsets of %s within its stream (%d to %d bytes), found %d for element %d", StateName, header, len(s.b), off, i)}, ErrFormat)
+		}
+		end := int64(len(s.b))
+		if j, _ := slices.BinarySearch(bounds, off+1); j < len(bounds) {
+			end = bounds[j]
+		}
+		region := s.b[off:end]
+		at := s.base + off
+		if compressed {
+			region, err = unframe(s.file, region, at)
+			if err != nil {
+				return sub, errors.Mark(err, ErrFormat)
+			}
+		}
+		e, n, err := DecodeElement(region, r.line)
+		if err == nil && n != len(region) {
+			err = &FormatError{Offset: int64(n), Expected: errorf("the element to end at byte %d, as the next offset says; it ended at %d", len(region), n)}
+		}
+		if err != nil {
+			var fe *FormatError
+			errors.As(err, &fe)
+			where := errorf("element %d of %s at byte %d", i, StateName, at)
+			if compressed {
+				where += errorf(" (Snappy-compressed; byte %d of it uncompressed)", fe.Offset)
+				fe.Offset = at
+			} else {
+				fe.Offset += at
+			}
+			fe.File = s.file
+			fe.Expected += errorf(" [%s, read as written by %s]", where, r.line)
+			return sub, errors.Mark(errors.WithHint(fe, "if the metadata's Flink line is right the element is corrupted; kcleanup decodes Kryo 2 for metadata version 4 (Flink 1.x) and Kryo 5 for version 5 and later (Flink 2.x)"), ErrFormat)
+		}
+		if e.Marker != nil {
+			sub.Markers = append(sub.Markers, *e.Marker)
+		} else {
+			sub.Legacy = append(sub.Legacy, e.Legacy)
+		}
+	}
+	return sub, nil
+}
