@@ -72,6 +72,14 @@ func (d *decoder) u8(what string) byte {
 	return b[0]
 }
 
+func (d *decoder) u16(what string) uint16 {
+	b := d.take(2, what)
+	if b == nil {
+		return 0
+	}
+	return binary.BigEndian.Uint16(b)
+}
+
 func (d *decoder) i32(what string) int32 {
 	b := d.take(4, what)
 	if b == nil {

@@ -158,6 +158,10 @@ func parseMetadata(file string, b []byte) (*metadata, error) {
 		if magic := d.i32("the checkpoint properties (Java serialization)"); d.err == nil && uint32(magic) != javaSerializationMagic {
 			d.failAt(at, "the checkpoint properties in Java serialization (0xaced0005), found 0x%08x", uint32(magic))
 		}
+		(&javaWalker{d: d}).object("the checkpoint properties")
+		if d.err == nil && d.remaining() != 0 {
+			d.fail("the end of the file after the checkpoint properties, found %d more bytes", d.remaining())
+		}
 	} else if d.remaining() != 0 {
 		d.fail("the end of the file after the last operator, found %d more bytes", d.remaining())
 	}
