@@ -2,7 +2,6 @@ package checkpoint
 
 import (
 	"fmt"
-	"unicode/utf16"
 
 	"github.com/kcleanup/kcleanup/events"
 )
@@ -393,7 +392,7 @@ type stringRef string
 // each; otherwise each key and value carries its class.
 func (k *kryoDecoder) offsetsMap(what string, typed bool) events.Offsets {
 	at := k.off
-	n := int64(k.varint(what+"'s size", true))
+	n := int64(k.varint("the size of "+what, true))
 	if k.err != nil {
 		return nil
 	}
@@ -412,9 +411,8 @@ func (k *kryoDecoder) offsetsMap(what string, typed bool) events.Offsets {
 	offsets := make(events.Offsets, n)
 	for i := int64(0); i < n && k.err == nil; i++ {
 		kat := k.off
-		key := k.boxed(what+"'s key", typed, kryoIDInt)
-		vat := k.off
-		value := k.boxed(what+"'s value", typed, kryoIDLong)
+		key := k.boxed("a key of "+what, typed, kryoIDInt)
+		value := k.boxed("a value of "+what, typed, kryoIDLong)
 		if k.err != nil {
 			break
 		}
@@ -426,7 +424,6 @@ func (k *kryoDecoder) offsetsMap(what string, typed bool) events.Offsets {
 			k.failAt(kat, "%s's keys distinct, found %d twice", what, key)
 			break
 		}
-		_ = vat
 		offsets[int32(key)] = value
 	}
 	return offsets
@@ -477,5 +474,3 @@ func className(name string, id int) string {
 	}
 	return fmt.Sprintf("%q", name)
 }
-
-var _ = utf16.Decode

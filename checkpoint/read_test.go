@@ -1,7 +1,9 @@
 package checkpoint
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -199,23 +201,29 @@ func TestReadMissingStateFile(t *testing.T) {
 }
 
 // TestReadWrongLine: the metadata's version decides the Kryo; a state file
-// of the other line (here: swapped in) is an error naming file and offset,
-// never plausible markers.
+// of the other line (swapped in, its declared size patched to match) is an
+// error naming the file, the element and the line, never plausible markers.
 func TestReadWrongLine(t *testing.T) {
-	one, _ := os.ReadFile(filepath.Join("testdata", "flink", "flink-1.20.3", "mixed", "op-state-1"))
-	two, _ := os.ReadFile(filepath.Join("testdata", "flink", "flink-2.2.0", "mixed", "op-state-1"))
 	for _, tc := range []struct{ meta, state string }{{"flink-1.20.3", "flink-2.2.0"}, {"flink-2.2.0", "flink-1.20.3"}} {
-		meta, _ := os.ReadFile(filepath.Join("testdata", "flink", tc.meta, "mixed", "_metadata"))
-		abs, _ := os.ReadFile(filepath.Join("testdata", "flink", tc.meta, "mixed", "abs", "op-state-2"))
-		st := memStore{"_metadata": meta, "file:/checkpoints/job/chk-7/op-state-2": abs, "op-state-1": one}
-		if tc.state == "flink-2.2.0" {
-			st["op-state-1"] = two
+		dir := filepath.Join("testdata", "flink", tc.meta, "mixed")
+		meta, _ := os.ReadFile(filepath.Join(dir, "_metadata"))
+		abs, _ := os.ReadFile(filepath.Join(dir, "abs", "op-state-2"))
+		swapped, _ := os.ReadFile(filepath.Join("testdata", "flink", tc.state, "mixed", "op-state-1"))
+		// A relative file handle: writeUTF("op-state-1"), then the size as a long.
+		name := append([]byte{0, 10}, "op-state-1"...)
+		i := bytes.Index(meta, name)
+		if i < 0 {
+			t.Fatal("no relative handle op-state-1 in", dir)
 		}
+		meta = bytes.Clone(meta)
+		binary.BigEndian.PutUint64(meta[i+len(name):], uint64(len(swapped)))
+		st := memStore{"_metadata": meta, "file:/checkpoints/job/chk-7/op-state-2": abs, "op-state-1": swapped}
 		_, err := Read(context.Background(), st, Selector{})
 		var fe *FormatError
-		if !errors.Is(err, ErrFormat) || !errors.As(err, &fe) || fe.File != "op-state-1" {
-			t.Errorf("metadata of %s, state of %s: %v, want a FormatError in op-state-1", tc.meta, tc.state, err)
+		if !errors.Is(err, ErrFormat) || !errors.As(err, &fe) || fe.File != "op-state-1" || !strings.Contains(err.Error(), "element 0 of recoveryMarker") {
+			t.Errorf("metadata of %s, state of %s: %v, want a FormatError in op-state-1's element 0", tc.meta, tc.state, err)
 		}
+		t.Log(err)
 	}
 }
 

@@ -16,7 +16,6 @@ import (
 const (
 	chunkCompressed   = 0x00
 	chunkUncompressed = 0x01
-	chunkPadding      = 0xfe
 	chunkStreamID     = 0xff
 	// maxChunkData bounds one chunk's uncompressed data: xerial writes blocks
 	// of 64 KiB; the format allows 64 KiB + 0 too, nothing larger.
@@ -91,5 +90,3 @@ func unframe(file string, b []byte, base int64) ([]byte, error) {
 
 // masked is the Snappy framing format's checksum mask.
 func masked(c uint32) uint32 { return (c>>15 | c<<17) + 0xa282ead8 }
-
-var _ = chunkPadding
