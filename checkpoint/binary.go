@@ -30,6 +30,9 @@ type decoder struct {
 	base int64
 	off  int
 	err  error
+	// ctx names the structure being read, for errors (set by the parser,
+	// so that no message is built unless one is needed).
+	ctx string
 }
 
 func (d *decoder) pos() int64 { return d.base + int64(d.off) }
@@ -39,7 +42,11 @@ func (d *decoder) remaining() int { return len(d.b) - d.off }
 // failAt records what was expected at absolute offset at (the first failure wins).
 func (d *decoder) failAt(at int64, format string, args ...any) {
 	if d.err == nil {
-		d.err = &FormatError{File: d.file, Offset: at, Expected: fmt.Sprintf(format, args...)}
+		msg := fmt.Sprintf(format, args...)
+		if d.ctx != "" {
+			msg += " (in " + d.ctx + ")"
+		}
+		d.err = &FormatError{File: d.file, Offset: at, Expected: msg}
 	}
 }
 
@@ -101,10 +108,11 @@ func (d *decoder) i64(what string) int64 {
 // for a count the input cannot hold.
 func (d *decoder) count(what string, minSize int) int {
 	at := d.pos()
-	n := d.i32("the number of " + what)
-	if d.err != nil {
+	b := d.take(4, "a count")
+	if b == nil {
 		return 0
 	}
+	n := int32(binary.BigEndian.Uint32(b))
 	if n < 0 {
 		d.failAt(at, "a number of %s, found %d", what, n)
 		return 0
@@ -118,6 +126,21 @@ func (d *decoder) count(what string, minSize int) int {
 
 // utf reads what DataOutput.writeUTF writes: an unsigned 16-bit length, then
 // that many bytes of Java's modified UTF-8.
+// skipUTF skips what writeUTF wrote, for strings the reader drops.
+func (d *decoder) skipUTF(what string) {
+	if n := d.take(2, what); n != nil {
+		d.take(int(binary.BigEndian.Uint16(n)), what)
+	}
+}
+
+// rawUTF returns the bytes of what writeUTF wrote, undecoded.
+func (d *decoder) rawUTF(what string) []byte {
+	if n := d.take(2, what); n != nil {
+		return d.take(int(binary.BigEndian.Uint16(n)), what)
+	}
+	return nil
+}
+
 func (d *decoder) utf(what string) string {
 	n := d.take(2, what+" (its length)")
 	if n == nil {
@@ -196,6 +219,5 @@ func fromUTF16(units []uint16) (string, bool) {
 	return string(utf16.Decode(units)), true
 }
 
-func quote(s string) string { return fmt.Sprintf("%q", s) }
 
 func errorf(format string, args ...any) string { return fmt.Sprintf(format, args...) }

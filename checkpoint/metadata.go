@@ -103,7 +103,8 @@ type streamHandle struct {
 	kind   byte
 	inline []byte
 	inAt   int64  // offset of inline in _metadata
-	path   string // relative or absolute, as the checkpoint names it
+	path   []byte // relative or absolute, as the checkpoint names it (modified UTF-8)
+	pathAt int64
 	start  int64  // segment start
 	size   int64  // declared state size (-1 unknown)
 }
@@ -247,8 +248,10 @@ func (p *metaParser) subtaskState() *operatorStateHandle {
 
 func (p *metaParser) operatorStateHandle(what string) *operatorStateHandle {
 	d := p.d
+	defer func(ctx string) { d.ctx = ctx }(d.ctx)
+	d.ctx = what
 	at := d.pos()
-	kind := d.u8(what + "'s handle kind")
+	kind := d.u8("an operator state handle's kind")
 	if d.err != nil {
 		return nil
 	}
@@ -261,7 +264,7 @@ func (p *metaParser) operatorStateHandle(what string) *operatorStateHandle {
 		return nil
 	}
 	h := &operatorStateHandle{at: at}
-	n := d.count("states in "+what, 2+1+4)
+	n := d.count("states", 2+1+4)
 	for i := 0; i < n && d.err == nil; i++ {
 		s := stateOffsets{name: d.utf("a state's name")}
 		mat := d.pos()
@@ -269,7 +272,7 @@ func (p *metaParser) operatorStateHandle(what string) *operatorStateHandle {
 		if d.err == nil && s.mode > modeBroadcast {
 			d.failAt(mat, "a distribution mode (0 split, 1 union, 2 broadcast), found %d", s.mode)
 		}
-		k := d.count("offsets of state "+quote(s.name), 8)
+		k := d.count("offsets of a state", 8)
 		if d.err != nil {
 			break
 		}
@@ -280,12 +283,12 @@ func (p *metaParser) operatorStateHandle(what string) *operatorStateHandle {
 		h.states = append(h.states, s)
 	}
 	if kind == handleSegmentOperator {
-		d.utf("the task-owned directory")
-		d.utf("the shared directory")
+		d.skipUTF("the task-owned directory")
+		d.skipUTF("the shared directory")
 		d.u8("whether the file-merging handle is empty")
 	}
 	sat := d.pos()
-	h.stream = p.streamHandle(what+"'s stream", 0)
+	h.stream = p.streamHandle("an operator state's stream", 0)
 	if d.err == nil {
 		switch {
 		case kind == handleSegmentOperator && h.stream.kind != handleSegmentFile && h.stream.kind != handleEmptySegmentFile:
@@ -300,24 +303,28 @@ func (p *metaParser) operatorStateHandle(what string) *operatorStateHandle {
 // streamHandle reads a StreamStateHandle.
 func (p *metaParser) streamHandle(what string, depth int) streamHandle {
 	d := p.d
+	defer func(ctx string) { d.ctx = ctx }(d.ctx)
+	d.ctx = what
 	at := d.pos()
-	h := streamHandle{kind: d.u8(what + "'s handle kind"), size: -1}
+	h := streamHandle{kind: d.u8("a stream handle's kind"), size: -1}
 	if d.err != nil {
 		return h
 	}
 	switch h.kind {
 	case handleNull, handleEmptySegmentFile:
 	case handleByteStream:
-		d.utf("the inline state's name")
+		d.skipUTF("the inline state's name")
 		n := d.i32("the inline state's length")
 		h.inAt = d.pos()
 		h.inline = d.take(int(n), "the inline state's bytes")
 		h.size = int64(len(h.inline))
 	case handleFile:
 		h.size = d.i64("the state file's size")
-		h.path = d.utf("the state file's path")
+		h.pathAt = d.pos()
+		h.path = d.rawUTF("the state file's path")
 	case handleRelativeFile:
-		h.path = d.utf("the state file's relative path")
+		h.pathAt = d.pos()
+		h.path = d.rawUTF("the state file's relative path")
 		h.size = d.i64("the state file's size")
 	case handleKeyGroups:
 		p.keyGroupOffsets()
@@ -333,8 +340,9 @@ func (p *metaParser) streamHandle(what string, depth int) streamHandle {
 		if scope := d.i32("the segment's scope"); d.err == nil && (scope < 0 || scope > 1) {
 			d.failAt(sat, "a segment scope (0 exclusive, 1 shared), found %d", scope)
 		}
-		h.path = d.utf("the segment's file path")
-		d.utf("the segment's logical file ID")
+		h.pathAt = d.pos()
+		h.path = d.rawUTF("the segment's file path")
+		d.skipUTF("the segment's logical file ID")
 		if d.err == nil && (h.start < 0 || h.size < 0) {
 			d.failAt(at, "a segment with a start and size of 0 or more, found %d and %d", h.start, h.size)
 		}
@@ -355,8 +363,10 @@ func (p *metaParser) keyGroupOffsets() {
 // keyedHandle reads and drops a KeyedStateHandle of any kind.
 func (p *metaParser) keyedHandle(what string, depth int) {
 	d := p.d
+	defer func(ctx string) { d.ctx = ctx }(d.ctx)
+	d.ctx = what
 	at := d.pos()
-	kind := d.u8(what + "'s handle kind")
+	kind := d.u8("a keyed state handle's kind")
 	if d.err != nil {
 		return
 	}
@@ -370,11 +380,11 @@ func (p *metaParser) keyedHandle(what string, depth int) {
 		p.keyGroupOffsets()
 		p.streamHandle("the key groups' stream", depth+1)
 		if kind == handleKeyGroupsV2 {
-			d.utf("the state handle ID")
+			d.skipUTF("the state handle ID")
 		}
 	case handleIncrementalKeyGroups, handleIncrementalKeyGroupsV2:
 		d.i64("the incremental handle's checkpoint ID")
-		d.utf("the backend identifier")
+		d.skipUTF("the backend identifier")
 		d.i32("the first key group")
 		d.i32("the number of key groups")
 		if kind == handleIncrementalKeyGroupsV2 {
@@ -384,12 +394,12 @@ func (p *metaParser) keyedHandle(what string, depth int) {
 		for _, list := range []string{"shared files", "private files"} {
 			n := d.count(list, 2+1)
 			for i := 0; i < n && d.err == nil; i++ {
-				d.utf("a local path")
+				d.skipUTF("a local path")
 				p.streamHandle("a RocksDB file", depth+1)
 			}
 		}
 		if kind == handleIncrementalKeyGroupsV2 {
-			d.utf("the state handle ID")
+			d.skipUTF("the state handle ID")
 		}
 	case handleChangelog, handleChangelogV2:
 		d.i32("the first key group")
@@ -398,14 +408,14 @@ func (p *metaParser) keyedHandle(what string, depth int) {
 		for _, part := range []string{"materialized handles", "non-materialized handles"} {
 			n := d.count(part, 1)
 			for i := 0; i < n && d.err == nil; i++ {
-				p.keyedHandle("a changelog's "+part[:len(part)-1], depth+1)
+				p.keyedHandle("a changelog's nested handle", depth+1)
 			}
 		}
 		d.i64("the materialization ID")
 		if kind == handleChangelogV2 {
 			d.i64("the changelog's checkpoint ID")
 		}
-		d.utf("the state handle ID")
+		d.skipUTF("the state handle ID")
 	case handleChangelogByteIncrement:
 		d.i32("the first key group")
 		d.i32("the number of key groups")
@@ -417,7 +427,7 @@ func (p *metaParser) keyedHandle(what string, depth int) {
 			k := d.i32("a change's length")
 			d.take(int(k), "a change's bytes")
 		}
-		d.utf("the state handle ID")
+		d.skipUTF("the state handle ID")
 	case handleChangelogFileIncrement, handleChangelogFileIncrementV2:
 		d.i32("the first key group")
 		d.i32("the number of key groups")
@@ -428,9 +438,9 @@ func (p *metaParser) keyedHandle(what string, depth int) {
 		}
 		d.i64("the state size")
 		d.i64("the checkpointed size")
-		d.utf("the state handle ID")
+		d.skipUTF("the state handle ID")
 		if kind == handleChangelogFileIncrementV2 {
-			d.utf("the storage identifier")
+			d.skipUTF("the storage identifier")
 		}
 	default:
 		d.failAt(at, "%s's handle kind (one of 0, 3, 5, 7 to 14), found %d: a keyed state handle this reader does not know (a newer Flink?)", what, kind)

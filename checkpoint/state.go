@@ -50,9 +50,13 @@ func (r *stateReader) open(h streamHandle) (stream, error) {
 	case handleEmptySegmentFile:
 		return stream{file: MetadataFile}, nil
 	}
-	f, err := r.st.Open(r.ctx, h.path)
+	path, bad := modifiedUTF8(h.path)
+	if bad >= 0 {
+		return stream{}, errors.Mark(&FormatError{File: MetadataFile, Offset: h.pathAt + 2 + int64(bad), Expected: "a state file's path in Java's modified UTF-8"}, ErrFormat)
+	}
+	f, err := r.st.Open(r.ctx, path)
 	if err != nil {
-		return stream{}, errors.Mark(errors.WithHint(errors.Wrapf(err, "open the state file %s", h.path),
+		return stream{}, errors.Mark(errors.WithHint(errors.Wrapf(err, "open the state file %s", path),
 			"the checkpoint names this file but it cannot be opened: was the checkpoint directory copied or moved without its state files, or deleted in part?"), ErrStateFile)
 	}
 	defer f.Close()
@@ -61,17 +65,17 @@ func (r *stateReader) open(h streamHandle) (stream, error) {
 	if h.kind == handleSegmentFile {
 		start, n = h.start, h.size
 		if start+n > size || start+n < start {
-			return stream{}, errors.Mark(&FormatError{File: h.path, Offset: size, Expected: errorf("a segment of %d bytes at %d, but the file has %d bytes", n, start, size)}, ErrFormat)
+			return stream{}, errors.Mark(&FormatError{File: path, Offset: size, Expected: errorf("a segment of %d bytes at %d, but the file has %d bytes", n, start, size)}, ErrFormat)
 		}
 	} else if h.size >= 0 && h.size != size {
-		return stream{}, errors.Mark(errors.WithHint(&FormatError{File: h.path, Offset: min(size, h.size), Expected: errorf("%d bytes, as the metadata declares, found a file of %d bytes", h.size, size)},
+		return stream{}, errors.Mark(errors.WithHint(&FormatError{File: path, Offset: min(size, h.size), Expected: errorf("%d bytes, as the metadata declares, found a file of %d bytes", h.size, size)},
 			"the state file is truncated or was replaced"), ErrFormat)
 	}
 	b := make([]byte, n)
 	if got, err := f.ReadAt(b, start); int64(got) < n {
-		return stream{}, errors.Mark(errors.Wrapf(err, "read the state file %s (%d of %d bytes)", h.path, got, n), ErrStateFile)
+		return stream{}, errors.Mark(errors.Wrapf(err, "read the state file %s (%d of %d bytes)", path, got, n), ErrStateFile)
 	}
-	return stream{file: h.path, b: b, base: start}, nil
+	return stream{file: path, b: b, base: start}, nil
 }
 
 // subtask decodes one subtask's elements of recoveryMarker. The stream
