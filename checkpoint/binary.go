@@ -219,5 +219,4 @@ func fromUTF16(units []uint16) (string, bool) {
 	return string(utf16.Decode(units)), true
 }
 
-
 func errorf(format string, args ...any) string { return fmt.Sprintf(format, args...) }

@@ -105,8 +105,8 @@ type streamHandle struct {
 	inAt   int64  // offset of inline in _metadata
 	path   []byte // relative or absolute, as the checkpoint names it (modified UTF-8)
 	pathAt int64
-	start  int64  // segment start
-	size   int64  // declared state size (-1 unknown)
+	start  int64 // segment start
+	size   int64 // declared state size (-1 unknown)
 }
 
 // parseMetadata reads a _metadata file of versions 3 to 7. It keeps what
