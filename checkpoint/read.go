@@ -125,6 +125,10 @@ func OperatorID(uid string) string {
 // Selected. It reads nothing but the metadata and the operator state files
 // of those operators (keyed, channel and other state is skipped by the
 // lengths the metadata declares).
+//
+// With ErrAmbiguous, ErrNoRecoveryState, ErrEmptyRecoveryState and
+// ErrNoMarkerOperator, the Checkpoint is returned too (Holders lists what
+// the checkpoint holds); with any other error it is nil.
 func Read(ctx context.Context, st Store, sel Selector) (*Checkpoint, error) {
 	if sel.OperatorUID != "" && sel.OperatorUIDHash != "" {
 		return nil, errors.WithHint(errors.New("both an operator uid and a uid hash were given"), "give one: --operator-uid or --operator-uid-hash")
@@ -166,6 +170,9 @@ func Read(ctx context.Context, st Store, sel Selector) (*Checkpoint, error) {
 		o := &m.operators[i]
 		if !holdsMarkers(o) {
 			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
 		}
 		op, err := r.operator(o)
 		if err != nil {
