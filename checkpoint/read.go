@@ -92,6 +92,9 @@ type Operator struct {
 	MaxParallelism int
 	// Subtasks are the subtasks whose state names recoveryMarker, by index.
 	Subtasks []Subtask
+	// Err is why this holder's state could not be read; only for a holder
+	// other than the selected one (for the selected one, Read fails).
+	Err error
 }
 
 // Subtask is one subtask's elements of recoveryMarker.
@@ -176,7 +179,11 @@ func Read(ctx context.Context, st Store, sel Selector) (*Checkpoint, error) {
 		}
 		op, err := r.operator(o)
 		if err != nil {
-			return nil, err
+			if chosen == nil || o == chosen {
+				return nil, err
+			}
+			// Another holder than the one selected: report, do not fail.
+			op = Operator{UID: o.uid, UIDHash: o.hash(), Name: o.name, Parallelism: o.parallelism, MaxParallelism: o.maxParallelism, Err: err}
 		}
 		c.Holders = append(c.Holders, op)
 		if o == chosen {

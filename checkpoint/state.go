@@ -146,7 +146,9 @@ func (r *stateReader) subtask(index int, h *operatorStateHandle) (Subtask, error
 		}
 		if err != nil {
 			var fe *FormatError
-			errors.As(err, &fe)
+			if !errors.As(err, &fe) {
+				return sub, err
+			}
 			where := errorf("element %d of %s at byte %d", i, StateName, at)
 			if compressed {
 				where += errorf(" (Snappy-compressed; byte %d of it uncompressed)", fe.Offset)
