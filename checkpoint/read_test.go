@@ -270,3 +270,25 @@ func TestReadForeignFiles(t *testing.T) {
 		t.Errorf("no _metadata: %v, want ErrStateFile", err)
 	}
 }
+
+// TestReadOtherHolderUnreadable: with a selector, another holder whose state
+// is damaged is reported, not fatal; without one, it is fatal.
+func TestReadOtherHolderUnreadable(t *testing.T) {
+	for _, fd := range flinkDirs {
+		meta, _ := os.ReadFile(filepath.Join("testdata", "flink", fd.dir, "two-holders", "_metadata"))
+		meta = bytes.Clone(meta)
+		i := bytes.Index(meta, []byte("topic-\xe1")) // Kryo ASCII: the last byte marked
+		meta[i-1] = 0x7f // the topic's reference marker: no such object
+		st := memStore{MetadataFile: meta}
+		c, err := Read(context.Background(), st, Selector{OperatorUID: "markers-b"})
+		if err != nil {
+			t.Fatalf("%s: %v", fd.dir, err)
+		}
+		if len(c.Holders) != 2 || c.Holders[0].Err == nil || c.Holders[1].Err != nil || c.Selected.UIDHash != OperatorID("markers-b") {
+			t.Errorf("%s: holders %+v", fd.dir, c.Holders)
+		}
+		if _, err := Read(context.Background(), st, Selector{}); !errors.Is(err, ErrFormat) {
+			t.Errorf("%s without a selector: %v, want ErrFormat", fd.dir, err)
+		}
+	}
+}
