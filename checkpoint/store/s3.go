@@ -22,6 +22,9 @@ import (
 // credentialsHelp says what to set when S3 has no credentials or refuses them.
 const credentialsHelp = "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN for temporary ones), or AWS_PROFILE naming a profile of the shared config files, or run where a role is attached (web identity, ECS, EC2)"
 
+// testTransport, when a test sets it, carries every request (to count what is fetched).
+var testTransport http.RoundTripper
+
 type s3Store struct {
 	client   *s3.Client
 	endpoint string // where requests go, for messages
@@ -51,6 +54,9 @@ func newS3Client(ctx context.Context) (*s3.Client, string, error) {
 		o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
 		o.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
 		o.DisableLogOutputChecksumValidationSkipped = true
+		if testTransport != nil {
+			o.HTTPClient = &http.Client{Transport: testTransport}
+		}
 	})
 	return client, endpoint, nil
 }
