@@ -411,7 +411,7 @@ func (b *PlanBuilder) add(m Marker) error {
 		}
 		b.first = m
 		b.mins, b.dense = newMinimum(m.Offsets)
-		return b.subtasks.add(i, m.Source)
+		return errors.Wrap(b.subtasks.add(i, m.Source), "cannot build a plan")
 	}
 	first := b.first
 	if m.Topic != first.Topic {
@@ -432,7 +432,7 @@ func (b *PlanBuilder) add(m Marker) error {
 			return partitionSetError(i, m.Offsets, first.Offsets)
 		}
 	}
-	return b.subtasks.add(i, m.Source)
+	return errors.Wrap(b.subtasks.add(i, m.Source), "cannot build a plan")
 }
 
 // SubtasksChecked says whether the markers added say which checkpoint, operator and subtask
@@ -449,7 +449,7 @@ func (b *PlanBuilder) Plan() (Plan, error) {
 		return Plan{}, errors.New("cannot build a plan: no markers: expected the markers of every subtask of the recovery point")
 	}
 	if err := b.subtasks.complete(); err != nil {
-		return Plan{}, err
+		return Plan{}, errors.Wrap(err, "cannot build a plan")
 	}
 	offsets := b.mins.offsets(b.first.Offsets, b.dense)
 	return Plan{

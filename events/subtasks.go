@@ -17,16 +17,17 @@ func CheckSubtasks(markers []Marker) (checked bool, err error) {
 	var s subtasks
 	for i, m := range markers {
 		if err := s.add(i, m.Source); err != nil {
-			return false, err
+			return false, errors.Wrap(err, "invalid markers")
 		}
 	}
 	if err := s.complete(); err != nil {
-		return false, err
+		return false, errors.Wrap(err, "invalid markers")
 	}
 	return s.checked(), nil
 }
 
-// subtasks is CheckSubtasks one marker at a time (PlanBuilder holds one).
+// subtasks is CheckSubtasks one marker at a time (PlanBuilder holds one); its errors are
+// worded without a prefix, which each caller gives.
 type subtasks struct {
 	n     int
 	first *MarkerSource // marker 0's
@@ -41,7 +42,7 @@ func (s *subtasks) checked() bool { return s.first != nil }
 func (s *subtasks) add(i int, src *MarkerSource) error {
 	if src != nil {
 		if ferr := src.check(); ferr != nil {
-			return errors.Newf("cannot build a plan: marker %d: %s", i, ferr.Error())
+			return errors.Newf("marker %d: %s", i, ferr.Error())
 		}
 	}
 	if s.n == 0 {
@@ -60,17 +61,17 @@ func (s *subtasks) add(i int, src *MarkerSource) error {
 		s.n++
 		return nil
 	case src == nil:
-		return errors.Newf("cannot build a plan: marker %d does not say which checkpoint and subtask it is from, but marker 0 does (checkpoint %d): expected every marker from the same kcleanup markers run", i, first.CheckpointID)
+		return errors.Newf("marker %d does not say which checkpoint and subtask it is from, but marker 0 does (checkpoint %d): expected every marker from the same kcleanup markers run", i, first.CheckpointID)
 	case first == nil:
-		return errors.Newf("cannot build a plan: marker %d says it is from checkpoint %d, subtask %d, but marker 0 does not say where it is from: expected every marker from the same kcleanup markers run", i, src.CheckpointID, src.Subtask)
+		return errors.Newf("marker %d says it is from checkpoint %d, subtask %d, but marker 0 does not say where it is from: expected every marker from the same kcleanup markers run", i, src.CheckpointID, src.Subtask)
 	case src.CheckpointID != first.CheckpointID:
-		return errors.Newf("cannot build a plan: marker %d is from checkpoint %d but marker 0 from checkpoint %d: expected the markers of one checkpoint", i, src.CheckpointID, first.CheckpointID)
+		return errors.Newf("marker %d is from checkpoint %d but marker 0 from checkpoint %d: expected the markers of one checkpoint", i, src.CheckpointID, first.CheckpointID)
 	case src.OperatorUID != first.OperatorUID || src.OperatorUIDHash != first.OperatorUIDHash:
-		return errors.Newf("cannot build a plan: marker %d is from operator %s but marker 0 from operator %s: expected the markers of one operator", i, operatorName(src), operatorName(first))
+		return errors.Newf("marker %d is from operator %s but marker 0 from operator %s: expected the markers of one operator", i, operatorName(src), operatorName(first))
 	case src.Parallelism != first.Parallelism:
-		return errors.Newf("cannot build a plan: marker %d says parallelism %d but marker 0 says %d: expected the markers of one checkpoint", i, src.Parallelism, first.Parallelism)
+		return errors.Newf("marker %d says parallelism %d but marker 0 says %d: expected the markers of one checkpoint", i, src.Parallelism, first.Parallelism)
 	case s.seen[src.Subtask] != 0:
-		return errors.Newf("cannot build a plan: marker %d is subtask %d, as marker %d is: expected each subtask's marker once", i, src.Subtask, s.seen[src.Subtask]-1)
+		return errors.Newf("marker %d is subtask %d, as marker %d is: expected each subtask's marker once", i, src.Subtask, s.seen[src.Subtask]-1)
 	}
 	s.seen[src.Subtask] = int32(i) + 1
 	s.count++
@@ -93,7 +94,7 @@ func (s *subtasks) complete() error {
 	if len(missing) > 1 {
 		word = "subtasks"
 	}
-	return errors.Newf("cannot build a plan: the markers of checkpoint %d, operator %s, lack %s %s of its %d: expected every subtask 0 to %d exactly once (kcleanup markers --checkpoint writes them all)",
+	return errors.Newf("the markers of checkpoint %d, operator %s, lack %s %s of its %d: expected every subtask 0 to %d exactly once (kcleanup markers --checkpoint writes them all)",
 		s.first.CheckpointID, operatorName(s.first), word, listPartitions(missing), s.first.Parallelism, s.first.Parallelism-1)
 }
 
