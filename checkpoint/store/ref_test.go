@@ -1,6 +1,7 @@
 package store
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -130,4 +131,38 @@ func TestRootsAllow(t *testing.T) {
 	if _, err := ParseRoots([]string{"relative/dir"}); err == nil {
 		t.Error("a relative root was accepted: want refused (a worker's working directory is no place to name)")
 	}
+}
+
+// FuzzParseRef: any input is refused or normalised, never a panic; a normalised Ref prints
+// as a path that parses back to itself, and a root holds itself and its children but not a
+// sibling that extends its last name.
+func FuzzParseRef(f *testing.F) {
+	for _, s := range []string{"/a/b", "a/../b", "file:/x", "file:///x/", "file://localhost/x", "s3://b/k", "s3a://b", "S3P://b/k/",
+		"s3://b/a/../x", "s3://b//x", "s3://user@b/x", "/allowed%2F..%2Fetc", "file://evil/x", "hdfs://nn/x", "", "\x00", "s3://b/ü/检查点"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		r, err := ParseRef(s, "/cwd")
+		if err != nil {
+			return
+		}
+		back, err := ParseRef(r.String(), "")
+		if err != nil || back != r {
+			t.Fatalf("ParseRef(%q) = %+v, which prints as %q and parses back to %+v, %v", s, r, r.String(), back, err)
+		}
+		if r.Scheme == "file" && (!filepath.IsAbs(r.Path) || filepath.Clean(r.Path) != r.Path) {
+			t.Fatalf("ParseRef(%q): local path %q is not absolute and clean", s, r.Path)
+		}
+		roots := Roots{r}
+		child := r
+		child.Path = strings.TrimSuffix(r.Path, "/") + "/x"
+		if r.Scheme == "s3" && r.Path == "" {
+			child.Path = "x"
+		}
+		sibling := r
+		sibling.Path += "x"
+		if !roots.Allow(r) || !roots.Allow(child) || (r.Path != "" && r.Path != "/" && roots.Allow(sibling)) {
+			t.Fatalf("root %s: allows itself %v, its child %s %v, the sibling %s %v", r, roots.Allow(r), child, roots.Allow(child), sibling, roots.Allow(sibling))
+		}
+	})
 }
