@@ -3,6 +3,7 @@ SHELL := /usr/bin/env bash
 GO    ?= go
 PKGS  := ./...
 KAFKA := cmd/kafkadev/kafka.sh
+S3    := cmd/s3dev/s3.sh
 # Integration tests read the broker address from here; `make test` fills it in.
 export KCLEANUP_TEST_BOOTSTRAP ?=
 # The pure packages (no Kafka client, no clock, no os): `make test` runs them
@@ -12,15 +13,17 @@ export KCLEANUP_TEST_BOOTSTRAP ?=
 PURE  := $(shell $(GO) list $(patsubst %,./%/...,$(wildcard events fsm projector protocol gate report)))
 # The tests that need the three-broker cluster (kafka.sh test --brokers 3) run on their own.
 CLUSTER := $(shell $(GO) list ./internal/clustertest/...)
-OTHER := $(filter-out $(PURE) $(CLUSTER),$(shell $(GO) list $(PKGS)))
+# The tests that read checkpoints from a real S3-compatible server (s3.sh test: KCLEANUP_TEST_S3).
+S3PKGS := $(shell $(GO) list ./checkpoint/store/...)
+OTHER := $(filter-out $(PURE) $(CLUSTER) $(S3PKGS),$(shell $(GO) list $(PKGS)))
 # kafka-up and kafka-down: 1 (the single-node broker) or 3 (the three-broker cluster).
 BROKERS ?= 1
 
 .PHONY: help build demo test test-broker test-cluster test-unit sim lint fuzz bench bench-quick bench-cluster bench-go \
-        kafka-up kafka-down kafka-cli docs screenshots chromium buildah promtool image clean
+        kafka-up kafka-down kafka-cli test-s3 s3-up s3-down docs screenshots chromium buildah promtool image clean
 
 help: ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
 
 # What `kcleanup version` and `kcleanup --version` name: the commit, even where go build does not
 # stamp vcs.revision (-buildvcs=false, a copy without .git).
@@ -35,9 +38,10 @@ build: ## build bin/kcleanup (BIN=path for elsewhere), naming the commit in its 
 demo: build ## walk the C0/C1 example end to end on an embedded broker
 	$(BIN) demo
 
-test: chromium buildah promtool ## all tests: the pure packages (in full, then -short under -race), then the rest against a real Kafka broker, then the cluster tests on three brokers (each started if needed)
+test: chromium buildah promtool ## all tests: the pure packages (in full, then -short under -race), the S3 reads against a real S3-compatible server, then the rest against a real Kafka broker, then the cluster tests on three brokers (each started if needed)
 	$(GO) test -count=1 $(PURE)
 	$(GO) test -race -short -count=1 $(PURE)
+	$(S3) test $(MAKE) --no-print-directory test-s3
 	$(KAFKA) test $(MAKE) --no-print-directory test-broker
 	$(KAFKA) test --brokers 3 $(MAKE) --no-print-directory test-cluster
 
@@ -45,6 +49,10 @@ test: chromium buildah promtool ## all tests: the pure packages (in full, then -
 test-broker:
 	$(GO) test -count=1 $(OTHER)
 	cd cmd/kcbench && $(GO) test -count=1 ./...
+
+# The checkpoint store's reads on the S3-compatible server of s3.sh (S3Proxy from Maven Central).
+test-s3:
+	$(GO) test -count=1 $(S3PKGS)
 
 # The tests of leader changes and lost brokers, on the three-broker cluster (KCLEANUP_TEST_CLUSTER).
 test-cluster:
@@ -124,7 +132,7 @@ screenshots: chromium ## regenerate docs/images/*.png, the console and the repor
 	KCLEANUP_SCREENSHOTS=$(CURDIR)/docs/images $(KAFKA) test $(GO) test -count=1 -run 'TestBrowser|TestScreenshots' ./worker/console/
 
 fuzz: ## fuzz every decoder for FUZZTIME each (default 30s)
-	@for pkg in ./events/ ./projector/ ./projector/flinkagents/ ./fsm/ ./cmd/kcleanup/ ./worker/clientconfig/; do \
+	@for pkg in ./events/ ./projector/ ./projector/flinkagents/ ./fsm/ ./cmd/kcleanup/ ./worker/clientconfig/ ./checkpoint/store/; do \
 	  for t in $$($(GO) test -list '^Fuzz' $$pkg | grep ^Fuzz); do \
 	    echo "== $$pkg $$t"; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $${FUZZTIME:-30s} $$pkg || exit 1; done; done
 
@@ -151,6 +159,12 @@ kafka-down: ## stop the broker started by kafka-up and remove its data (BROKERS=
 
 kafka-cli: ## run a Kafka tool: make kafka-cli TOOL=kafka-get-offsets ARGS='--topic t'
 	$(KAFKA) cli $(TOOL) $(ARGS)
+
+s3-up: ## start (or reuse) a real S3-compatible server (S3Proxy from Maven Central); prints its endpoint
+	$(S3) up
+
+s3-down: ## stop the S3 server started by s3-up and remove its data
+	$(S3) down
 
 clean: ## remove build output
 	rm -rf bin

@@ -117,7 +117,7 @@ func runPin(ctx context.Context, g globalOptions, o pinOptions, stdin io.Reader,
 	if strings.TrimSpace(o.reason) == "" {
 		return usageError(errors.WithHint(errors.New("--reason is blank"), "say why the recovery point is pinned: history shows it"))
 	}
-	plan, err := buildPlanFromFiles(o.markers, o.recoveryPoint, stdin)
+	plan, err := buildPlanFromFiles(o.markers, o.recoveryPoint, stdin, stderr)
 	if err != nil {
 		return err
 	}

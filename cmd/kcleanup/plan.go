@@ -90,7 +90,7 @@ type previewDoc struct {
 }
 
 func runPlan(ctx context.Context, g globalOptions, o planOptions, stdin io.Reader, stdout, stderr io.Writer) error {
-	plan, err := buildPlanFromFiles(o.markers, o.recoveryPoint, stdin)
+	plan, err := buildPlanFromFiles(o.markers, o.recoveryPoint, stdin, stderr)
 	if err != nil {
 		return err
 	}
@@ -154,8 +154,9 @@ func wouldRefuse(plan events.Plan, out string, pv *previewDoc) error {
 
 // buildPlanFromFiles reads every markers file and builds the plan. Every error names the file it
 // is about; a marker index in BuildPlan's errors counts markers across all files in order, so a
-// hint maps the indices back to files.
-func buildPlanFromFiles(files []string, recoveryPoint string, stdin io.Reader) (events.Plan, error) {
+// hint maps the indices back to files. Markers that do not say which checkpoint and subtask
+// they are from get a warning on warn (completeness cannot be checked).
+func buildPlanFromFiles(files []string, recoveryPoint string, stdin io.Reader, warn io.Writer) (events.Plan, error) {
 	if err := stdinOnce("markers", files); err != nil {
 		return events.Plan{}, err
 	}
@@ -198,6 +199,9 @@ func buildPlanFromFiles(files []string, recoveryPoint string, stdin io.Reader) (
 			err = errors.Wrapf(err, "markers file %s", files[0])
 		}
 		return events.Plan{}, err
+	}
+	if !b.SubtasksChecked() {
+		fmt.Fprint(warn, unsourcedMarkersWarning)
 	}
 	return plan, nil
 }

@@ -63,7 +63,7 @@ as it now stands. A pin that cannot be written is exit 4.`,
   kcleanup validate --markers subtask-0.json --markers subtask-1.json -o json
   kcleanup validate --markers chk-42/action-state-markers.json --pin-for 30m`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			markers, origins, err := readMarkerFiles(files, cmd.InOrStdin())
+			markers, origins, err := readMarkerFiles(files, cmd.InOrStdin(), cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}

@@ -26,6 +26,7 @@ var layer = map[string]int{
 	"events":                           0,
 	"internal/repo":                    0, // finds the repository; the standard library only
 	"fsm":                              1,
+	"checkpoint":                       1, // the pure Flink checkpoint reader: no Kafka, no I/O of its own
 	"projector/flinkagents":            1,
 	"checkpoint":                       1, // reads Flink checkpoints: bytes in, values out; imports only events
 	"projector":                        2,
@@ -35,6 +36,7 @@ var layer = map[string]int{
 	"report":                           5,
 	"protocol/sim":                     5, // the protocol run on a modelled cluster, checked by invariant
 	"worker/clientconfig":              5, // Kafka client properties: no package of ours
+	"checkpoint/store":                 5, // the files of a checkpoint, local or on S3, for checkpoint
 	"worker":                           6,
 	"internal/kafkatest":               6, // a real broker for tests
 	"worker/daemon":                    7,

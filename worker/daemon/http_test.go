@@ -272,6 +272,7 @@ func TestValidateVerdicts(t *testing.T) {
 		"empty array":      `[]`,
 		"empty body":       ``,
 		"trailing content": marker("action-state", f.id, events.Offsets{0: 150, 1: 120}) + "x",
+		"subtask 0 of two": `{"schemaVersion":1,"topic":"action-state","topicId":"` + f.id + `","offsets":{"0":150,"1":120},"checkpointId":7,"operator":{"uid":"u"},"parallelism":2,"subtask":0}`,
 	} {
 		t.Run("400 "+name, func(t *testing.T) {
 			a := do(t, "POST", f.validate, body)

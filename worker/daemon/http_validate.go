@@ -45,6 +45,11 @@ func (d *Daemon) serveValidate(w http.ResponseWriter, r *http.Request) {
 		writeVerdict(w, report.Unjudged("", gate.BadRequest, err))
 		return
 	}
+	// Markers that say where they were read must be every subtask's of one checkpoint.
+	if _, err := events.CheckSubtasks(markers); err != nil {
+		writeVerdict(w, report.Unjudged("", gate.BadRequest, err))
+		return
+	}
 	q := r.URL.Query()
 	var pinFor time.Duration
 	if q.Has("pinFor") {
