@@ -8,6 +8,7 @@ import (
 	"path"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
@@ -79,7 +80,7 @@ func openS3(ctx context.Context, ref Ref, c *confinement) (checkpoint.Store, Loc
 	}
 	for _, key := range candidates {
 		obj := Ref{Scheme: "s3", Bucket: ref.Bucket, Path: key}
-		_, _, err := s.head(ctx, obj)
+		_, _, written, err := s.head(ctx, obj)
 		if errors.Is(err, ErrNotFound) {
 			continue
 		}
@@ -91,7 +92,7 @@ func openS3(ctx context.Context, ref Ref, c *confinement) (checkpoint.Store, Loc
 			dir = ""
 		}
 		s.dir = Ref{Scheme: "s3", Bucket: ref.Bucket, Path: dir}
-		return s, Location{Metadata: obj, Dir: s.dir}, nil
+		return s, Location{Metadata: obj, Dir: s.dir, Written: written}, nil
 	}
 	if err := s.bucketExists(ctx, ref.Bucket); err != nil {
 		return nil, Location{}, err
@@ -123,7 +124,7 @@ func (s *s3Store) Open(ctx context.Context, name string) (checkpoint.File, error
 	if err := s.c.check(ref, "checkpoint file"); err != nil {
 		return nil, err
 	}
-	size, etag, err := s.head(ctx, ref)
+	size, etag, _, err := s.head(ctx, ref)
 	if err != nil {
 		if errors.Is(err, ErrNotFound) {
 			return nil, errors.Mark(errors.Newf("checkpoint file %s does not exist at %s (named %q by the checkpoint in %s)", ref, s.endpoint, name, s.dir), ErrNotFound)
@@ -133,16 +134,21 @@ func (s *s3Store) Open(ctx context.Context, name string) (checkpoint.File, error
 	return &s3File{s: s, ctx: ctx, ref: ref, size: size, etag: etag}, nil
 }
 
-// head returns an object's size and ETag; ErrNotFound when there is no such object.
-func (s *s3Store) head(ctx context.Context, ref Ref) (int64, *string, error) {
+// head returns an object's size, ETag and modification time; ErrNotFound when there is no
+// such object.
+func (s *s3Store) head(ctx context.Context, ref Ref) (int64, *string, time.Time, error) {
 	out, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &ref.Bucket, Key: &ref.Path})
 	if err != nil {
-		return 0, nil, s.explain(err, ref)
+		return 0, nil, time.Time{}, s.explain(err, ref)
 	}
 	if out.ContentLength == nil || *out.ContentLength < 0 {
-		return 0, nil, errors.Newf("%s at %s: the server did not say the object's size", ref, s.endpoint)
+		return 0, nil, time.Time{}, errors.Newf("%s at %s: the server did not say the object's size", ref, s.endpoint)
 	}
-	return *out.ContentLength, out.ETag, nil
+	var written time.Time
+	if out.LastModified != nil {
+		written = *out.LastModified
+	}
+	return *out.ContentLength, out.ETag, written, nil
 }
 
 // bucketExists tells a missing bucket from a missing object (a HEAD of an object answers 404

@@ -7,6 +7,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/cockroachdb/errors"
 
@@ -36,6 +37,10 @@ type Options struct {
 type Location struct {
 	Metadata Ref // the _metadata file
 	Dir      Ref // the directory that holds it, which relative names start from
+	// Written is when _metadata was last modified (the file's mtime, the object's
+	// Last-Modified): Flink writes it last, so this is when the checkpoint completed. Zero
+	// when the store does not say.
+	Written time.Time
 }
 
 // Open resolves PATH as an operator gives it — a checkpoint directory (chk-N), a savepoint
@@ -156,6 +161,9 @@ func openLocal(raw string, c *confinement) (checkpoint.Store, Location, error) {
 		loc = Location{Dir: Ref{Scheme: "file", Path: filepath.Dir(ref.Path)}, Metadata: ref}
 	default:
 		return nil, Location{}, errors.Newf("checkpoint path %s is neither a directory nor a regular file: expected a checkpoint directory (chk-N), a savepoint directory or its _metadata file", raw)
+	}
+	if mi, err := os.Stat(loc.Metadata.Path); err == nil {
+		loc.Written = mi.ModTime()
 	}
 	return &localStore{dir: loc.Dir, c: c}, loc, nil
 }
