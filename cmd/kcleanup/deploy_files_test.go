@@ -278,7 +278,7 @@ func loadKubernetes(t *testing.T, dir string) (objects map[string]k8sObject, fil
 		}
 		files = append(files, filepath.Base(p))
 	}
-	for _, kind := range []string{"Kustomization", "Deployment", "Service", "PodDisruptionBudget", "ConfigMap"} {
+	for _, kind := range []string{"Kustomization", "Deployment", "Service", "PodDisruptionBudget", "ConfigMap", "NetworkPolicy"} {
 		if _, ok := objects[kind]; !ok {
 			t.Fatalf("deploy/kubernetes has no %s", kind)
 		}
@@ -421,6 +421,26 @@ func checkKubernetes(t *testing.T, root string) {
 	decodeSpec(t, objects["PodDisruptionBudget"], &pdb)
 	if !selects(pdb.Selector.MatchLabels) || pdb.MinAvailable < 1 || pdb.MinAvailable >= ds.Replicas {
 		t.Errorf("PodDisruptionBudget: selector %v, minAvailable %d: want the worker's pods and 1 ≤ minAvailable < %d", pdb.Selector.MatchLabels, pdb.MinAvailable, ds.Replicas)
+	}
+
+	// The NetworkPolicy selects the worker's pods and lets callers reach the port it listens on.
+	var np struct {
+		PodSelector k8sSelector `yaml:"podSelector"`
+		Ingress     []struct {
+			Ports []struct {
+				Port yaml.Node `yaml:"port"`
+			} `yaml:"ports"`
+		} `yaml:"ingress"`
+	}
+	decodeSpec(t, objects["NetworkPolicy"], &np)
+	reaches := false
+	for _, in := range np.Ingress {
+		for _, p := range in.Ports {
+			reaches = reaches || containerPort(t, c, p.Port) == port
+		}
+	}
+	if !selects(np.PodSelector.MatchLabels) || !reaches {
+		t.Errorf("NetworkPolicy: selector %v, reaches port %d: %v; want the worker's pods and its HTTP port", np.PodSelector.MatchLabels, port, reaches)
 	}
 
 	// --command-config: a file of the ConfigMap, mounted where the variable says, that the

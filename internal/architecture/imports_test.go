@@ -34,6 +34,7 @@ var layer = map[string]int{
 	"report":                           5,
 	"protocol/sim":                     5, // the protocol run on a modelled cluster, checked by invariant
 	"worker/clientconfig":              5, // Kafka client properties: no package of ours
+	"worker/httpauth":                  5, // who calls the HTTP API: no package of ours
 	"worker":                           6,
 	"internal/kafkatest":               6, // a real broker for tests
 	"worker/daemon":                    7,
