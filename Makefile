@@ -154,8 +154,9 @@ bench-go: ## Go micro-benchmarks of the core (go test -bench)
 kafka-up: ## start (or reuse) a single-node Apache Kafka broker from Maven Central (BROKERS=3: the three-broker cluster)
 	$(KAFKA) up --brokers $(BROKERS)
 
-kafka-down: ## stop the broker started by kafka-up and remove its data (BROKERS=3: the cluster)
-	$(KAFKA) down --brokers $(BROKERS)
+kafka-down: ## stop the broker and the three-broker cluster started by kafka-up, and remove their data
+	$(KAFKA) down
+	$(KAFKA) down --brokers 3
 
 kafka-cli: ## run a Kafka tool: make kafka-cli TOOL=kafka-get-offsets ARGS='--topic t'
 	$(KAFKA) cli $(TOOL) $(ARGS)

@@ -13,6 +13,7 @@ import (
 	"github.com/kcleanup/kcleanup/worker"
 	"github.com/kcleanup/kcleanup/worker/console"
 	"github.com/kcleanup/kcleanup/worker/daemon"
+	"github.com/kcleanup/kcleanup/worker/httpauth"
 )
 
 // Flags of `kcleanup worker` and their environment fallbacks (flag > environment > default).
@@ -29,6 +30,11 @@ const (
 	flagWorkerBlocked   = "blocked-retry"
 	flagWorkerReplica   = "replica-name"
 	flagWorkerTombstone = "tombstone-scan-limit"
+	flagWorkerTLSCert   = "http-tls-cert-file"
+	flagWorkerTLSKey    = "http-tls-key-file"
+	flagWorkerClientCA  = "http-client-ca-file"
+	flagWorkerTokens    = "http-token-file"
+	flagWorkerProtect   = "http-protect-reads"
 
 	envWorkerTopics    = "KCLEANUP_CONTROL_TOPICS"
 	envWorkerRegex     = "KCLEANUP_CONTROL_TOPIC_REGEX"
@@ -37,9 +43,14 @@ const (
 	envWorkerLogFormat = "KCLEANUP_LOG_FORMAT"
 	envWorkerLogLevel  = "KCLEANUP_LOG_LEVEL"
 	envWorkerReplica   = "KCLEANUP_REPLICA_NAME"
+	envWorkerTLSCert   = "KCLEANUP_HTTP_TLS_CERT_FILE"
+	envWorkerTLSKey    = "KCLEANUP_HTTP_TLS_KEY_FILE"
+	envWorkerClientCA  = "KCLEANUP_HTTP_CLIENT_CA_FILE"
+	envWorkerTokens    = "KCLEANUP_HTTP_TOKEN_FILE"
 
 	// defaultHTTPAddr listens on every interface, so that Kubernetes probes and Prometheus
-	// reach it. The API only reads: nothing served there changes any state.
+	// reach it. Without --http-token-file or --http-client-ca-file the API only reads: a
+	// request that would write for its caller (?pinFor=) is refused.
 	defaultHTTPAddr = ":9308"
 )
 
@@ -60,6 +71,8 @@ type workerOptions struct {
 	tombstoneScanLimit int64
 	// restoreGrace is --restore-grace (0: off).
 	restoreGrace time.Duration
+	// auth is who may call the HTTP API for what (worker/httpauth).
+	auth httpauth.Config
 }
 
 func newWorkerCmd(g *globalOptions) *cobra.Command {
@@ -80,6 +93,13 @@ dies, another replica takes over within about the session timeout. Every replica
   GET  /metrics      Prometheus text format
   GET  /v1/status    the status of every served control topic (?controlTopic= for one)
   POST /v1/validate  markers in; 200 allowed, 409 refused, 400 bad input, 503 cannot tell
+
+Callers: ?pinFor= on /v1/validate makes the worker append a pin with its own Kafka credentials,
+so it is served only to a caller the worker can name: a bearer token of --http-token-file
+(Kubernetes' static token file: "token,user" lines; re-read when it changes) or a client
+certificate signed by --http-client-ca-file (mutual TLS; needs --http-tls-cert-file and
+--http-tls-key-file, which also make the API speak HTTPS). Without either it answers 403. The
+other endpoints are open unless --http-protect-reads; /healthz and /readyz always are.
 
 Control topics: --control-topic for one, or --control-topics a,b (repeatable) for several; all
 replicas of a group must serve the same set. The default group is kcleanup-worker.<first control
@@ -136,6 +156,11 @@ Never set it in production. Steps (after-committed is apply's alone):
 	f.Int64(flagWorkerTombstone, worker.DefaultTombstoneScanLimit,
 		"the most data `records` one pass of an owner's tombstone watch above the boundary reads (0: no limit); the next pass reads on, and nothing is deleted until it has read to the end")
 	addRestoreGraceFlag(f)
+	f.String(flagWorkerTokens, "", "bearer tokens of the HTTP API's callers: a `file` of \"token,user\" lines (env "+envWorkerTokens+")")
+	f.String(flagWorkerTLSCert, "", "serve the HTTP API over TLS with this PEM certificate `file` (env "+envWorkerTLSCert+")")
+	f.String(flagWorkerTLSKey, "", "the PEM private key `file` of --"+flagWorkerTLSCert+" (env "+envWorkerTLSKey+")")
+	f.String(flagWorkerClientCA, "", "authenticate callers by client certificates signed by the CA in this PEM `file` (mutual TLS; env "+envWorkerClientCA+")")
+	f.Bool(flagWorkerProtect, false, "the read-only endpoints (status, validation, console, metrics) need an authenticated caller too; the probes stay open")
 	return cmd
 }
 
@@ -226,6 +251,19 @@ func parseWorkerFlags(cmd *cobra.Command, g globalOptions) (workerOptions, error
 	if o.restoreGrace, err = restoreGrace(cmd); err != nil {
 		return o, err
 	}
+	for _, s := range []struct {
+		flag, env string
+		to        *string
+	}{{flagWorkerTokens, envWorkerTokens, &o.auth.TokenFile}, {flagWorkerTLSCert, envWorkerTLSCert, &o.auth.CertFile},
+		{flagWorkerTLSKey, envWorkerTLSKey, &o.auth.KeyFile}, {flagWorkerClientCA, envWorkerClientCA, &o.auth.ClientCAFile}} {
+		if *s.to, _, err = lookupSetting(cmd, s.flag, s.env, ""); err != nil {
+			return o, err
+		}
+	}
+	o.auth.ProtectReads, _ = cmd.Flags().GetBool(flagWorkerProtect)
+	if err := o.auth.Check(); err != nil {
+		return o, usageError(err)
+	}
 	if o.heartbeat >= o.session {
 		// Checked before connecting: the group would evict the member
 		// between two heartbeats, and it would own nothing.
@@ -248,6 +286,10 @@ func newLogger(w io.Writer, format string, level slog.Level) *slog.Logger {
 // is a success: exit 0.
 func runWorker(cmd *cobra.Command, g globalOptions, o workerOptions) error {
 	log := newLogger(cmd.ErrOrStderr(), o.logFormat, o.logLevel)
+	auth, err := httpauth.New(o.auth)
+	if err != nil {
+		return err
+	}
 	c, err := g.connect()
 	if err != nil {
 		return err
@@ -262,6 +304,7 @@ func runWorker(cmd *cobra.Command, g globalOptions, o workerOptions) error {
 		daemon.WithDiscoveryInterval(o.discover),
 		daemon.WithGroup(o.group),
 		daemon.WithHTTPAddr(o.httpAddr),
+		daemon.WithHTTPAuth(auth),
 		daemon.WithReplicaName(o.replica),
 		console.Mount(), // the operator console at /
 		daemon.WithLogger(log),

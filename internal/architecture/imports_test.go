@@ -36,6 +36,7 @@ var layer = map[string]int{
 	"protocol/sim":                     5, // the protocol run on a modelled cluster, checked by invariant
 	"worker/clientconfig":              5, // Kafka client properties: no package of ours
 	"checkpoint/store":                 5, // the files of a checkpoint, local or on S3, for checkpoint
+	"worker/httpauth":                  5, // who calls the HTTP API: no package of ours
 	"worker":                           6,
 	"internal/kafkatest":               6, // a real broker for tests
 	"worker/daemon":                    7,

@@ -21,6 +21,7 @@ import (
 	"github.com/kcleanup/kcleanup/internal/workertest"
 	"github.com/kcleanup/kcleanup/report"
 	"github.com/kcleanup/kcleanup/worker"
+	"github.com/kcleanup/kcleanup/worker/httpauth"
 )
 
 // answer is one HTTP response, body read.
@@ -434,8 +435,10 @@ func TestWrongMethodIsMethodNotAllowed(t *testing.T) {
 // control topic (a later plan above it is refused by the fold); a refused
 // answer writes no pin; a bad pinFor is a bad request.
 func TestValidatePinFor(t *testing.T) {
-	f := newAppliedFixture(t)
-	a := do(t, "POST", f.validate+"?pinFor=30m", marker("action-state", f.id, events.Offsets{0: 160, 1: 130}))
+	tokens := writeFile(t, t.TempDir(), "tokens.csv", aliceToken+",alice\n")
+	f := newAppliedFixture(t, WithHTTPAuth(authed(t, httpauth.Config{TokenFile: tokens})))
+	bearer := []string{"Authorization", "Bearer " + aliceToken}
+	a := send(t, http.DefaultClient, "POST", f.validate+"?pinFor=30m", marker("action-state", f.id, events.Offsets{0: 160, 1: 130}), bearer...)
 	var res gate.Verdict
 	a.decode(t, &res)
 	if a.code != 200 || !res.Allowed || res.PinID == "" || res.PinExpires == nil {
@@ -444,13 +447,13 @@ func TestValidatePinFor(t *testing.T) {
 	kafkatest.Eventually(t, 20*time.Second, "the pin in /v1/status", func() bool {
 		return strings.Contains(do(t, "GET", f.url+"/v1/status", "").body, res.PinID)
 	})
-	refused := do(t, "POST", f.validate+"?pinFor=30m", marker("action-state", f.id, events.Offsets{0: 100, 1: 130}))
+	refused := send(t, http.DefaultClient, "POST", f.validate+"?pinFor=30m", marker("action-state", f.id, events.Offsets{0: 100, 1: 130}), bearer...)
 	var r gate.Verdict
 	refused.decode(t, &r)
 	if refused.code != 409 || r.PinID != "" {
 		t.Fatalf("refused: %d %s", refused.code, refused.body)
 	}
-	if bad := do(t, "POST", f.validate+"?pinFor=soon", marker("action-state", f.id, events.Offsets{0: 160, 1: 130})); bad.code != 400 {
+	if bad := send(t, http.DefaultClient, "POST", f.validate+"?pinFor=soon", marker("action-state", f.id, events.Offsets{0: 160, 1: 130}), bearer...); bad.code != 400 {
 		t.Fatalf("bad pinFor: %d %s", bad.code, bad.body)
 	}
 }

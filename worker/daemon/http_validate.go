@@ -52,11 +52,20 @@ func (d *Daemon) serveValidate(w http.ResponseWriter, r *http.Request) {
 	}
 	q := r.URL.Query()
 	var pinFor time.Duration
+	actor := d.cfg.actor
 	if q.Has("pinFor") {
 		if pinFor, err = parsePinFor(q.Get("pinFor")); err != nil {
 			writeVerdict(w, report.Unjudged("", gate.BadRequest, err))
 			return
 		}
+		// A pin blocks every cleanup above it: the worker writes it with its
+		// own Kafka credentials only for a caller it can name, and the pin's
+		// actor names both (the audit trail says who asked).
+		caller, ok := d.requireCaller(w, r, "pin a recovery point")
+		if !ok {
+			return
+		}
+		actor = d.cfg.actor + " for " + caller.Via + ":" + caller.Name
 	}
 	topic, code, err := d.validateTopic(q.Get("controlTopic"), q.Has("controlTopic"), markers)
 	if err != nil {
@@ -93,7 +102,7 @@ func (d *Daemon) serveValidate(w http.ResponseWriter, r *http.Request) {
 		},
 	}
 	if pinFor > 0 {
-		writeVerdict(w, d.cluster.ValidateAndPin(ctx, markers, opts, pinFor, d.cfg.actor))
+		writeVerdict(w, d.cluster.ValidateAndPin(ctx, markers, opts, pinFor, actor))
 		return
 	}
 	writeVerdict(w, d.cluster.Validate(ctx, markers, opts))
