@@ -13,6 +13,7 @@ import (
 	"github.com/kcleanup/kcleanup/checkpoint"
 	"github.com/kcleanup/kcleanup/checkpoint/store"
 	"github.com/kcleanup/kcleanup/events"
+	"github.com/kcleanup/kcleanup/worker"
 )
 
 func newMarkersCmd(g *globalOptions) *cobra.Command {
@@ -52,12 +53,12 @@ message names the file, the byte offset and what was expected.`,
 func runMarkers(ctx context.Context, g globalOptions, p pointFlags, w io.Writer) error {
 	ctx, cancel := context.WithTimeout(ctx, g.timeout)
 	defer cancel()
-	r, err := readCheckpoint(ctx, p.checkpoint, p.selector(), store.Options{})
+	r, err := worker.ReadCheckpoint(ctx, p.checkpoint, p.selector(), store.Options{})
 	if err != nil {
 		return err
 	}
 	// Shown as it is, but a set that is not every subtask's is an error, as plan would say.
-	incomplete := r.complete()
+	incomplete := r.Complete()
 	if g.output == outputJSON {
 		if incomplete != nil {
 			return incomplete
@@ -87,7 +88,7 @@ func writeMarkersJSON(w io.Writer, ms []events.Marker) error {
 	return errors.Wrap(err, "write the markers")
 }
 
-func printCheckpoint(w io.Writer, r checkpointRead) error {
+func printCheckpoint(w io.Writer, r worker.CheckpointRead) error {
 	cp := r.Checkpoint
 	fmt.Fprintf(w, "checkpoint %d at %s\n", cp.ID, r.Location.Metadata)
 	written := "unknown (the store does not say)"

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"strings"
 
@@ -12,6 +11,7 @@ import (
 	"github.com/kcleanup/kcleanup/checkpoint"
 	"github.com/kcleanup/kcleanup/checkpoint/store"
 	"github.com/kcleanup/kcleanup/events"
+	"github.com/kcleanup/kcleanup/worker"
 )
 
 // pointFlags are the two ways plan, validate, pin and markers are given a recovery point: its
@@ -70,80 +70,20 @@ func (p pointFlags) selector() checkpoint.Selector {
 	return checkpoint.Selector{OperatorUID: p.operatorUID, OperatorUIDHash: p.operatorUIDHash}
 }
 
-// checkpointRead is what --checkpoint found: where, what, and the selected operator's markers.
-type checkpointRead struct {
-	Path       string // as given: the default recovery point
-	Location   store.Location
-	Checkpoint *checkpoint.Checkpoint
-	Subtasks   []checkpoint.SubtaskMarker
-}
-
-// readCheckpoint opens PATH on its store and reads the markers of the selected operator (or of
-// the one operator holding recoveryMarker). Every error says which file and what to do.
-func readCheckpoint(ctx context.Context, path string, sel checkpoint.Selector, opts store.Options) (checkpointRead, error) {
-	st, loc, err := store.Open(ctx, path, opts)
-	if err != nil {
-		return checkpointRead{}, errors.Wrapf(err, "open checkpoint %s", path)
-	}
-	cp, err := checkpoint.Read(ctx, st, sel)
-	if err != nil {
-		return checkpointRead{}, errors.Wrapf(err, "read checkpoint %s", loc.Metadata)
-	}
-	subs, err := cp.Markers()
-	if err != nil {
-		return checkpointRead{}, errors.Wrapf(err, "checkpoint %s", loc.Metadata)
-	}
-	return checkpointRead{Path: path, Location: loc, Checkpoint: cp, Subtasks: subs}, nil
-}
-
-// Markers are the markers as `kcleanup markers` writes them: each says which checkpoint,
-// operator and subtask it is from, so that events.CheckSubtasks holds them to every subtask of
-// one checkpoint, exactly as a markers file of them is held.
-func (r checkpointRead) Markers() []events.Marker {
-	op := r.Checkpoint.Selected
-	out := make([]events.Marker, 0, len(r.Subtasks))
-	for _, s := range r.Subtasks {
-		m := s.Marker
-		m.Source = &events.MarkerSource{CheckpointID: r.Checkpoint.ID, OperatorUID: op.UID, OperatorUIDHash: op.UIDHash,
-			Parallelism: int32(op.Parallelism), Subtask: int32(s.Subtask)}
-		out = append(out, m)
-	}
-	return out
-}
-
-// Origins name each marker for messages: "PATH subtask N".
-func (r checkpointRead) Origins() []string {
-	out := make([]string, len(r.Subtasks))
-	for i, s := range r.Subtasks {
-		out[i] = fmt.Sprintf("%s subtask %d", r.Path, s.Subtask)
-	}
-	return out
-}
-
-// complete holds the markers to every subtask of the checkpoint, as markers files are held.
-func (r checkpointRead) complete() error {
-	ms := r.Markers()
-	if _, err := events.CheckSubtasks(ms); err != nil {
-		return errors.WithHintf(errors.Wrapf(err, "checkpoint %s", r.Location.Metadata),
-			"every subtask of the operator must hold one marker; a checkpoint where some do not cannot be planned from safely")
-	}
-	return nil
-}
-
 // readPoint reads the recovery point's markers from --markers files or from --checkpoint.
 // rp is the recovery point's name: --recovery-point when given, else, for a checkpoint, PATH
 // exactly as given (as Flink Agents' tool does, so that both tools give one plan ID for one
 // invocation). cp is nil for markers files.
-func (p pointFlags) readPoint(ctx context.Context, recoveryPoint string, stdin io.Reader, warn io.Writer) (markers []events.Marker, origins []string, rp string, cp *checkpointRead, err error) {
+func (p pointFlags) readPoint(ctx context.Context, recoveryPoint string, stdin io.Reader, warn io.Writer) (markers []events.Marker, origins []string, rp string, cp *worker.CheckpointRead, err error) {
 	if p.checkpoint == "" {
 		markers, origins, err = readMarkerFiles(p.markers, stdin, warn)
 		return markers, origins, recoveryPoint, nil, err
 	}
-	r, err := readCheckpoint(ctx, p.checkpoint, p.selector(), store.Options{})
+	r, err := worker.ReadCheckpoint(ctx, p.checkpoint, p.selector(), store.Options{})
 	if err != nil {
 		return nil, nil, "", nil, err
 	}
-	if err := r.complete(); err != nil {
+	if err := r.Complete(); err != nil {
 		return nil, nil, "", nil, err
 	}
 	if recoveryPoint == "" {

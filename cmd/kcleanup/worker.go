@@ -10,6 +10,7 @@ import (
 	"github.com/cockroachdb/errors"
 	"github.com/spf13/cobra"
 
+	"github.com/kcleanup/kcleanup/checkpoint/store"
 	"github.com/kcleanup/kcleanup/worker"
 	"github.com/kcleanup/kcleanup/worker/console"
 	"github.com/kcleanup/kcleanup/worker/daemon"
@@ -35,6 +36,7 @@ const (
 	flagWorkerClientCA  = "http-client-ca-file"
 	flagWorkerTokens    = "http-token-file"
 	flagWorkerProtect   = "http-protect-reads"
+	flagWorkerCkptRoot  = "checkpoint-root"
 
 	envWorkerTopics    = "KCLEANUP_CONTROL_TOPICS"
 	envWorkerRegex     = "KCLEANUP_CONTROL_TOPIC_REGEX"
@@ -73,6 +75,8 @@ type workerOptions struct {
 	restoreGrace time.Duration
 	// auth is who may call the HTTP API for what (worker/httpauth).
 	auth httpauth.Config
+	// checkpointRoots are where POST /v1/validate may read checkpoints (none: nowhere).
+	checkpointRoots store.Roots
 }
 
 func newWorkerCmd(g *globalOptions) *cobra.Command {
@@ -94,8 +98,13 @@ dies, another replica takes over within about the session timeout. Every replica
   GET  /v1/status    the status of every served control topic (?controlTopic= for one)
   POST /v1/validate  markers in; 200 allowed, 409 refused, 400 bad input, 503 cannot tell
 
+Checkpoints: /v1/validate also takes {"checkpoint":"PATH"} (with "operatorUid" or
+"operatorUidHash" when needed) and reads the checkpoint itself, only under the --checkpoint-root
+locations (none by default: 403), with the worker's own file and S3 credentials.
+
 Callers: ?pinFor= on /v1/validate makes the worker append a pin with its own Kafka credentials,
-so it is served only to a caller the worker can name: a bearer token of --http-token-file
+and a checkpoint request makes it read files or a bucket, so both are served only to a caller
+the worker can name: a bearer token of --http-token-file
 (Kubernetes' static token file: "token,user" lines; re-read when it changes) or a client
 certificate signed by --http-client-ca-file (mutual TLS; needs --http-tls-cert-file and
 --http-tls-key-file, which also make the API speak HTTPS). Without either it answers 403. The
@@ -160,6 +169,7 @@ Never set it in production. Steps (after-committed is apply's alone):
 	f.String(flagWorkerTLSCert, "", "serve the HTTP API over TLS with this PEM certificate `file` (env "+envWorkerTLSCert+")")
 	f.String(flagWorkerTLSKey, "", "the PEM private key `file` of --"+flagWorkerTLSCert+" (env "+envWorkerTLSKey+")")
 	f.String(flagWorkerClientCA, "", "authenticate callers by client certificates signed by the CA in this PEM `file` (mutual TLS; env "+envWorkerClientCA+")")
+	f.StringArray(flagWorkerCkptRoot, nil, "a `location` under which POST /v1/validate may read a checkpoint named in a request (repeatable: an absolute directory, file:///dir, s3://bucket or s3://bucket/prefix; none by default: such requests are refused)")
 	f.Bool(flagWorkerProtect, false, "the read-only endpoints (status, validation, console, metrics) need an authenticated caller too; the probes stay open")
 	return cmd
 }
@@ -261,6 +271,10 @@ func parseWorkerFlags(cmd *cobra.Command, g globalOptions) (workerOptions, error
 		}
 	}
 	o.auth.ProtectReads, _ = cmd.Flags().GetBool(flagWorkerProtect)
+	roots, _ := cmd.Flags().GetStringArray(flagWorkerCkptRoot)
+	if o.checkpointRoots, err = store.ParseRoots(roots); err != nil {
+		return o, usageError(errors.WithHint(err, "give an absolute directory, file:///dir, s3://bucket or s3://bucket/prefix"))
+	}
 	if err := o.auth.Check(); err != nil {
 		return o, usageError(err)
 	}
@@ -305,6 +319,7 @@ func runWorker(cmd *cobra.Command, g globalOptions, o workerOptions) error {
 		daemon.WithGroup(o.group),
 		daemon.WithHTTPAddr(o.httpAddr),
 		daemon.WithHTTPAuth(auth),
+		daemon.WithCheckpointRoots(o.checkpointRoots),
 		daemon.WithReplicaName(o.replica),
 		console.Mount(), // the operator console at /
 		daemon.WithLogger(log),

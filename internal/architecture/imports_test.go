@@ -39,6 +39,7 @@ var layer = map[string]int{
 	"worker/httpauth":                  5, // who calls the HTTP API: no package of ours
 	"worker":                           6,
 	"internal/kafkatest":               6, // a real broker for tests
+	"internal/flinkgentest":            1, // real Flink checkpoints for tests (internal/flinkgen's output)
 	"worker/daemon":                    7,
 	"internal/workertest":              7, // fixtures over worker and kafkatest
 	"worker/console":                   8,
@@ -140,7 +141,7 @@ func TestProductImportsNoTestKit(t *testing.T) {
 			continue
 		}
 		for _, dep := range imports(t, root, pkg) {
-			if strings.HasPrefix(dep, "internal/kafkatest") || strings.HasPrefix(dep, "internal/workertest") {
+			if strings.HasPrefix(dep, "internal/kafkatest") || strings.HasPrefix(dep, "internal/workertest") || strings.HasPrefix(dep, "internal/flinkgentest") {
 				t.Errorf("%s imports the test kit %s", pkg, dep)
 			}
 		}

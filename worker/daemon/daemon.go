@@ -20,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kcleanup/kcleanup/checkpoint/store"
 	"github.com/kcleanup/kcleanup/protocol"
 	"github.com/kcleanup/kcleanup/report"
 	"github.com/kcleanup/kcleanup/worker"
@@ -109,6 +110,9 @@ type daemonConfig struct {
 	// auth names the callers of the HTTP API (nil: nobody is authenticated,
 	// so requests that act for a caller are refused).
 	auth *httpauth.Authenticator
+	// checkpointRoots are where POST /v1/validate may read a checkpoint
+	// (--checkpoint-root; none: nowhere).
+	checkpointRoots store.Roots
 }
 
 // Defaults of a Daemon. The group timings make failover take about the
@@ -167,6 +171,13 @@ func WithHTTPAddr(addr string) Option { return func(c *daemonConfig) { c.httpAdd
 // It also makes the server speak TLS when a certificate is configured.
 // Default: no caller is authenticated, and such requests are refused (403).
 func WithHTTPAuth(a *httpauth.Authenticator) Option { return func(c *daemonConfig) { c.auth = a } }
+
+// WithCheckpointRoots lets POST /v1/validate read checkpoints under roots
+// (and nowhere else: every file a checkpoint names is held to them too).
+// Default: none, and a request naming a checkpoint is refused (403).
+func WithCheckpointRoots(roots store.Roots) Option {
+	return func(c *daemonConfig) { c.checkpointRoots = roots }
+}
 
 // WithPage serves, next to the API, the handler page(d) builds on the
 // daemon for each of patterns (http.ServeMux patterns such as "GET /{$}").
