@@ -132,6 +132,12 @@ type localStore struct {
 // openLocal resolves raw (absolute, not cleaned) with its symbolic links, so that both the
 // roots and the file read are the real location.
 func openLocal(raw string, c *confinement) (checkpoint.Store, Location, error) {
+	// Confined, the path as written is held to the roots before the file system is touched,
+	// so that the answer says nothing of what exists outside them; its links are resolved
+	// and checked again below.
+	if err := c.check(Ref{Scheme: "file", Path: filepath.Clean(raw)}, "checkpoint path"); err != nil {
+		return nil, Location{}, err
+	}
 	real, err := filepath.EvalSymlinks(raw)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -238,6 +239,12 @@ func (d *Daemon) checkpointMarkers(w http.ResponseWriter, r *http.Request, ask c
 		writeVerdict(w, report.Unjudged("", gate.CheckpointForbidden, errors.WithHint(
 			errors.New("this worker reads no checkpoint: it has no --checkpoint-root"),
 			"start the worker with --checkpoint-root LOCATION (repeatable) for the checkpoint and savepoint directories it may read, or send the markers instead (kcleanup markers --checkpoint PATH -o json)")))
+		return nil, false
+	}
+	if ref, err := store.ParseRef(ask.Checkpoint, "/"); err == nil && ref.Scheme == "file" && !filepath.IsAbs(ask.Checkpoint) && !strings.HasPrefix(ask.Checkpoint, "file:") {
+		// A worker's working directory means nothing to its callers.
+		writeVerdict(w, report.Unjudged("", gate.BadRequest, errors.WithHint(errors.Newf("checkpoint path %q is relative", ask.Checkpoint),
+			"name the checkpoint by an absolute path, a file:// URL or an s3:// URL")))
 		return nil, false
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), d.cfg.readTimeout)
