@@ -8,7 +8,7 @@
 //
 //  1. Reads _metadata (Checkpoints.storeCheckpointMetadata): the magic
 //     number, the format version (3 to 7; Flink 1.20 writes 4, 2.0 writes 5,
-//     2.1 and 2.2 write 6), the checkpoint ID, master states (skipped by their
+//     2.1 to 2.3 write 6), the checkpoint ID, master states (skipped by their
 //     length), every operator, and the trailing CheckpointProperties (version
 //     4 and later, Java serialization, walked and dropped).
 //  2. For each operator: uid and name (version 5 and later), the 16-byte

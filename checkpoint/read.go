@@ -70,7 +70,7 @@ var (
 type Checkpoint struct {
 	ID int64
 	// Version is the metadata format version: Flink 1.20 writes 4, 2.0
-	// writes 5, 2.1 and 2.2 write 6.
+	// writes 5, 2.1 to 2.3 write 6 (Flink's sources).
 	Version int
 	Line    Line
 	// Operators counts every operator in the checkpoint.
