@@ -278,7 +278,7 @@ func TestReadOtherHolderUnreadable(t *testing.T) {
 		meta, _ := os.ReadFile(filepath.Join("testdata", "flink", fd.dir, "two-holders", "_metadata"))
 		meta = bytes.Clone(meta)
 		i := bytes.Index(meta, []byte("topic-\xe1")) // Kryo ASCII: the last byte marked
-		meta[i-1] = 0x7f // the topic's reference marker: no such object
+		meta[i-1] = 0x7f                             // the topic's reference marker: no such object
 		st := memStore{MetadataFile: meta}
 		c, err := Read(context.Background(), st, Selector{OperatorUID: "markers-b"})
 		if err != nil {
