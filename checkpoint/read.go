@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 
@@ -14,23 +13,6 @@ import (
 
 	"github.com/kcleanup/kcleanup/events"
 )
-
-// File is an open file of a checkpoint.
-type File interface {
-	io.ReaderAt
-	Size() int64
-	Close() error
-}
-
-// Store opens the files of one checkpoint or savepoint. It is the reader's
-// only way to the outside (package checkpoint/store implements it for local
-// paths, file:// and s3://).
-type Store interface {
-	// Open opens a file named as the checkpoint names it: relative to the
-	// directory that holds _metadata (relative file handles of savepoints),
-	// or absolute on the same store (file handles).
-	Open(ctx context.Context, name string) (File, error)
-}
 
 // Selector names the operator whose markers are wanted, as Flink Agents'
 // tool names it: by uid or by uid hash (Flink's OperatorID in hex). At most

@@ -26,8 +26,8 @@ var layer = map[string]int{
 	"events":                           0,
 	"internal/repo":                    0, // finds the repository; the standard library only
 	"fsm":                              1,
+	"checkpoint":                       1, // the pure Flink checkpoint reader: no Kafka, no I/O of its own
 	"projector/flinkagents":            1,
-	"checkpoint":                       1, // reads Flink checkpoints: bytes in, values out; imports only events
 	"projector":                        2,
 	"projector/invariant":              3, // pure checks of §8, over the projector
 	"gate":                             4,
