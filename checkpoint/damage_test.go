@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/cockroachdb/errors"
@@ -82,4 +83,53 @@ func TestReadStateFileSizeMismatch(t *testing.T) {
 			t.Errorf("%d bytes for %d: %v, want a FormatError in op-state-1", len(b), len(state), err)
 		}
 	}
+}
+
+// hugeFile is a real state file that claims to be 1 TiB long (zeros after
+// its real bytes), as a crafted checkpoint could make a state file appear.
+type hugeFile struct{ real []byte }
+
+func (f hugeFile) Size() int64  { return 1 << 40 }
+func (f hugeFile) Close() error { return nil }
+func (f hugeFile) ReadAt(p []byte, off int64) (int, error) {
+	for i := range p {
+		if int64(i)+off < int64(len(f.real)) {
+			p[i] = f.real[int64(i)+off]
+		} else {
+			p[i] = 0
+		}
+	}
+	return len(p), nil
+}
+
+type hugeStore struct {
+	memStore
+	huge string
+}
+
+func (s hugeStore) Open(ctx context.Context, name string) (File, error) {
+	if name == s.huge {
+		return hugeFile{real: s.memStore[name]}, nil
+	}
+	return s.memStore.Open(ctx, name)
+}
+
+// TestReadHugeStateFile: a state file whose last element would run to the
+// end of 1 TiB is refused before anything of that size is read or allocated.
+func TestReadHugeStateFile(t *testing.T) {
+	dir := filepath.Join("testdata", "flink", "flink-2.2.0", "mixed")
+	meta, _ := os.ReadFile(filepath.Join(dir, "_metadata"))
+	state, _ := os.ReadFile(filepath.Join(dir, "op-state-1"))
+	abs, _ := os.ReadFile(filepath.Join(dir, "abs", "op-state-2"))
+	name := append([]byte{0, 10}, "op-state-1"...)
+	i := bytes.Index(meta, name)
+	meta = bytes.Clone(meta)
+	binary.BigEndian.PutUint64(meta[i+len(name):], 1<<40)
+	st := hugeStore{memStore{MetadataFile: meta, "op-state-1": state, "file:/checkpoints/job/chk-7/op-state-2": abs}, "op-state-1"}
+	_, err := Read(context.Background(), st, Selector{})
+	var fe *FormatError
+	if !errors.As(err, &fe) || fe.File != "op-state-1" || !strings.Contains(fe.Expected, "at most") {
+		t.Fatalf("%v, want a FormatError in op-state-1 refusing the element's size", err)
+	}
+	t.Log(err)
 }

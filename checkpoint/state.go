@@ -152,7 +152,10 @@ func (r *stateReader) subtask(index int, h *operatorStateHandle) (Subtask, error
 	}
 	slices.Sort(bounds)
 	bounds = slices.Compact(bounds)
-	// Each element's end, and the span of all of them, read at once.
+	// Each element's end, and the span of all of them, read at once when it
+	// is small (it is: a marker takes tens of bytes a partition), else
+	// element by element; an element larger than maxElementBytes is refused,
+	// so a crafted offset into a huge file cannot make the reader hold it.
 	ends := make([]int64, len(st.offsets))
 	lo, hi := s.size, int64(0)
 	for i, off := range st.offsets {
@@ -163,14 +166,24 @@ func (r *stateReader) subtask(index int, h *operatorStateHandle) (Subtask, error
 		if j, _ := slices.BinarySearch(bounds, off+1); j < len(bounds) {
 			ends[i] = bounds[j]
 		}
+		if ends[i]-off > maxElementBytes {
+			return sub, errors.Mark(&FormatError{File: s.file, Offset: s.base + off, Expected: errorf("element %d of %s to take at most %d bytes, found %d before the next offset or the end", i, StateName, maxElementBytes, ends[i]-off)}, ErrFormat)
+		}
 		lo, hi = min(lo, off), max(hi, ends[i])
 	}
-	span, err := s.read(lo, hi-lo)
-	if err != nil {
-		return sub, err
+	var span []byte
+	if hi-lo <= maxElementBytes {
+		if span, err = s.read(lo, hi-lo); err != nil {
+			return sub, err
+		}
 	}
 	for i, off := range st.offsets {
-		region := span[off-lo : ends[i]-lo]
+		var region []byte
+		if span != nil {
+			region = span[off-lo : ends[i]-lo]
+		} else if region, err = s.read(off, ends[i]-off); err != nil {
+			return sub, err
+		}
 		at := s.base + off
 		if compressed {
 			region, err = unframe(s.file, region, at)
