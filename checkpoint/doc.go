@@ -52,8 +52,9 @@
 // naming the file (as the checkpoint names it), the byte offset and what
 // was expected (errors.Is ErrFormat). Counts and lengths are checked
 // against what remains before any loop or allocation, so memory stays
-// within the size of the files read (a compressed element inflates to at
-// most 64 MiB); handles nest at most 8 deep. FuzzReadMetadata and
+// within the size of the files read: _metadata (at most 1 GiB) whole, of a
+// state file only the proxy's first bytes and the elements, each at most
+// 64 MiB, compressed or not; handles nest at most 8 deep. FuzzReadMetadata and
 // FuzzDecodeElement keep it so.
 //
 // docs/checkpoints.md says what of Flink's format is read and what skipped,
