@@ -68,6 +68,18 @@ func TestFlinkgenCases(t *testing.T) {
 		}
 		t.Skip(how)
 	}
+	checkFlinkgen(t, dir)
+}
+
+// TestFlinkgenSamples runs the same comparison on a few cases of the
+// generator's first output kept in testdata/flinkgen (their _metadata, all
+// state inline; the manifest entries as the generator wrote them, with
+// the State Processor API's reads), so it runs everywhere.
+func TestFlinkgenSamples(t *testing.T) {
+	checkFlinkgen(t, filepath.Join("testdata", "flinkgen"))
+}
+
+func checkFlinkgen(t *testing.T, dir string) {
 	raw, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
 	if err != nil {
 		t.Fatal(err)

@@ -33,6 +33,15 @@ func FuzzReadMetadata(f *testing.F) {
 			}
 		}
 	}
+	// Real jobs' checkpoints (testdata/flinkgen): their state is inline.
+	samples, _ := filepath.Glob(filepath.Join("testdata", "flinkgen", "*", "_metadata"))
+	for _, s := range samples {
+		meta, err := os.ReadFile(s)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(meta, uint8(0))
+	}
 	f.Fuzz(func(t *testing.T, meta []byte, dir uint8) {
 		st := stores[int(dir)%len(stores)]
 		for _, c := range []string{"mixed", "compressed"} {
