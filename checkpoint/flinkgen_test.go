@@ -39,11 +39,11 @@ type flinkgenCase struct {
 		// recoveryMarker from an empty one, which Flink reads alike.
 		StateNames []string `json:"stateNames"`
 	} `json:"markerOperators"`
-	MetadataVersion int   `json:"metadataVersion"`
-	CheckpointID    int64 `json:"checkpointId"`
-	Expected      *flinkgenExpected           `json:"expected"`
-	ExpectedByUID map[string]flinkgenExpected `json:"expectedByUid"`
-	Notes         string                      `json:"notes"`
+	MetadataVersion int                         `json:"metadataVersion"`
+	CheckpointID    int64                       `json:"checkpointId"`
+	Expected        *flinkgenExpected           `json:"expected"`
+	ExpectedByUID   map[string]flinkgenExpected `json:"expectedByUid"`
+	Notes           string                      `json:"notes"`
 }
 
 type flinkgenExpected struct {
