@@ -18,7 +18,7 @@ func FuzzReadMetadata(f *testing.F) {
 	stores := make([]memStore, len(flinkDirs))
 	for i, fd := range flinkDirs {
 		stores[i] = memStore{}
-		for _, c := range []string{"mixed", "compressed", "two-holders", "empty", "legacy"} {
+		for _, c := range []string{"mixed", "compressed", "two-holders", "empty", "legacy", "file-merging"} {
 			dir := filepath.Join("testdata", "flink", fd.dir, c)
 			meta, err := os.ReadFile(filepath.Join(dir, "_metadata"))
 			if err != nil {
@@ -30,6 +30,9 @@ func FuzzReadMetadata(f *testing.F) {
 			}
 			if b, err := os.ReadFile(filepath.Join(dir, "abs", "op-state-2")); err == nil {
 				stores[i]["file:/checkpoints/job/chk-7/op-state-2"] = b
+			}
+			if b, err := os.ReadFile(filepath.Join(dir, "abs", "merged-0")); err == nil {
+				stores[i]["file:/checkpoints/job/taskowned/merged-0"] = b
 			}
 		}
 	}
@@ -45,7 +48,8 @@ func FuzzReadMetadata(f *testing.F) {
 	f.Fuzz(func(t *testing.T, meta []byte, dir uint8) {
 		st := stores[int(dir)%len(stores)]
 		for _, c := range []string{"mixed", "compressed"} {
-			files := memStore{"_metadata": meta, "op-state-1": st[c+"/op-state-1"], "file:/checkpoints/job/chk-7/op-state-2": st["file:/checkpoints/job/chk-7/op-state-2"]}
+			files := memStore{"_metadata": meta, "op-state-1": st[c+"/op-state-1"], "file:/checkpoints/job/chk-7/op-state-2": st["file:/checkpoints/job/chk-7/op-state-2"],
+				"file:/checkpoints/job/taskowned/merged-0": st["file:/checkpoints/job/taskowned/merged-0"]}
 			for _, sel := range []Selector{{}, {OperatorUID: "action-state-markers"}} {
 				c, err := Read(context.Background(), files, sel)
 				if err == nil {
