@@ -137,9 +137,10 @@ func Read(ctx context.Context, st Store, sel Selector) (*Checkpoint, error) {
 		return nil, formatError(err)
 	}
 	c := &Checkpoint{ID: m.checkpointID, Version: m.version, Line: lineOf(m.version), Operators: len(m.operators)}
-	r := &stateReader{ctx: ctx, st: st, line: c.Line, metadata: raw}
+	r := &stateReader{ctx: ctx, st: st, line: c.Line}
 
 	var chosen *operatorMeta
+	selected := -1 // index into c.Holders
 	if wantHash != "" {
 		for i := range m.operators {
 			if m.operators[i].hash() == wantHash {
@@ -167,13 +168,15 @@ func Read(ctx context.Context, st Store, sel Selector) (*Checkpoint, error) {
 			// Another holder than the one selected: report, do not fail.
 			op = Operator{UID: o.uid, UIDHash: o.hash(), Name: o.name, Parallelism: o.parallelism, MaxParallelism: o.maxParallelism, Err: err}
 		}
-		c.Holders = append(c.Holders, op)
 		if o == chosen {
-			c.Selected = &c.Holders[len(c.Holders)-1]
+			selected = len(c.Holders)
 		}
+		c.Holders = append(c.Holders, op)
 	}
 	switch {
-	case chosen != nil && c.Selected == nil:
+	case chosen != nil && selected >= 0:
+		c.Selected = &c.Holders[selected]
+	case chosen != nil:
 		return c, errors.Mark(errors.WithHint(errors.Newf("operator %s holds no state %s (%d of its %d subtasks have state in the checkpoint): it is not the operator that keeps Flink Agents' recovery markers",
 			describeSelector(sel, wantHash), StateName, len(chosen.subtasks), chosen.parallelism), holderHint(c)), ErrNoRecoveryState)
 	case chosen == nil && len(c.Holders) == 0:

@@ -10,10 +10,9 @@ import (
 // stateReader reads the operator state streams of the operators holding
 // recoveryMarker.
 type stateReader struct {
-	ctx      context.Context
-	st       Store
-	line     Line
-	metadata []byte
+	ctx  context.Context
+	st   Store
+	line Line
 }
 
 func (r *stateReader) operator(o *operatorMeta) (Operator, error) {
