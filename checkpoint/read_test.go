@@ -143,6 +143,10 @@ func TestReadSelection(t *testing.T) {
 			if c.Selected.UIDHash != OperatorID("markers-b") || len(c.Selected.Subtasks) != 2 || c.Selected.Subtasks[1].Markers[0].Offsets[0] != 3 {
 				t.Errorf("selected %+v", c.Selected)
 			}
+			c, err = readCase(t, fd.dir, "two-holders", Selector{OperatorUID: "markers-a"})
+			if err != nil || c.Selected != &c.Holders[0] {
+				t.Errorf("markers-a: %v; Selected is not Holders[0]", err)
+			}
 			_, err = readCase(t, fd.dir, "two-holders", Selector{OperatorUID: "nope"})
 			if !errors.Is(err, ErrOperatorNotFound) || errors.Is(err, ErrNoRecoveryState) {
 				t.Errorf("unknown uid: %v, want ErrOperatorNotFound only", err)
