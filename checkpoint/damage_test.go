@@ -133,3 +133,43 @@ func TestReadHugeStateFile(t *testing.T) {
 	}
 	t.Log(err)
 }
+
+// TestReadUnknownHandleKind: a keyed state handle kind this reader does not
+// know (here: a real key-group handle's kind byte changed to 42) is refused
+// naming the byte, never skipped by a guess.
+func TestReadUnknownHandleKind(t *testing.T) {
+	for _, fd := range flinkDirs {
+		dir := filepath.Join("testdata", "flink", fd.dir, "mixed")
+		meta, _ := os.ReadFile(filepath.Join(dir, "_metadata"))
+		// KEY_GROUPS_HANDLE_V2 (12), first key group 0, 64 key groups.
+		i := bytes.Index(meta, []byte{12, 0, 0, 0, 0, 0, 0, 0, 64})
+		if i < 0 {
+			t.Fatalf("%s: no key-group handle found", fd.dir)
+		}
+		meta = bytes.Clone(meta)
+		meta[i] = 42
+		_, err := Read(context.Background(), newDirStoreWith(dir, MetadataFile, meta), Selector{})
+		var fe *FormatError
+		if !errors.As(err, &fe) || fe.Offset != int64(i) || !strings.Contains(fe.Expected, "found 42") || !strings.Contains(fe.Expected, "does not know") {
+			t.Errorf("%s: %v, want a FormatError at byte %d naming kind 42", fd.dir, err, i)
+		}
+	}
+}
+
+// newDirStoreWith is newDirStore with one file replaced.
+func newDirStoreWith(dir, name string, b []byte) Store {
+	return overlayStore{newDirStore(dir), name, b}
+}
+
+type overlayStore struct {
+	*dirStore
+	name string
+	b    []byte
+}
+
+func (s overlayStore) Open(ctx context.Context, name string) (File, error) {
+	if name == s.name {
+		return memFile{bytes.NewReader(s.b)}, nil
+	}
+	return s.dirStore.Open(ctx, name)
+}
