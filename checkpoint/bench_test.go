@@ -83,3 +83,21 @@ func BenchmarkReadLargeMetadata(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkReadRealCheckpoint reads a real job's retained checkpoint
+// (testdata/flinkgen: Flink 2.2.0, parallelism 2, all state inline).
+func BenchmarkReadRealCheckpoint(b *testing.B) {
+	dir := filepath.Join("testdata", "flinkgen", "flink-2.2_hashmap_checkpoint_p2")
+	meta, err := os.ReadFile(filepath.Join(dir, "_metadata"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	st := memStore{MetadataFile: meta}
+	b.SetBytes(int64(len(meta)))
+	b.ReportAllocs()
+	for range b.N {
+		if _, err := Read(context.Background(), st, Selector{OperatorUID: "action-state-markers"}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -8,7 +8,7 @@
 //
 //  1. Reads _metadata (Checkpoints.storeCheckpointMetadata): the magic
 //     number, the format version (3 to 7; Flink 1.20 writes 4, 2.0 writes 5,
-//     2.1 and 2.2 write 6), the checkpoint ID, master states (skipped by their
+//     2.1 to 2.3 write 6), the checkpoint ID, master states (skipped by their
 //     length), every operator, and the trailing CheckpointProperties (version
 //     4 and later, Java serialization, walked and dropped).
 //  2. For each operator: uid and name (version 5 and later), the 16-byte
@@ -52,8 +52,9 @@
 // naming the file (as the checkpoint names it), the byte offset and what
 // was expected (errors.Is ErrFormat). Counts and lengths are checked
 // against what remains before any loop or allocation, so memory stays
-// within the size of the files read (a compressed element inflates to at
-// most 64 MiB); handles nest at most 8 deep. FuzzReadMetadata and
+// within the size of the files read: _metadata (at most 1 GiB) whole, of a
+// state file only the proxy's first bytes and the elements, each at most
+// 64 MiB, compressed or not; handles nest at most 8 deep. FuzzReadMetadata and
 // FuzzDecodeElement keep it so.
 //
 // docs/checkpoints.md says what of Flink's format is read and what skipped,

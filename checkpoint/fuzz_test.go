@@ -14,43 +14,58 @@ import (
 // checkpoint or an error of one of Read's classes, never panic, and never
 // allocate past the input's size (go test -fuzz would run out of memory).
 func FuzzReadMetadata(f *testing.F) {
-	st := memStore{}
-	for _, fd := range flinkDirs {
-		for _, c := range []string{"mixed", "compressed", "two-holders", "empty", "legacy"} {
+	// The state files of each directory's cases, by the names the metadata uses.
+	stores := make([]memStore, len(flinkDirs))
+	for i, fd := range flinkDirs {
+		stores[i] = memStore{}
+		for _, c := range []string{"mixed", "compressed", "two-holders", "empty", "legacy", "file-merging"} {
 			dir := filepath.Join("testdata", "flink", fd.dir, c)
 			meta, err := os.ReadFile(filepath.Join(dir, "_metadata"))
 			if err != nil {
 				f.Fatal(err)
 			}
-			f.Add(meta)
-			if b, err := os.ReadFile(filepath.Join(dir, "op-state-1")); err == nil && c == "mixed" {
-				st["op-state-1"] = b
+			f.Add(meta, uint8(i))
+			if b, err := os.ReadFile(filepath.Join(dir, "op-state-1")); err == nil {
+				stores[i][c+"/op-state-1"] = b
 			}
 			if b, err := os.ReadFile(filepath.Join(dir, "abs", "op-state-2")); err == nil {
-				st["file:/checkpoints/job/chk-7/op-state-2"] = b
+				stores[i]["file:/checkpoints/job/chk-7/op-state-2"] = b
+			}
+			if b, err := os.ReadFile(filepath.Join(dir, "abs", "merged-0")); err == nil {
+				stores[i]["file:/checkpoints/job/taskowned/merged-0"] = b
 			}
 		}
 	}
-	f.Fuzz(func(t *testing.T, meta []byte) {
-		files := memStore{"_metadata": meta}
-		for k, v := range st {
-			files[k] = v
+	// Real jobs' checkpoints (testdata/flinkgen): their state is inline.
+	samples, _ := filepath.Glob(filepath.Join("testdata", "flinkgen", "*", "_metadata"))
+	for _, s := range samples {
+		meta, err := os.ReadFile(s)
+		if err != nil {
+			f.Fatal(err)
 		}
-		for _, sel := range []Selector{{}, {OperatorUID: "action-state-markers"}} {
-			c, err := Read(context.Background(), files, sel)
-			if err == nil {
-				if c.Selected == nil {
-					t.Fatal("no error and no operator selected")
+		f.Add(meta, uint8(0))
+	}
+	f.Fuzz(func(t *testing.T, meta []byte, dir uint8) {
+		st := stores[int(dir)%len(stores)]
+		for _, c := range []string{"mixed", "compressed"} {
+			files := memStore{"_metadata": meta, "op-state-1": st[c+"/op-state-1"], "file:/checkpoints/job/chk-7/op-state-2": st["file:/checkpoints/job/chk-7/op-state-2"],
+				"file:/checkpoints/job/taskowned/merged-0": st["file:/checkpoints/job/taskowned/merged-0"]}
+			for _, sel := range []Selector{{}, {OperatorUID: "action-state-markers"}} {
+				c, err := Read(context.Background(), files, sel)
+				if err == nil {
+					if c.Selected == nil {
+						t.Fatal("no error and no operator selected")
+					}
+					c.Markers()
+					continue
 				}
-				c.Markers()
-				continue
-			}
-			known := false
-			for _, class := range []error{ErrFormat, ErrOperatorNotFound, ErrNoRecoveryState, ErrEmptyRecoveryState, ErrAmbiguous, ErrNoMarkerOperator, ErrStateFile} {
-				known = known || errors.Is(err, class)
-			}
-			if !known {
-				t.Fatalf("error of no class: %v", err)
+				known := false
+				for _, class := range []error{ErrFormat, ErrOperatorNotFound, ErrNoRecoveryState, ErrEmptyRecoveryState, ErrAmbiguous, ErrNoMarkerOperator, ErrStateFile} {
+					known = known || errors.Is(err, class)
+				}
+				if !known {
+					t.Fatalf("error of no class: %v", err)
+				}
 			}
 		}
 	})

@@ -12,7 +12,7 @@ import (
 type Line int
 
 const (
-	// Flink1 is Flink 1.x (metadata version 3 or 4; 1.20 writes 4): Kryo 2.24.
+	// Flink1 is Flink 1.x (metadata version 3 or 4; 1.16 to 1.20 write 4): Kryo 2.24.
 	Flink1 Line = 1
 	// Flink2 is Flink 2.x (metadata version 5 and later): Kryo 5.
 	Flink2 Line = 2

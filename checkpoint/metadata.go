@@ -122,7 +122,7 @@ func parseMetadata(file string, b []byte) (*metadata, error) {
 		return nil, d.err
 	}
 	if version < 3 || version > 7 {
-		d.failAt(4, "a metadata format version this reader knows (3 to 7: Flink 1.11 to 2.x; 1.20 writes 4, 2.0 writes 5, 2.1 and 2.2 write 6), found %d", version)
+		d.failAt(4, "a metadata format version this reader knows (3 to 7: Flink 1.15 and earlier write 3, 1.16 to 1.20 write 4, 2.0 writes 5, 2.1 to 2.3 write 6), found %d", version)
 		return nil, d.err
 	}
 	m := &metadata{version: version}

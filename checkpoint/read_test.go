@@ -143,6 +143,10 @@ func TestReadSelection(t *testing.T) {
 			if c.Selected.UIDHash != OperatorID("markers-b") || len(c.Selected.Subtasks) != 2 || c.Selected.Subtasks[1].Markers[0].Offsets[0] != 3 {
 				t.Errorf("selected %+v", c.Selected)
 			}
+			c, err = readCase(t, fd.dir, "two-holders", Selector{OperatorUID: "markers-a"})
+			if err != nil || c.Selected != &c.Holders[0] {
+				t.Errorf("markers-a: %v; Selected is not Holders[0]", err)
+			}
 			_, err = readCase(t, fd.dir, "two-holders", Selector{OperatorUID: "nope"})
 			if !errors.Is(err, ErrOperatorNotFound) || errors.Is(err, ErrNoRecoveryState) {
 				t.Errorf("unknown uid: %v, want ErrOperatorNotFound only", err)
@@ -278,7 +282,7 @@ func TestReadOtherHolderUnreadable(t *testing.T) {
 		meta, _ := os.ReadFile(filepath.Join("testdata", "flink", fd.dir, "two-holders", "_metadata"))
 		meta = bytes.Clone(meta)
 		i := bytes.Index(meta, []byte("topic-\xe1")) // Kryo ASCII: the last byte marked
-		meta[i-1] = 0x7f // the topic's reference marker: no such object
+		meta[i-1] = 0x7f                             // the topic's reference marker: no such object
 		st := memStore{MetadataFile: meta}
 		c, err := Read(context.Background(), st, Selector{OperatorUID: "markers-b"})
 		if err != nil {

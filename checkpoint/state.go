@@ -10,10 +10,9 @@ import (
 // stateReader reads the operator state streams of the operators holding
 // recoveryMarker.
 type stateReader struct {
-	ctx      context.Context
-	st       Store
-	line     Line
-	metadata []byte
+	ctx  context.Context
+	st   Store
+	line Line
 }
 
 func (r *stateReader) operator(o *operatorMeta) (Operator, error) {
@@ -33,20 +32,46 @@ func (r *stateReader) operator(o *operatorMeta) (Operator, error) {
 	return op, nil
 }
 
-// stream is a state stream's bytes: the whole stream, which starts at byte
-// base of file.
+// stream is a state stream: size bytes, starting at byte base of file,
+// either inline (b) or read on demand from f.
 type stream struct {
 	file string
 	b    []byte
+	f    File
 	base int64
+	size int64
 }
 
-// open fetches the bytes of a stream handle: inline ones from the metadata,
-// others from their file (a segment's window of it).
+func (s stream) close() {
+	if s.f != nil {
+		s.f.Close()
+	}
+}
+
+// read returns bytes [off, off+n) of the stream. Only what the reader
+// decodes is read: the proxy's first bytes and the span of the recovery
+// markers, never the other states of the stream.
+func (s stream) read(off, n int64) ([]byte, error) {
+	if off < 0 || n < 0 || off+n > s.size {
+		return nil, errors.Mark(&FormatError{File: s.file, Offset: s.base + off, Expected: errorf("%d bytes within the stream of %d bytes", n, s.size)}, ErrFormat)
+	}
+	if s.f == nil {
+		return s.b[off : off+n], nil
+	}
+	b := make([]byte, n)
+	if got, err := s.f.ReadAt(b, s.base+off); int64(got) < n {
+		return nil, errors.Mark(errors.Wrapf(err, "read the state file %s (%d of %d bytes at %d)", s.file, got, n, s.base+off), ErrStateFile)
+	}
+	return b, nil
+}
+
+// open opens the stream of a stream handle: inline in the metadata, or a
+// file (a segment's window of it), whose size must be what the metadata
+// declares. The caller closes it.
 func (r *stateReader) open(h streamHandle) (stream, error) {
 	switch h.kind {
 	case handleByteStream:
-		return stream{file: MetadataFile, b: h.inline, base: h.inAt}, nil
+		return stream{file: MetadataFile, b: h.inline, base: h.inAt, size: int64(len(h.inline))}, nil
 	case handleEmptySegmentFile:
 		return stream{file: MetadataFile}, nil
 	}
@@ -59,23 +84,20 @@ func (r *stateReader) open(h streamHandle) (stream, error) {
 		return stream{}, errors.Mark(errors.WithHint(errors.Wrapf(err, "open the state file %s", path),
 			"the checkpoint names this file but it cannot be opened: was the checkpoint directory copied or moved without its state files, or deleted in part?"), ErrStateFile)
 	}
-	defer f.Close()
 	size := f.Size()
 	start, n := int64(0), size
 	if h.kind == handleSegmentFile {
 		start, n = h.start, h.size
 		if start+n > size || start+n < start {
+			f.Close()
 			return stream{}, errors.Mark(&FormatError{File: path, Offset: size, Expected: errorf("a segment of %d bytes at %d, but the file has %d bytes", n, start, size)}, ErrFormat)
 		}
 	} else if h.size >= 0 && h.size != size {
+		f.Close()
 		return stream{}, errors.Mark(errors.WithHint(&FormatError{File: path, Offset: min(size, h.size), Expected: errorf("%d bytes, as the metadata declares, found a file of %d bytes", h.size, size)},
 			"the state file is truncated or was replaced"), ErrFormat)
 	}
-	b := make([]byte, n)
-	if got, err := f.ReadAt(b, start); int64(got) < n {
-		return stream{}, errors.Mark(errors.Wrapf(err, "read the state file %s (%d of %d bytes)", path, got, n), ErrStateFile)
-	}
-	return stream{file: path, b: b, base: start}, nil
+	return stream{file: path, f: f, base: start, size: n}, nil
 }
 
 // subtask decodes one subtask's elements of recoveryMarker. The stream
@@ -98,7 +120,12 @@ func (r *stateReader) subtask(index int, h *operatorStateHandle) (Subtask, error
 	if err != nil {
 		return sub, err
 	}
-	d := &decoder{file: s.file, b: s.b, base: s.base}
+	defer s.close()
+	head, err := s.read(0, min(5, s.size))
+	if err != nil {
+		return sub, err
+	}
+	d := &decoder{file: s.file, b: head, base: s.base}
 	version := d.i32("the operator state's serialization proxy version")
 	if d.err == nil && (version < 1 || version > 6) {
 		d.failAt(s.base, "an operator state serialization proxy version (1 to 6), found %d", version)
@@ -124,15 +151,38 @@ func (r *stateReader) subtask(index int, h *operatorStateHandle) (Subtask, error
 	}
 	slices.Sort(bounds)
 	bounds = slices.Compact(bounds)
+	// Each element's end, and the span of all of them, read at once when it
+	// is small (it is: a marker takes tens of bytes a partition), else
+	// element by element; an element larger than maxElementBytes is refused,
+	// so a crafted offset into a huge file cannot make the reader hold it.
+	ends := make([]int64, len(st.offsets))
+	lo, hi := s.size, int64(0)
 	for i, off := range st.offsets {
-		if off < header || off > int64(len(s.b)) {
-			return sub, errors.Mark(&FormatError{File: MetadataFile, Offset: h.at, Expected: errorf("offsets of %s within its stream (%d to %d bytes), found %d for element %d", StateName, header, len(s.b), off, i)}, ErrFormat)
+		if off < header || off >= s.size {
+			return sub, errors.Mark(&FormatError{File: MetadataFile, Offset: h.at, Expected: errorf("offsets of %s within its stream (%d to %d bytes), found %d for element %d", StateName, header, s.size, off, i)}, ErrFormat)
 		}
-		end := int64(len(s.b))
+		ends[i] = s.size
 		if j, _ := slices.BinarySearch(bounds, off+1); j < len(bounds) {
-			end = bounds[j]
+			ends[i] = bounds[j]
 		}
-		region := s.b[off:end]
+		if ends[i]-off > maxElementBytes {
+			return sub, errors.Mark(&FormatError{File: s.file, Offset: s.base + off, Expected: errorf("element %d of %s to take at most %d bytes, found %d before the next offset or the end", i, StateName, maxElementBytes, ends[i]-off)}, ErrFormat)
+		}
+		lo, hi = min(lo, off), max(hi, ends[i])
+	}
+	var span []byte
+	if hi-lo <= maxElementBytes {
+		if span, err = s.read(lo, hi-lo); err != nil {
+			return sub, err
+		}
+	}
+	for i, off := range st.offsets {
+		var region []byte
+		if span != nil {
+			region = span[off-lo : ends[i]-lo]
+		} else if region, err = s.read(off, ends[i]-off); err != nil {
+			return sub, err
+		}
 		at := s.base + off
 		if compressed {
 			region, err = unframe(s.file, region, at)

@@ -19,7 +19,10 @@ type dirStore struct {
 }
 
 func newDirStore(dir string) *dirStore {
-	return &dirStore{fsys: os.DirFS(dir), abs: map[string]string{"file:/checkpoints/job/chk-7/op-state-2": "abs/op-state-2"}}
+	return &dirStore{fsys: os.DirFS(dir), abs: map[string]string{
+		"file:/checkpoints/job/chk-7/op-state-2":   "abs/op-state-2",
+		"file:/checkpoints/job/taskowned/merged-0": "abs/merged-0",
+	}}
 }
 
 func (s *dirStore) Open(_ context.Context, name string) (File, error) {
