@@ -16,7 +16,7 @@ OTHER := $(filter-out $(PURE) $(CLUSTER),$(shell $(GO) list $(PKGS)))
 # kafka-up and kafka-down: 1 (the single-node broker) or 3 (the three-broker cluster).
 BROKERS ?= 1
 
-.PHONY: help build demo test test-broker test-cluster test-unit sim lint fuzz bench bench-quick bench-cluster bench-go \
+.PHONY: help build demo test test-broker test-cluster test-unit sim lint fuzz flinkgen bench bench-quick bench-cluster bench-go \
         kafka-up kafka-down kafka-cli docs screenshots chromium buildah promtool image clean
 
 help: ## list the targets
@@ -105,6 +105,11 @@ image: buildah ## build the OCI image (FROM scratch, with buildah, no Docker) in
 	echo "image $(IMAGE_NAME) (commit $(COMMIT), user $(IMAGE_USER)) written to $(IMAGE). Push it with one of:"; \
 	echo "  skopeo copy oci-archive:$(IMAGE) docker://registry.example.com/$(IMAGE_NAME)"; \
 	echo "  podman load -i $(IMAGE) && podman push $(IMAGE_NAME) docker://registry.example.com/$(IMAGE_NAME)"
+
+# Real Flink checkpoints and savepoints with recovery markers and what Flink's State Processor API
+# reads from each (issue 31; docs/testing.md): made once per input hash (Java 17+, Maven), then cached.
+flinkgen: ## generate (or reuse) the Flink 1.20/2.0/2.2 checkpoints and savepoints; prints their directory
+	@internal/flinkgen/generate.sh
 
 sim: ## the deterministic fleet simulation on 10,000 seeds, with fault and step counts (protocol/sim)
 	$(GO) test -count=1 -run '^TestSimulation$$' -v ./protocol/sim -args -seeds=$${SEEDS:-10000}

@@ -357,6 +357,11 @@ public final class Generate {
                         name + ": the metadata has no operator " + hash + " (uid " + m.uid
                                 + "); it has " + md.operators.keySet());
             }
+            String uidInMetadata = uidOf(op);
+            if (uidInMetadata != null && !uidInMetadata.equals(m.uid)) {
+                throw new IllegalStateException(
+                        name + ": operator " + hash + " has uid " + uidInMetadata + ", not " + m.uid);
+            }
             Map<String, Object> o = new LinkedHashMap<>();
             o.put("uid", m.uid);
             o.put("uidHash", hash);
@@ -381,6 +386,17 @@ public final class Generate {
         }
         k.put("notes", notes);
         cases.add(k);
+    }
+
+    /** The uid the metadata names (version 5 on, Flink 2.x), or null where it has none. */
+    private static String uidOf(OperatorState op) throws Exception {
+        java.lang.reflect.Method get;
+        try {
+            get = OperatorState.class.getMethod("getOperatorUid");
+        } catch (NoSuchMethodException e) {
+            return null; // Flink 1.x: the metadata has only the operator ID
+        }
+        return ((java.util.Optional<?>) get.invoke(op)).map(Object::toString).orElse(null);
     }
 
     private static List<String> stateNames(OperatorState op) {
