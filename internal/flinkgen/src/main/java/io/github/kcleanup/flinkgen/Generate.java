@@ -385,7 +385,59 @@ public final class Generate {
             }
         }
         k.put("notes", notes);
+        check(job, kind, k, md);
         cases.add(k);
+    }
+
+    /**
+     * Fails the generation when a case does not hold what its job was set up to make: a setting
+     * that a Flink version renamed or ignores would otherwise yield a case that tests nothing.
+     */
+    @SuppressWarnings("unchecked")
+    private static void check(JobSpec job, String kind, Map<String, Object> k, Metadata md) {
+        String name = (String) k.get("name");
+        List<String> problems = new ArrayList<>();
+        if (kind.startsWith("checkpoint") && job.backend.equals("rocksdb") && job.incremental
+                && !md.keyedHandleKinds.contains("IncrementalRemoteKeyedStateHandle")) {
+            problems.add("no incremental RocksDB handle: " + md.keyedHandleKinds);
+        }
+        if (kind.startsWith("checkpoint") && job.backend.equals("hashmap")
+                && !md.keyedHandleKinds.equals(new TreeSet<>(List.of("KeyGroupsStateHandle")))) {
+            problems.add("keyed handles of the hashmap backend expected: " + md.keyedHandleKinds);
+        }
+        if (kind.equals("savepoint-canonical")
+                && !md.keyedHandleKinds.equals(new TreeSet<>(List.of("KeyGroupsSavepointStateHandle")))) {
+            problems.add("canonical savepoint handles expected: " + md.keyedHandleKinds);
+        }
+        List<Map<String, Object>> ops = (List<Map<String, Object>>) k.get("markerOperators");
+        for (int i = 0; i < job.markers.size(); i++) {
+            MarkerSpec m = job.markers.get(i);
+            Map<String, Object> o = ops.get(i);
+            List<String> names = (List<String>) o.get("stateNames");
+            if (!names.equals(List.of(m.stateName))) {
+                problems.add(m.uid + ": state names " + names + ", expected [" + m.stateName + "]");
+            }
+            boolean large = m.partitions >= 1000;
+            if ((Boolean) o.get("stateInline") == large) {
+                problems.add(m.uid + ": operator state inline=" + o.get("stateInline"));
+            }
+            Map<String, Object> expected =
+                    job.markers.size() == 1
+                            ? (Map<String, Object>) k.get("expected")
+                            : (Map<String, Object>) ((Map<String, Object>) k.get("expectedByUid")).get(m.uid);
+            boolean holds = !m.empty && m.stateName.equals(STATE);
+            int markers = ((List<Object>) expected.get("markers")).size();
+            int legacy = ((List<Object>) expected.get("legacy")).size();
+            if (markers != (holds ? job.parallelism : 0)) {
+                problems.add(m.uid + ": " + markers + " markers read for parallelism " + job.parallelism);
+            }
+            if (legacy != (holds && m.legacySubtask >= 0 ? 1 : 0)) {
+                problems.add(m.uid + ": " + legacy + " legacy markers read");
+            }
+        }
+        if (!problems.isEmpty()) {
+            throw new IllegalStateException(name + ": " + String.join("; ", problems));
+        }
     }
 
     /** The uid the metadata names (version 5 on, Flink 2.x), or null where it has none. */
