@@ -16,7 +16,7 @@ OTHER := $(filter-out $(PURE) $(CLUSTER),$(shell $(GO) list $(PKGS)))
 # kafka-up and kafka-down: 1 (the single-node broker) or 3 (the three-broker cluster).
 BROKERS ?= 1
 
-.PHONY: help build demo test test-broker test-cluster test-unit sim lint fuzz flinkgen bench bench-quick bench-cluster bench-go \
+.PHONY: help build demo test test-broker test-cluster test-unit sim lint fuzz flinkgen flinkgen-b9 bench bench-quick bench-cluster bench-go \
         kafka-up kafka-down kafka-cli docs screenshots chromium buildah promtool image clean
 
 help: ## list the targets
@@ -110,6 +110,11 @@ image: buildah ## build the OCI image (FROM scratch, with buildah, no Docker) in
 # reads from each (issue 31; docs/testing.md): made once per input hash (Java 17+, Maven), then cached.
 flinkgen: ## generate (or reuse) the Flink 1.20/2.0/2.2 checkpoints and savepoints; prints their directory
 	@internal/flinkgen/generate.sh
+
+# Benchmark B9's checkpoint (100 keyed operators, parallelism 128, RocksDB incremental; issue 31).
+# Its peer row: internal/flinkgen/generate.sh peer-read DIR/PATH UID (PATH and UID in DIR/b9.json).
+flinkgen-b9: ## generate (or reuse) benchmark B9's Flink checkpoint (~1.5 min); prints the directory holding b9.json
+	@internal/flinkgen/generate.sh b9
 
 sim: ## the deterministic fleet simulation on 10,000 seeds, with fault and step counts (protocol/sim)
 	$(GO) test -count=1 -run '^TestSimulation$$' -v ./protocol/sim -args -seeds=$${SEEDS:-10000}
