@@ -253,14 +253,20 @@ public final class Generate {
             String suffix = "/p" + job.parallelism + job.variant;
             String kind = job.unaligned ? "checkpoint-unaligned" : "checkpoint";
             if (job.unaligned) {
-                Thread.sleep(1500); // let backpressure fill the buffers
+                Thread.sleep(1000); // let backpressure fill the buffers
             }
             String last = null;
             for (int i = 0; i < job.checkpoints; i++) {
                 last = retry(() -> cluster.triggerCheckpoint(id).get());
             }
+            // An unaligned checkpoint taken before the buffers filled has no channel state: take
+            // another (the retained one is the last).
+            for (int i = 0; job.unaligned && i < 10 && channelState(last) == 0; i++) {
+                Thread.sleep(500);
+                last = retry(() -> cluster.triggerCheckpoint(id).get());
+            }
             if (job.checkpoints == 0) {
-                // A savepoint needs running tasks too: wait for them with a checkpoint's retries.
+                // No checkpoint has shown that every task runs: wait for them before a savepoint.
                 waitRunning(id);
             }
             String canonical = job.canonical
@@ -289,6 +295,11 @@ public final class Generate {
             client.cancel();
             throw e;
         }
+    }
+
+    private static long channelState(String pointer) throws IOException {
+        return Metadata.read(Path.of(new org.apache.flink.core.fs.Path(pointer).toUri().getPath()))
+                .channelStateHandles;
     }
 
     private void waitRunning(JobID id) throws Exception {
