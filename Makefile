@@ -10,7 +10,7 @@ export KCLEANUP_TEST_BOOTSTRAP ?=
 # in full, then -short under the race detector (which makes the property tests
 # 5-10x slower); they need no broker. Every other package runs
 # against the broker.
-PURE  := $(shell $(GO) list $(patsubst %,./%/...,$(wildcard events fsm projector protocol gate report)))
+PURE  := $(shell $(GO) list $(patsubst %,./%/...,$(wildcard events fsm projector protocol gate report)) ./checkpoint)
 # The tests that need the three-broker cluster (kafka.sh test --brokers 3) run on their own.
 CLUSTER := $(shell $(GO) list ./internal/clustertest/...)
 # The tests that read checkpoints from a real S3-compatible server (s3.sh test: KCLEANUP_TEST_S3).
@@ -19,7 +19,7 @@ OTHER := $(filter-out $(PURE) $(CLUSTER) $(S3PKGS),$(shell $(GO) list $(PKGS)))
 # kafka-up and kafka-down: 1 (the single-node broker) or 3 (the three-broker cluster).
 BROKERS ?= 1
 
-.PHONY: help build demo test test-broker test-cluster test-unit sim lint fuzz bench bench-quick bench-cluster bench-go \
+.PHONY: help build demo test test-all test-broker test-cluster test-unit sim lint fuzz flinkgen flinkgen-b9 bench bench-quick bench-cluster bench-go \
         kafka-up kafka-down kafka-cli test-s3 s3-up s3-down docs screenshots chromium buildah promtool image clean
 
 help: ## list the targets
@@ -38,7 +38,14 @@ build: ## build bin/kcleanup (BIN=path for elsewhere), naming the commit in its 
 demo: build ## walk the C0/C1 example end to end on an embedded broker
 	$(BIN) demo
 
-test: chromium buildah promtool ## all tests: the pure packages (in full, then -short under -race), the S3 reads against a real S3-compatible server, then the rest against a real Kafka broker, then the cluster tests on three brokers (each started if needed)
+test: chromium buildah promtool ## all tests: the pure packages (in full, then -short under -race), the S3 reads against a real S3-compatible server, then the rest against a real Kafka broker, then the cluster tests on three brokers (each started if needed), with the checkpoints real Flink jobs wrote (make flinkgen)
+	@dir=$${KCLEANUP_FLINKGEN_DIR:-}; \
+	if [ -z "$$dir" ]; then dir=$$(internal/flinkgen/generate.sh) || exit 1; dir=$$(tail -n 1 <<<"$$dir"); fi; \
+	echo "checkpoints of real Flink jobs: $$dir"; \
+	KCLEANUP_FLINKGEN_DIR="$$dir" $(MAKE) --no-print-directory test-all
+
+# test without the generator's step: KCLEANUP_FLINKGEN_DIR names its output.
+test-all:
 	$(GO) test -count=1 $(PURE)
 	$(GO) test -race -short -count=1 $(PURE)
 	$(S3) test $(MAKE) --no-print-directory test-s3
@@ -113,6 +120,16 @@ image: buildah ## build the OCI image (FROM scratch, with buildah, no Docker) in
 	echo "image $(IMAGE_NAME) (commit $(COMMIT), user $(IMAGE_USER)) written to $(IMAGE). Push it with one of:"; \
 	echo "  skopeo copy oci-archive:$(IMAGE) docker://registry.example.com/$(IMAGE_NAME)"; \
 	echo "  podman load -i $(IMAGE) && podman push $(IMAGE_NAME) docker://registry.example.com/$(IMAGE_NAME)"
+
+# Real Flink checkpoints and savepoints with recovery markers and what Flink's State Processor API
+# reads from each (issue 31; docs/testing.md): made once per input hash (Java 17+, Maven), then cached.
+flinkgen: ## generate (or reuse) the Flink 1.20/2.0/2.2 checkpoints and savepoints; prints their directory
+	@internal/flinkgen/generate.sh
+
+# Benchmark B9's checkpoint (100 keyed operators, parallelism 128, RocksDB incremental; issue 31).
+# Its peer row: internal/flinkgen/generate.sh peer-read DIR/PATH UID (PATH and UID in DIR/b9.json).
+flinkgen-b9: ## generate (or reuse) benchmark B9's Flink checkpoint (~1.5 min); prints the directory holding b9.json
+	@internal/flinkgen/generate.sh b9
 
 sim: ## the deterministic fleet simulation on 10,000 seeds, with fault and step counts (protocol/sim)
 	$(GO) test -count=1 -run '^TestSimulation$$' -v ./protocol/sim -args -seeds=$${SEEDS:-10000}
