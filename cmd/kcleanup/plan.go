@@ -37,6 +37,10 @@ func newPlanCmd(g *globalOptions) *cobra.Command {
 savepoint): the plan offset of each partition is the minimum over the markers. A markers file
 holds one marker object or a JSON array of them; "-" reads standard input. The plan is the
 format of Flink Agents' KafkaActionStateCleanupTool, so plans move freely between the two.
+Markers that say which checkpoint, operator and subtask they are from (checkpointId, operator,
+parallelism, subtask, as kcleanup markers --checkpoint writes them) must be every subtask's of
+one checkpoint, each once, or no plan is made; markers that do not say get a warning (pin and
+validate check markers the same way).
 
 The plan goes to --out, which must not exist yet (a plan file is never overwritten), or to
 standard output. A live preview shows, per partition, the current log start, the log start after
