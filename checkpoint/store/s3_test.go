@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -162,6 +163,21 @@ func TestS3Open(t *testing.T) {
 		check(mrand.Int64N(int64(len(big))), 1+mrand.IntN(4096))
 	}
 	check(blockSize-10, 20)
+	// ReadAt is safe for parallel use, as io.ReaderAt promises.
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 20 {
+				off, n := mrand.Int64N(int64(len(big))), 1+mrand.IntN(8192)
+				buf := make([]byte, n)
+				got, _ := f.ReadAt(buf, off)
+				if !bytes.Equal(buf[:got], big[off:off+int64(got)]) {
+					t.Errorf("a parallel ReadAt(%d bytes at %d) read other bytes than were put", n, off)
+				}
+			}
+		})
+	}
+	wg.Wait()
 	check(100, 2*blockSize+7)
 	check(int64(len(big))-5, 10)
 	check(0, len(big))
