@@ -46,7 +46,8 @@ func (d *Daemon) serveValidate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// Markers that say where they were read must be every subtask's of one checkpoint.
-	if _, err := events.CheckSubtasks(markers); err != nil {
+	checked, err := events.CheckSubtasks(markers)
+	if err != nil {
 		writeVerdict(w, report.Unjudged("", gate.BadRequest, err))
 		return
 	}
@@ -92,11 +93,16 @@ func (d *Daemon) serveValidate(w http.ResponseWriter, r *http.Request) {
 			return v.proj, v.refresh(ctx)
 		},
 	}
+	var verdict gate.Verdict
 	if pinFor > 0 {
-		writeVerdict(w, d.cluster.ValidateAndPin(ctx, markers, opts, pinFor, d.cfg.actor))
-		return
+		verdict = d.cluster.ValidateAndPin(ctx, markers, opts, pinFor, d.cfg.actor)
+	} else {
+		verdict = d.cluster.Validate(ctx, markers, opts)
 	}
-	writeVerdict(w, d.cluster.Validate(ctx, markers, opts))
+	if !checked && verdict.Allowed {
+		verdict.Notes = append(verdict.Notes, events.SubtasksUnchecked)
+	}
+	writeVerdict(w, verdict)
 }
 
 // parsePinFor reads ?pinFor=: a positive Go duration, or whole days ("1d").
