@@ -225,3 +225,32 @@ func TestAddMarkersPlanErrorAfterDocument(t *testing.T) {
 		t.Fatalf("AddMarkers: %v, want marker 2's decoding error", err)
 	}
 }
+
+// BenchmarkAddMarkers: kcleanup plan's read of 100 markers of 1,000 partitions, as Encode
+// writes them, without and with their source (the fast path reads both).
+func BenchmarkAddMarkers(b *testing.B) {
+	bare := []byte(markersDoc(100, 1000, ""))
+	var ms []Marker
+	for st := range int32(100) {
+		o := Offsets{}
+		for p := range int32(1000) {
+			o[p] = int64(1000*(int(p)+1) - 7*int(st)*(int(p)%3))
+		}
+		ms = append(ms, sourced(o, 42, st, 100))
+	}
+	withSource := []byte(encodeAll(ms...))
+	for name, doc := range map[string][]byte{"bare": bare, "sourced": withSource} {
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(int64(len(doc)))
+			for b.Loop() {
+				pb, _ := NewPlanBuilder("chk-1")
+				if _, err := pb.AddMarkers(doc); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := pb.Plan(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -7,6 +7,12 @@ import (
 	"github.com/cockroachdb/errors"
 )
 
+// SubtasksUnchecked is what callers warn when markers do not say which checkpoint, operator
+// and subtask they are from (CheckSubtasks' checked is false).
+const SubtasksUnchecked = "the markers do not say which checkpoint, operator and subtask they are from " +
+	"(checkpointId, operator, parallelism, subtask): kcleanup cannot check that they are every subtask's markers of one checkpoint, " +
+	"and a plan from some subtasks' markers deletes records the others still need. kcleanup markers --checkpoint writes markers that say it."
+
 // CheckSubtasks checks that markers which say where they were read (Marker.Source) are
 // every subtask's of one checkpoint and one operator, each exactly once: a plan from some
 // subtasks' markers would keep only what those subtasks need, and markers of two

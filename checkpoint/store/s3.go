@@ -243,8 +243,13 @@ type block struct {
 	data  []byte
 }
 
-func (f *s3File) Size() int64  { return f.size }
-func (f *s3File) Close() error { f.blocks = nil; return nil }
+func (f *s3File) Size() int64 { return f.size }
+func (f *s3File) Close() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.blocks = nil
+	return nil
+}
 
 func (f *s3File) ReadAt(p []byte, off int64) (int, error) {
 	if off < 0 {

@@ -11,9 +11,7 @@ import (
 
 // unsourcedMarkersWarning is printed when markers do not say which checkpoint, operator and
 // subtask they are from: nothing can tell whether a subtask's markers are missing.
-const unsourcedMarkersWarning = "Warning: the markers do not say which checkpoint, operator and subtask they are from " +
-	"(checkpointId, operator, parallelism, subtask): kcleanup cannot check that they are every subtask's markers of one checkpoint, " +
-	"and a plan from some subtasks' markers deletes records the others still need. kcleanup markers --checkpoint writes markers that say it.\n"
+const unsourcedMarkersWarning = "Warning: " + events.SubtasksUnchecked + "\n"
 
 // readMarkerFiles parses every markers file, in order ("-" is standard input, at most once).
 // origins[i] names where markers[i] came from ("file" or "file[2]"), for messages. An error

@@ -37,6 +37,10 @@ func newPlanCmd(g *globalOptions) *cobra.Command {
 		Long: `Make a cleanup plan from the markers of every subtask of one recovery point (checkpoint or
 savepoint): the plan offset of each partition is the minimum over the markers. The plan is the
 format of Flink Agents' KafkaActionStateCleanupTool, so plans move freely between the two.
+Markers that say which checkpoint, operator and subtask they are from (checkpointId, operator,
+parallelism, subtask, as kcleanup markers --checkpoint writes them) must be every subtask's of
+one checkpoint, each once, or no plan is made; markers that do not say get a warning (pin and
+validate check markers the same way).
 
 --checkpoint PATH reads the markers from the checkpoint or savepoint itself, natively (no JVM):
 PATH is a checkpoint directory (chk-N), a savepoint directory or its _metadata file, local,

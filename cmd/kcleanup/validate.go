@@ -48,7 +48,9 @@ Pick a newer recovery point. Exit 4: cannot tell, the gate could not prove the r
 safe (cluster unreachable, control topic missing, unreadable or unsafe, projection not caught
 up, degraded or at risk, missing permission, a checkpoint whose markers could not be read:
 checkpoint-unreadable); fix the cause and ask again. Exit 1: a markers file could not be read
-or parsed.
+or parsed, or markers that say which checkpoint and subtask they are from are not every
+subtask's of one checkpoint (markers that do not say get a warning: completeness cannot be
+checked).
 
 The control topic is <data topic>.kcleanup, or --control-topic. The gate allows only after
 reading it: a missing control topic, default or named, is exit 4 (its boundary may be kept under

@@ -74,11 +74,17 @@ free_port() {
   done
 }
 
-# answers ENDPOINT: any HTTP answer (an anonymous request gets 403) means the server listens.
+# answers ENDPOINT: any HTTP answer (an anonymous request gets 403) means the server listens;
+# without curl, an accepted connection.
 answers() {
   local code
-  code=$(curl -s -o /dev/null -m 2 -w '%{http_code}' "$1/" 2>/dev/null) || true
-  [[ $code != 000 && -n $code ]]
+  if command -v curl >/dev/null; then
+    code=$(curl -s -o /dev/null -m 2 -w '%{http_code}' "$1/" 2>/dev/null) || true
+    [[ $code != 000 && -n $code ]]
+    return
+  fi
+  local hostport=${1#http://}
+  (exec 3<>"/dev/tcp/${hostport%:*}/${hostport##*:}") 2>/dev/null
 }
 
 # up OWNER: OWNER is "user" (s3.sh up: stays until s3.sh down) or "test" (s3.sh test: the
@@ -96,7 +102,6 @@ up() {
     return
   fi
   rm -rf "$server" "$state/endpoint" # leftovers of a server that died
-  command -v curl >/dev/null || die "curl is needed to check that the server answers"
   check_java
   fetch_jars
   mkdir -p "$server/data"

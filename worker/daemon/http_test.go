@@ -232,6 +232,21 @@ func TestValidateVerdicts(t *testing.T) {
 		if a.code != 200 || !res.Allowed || res.Class != gate.Allowed || res.ControlTopic != f.ctl || *res.ReadTo != 4 || res.Hints == nil {
 			t.Fatalf("%d %s", a.code, a.body)
 		}
+		// Hand-made markers: allowed, with the note that completeness was not checked.
+		if !slices.Contains(res.Notes, events.SubtasksUnchecked) {
+			t.Fatalf("notes %q: want the note that the markers' completeness cannot be checked", res.Notes)
+		}
+	})
+	t.Run("allowed, every subtask's markers", func(t *testing.T) {
+		src := func(st int) string {
+			return fmt.Sprintf(`{"schemaVersion":1,"topic":"action-state","topicId":%q,"offsets":{"0":150,"1":200},"checkpointId":9,"operator":{"uid":"u"},"parallelism":2,"subtask":%d}`, f.id, st)
+		}
+		a := do(t, "POST", f.validate, "["+src(1)+","+src(0)+"]")
+		var res gate.Verdict
+		a.decode(t, &res)
+		if a.code != 200 || !res.Allowed || slices.Contains(res.Notes, events.SubtasksUnchecked) {
+			t.Fatalf("%d %s", a.code, a.body)
+		}
 	})
 	t.Run("an array of markers, one below the boundary", func(t *testing.T) {
 		body := "[" + marker("action-state", f.id, events.Offsets{0: 200, 1: 120}) + "," +

@@ -48,6 +48,7 @@ func (d *Daemon) serveValidate(w http.ResponseWriter, r *http.Request) {
 		writeVerdict(w, report.Unjudged("", gate.BadRequest, errors.Wrap(err, "read request body")))
 		return
 	}
+	checked := true
 	var markers []events.Marker
 	if ask, isCheckpoint, err := parseCheckpointRequest(body); err != nil {
 		writeVerdict(w, report.Unjudged("", gate.BadRequest, err))
@@ -63,7 +64,7 @@ func (d *Daemon) serveValidate(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		// Markers that say where they were read must be every subtask's of one checkpoint.
-		if _, err := events.CheckSubtasks(markers); err != nil {
+		if checked, err = events.CheckSubtasks(markers); err != nil {
 			writeVerdict(w, report.Unjudged("", gate.BadRequest, err))
 			return
 		}
@@ -119,11 +120,16 @@ func (d *Daemon) serveValidate(w http.ResponseWriter, r *http.Request) {
 			return v.proj, v.refresh(ctx)
 		},
 	}
+	var verdict gate.Verdict
 	if pinFor > 0 {
-		writeVerdict(w, d.cluster.ValidateAndPin(ctx, markers, opts, pinFor, actor))
-		return
+		verdict = d.cluster.ValidateAndPin(ctx, markers, opts, pinFor, actor)
+	} else {
+		verdict = d.cluster.Validate(ctx, markers, opts)
 	}
-	writeVerdict(w, d.cluster.Validate(ctx, markers, opts))
+	if !checked && verdict.Allowed {
+		verdict.Notes = append(verdict.Notes, events.SubtasksUnchecked)
+	}
+	writeVerdict(w, verdict)
 }
 
 // parsePinFor reads ?pinFor=: a positive Go duration, or whole days ("1d").
