@@ -28,7 +28,11 @@ type CheckpointRead struct {
 func ReadCheckpoint(ctx context.Context, path string, sel checkpoint.Selector, opts store.Options) (CheckpointRead, error) {
 	st, loc, err := store.Open(ctx, path, opts)
 	if err != nil {
-		return CheckpointRead{}, errors.Wrapf(err, "open checkpoint %s", path)
+		err = errors.Wrapf(err, "open checkpoint %s", path)
+		if len(errors.GetAllHints(err)) == 0 {
+			err = errors.WithHint(err, "give the directory of a completed checkpoint (chk-N, holding _metadata) or savepoint, or its _metadata file: local, file:// or s3://")
+		}
+		return CheckpointRead{}, err
 	}
 	cp, err := checkpoint.Read(ctx, st, sel)
 	if err != nil {

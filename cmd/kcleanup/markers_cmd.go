@@ -40,7 +40,7 @@ message names the file, the byte offset and what was expected.`,
   kcleanup markers --checkpoint sp/_metadata --operator-uid action-state-markers`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := p.check(false); err != nil {
+			if err := p.check(false, "markers"); err != nil {
 				return err
 			}
 			return runMarkers(cmd.Context(), *g, p, cmd.OutOrStdout())

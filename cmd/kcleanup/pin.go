@@ -51,12 +51,12 @@ topic either way (unpin it if it is of no use). Exit 0: the pin protects every p
   kcleanup pin --markers chk-42/markers.json --recovery-point chk-42 --until 2026-12-24T00:00:00Z --reason "restore drill"`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.point.check(true); err != nil {
+			if err := o.point.check(true, "pin"); err != nil {
 				return err
 			}
 			if len(o.point.markers) > 0 && o.recoveryPoint == "" {
-				return usageError(errors.WithHint(errors.New("--recovery-point is required with --markers"),
-					"name the checkpoint or savepoint the markers are from, e.g. --recovery-point sp-7"))
+				return usageError(errors.WithHint(errors.WithHint(errors.New("--recovery-point is required with --markers"),
+					"name the checkpoint or savepoint the markers are from, e.g. --recovery-point sp-7"), "run 'kcleanup pin --help' for usage"))
 			}
 			return runPin(cmd.Context(), *g, o, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},

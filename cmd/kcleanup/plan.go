@@ -70,12 +70,12 @@ the plan is written but the preview says apply would refuse it now, as apply wou
   kcleanup plan --markers chk-42/markers.json --recovery-point chk-42 --out chk-42.plan.json
   kcleanup plan --markers sub-0.json --markers sub-1.json --recovery-point sp-7 > sp-7.plan.json`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.point.check(true); err != nil {
+			if err := o.point.check(true, "plan"); err != nil {
 				return err
 			}
 			if len(o.point.markers) > 0 && o.recoveryPoint == "" {
-				return usageError(errors.WithHint(errors.New("--recovery-point is required with --markers"),
-					"name the checkpoint or savepoint the markers are from, e.g. --recovery-point chk-42"))
+				return usageError(errors.WithHint(errors.WithHint(errors.New("--recovery-point is required with --markers"),
+					"name the checkpoint or savepoint the markers are from, e.g. --recovery-point chk-42"), "run 'kcleanup plan --help' for usage"))
 			}
 			if err := o.tombstones.check(); err != nil {
 				return err

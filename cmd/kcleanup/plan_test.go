@@ -245,7 +245,7 @@ func TestPlanErrorsNameTheFile(t *testing.T) {
 			[]string{"marker 2 names topic \"other-topic\"", "Hint: markers are numbered from 0 across all files: 0 from " + good + ", 1-2 from " + other}},
 		// A blank flag is a mistake in the command line (an unset shell variable, say): exit 2.
 		{"blank recovery point", []string{"--markers", good, "--recovery-point", " "}, exitUsage,
-			[]string{"Error: --recovery-point is given but blank", "Hint: --recovery-point NAME: name of the recovery point, e.g. the checkpoint ID (required); give it a value ("}},
+			[]string{"Error: --recovery-point is given but blank", "Hint: --recovery-point NAME: name of the recovery point, e.g. the checkpoint ID (required with --markers; default with --checkpoint: PATH as given); give it a value or leave it out ("}},
 		{"empty --recovery-point", []string{"--markers", good, "--recovery-point="}, exitUsage,
 			[]string{"Error: --recovery-point is given but blank", "Hint:"}},
 		{"blank --markers", []string{"--markers", ""}, exitUsage, []string{"Error: --markers is given but blank", "Hint:"}},

@@ -45,7 +45,14 @@ func (p *pointFlags) add(f *pflag.FlagSet, withMarkers bool) {
 
 // check is the usage rule: markers or a checkpoint, not both and not neither; operator flags
 // only with a checkpoint, and one of them.
-func (p pointFlags) check(withMarkers bool) error {
+func (p pointFlags) check(withMarkers bool, command string) error {
+	if err := p.checkFlags(withMarkers); err != nil {
+		return usageError(errors.WithHintf(err, "run 'kcleanup %s --help' for usage", command))
+	}
+	return nil
+}
+
+func (p pointFlags) checkFlags(withMarkers bool) error {
 	switch {
 	case withMarkers && len(p.markers) > 0 && p.checkpoint != "":
 		return usageError(errors.WithHint(errors.New("--markers and --checkpoint both name the recovery point"),
@@ -57,11 +64,11 @@ func (p pointFlags) check(withMarkers bool) error {
 		return usageError(errors.WithHint(errors.New("--checkpoint is required"),
 			"give the checkpoint (chk-N) or savepoint directory, or its _metadata file, local or s3://"))
 	case p.checkpoint == "" && (p.operatorUID != "" || p.operatorUIDHash != ""):
-		return usageError(errors.New("--operator-uid and --operator-uid-hash go with --checkpoint"))
+		return errors.New("--operator-uid and --operator-uid-hash go with --checkpoint")
 	case p.operatorUID != "" && p.operatorUIDHash != "":
-		return usageError(errors.WithHint(errors.New("--operator-uid and --operator-uid-hash both name the operator"), "give one"))
+		return errors.WithHint(errors.New("--operator-uid and --operator-uid-hash both name the operator"), "give one")
 	case p.checkpoint != "" && strings.TrimSpace(p.checkpoint) == "":
-		return usageError(errors.New("--checkpoint is blank"))
+		return errors.New("--checkpoint is blank")
 	}
 	return nil
 }

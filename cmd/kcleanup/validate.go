@@ -71,7 +71,7 @@ as it now stands. A pin that cannot be written is exit 4.`,
   kcleanup validate --markers subtask-0.json --markers subtask-1.json -o json
   kcleanup validate --markers chk-42/action-state-markers.json --pin-for 30m`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := point.check(true); err != nil {
+			if err := point.check(true, "validate"); err != nil {
 				return err
 			}
 			var d time.Duration

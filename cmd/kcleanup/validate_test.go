@@ -386,7 +386,7 @@ func TestValidateInputErrors(t *testing.T) {
 		code int
 		want []string
 	}{
-		{"no markers", nil, exitUsage, []string{`required flag(s) "markers" not set`}},
+		{"no markers", nil, exitUsage, []string{"no recovery point: give --checkpoint PATH or --markers FILE"}},
 		{"missing file", []string{"--markers", missing}, exitError, []string{"read markers file", missing}},
 		{"broken file", []string{"--markers", broken}, exitError, []string{"markers file " + broken, "Hint: a markers file holds one marker"}},
 		{"two topics", []string{"--markers", a, "--markers", other}, exitError,
