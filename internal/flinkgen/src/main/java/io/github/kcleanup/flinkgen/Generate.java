@@ -138,6 +138,14 @@ public final class Generate {
                         .compression()
                         .notes("execution.checkpointing.snapshot-compression on (Snappy)"));
         jobs.add(
+                new JobSpec("changelog-p2", "-changelog", "hashmap", false, 2,
+                                List.of(MarkerSpec.of(MARKERS, "actions", topicId("changelog"), 3)))
+                        .changelog()
+                        .checkpoints(2)
+                        .canonical(false)
+                        .notes("changelog state backend over hashmap (state.changelog.enabled):"
+                                + " keyed state as changelog handles, materialized part included"));
+        jobs.add(
                 new JobSpec("two-markers-p2", "-two-marker-operators", "hashmap", false, 2,
                                 List.of(MarkerSpec.of(MARKERS, "actions", topicId("first"), 2),
                                         MarkerSpec.of(MARKERS + "-b", "actions-🦀",
@@ -175,6 +183,11 @@ public final class Generate {
         // has channel state without a long wait.
         conf.setString("taskmanager.memory.segment-size", "4kb");
         conf.setString("rest.bind-port", "0");
+        // The changelog's storage is the task manager's, not the job's: for the changelog job,
+        // files as in production (without it, the changes are inline in the metadata).
+        conf.setString("state.changelog.storage", "filesystem");
+        conf.setString("state.changelog.dstl.dfs.base-path",
+                root.resolve(line).resolve("changelog").toUri().toString());
         MiniCluster cluster =
                 new MiniCluster(
                         new MiniClusterConfiguration.Builder()
@@ -230,6 +243,10 @@ public final class Generate {
         c.put("execution.checkpointing.snapshot-compression", Boolean.toString(job.compression));
         c.put("state.backend.rocksdb.memory.managed", "true");
         c.put("restart-strategy.type", "none"); // a failure ends the job and the generation
+        c.put("state.changelog.enabled", Boolean.toString(job.changelog));
+        if (job.changelog) {
+            c.put("state.changelog.periodic-materialize.interval", "300 ms");
+        }
 
         StreamExecutionEnvironment env =
                 StreamExecutionEnvironment.getExecutionEnvironment(Configuration.fromMap(c));
@@ -257,6 +274,9 @@ public final class Generate {
             }
             String last = null;
             for (int i = 0; i < job.checkpoints; i++) {
+                if (i > 0 && job.changelog) {
+                    Thread.sleep(1000); // a materialization between the checkpoints
+                }
                 last = retry(() -> cluster.triggerCheckpoint(id).get());
             }
             // An unaligned checkpoint taken before the buffers filled has no channel state: take
@@ -412,7 +432,13 @@ public final class Generate {
                 && !md.keyedHandleKinds.contains("IncrementalRemoteKeyedStateHandle")) {
             problems.add("no incremental RocksDB handle: " + md.keyedHandleKinds);
         }
-        if (kind.startsWith("checkpoint") && job.backend.equals("hashmap")
+        if (job.changelog
+                && (md.keyedHandleKinds.stream().noneMatch(h -> h.startsWith("materialized:"))
+                        || !md.keyedHandleKinds.contains("changelog:ChangelogStateHandleStreamImpl"))) {
+            problems.add("a changelog handle with materialized and file-backed changelog parts expected: "
+                    + md.keyedHandleKinds);
+        }
+        if (kind.startsWith("checkpoint") && job.backend.equals("hashmap") && !job.changelog
                 && !md.keyedHandleKinds.equals(new TreeSet<>(List.of("KeyGroupsStateHandle")))) {
             problems.add("keyed handles of the hashmap backend expected: " + md.keyedHandleKinds);
         }
@@ -551,6 +577,18 @@ public final class Generate {
         final TreeSet<String> keyedHandleKinds = new TreeSet<>();
         final Map<String, OperatorState> operators = new TreeMap<>();
 
+        /** A handle's class name; a changelog handle's parts too, as materialized:X, changelog:Y. */
+        void addKeyedKind(org.apache.flink.runtime.state.KeyedStateHandle h) {
+            keyedHandleKinds.add(h.getClass().getSimpleName());
+            if (h instanceof org.apache.flink.runtime.state.changelog.ChangelogStateBackendHandle) {
+                var c = (org.apache.flink.runtime.state.changelog.ChangelogStateBackendHandle) h;
+                c.getMaterializedStateHandles()
+                        .forEach(m -> keyedHandleKinds.add("materialized:" + m.getClass().getSimpleName()));
+                c.getNonMaterializedStateHandles()
+                        .forEach(m -> keyedHandleKinds.add("changelog:" + m.getClass().getSimpleName()));
+            }
+        }
+
         static Metadata read(Path dir) throws IOException {
             Path file = dir.resolve("_metadata");
             Metadata md = new Metadata();
@@ -572,7 +610,7 @@ public final class Generate {
             for (OperatorState op : m.getOperatorStates()) {
                 md.operators.put(op.getOperatorID().toHexString(), op);
                 for (OperatorSubtaskState s : op.getStates()) {
-                    s.getManagedKeyedState().forEach(h -> md.keyedHandleKinds.add(h.getClass().getSimpleName()));
+                    s.getManagedKeyedState().forEach(md::addKeyedKind);
                     md.channelStateHandles +=
                             s.getInputChannelState().size() + s.getResultSubpartitionState().size();
                 }

@@ -12,6 +12,7 @@ final class JobSpec {
     final List<MarkerSpec> markers;
     boolean unaligned;
     boolean compression;
+    boolean changelog;
     int checkpoints = 1; // retained checkpoints taken in turn; the last is the case
     boolean canonical = true;
     boolean nativeSavepoint;
@@ -39,6 +40,11 @@ final class JobSpec {
 
     JobSpec compression() {
         compression = true;
+        return this;
+    }
+
+    JobSpec changelog() {
+        changelog = true;
         return this;
     }
 
