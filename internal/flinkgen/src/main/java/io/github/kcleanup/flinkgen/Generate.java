@@ -108,6 +108,7 @@ public final class Generate {
                                         topicId("zustaende"), 5)))
                         .checkpoints(2)
                         .nativeSavepoint()
+                        .movedSavepoint("savepoint-native")
                         .notes("non-ASCII BMP topic; RocksDB keyed state before and after; the"
                                 + " checkpoint is the second incremental one (shares files with"
                                 + " the first)"));
@@ -130,6 +131,7 @@ public final class Generate {
                 new JobSpec("large-union-p2", "-large-union", "hashmap", false, 2,
                                 List.of(MarkerSpec.of(MARKERS, "actions-large", topicId("large"),
                                         4000)))
+                        .movedSavepoint("savepoint-canonical")
                         .notes("4000 partitions per marker: each subtask's operator state is above"
                                 + " the inline threshold, so it is in a file of its own"));
         jobs.add(
@@ -297,6 +299,12 @@ public final class Generate {
                     ? retry(() -> cluster.triggerSavepoint(id, savepoints.toUri().toString(), false,
                             SavepointFormatType.NATIVE).get())
                     : null;
+            String moved = job.movedSavepoint == null
+                    ? null
+                    : retry(() -> cluster.triggerSavepoint(id, savepoints.toUri().toString(), false,
+                            job.movedSavepoint.equals("savepoint-native")
+                                    ? SavepointFormatType.NATIVE
+                                    : SavepointFormatType.CANONICAL).get());
             client.cancel().get();
             cluster.requestJobResult(id).get();
             String spBackend = line + "/" + job.backend;
@@ -310,6 +318,20 @@ public final class Generate {
             if (nativeSp != null) {
                 addCase(job, spBackend + "/savepoint-native" + suffix, job.backend,
                         "savepoint-native", nativeSp);
+            }
+            if (moved != null) {
+                // Savepoints are self-contained and may be moved: the files they name are found
+                // relative to the directory, and the original place no longer exists.
+                Path from = Path.of(new org.apache.flink.core.fs.Path(moved).toUri().getPath());
+                Path to = dir.resolve("moved").resolve(from.getFileName());
+                Files.createDirectories(to.getParent());
+                Files.move(from, to);
+                String saved = job.notes;
+                job.notes = saved + "; this savepoint was moved from " + root.relativize(from)
+                        + " after it was written (the original directory is gone)";
+                addCase(job, spBackend + "/" + job.movedSavepoint + suffix + "-moved", job.backend,
+                        job.movedSavepoint, to.toUri().toString());
+                job.notes = saved;
             }
         } catch (Exception e) {
             client.cancel();
