@@ -9,7 +9,7 @@
 #                                    recoveryMarker from PATH; one JSON line per run on stdout
 #
 # A directory is printed as the last line on stdout; progress goes to stderr. The output is
-# cached by a hash of every file in this directory (but *.md):
+# cached by a hash of every file in this directory (but *.md and target/):
 #   ${KCLEANUP_CACHE:-$HOME/.cache/kcleanup}/flinkgen/<hash>/manifest.json
 #   ${KCLEANUP_CACHE:-$HOME/.cache/kcleanup}/flinkgen/b9-<hash>/b9.json
 # so a second run prints the directory at once. A directory counts only once that file is in it
@@ -32,7 +32,8 @@ case $mode in
   *) die "unknown mode '$mode': generate.sh [b9 | peer-read PATH UID [RUNS]]" ;;
 esac
 
-hash=$(cd "$here" && find . -type f ! -name '*.md' -print0 | LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -c1-16)
+# target/ is where a plain `mvn compile` here would write: not an input.
+hash=$(cd "$here" && find . -path ./target -prune -o -type f ! -name '*.md' -print0 | LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -c1-16)
 cache="${KCLEANUP_CACHE:-$HOME/.cache/kcleanup}/flinkgen"
 build="$cache/build-$hash"
 case $mode in

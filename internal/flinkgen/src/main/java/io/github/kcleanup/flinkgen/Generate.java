@@ -108,6 +108,7 @@ public final class Generate {
                                         topicId("zustaende"), 5)))
                         .checkpoints(2)
                         .nativeSavepoint()
+                        .movedSavepoint("savepoint-native")
                         .notes("non-ASCII BMP topic; RocksDB keyed state before and after; the"
                                 + " checkpoint is the second incremental one (shares files with"
                                 + " the first)"));
@@ -130,6 +131,7 @@ public final class Generate {
                 new JobSpec("large-union-p2", "-large-union", "hashmap", false, 2,
                                 List.of(MarkerSpec.of(MARKERS, "actions-large", topicId("large"),
                                         4000)))
+                        .movedSavepoint("savepoint-canonical")
                         .notes("4000 partitions per marker: each subtask's operator state is above"
                                 + " the inline threshold, so it is in a file of its own"));
         jobs.add(
@@ -137,6 +139,14 @@ public final class Generate {
                                 List.of(MarkerSpec.of(MARKERS, "actions", topicId("snappy"), 3)))
                         .compression()
                         .notes("execution.checkpointing.snapshot-compression on (Snappy)"));
+        jobs.add(
+                new JobSpec("changelog-p2", "-changelog", "hashmap", false, 2,
+                                List.of(MarkerSpec.of(MARKERS, "actions", topicId("changelog"), 3)))
+                        .changelog()
+                        .checkpoints(2)
+                        .canonical(false)
+                        .notes("changelog state backend over hashmap (state.changelog.enabled):"
+                                + " keyed state as changelog handles, materialized part included"));
         jobs.add(
                 new JobSpec("two-markers-p2", "-two-marker-operators", "hashmap", false, 2,
                                 List.of(MarkerSpec.of(MARKERS, "actions", topicId("first"), 2),
@@ -175,6 +185,11 @@ public final class Generate {
         // has channel state without a long wait.
         conf.setString("taskmanager.memory.segment-size", "4kb");
         conf.setString("rest.bind-port", "0");
+        // The changelog's storage is the task manager's, not the job's: for the changelog job,
+        // files as in production (without it, the changes are inline in the metadata).
+        conf.setString("state.changelog.storage", "filesystem");
+        conf.setString("state.changelog.dstl.dfs.base-path",
+                root.resolve(line).resolve("changelog").toUri().toString());
         MiniCluster cluster =
                 new MiniCluster(
                         new MiniClusterConfiguration.Builder()
@@ -230,6 +245,10 @@ public final class Generate {
         c.put("execution.checkpointing.snapshot-compression", Boolean.toString(job.compression));
         c.put("state.backend.rocksdb.memory.managed", "true");
         c.put("restart-strategy.type", "none"); // a failure ends the job and the generation
+        c.put("state.changelog.enabled", Boolean.toString(job.changelog));
+        if (job.changelog) {
+            c.put("state.changelog.periodic-materialize.interval", "300 ms");
+        }
 
         StreamExecutionEnvironment env =
                 StreamExecutionEnvironment.getExecutionEnvironment(Configuration.fromMap(c));
@@ -257,6 +276,9 @@ public final class Generate {
             }
             String last = null;
             for (int i = 0; i < job.checkpoints; i++) {
+                if (i > 0 && job.changelog) {
+                    Thread.sleep(1000); // a materialization between the checkpoints
+                }
                 last = retry(() -> cluster.triggerCheckpoint(id).get());
             }
             // An unaligned checkpoint taken before the buffers filled has no channel state: take
@@ -277,6 +299,12 @@ public final class Generate {
                     ? retry(() -> cluster.triggerSavepoint(id, savepoints.toUri().toString(), false,
                             SavepointFormatType.NATIVE).get())
                     : null;
+            String moved = job.movedSavepoint == null
+                    ? null
+                    : retry(() -> cluster.triggerSavepoint(id, savepoints.toUri().toString(), false,
+                            job.movedSavepoint.equals("savepoint-native")
+                                    ? SavepointFormatType.NATIVE
+                                    : SavepointFormatType.CANONICAL).get());
             client.cancel().get();
             cluster.requestJobResult(id).get();
             String spBackend = line + "/" + job.backend;
@@ -290,6 +318,20 @@ public final class Generate {
             if (nativeSp != null) {
                 addCase(job, spBackend + "/savepoint-native" + suffix, job.backend,
                         "savepoint-native", nativeSp);
+            }
+            if (moved != null) {
+                // Savepoints are self-contained and may be moved: the files they name are found
+                // relative to the directory, and the original place no longer exists.
+                Path from = Path.of(new org.apache.flink.core.fs.Path(moved).toUri().getPath());
+                Path to = dir.resolve("moved").resolve(from.getFileName());
+                Files.createDirectories(to.getParent());
+                Files.move(from, to);
+                String saved = job.notes;
+                job.notes = saved + "; this savepoint was moved from " + root.relativize(from)
+                        + " after it was written (the original directory is gone)";
+                addCase(job, spBackend + "/" + job.movedSavepoint + suffix + "-moved", job.backend,
+                        job.movedSavepoint, to.toUri().toString());
+                job.notes = saved;
             }
         } catch (Exception e) {
             client.cancel();
@@ -412,7 +454,13 @@ public final class Generate {
                 && !md.keyedHandleKinds.contains("IncrementalRemoteKeyedStateHandle")) {
             problems.add("no incremental RocksDB handle: " + md.keyedHandleKinds);
         }
-        if (kind.startsWith("checkpoint") && job.backend.equals("hashmap")
+        if (job.changelog
+                && (md.keyedHandleKinds.stream().noneMatch(h -> h.startsWith("materialized:"))
+                        || !md.keyedHandleKinds.contains("changelog:ChangelogStateHandleStreamImpl"))) {
+            problems.add("a changelog handle with materialized and file-backed changelog parts expected: "
+                    + md.keyedHandleKinds);
+        }
+        if (kind.startsWith("checkpoint") && job.backend.equals("hashmap") && !job.changelog
                 && !md.keyedHandleKinds.equals(new TreeSet<>(List.of("KeyGroupsStateHandle")))) {
             problems.add("keyed handles of the hashmap backend expected: " + md.keyedHandleKinds);
         }
@@ -551,6 +599,18 @@ public final class Generate {
         final TreeSet<String> keyedHandleKinds = new TreeSet<>();
         final Map<String, OperatorState> operators = new TreeMap<>();
 
+        /** A handle's class name; a changelog handle's parts too, as materialized:X, changelog:Y. */
+        void addKeyedKind(org.apache.flink.runtime.state.KeyedStateHandle h) {
+            keyedHandleKinds.add(h.getClass().getSimpleName());
+            if (h instanceof org.apache.flink.runtime.state.changelog.ChangelogStateBackendHandle) {
+                var c = (org.apache.flink.runtime.state.changelog.ChangelogStateBackendHandle) h;
+                c.getMaterializedStateHandles()
+                        .forEach(m -> keyedHandleKinds.add("materialized:" + m.getClass().getSimpleName()));
+                c.getNonMaterializedStateHandles()
+                        .forEach(m -> keyedHandleKinds.add("changelog:" + m.getClass().getSimpleName()));
+            }
+        }
+
         static Metadata read(Path dir) throws IOException {
             Path file = dir.resolve("_metadata");
             Metadata md = new Metadata();
@@ -572,7 +632,7 @@ public final class Generate {
             for (OperatorState op : m.getOperatorStates()) {
                 md.operators.put(op.getOperatorID().toHexString(), op);
                 for (OperatorSubtaskState s : op.getStates()) {
-                    s.getManagedKeyedState().forEach(h -> md.keyedHandleKinds.add(h.getClass().getSimpleName()));
+                    s.getManagedKeyedState().forEach(md::addKeyedKind);
                     md.channelStateHandles +=
                             s.getInputChannelState().size() + s.getResultSubpartitionState().size();
                 }

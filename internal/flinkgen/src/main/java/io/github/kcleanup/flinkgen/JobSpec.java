@@ -12,6 +12,9 @@ final class JobSpec {
     final List<MarkerSpec> markers;
     boolean unaligned;
     boolean compression;
+    boolean changelog;
+    /** Also take a savepoint of this format and move its directory elsewhere; null for none. */
+    String movedSavepoint;
     int checkpoints = 1; // retained checkpoints taken in turn; the last is the case
     boolean canonical = true;
     boolean nativeSavepoint;
@@ -39,6 +42,16 @@ final class JobSpec {
 
     JobSpec compression() {
         compression = true;
+        return this;
+    }
+
+    JobSpec movedSavepoint(String format) {
+        movedSavepoint = format;
+        return this;
+    }
+
+    JobSpec changelog() {
+        changelog = true;
         return this;
     }
 
