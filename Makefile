@@ -3,24 +3,27 @@ SHELL := /usr/bin/env bash
 GO    ?= go
 PKGS  := ./...
 KAFKA := cmd/kafkadev/kafka.sh
+S3    := cmd/s3dev/s3.sh
 # Integration tests read the broker address from here; `make test` fills it in.
 export KCLEANUP_TEST_BOOTSTRAP ?=
 # The pure packages (no Kafka client, no clock, no os): `make test` runs them
 # in full, then -short under the race detector (which makes the property tests
 # 5-10x slower); they need no broker. Every other package runs
 # against the broker.
-PURE  := $(shell $(GO) list $(patsubst %,./%/...,$(wildcard events fsm projector protocol gate report)))
+PURE  := $(shell $(GO) list $(patsubst %,./%/...,$(wildcard events fsm projector protocol gate report)) ./checkpoint)
 # The tests that need the three-broker cluster (kafka.sh test --brokers 3) run on their own.
 CLUSTER := $(shell $(GO) list ./internal/clustertest/...)
-OTHER := $(filter-out $(PURE) $(CLUSTER),$(shell $(GO) list $(PKGS)))
+# The tests that read checkpoints from a real S3-compatible server (s3.sh test: KCLEANUP_TEST_S3).
+S3PKGS := $(shell $(GO) list ./checkpoint/store/...)
+OTHER := $(filter-out $(PURE) $(CLUSTER) $(S3PKGS),$(shell $(GO) list $(PKGS)))
 # kafka-up and kafka-down: 1 (the single-node broker) or 3 (the three-broker cluster).
 BROKERS ?= 1
 
-.PHONY: help build demo test test-broker test-cluster test-unit sim lint fuzz bench bench-quick bench-cluster bench-go \
-        kafka-up kafka-down kafka-cli docs screenshots chromium buildah promtool image clean
+.PHONY: help build demo test test-all test-broker test-cluster test-unit sim lint fuzz flinkgen flinkgen-b9 bench bench-quick bench-cluster bench-go \
+        kafka-up kafka-down kafka-cli test-s3 s3-up s3-down docs screenshots chromium buildah promtool image clean
 
 help: ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
 
 # What `kcleanup version` and `kcleanup --version` name: the commit, even where go build does not
 # stamp vcs.revision (-buildvcs=false, a copy without .git).
@@ -35,9 +38,17 @@ build: ## build bin/kcleanup (BIN=path for elsewhere), naming the commit in its 
 demo: build ## walk the C0/C1 example end to end on an embedded broker
 	$(BIN) demo
 
-test: chromium buildah promtool ## all tests: the pure packages (in full, then -short under -race), then the rest against a real Kafka broker, then the cluster tests on three brokers (each started if needed)
+test: chromium buildah promtool ## all tests: the pure packages (in full, then -short under -race), the S3 reads against a real S3-compatible server, then the rest against a real Kafka broker, then the cluster tests on three brokers (each started if needed), with the checkpoints real Flink jobs wrote (make flinkgen)
+	@dir=$${KCLEANUP_FLINKGEN_DIR:-}; \
+	if [ -z "$$dir" ]; then dir=$$(internal/flinkgen/generate.sh) || exit 1; dir=$$(tail -n 1 <<<"$$dir"); fi; \
+	echo "checkpoints of real Flink jobs: $$dir"; \
+	KCLEANUP_FLINKGEN_DIR="$$dir" $(MAKE) --no-print-directory test-all
+
+# test without the generator's step: KCLEANUP_FLINKGEN_DIR names its output.
+test-all:
 	$(GO) test -count=1 $(PURE)
 	$(GO) test -race -short -count=1 $(PURE)
+	$(S3) test $(MAKE) --no-print-directory test-s3
 	$(KAFKA) test $(MAKE) --no-print-directory test-broker
 	$(KAFKA) test --brokers 3 $(MAKE) --no-print-directory test-cluster
 
@@ -45,6 +56,10 @@ test: chromium buildah promtool ## all tests: the pure packages (in full, then -
 test-broker:
 	$(GO) test -count=1 $(OTHER)
 	cd cmd/kcbench && $(GO) test -count=1 ./...
+
+# The checkpoint store's reads on the S3-compatible server of s3.sh (S3Proxy from Maven Central).
+test-s3:
+	$(GO) test -count=1 $(S3PKGS)
 
 # The tests of leader changes and lost brokers, on the three-broker cluster (KCLEANUP_TEST_CLUSTER).
 test-cluster:
@@ -106,6 +121,16 @@ image: buildah ## build the OCI image (FROM scratch, with buildah, no Docker) in
 	echo "  skopeo copy oci-archive:$(IMAGE) docker://registry.example.com/$(IMAGE_NAME)"; \
 	echo "  podman load -i $(IMAGE) && podman push $(IMAGE_NAME) docker://registry.example.com/$(IMAGE_NAME)"
 
+# Real Flink checkpoints and savepoints with recovery markers and what Flink's State Processor API
+# reads from each (issue 31; docs/testing.md): made once per input hash (Java 17+, Maven), then cached.
+flinkgen: ## generate (or reuse) the Flink 1.20/2.0/2.2 checkpoints and savepoints; prints their directory
+	@internal/flinkgen/generate.sh
+
+# Benchmark B9's checkpoint (100 keyed operators, parallelism 128, RocksDB incremental; issue 31).
+# Its peer row: internal/flinkgen/generate.sh peer-read DIR/PATH UID (PATH and UID in DIR/b9.json).
+flinkgen-b9: ## generate (or reuse) benchmark B9's Flink checkpoint (~1.5 min); prints the directory holding b9.json
+	@internal/flinkgen/generate.sh b9
+
 sim: ## the deterministic fleet simulation on 10,000 seeds, with fault and step counts (protocol/sim)
 	$(GO) test -count=1 -run '^TestSimulation$$' -v ./protocol/sim -args -seeds=$${SEEDS:-10000}
 
@@ -124,7 +149,7 @@ screenshots: chromium ## regenerate docs/images/*.png, the console and the repor
 	KCLEANUP_SCREENSHOTS=$(CURDIR)/docs/images $(KAFKA) test $(GO) test -count=1 -run 'TestBrowser|TestScreenshots' ./worker/console/
 
 fuzz: ## fuzz every decoder for FUZZTIME each (default 30s)
-	@for pkg in ./events/ ./projector/ ./projector/flinkagents/ ./fsm/ ./cmd/kcleanup/ ./worker/clientconfig/; do \
+	@for pkg in ./events/ ./projector/ ./projector/flinkagents/ ./fsm/ ./cmd/kcleanup/ ./worker/clientconfig/ ./checkpoint/ ./checkpoint/store/; do \
 	  for t in $$($(GO) test -list '^Fuzz' $$pkg | grep ^Fuzz); do \
 	    echo "== $$pkg $$t"; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $${FUZZTIME:-30s} $$pkg || exit 1; done; done
 
@@ -146,11 +171,18 @@ bench-go: ## Go micro-benchmarks of the core (go test -bench)
 kafka-up: ## start (or reuse) a single-node Apache Kafka broker from Maven Central (BROKERS=3: the three-broker cluster)
 	$(KAFKA) up --brokers $(BROKERS)
 
-kafka-down: ## stop the broker started by kafka-up and remove its data (BROKERS=3: the cluster)
-	$(KAFKA) down --brokers $(BROKERS)
+kafka-down: ## stop the broker and the three-broker cluster started by kafka-up, and remove their data
+	$(KAFKA) down
+	$(KAFKA) down --brokers 3
 
 kafka-cli: ## run a Kafka tool: make kafka-cli TOOL=kafka-get-offsets ARGS='--topic t'
 	$(KAFKA) cli $(TOOL) $(ARGS)
+
+s3-up: ## start (or reuse) a real S3-compatible server (S3Proxy from Maven Central); prints its endpoint
+	$(S3) up
+
+s3-down: ## stop the S3 server started by s3-up and remove its data
+	$(S3) down
 
 clean: ## remove build output
 	rm -rf bin

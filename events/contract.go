@@ -22,7 +22,26 @@ type Marker struct {
 	Topic   string
 	TopicID string
 	Offsets Offsets
+	// Source says which checkpoint, operator and subtask the marker was read from, when the
+	// tool that read it says (kcleanup markers --checkpoint); nil for hand-written markers.
+	// It never enters a plan: it lets plan, validate and pin check that the markers are every
+	// subtask's of one checkpoint (CheckSubtasks).
+	Source *MarkerSource
 }
+
+// MarkerSource is where in a Flink checkpoint one marker was read.
+type MarkerSource struct {
+	CheckpointID int64
+	// The operator that holds the marker state: its uid, its uid hash (Flink's operator ID,
+	// 32 lowercase hex digits), or both; at least one.
+	OperatorUID     string
+	OperatorUIDHash string
+	Parallelism     int32 // 1 to MaxParallelism
+	Subtask         int32 // 0 to Parallelism-1
+}
+
+// MaxParallelism is Flink's upper bound of an operator's (max) parallelism, 2^15.
+const MaxParallelism = 1 << 15
 
 // Event names one transition of an operation on the control topic.
 type Event string

@@ -56,6 +56,13 @@
 // Add, which decide and word every error. FuzzAddMarkers holds the two paths
 // to the same plan or the same error.
 //
+// A marker may also say where in a Flink checkpoint it was read (Source:
+// checkpointId, operator, parallelism, subtask; all four or none, after
+// offsets). BuildPlan, PlanBuilder and CheckSubtasks then require every
+// subtask 0..parallelism-1 of one checkpoint and one operator exactly once;
+// markers that do not say are taken, and SubtasksChecked (or CheckSubtasks'
+// checked) tells the caller to warn. The source never enters the plan.
+//
 // # Control records
 //
 // Every transition of an operation is one record on the control topic. Its key is

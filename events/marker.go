@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -12,8 +13,12 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 )
 
-// markerFields are the fields of a marker, in the order Encode writes them.
-var markerFields = []string{"schemaVersion", "topic", "topicId", "offsets"}
+// markerFields are the fields of a marker, in the order Encode writes them: the four of
+// every marker, then the four of its Source, which come together or not at all.
+var markerFields = []string{"schemaVersion", "topic", "topicId", "offsets", "checkpointId", "operator", "parallelism", "subtask"}
+
+// operatorFields are the fields of a marker's operator, in the order Encode writes them.
+var operatorFields = []string{"uid", "uidHash"}
 
 // ParseMarkers reads one marker object, or a non-empty JSON array of them,
 // as strictly as ParsePlan reads a plan.
@@ -140,6 +145,96 @@ type markerJSON struct {
 	Topic         str[topicRule]   `json:"topic"`
 	TopicID       str[topicIDRule] `json:"topicId"`
 	Offsets       offsetsField     `json:"offsets"`
+	CheckpointID  count            `json:"checkpointId"`
+	Operator      operatorField    `json:"operator"`
+	Parallelism   count            `json:"parallelism"`
+	Subtask       count            `json:"subtask"`
+}
+
+// count is an optional JSON integer field of 0 or more, in canonical form (no sign,
+// fraction, exponent or leading zero).
+type count struct {
+	v   int64
+	set bool
+}
+
+func (f *count) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	if f.set {
+		return twice
+	}
+	f.set = true
+	v, err := dec.ReadValue()
+	if err != nil {
+		return err
+	}
+	if v.Kind() != '0' {
+		return atValue(dec, wrongKind("", kindOf(v.Kind()), "an integer of 0 or more"))
+	}
+	n, ok := parseCount(v)
+	if !ok {
+		return atValue(dec, fieldErrorf("", "is %s: expected an integer of 0 or more, without fraction, exponent or leading zero", v))
+	}
+	f.v = n
+	return nil
+}
+
+// operatorField is a marker's operator: {"uid":…,"uidHash":…}, one of them at least.
+type operatorField struct {
+	uid, uidHash string
+	set          bool
+}
+
+type operatorJSON struct {
+	UID     str[anyText]     `json:"uid"`
+	UIDHash str[uidHashRule] `json:"uidHash"`
+}
+
+func (f *operatorField) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	if f.set {
+		return twice
+	}
+	f.set = true
+	raw, err := dec.ReadValue()
+	if err != nil {
+		return err
+	}
+	if raw.Kind() != '{' {
+		return atValue(dec, wrongKind("", kindOf(raw.Kind()), `an object {"uid":…,"uidHash":…}`))
+	}
+	var w operatorJSON
+	if ferr := decodeStrict(raw, &w, operatorFields); ferr != nil {
+		return atValue(dec, ferr)
+	}
+	if !w.UID.set && !w.UIDHash.set {
+		return atValue(dec, fieldErrorf("", "names no operator: expected its uid, its uidHash or both"))
+	}
+	if w.UID.set && w.UID.v == "" {
+		return atValue(dec, fieldErrorf("uid", "is empty: expected the operator's uid, or leave it out"))
+	}
+	f.uid, f.uidHash = w.UID.v, w.UIDHash.v
+	return nil
+}
+
+// uidHashRule: Flink's operator ID, 16 bytes as 32 lowercase hex digits.
+type uidHashRule struct{}
+
+func (uidHashRule) check(s string) *fieldError {
+	if !isUIDHash(s) {
+		return fieldErrorf("", "is %q: expected 32 lowercase hex digits (Flink's operator ID)", s)
+	}
+	return nil
+}
+
+func isUIDHash(s string) bool {
+	if len(s) != 32 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // decodeMarker reads one marker object strictly.
@@ -154,7 +249,48 @@ func decodeMarker(raw []byte, reuse Offsets) (Marker, *fieldError) {
 			return Marker{}, missingField(markerFields[i])
 		}
 	}
-	return Marker{Topic: w.Topic.v, TopicID: w.TopicID.v, Offsets: w.Offsets.v}, nil
+	m := Marker{Topic: w.Topic.v, TopicID: w.TopicID.v, Offsets: w.Offsets.v}
+	present := [...]bool{w.CheckpointID.set, w.Operator.set, w.Parallelism.set, w.Subtask.set}
+	if present == [4]bool{} {
+		return m, nil
+	}
+	given := markerFields[4+slices.Index(present[:], true)]
+	for i, set := range present {
+		if !set {
+			return Marker{}, fieldErrorf(markerFields[4+i], "is missing, but %s is given: checkpointId, operator, parallelism and subtask come together (kcleanup markers writes all four) or not at all", given)
+		}
+	}
+	m.Source = &MarkerSource{CheckpointID: w.CheckpointID.v, OperatorUID: w.Operator.uid, OperatorUIDHash: w.Operator.uidHash,
+		Parallelism: int32(min(w.Parallelism.v, MaxParallelism+1)), Subtask: int32(min(w.Subtask.v, MaxParallelism+1))}
+	if ferr := m.Source.check(); ferr != nil {
+		return Marker{}, ferr
+	}
+	return m, nil
+}
+
+// check checks what the JSON types do not: the ranges, and the operator named.
+func (s *MarkerSource) check() *fieldError {
+	switch {
+	case s.CheckpointID < 0:
+		return fieldErrorf("checkpointId", "is %d: expected 0 or more", s.CheckpointID)
+	case s.OperatorUID == "" && s.OperatorUIDHash == "":
+		return fieldErrorf("operator", "names no operator: expected its uid, its uidHash or both")
+	case s.OperatorUIDHash != "" && !isUIDHash(s.OperatorUIDHash):
+		return fieldErrorf("operator.uidHash", "is %q: expected 32 lowercase hex digits (Flink's operator ID)", s.OperatorUIDHash)
+	case s.Parallelism < 1 || s.Parallelism > MaxParallelism:
+		return fieldErrorf("parallelism", "is %s: expected 1 to %d", parallelismText(s.Parallelism), MaxParallelism)
+	case s.Subtask < 0 || s.Subtask >= s.Parallelism:
+		return fieldErrorf("subtask", "is %s: expected 0 to %d, below the parallelism %d", parallelismText(s.Subtask), s.Parallelism-1, s.Parallelism)
+	}
+	return nil
+}
+
+// parallelismText prints a parallelism or subtask clipped to MaxParallelism+1 as decoded.
+func parallelismText(v int32) string {
+	if v > MaxParallelism {
+		return "above " + strconv.Itoa(MaxParallelism)
+	}
+	return strconv.Itoa(int(v))
 }
 
 // Validate checks a marker built in code as strictly as ParseMarkers does.
@@ -172,7 +308,13 @@ func (m Marker) check() *fieldError {
 	if ferr := checkTopicID("topicId", m.TopicID); ferr != nil {
 		return ferr
 	}
-	return validateOffsets("offsets", m.Offsets)
+	if ferr := validateOffsets("offsets", m.Offsets); ferr != nil {
+		return ferr
+	}
+	if m.Source != nil {
+		return m.Source.check()
+	}
+	return nil
 }
 
 // Encode writes the marker as compact JSON, partitions in ascending order.
@@ -185,13 +327,35 @@ func (m Marker) Encode() []byte {
 	b = appendString(b, m.TopicID)
 	b = append(b, `,"offsets":`...)
 	b = appendOffsets(b, m.Offsets, "")
+	if s := m.Source; s != nil {
+		b = append(b, `,"checkpointId":`...)
+		b = strconv.AppendInt(b, s.CheckpointID, 10)
+		b = append(b, `,"operator":{`...)
+		if s.OperatorUID != "" {
+			b = append(b, `"uid":`...)
+			b = appendString(b, s.OperatorUID)
+			if s.OperatorUIDHash != "" {
+				b = append(b, ',')
+			}
+		}
+		if s.OperatorUIDHash != "" {
+			b = append(b, `"uidHash":`...)
+			b = appendString(b, s.OperatorUIDHash)
+		}
+		b = append(b, `},"parallelism":`...)
+		b = strconv.AppendInt(b, int64(s.Parallelism), 10)
+		b = append(b, `,"subtask":`...)
+		b = strconv.AppendInt(b, int64(s.Subtask), 10)
+	}
 	return append(b, '}')
 }
 
 // BuildPlan makes the plan of one recovery point from the markers of all its
 // subtasks: they must agree on topic, topic ID and partition set, and the
 // plan offset of each partition is the minimum over the markers (the oldest
-// record any subtask still needs).
+// record any subtask still needs). Markers that say where they were read
+// (Source) must be every subtask's of one checkpoint (CheckSubtasks); the
+// source never enters the plan or its ID.
 func BuildPlan(recoveryPoint string, markers []Marker) (Plan, error) {
 	b, err := NewPlanBuilder(recoveryPoint)
 	if err != nil {
@@ -215,7 +379,8 @@ type PlanBuilder struct {
 	first         Marker // marker 0: topic, topic ID and partition set
 	mins          minimum
 	dense         bool
-	err           error // the first error of Add: the plan is refused
+	subtasks      subtasks // which checkpoint and subtask each marker says it is from
+	err           error    // the first error of Add: the plan is refused
 }
 
 // NewPlanBuilder starts the plan of a recovery point (checked first, as
@@ -246,7 +411,7 @@ func (b *PlanBuilder) add(m Marker) error {
 		}
 		b.first = m
 		b.mins, b.dense = newMinimum(m.Offsets)
-		return nil
+		return errors.Wrap(b.subtasks.add(i, m.Source), "cannot build a plan")
 	}
 	first := b.first
 	if m.Topic != first.Topic {
@@ -267,8 +432,13 @@ func (b *PlanBuilder) add(m Marker) error {
 			return partitionSetError(i, m.Offsets, first.Offsets)
 		}
 	}
-	return nil
+	return errors.Wrap(b.subtasks.add(i, m.Source), "cannot build a plan")
 }
+
+// SubtasksChecked says whether the markers added say which checkpoint, operator and subtask
+// they are from, so that Plan checks that they are every subtask's of one checkpoint; when
+// they do not, completeness cannot be checked and the caller warns (CheckSubtasks).
+func (b *PlanBuilder) SubtasksChecked() bool { return b.subtasks.checked() }
 
 // Plan is the plan of the markers added.
 func (b *PlanBuilder) Plan() (Plan, error) {
@@ -277,6 +447,9 @@ func (b *PlanBuilder) Plan() (Plan, error) {
 	}
 	if b.n == 0 {
 		return Plan{}, errors.New("cannot build a plan: no markers: expected the markers of every subtask of the recovery point")
+	}
+	if err := b.subtasks.complete(); err != nil {
+		return Plan{}, errors.Wrap(err, "cannot build a plan")
 	}
 	offsets := b.mins.offsets(b.first.Offsets, b.dense)
 	return Plan{

@@ -43,7 +43,7 @@ func TestParseMarkersStrict(t *testing.T) {
 		{"null", `null`, "", "is null"},
 		{"array of arrays", `[[]]`, "marker 0", "is an array"},
 		{"second marker bad", `[` + markerC1 + `,` + mutate(t, markerC1, `"0":100`, `"00":100`) + `]`, `marker 1: field offsets["00"]`, "canonical partition"},
-		{"unknown field", mutate(t, markerC1, `"topic":`, `"subtask":3,"topic":`), `"subtask"`, "not a known field"},
+		{"unknown field", mutate(t, markerC1, `"topic":`, `"partition":3,"topic":`), `"partition"`, "not a known field"},
 		{"planId is not a marker field", mutate(t, markerC1, `"topic":`, `"planId":"x","topic":`), `"planId"`, "not a known field"},
 		{"duplicate field", mutate(t, markerC1, `"topic":`, `"topicId":"x","topic":`), `"topicId"`, "more than once"},
 		{"duplicate partition", mutate(t, markerC1, `"1":230`, `"0":230`), `offsets["0"]`, "more than once"},

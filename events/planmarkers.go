@@ -89,8 +89,9 @@ func (b *PlanBuilder) addCanonical(data []byte) (int, bool) {
 	}
 }
 
-// addCanonicalMarker reads one marker in Encode's form and adds it; false,
-// with the builder's count unchanged, at anything else.
+// addCanonicalMarker reads one marker in Encode's form (with its Source or
+// without) and adds it; false, with the builder's count and subtasks
+// unchanged, at anything else.
 func (b *PlanBuilder) addCanonicalMarker(r *canonicalReader) bool {
 	if !r.lit(`{"schemaVersion":1,"topic":`) {
 		return false
@@ -105,10 +106,14 @@ func (b *PlanBuilder) addCanonicalMarker(r *canonicalReader) bool {
 	}
 	if b.n == 0 {
 		o, ok := r.offsets()
+		if !ok {
+			return false
+		}
+		src, ok := r.source()
 		if !ok || !r.lit("}") {
 			return false
 		}
-		m := Marker{Topic: string(topic), TopicID: string(topicID), Offsets: o}
+		m := Marker{Topic: string(topic), TopicID: string(topicID), Offsets: o, Source: src}
 		if m.check() != nil {
 			return false
 		}
@@ -117,11 +122,88 @@ func (b *PlanBuilder) addCanonicalMarker(r *canonicalReader) bool {
 	if !b.dense || string(topic) != b.first.Topic || string(topicID) != b.first.TopicID {
 		return false
 	}
-	if !r.denseOffsets(b.mins.slice) || !r.lit("}") {
+	if !r.denseOffsets(b.mins.slice) {
+		return false
+	}
+	src, ok := r.source()
+	if !ok || !r.lit("}") {
+		return false
+	}
+	// An error leaves the subtasks as they were: the strict path adds this marker again.
+	if b.subtasks.add(b.n, src) != nil {
 		return false
 	}
 	b.n++
 	return true
+}
+
+// source reads what Encode writes of a marker's Source after its offsets
+// (,"checkpointId":42,"operator":{"uid":…,"uidHash":…},"parallelism":2,"subtask":0):
+// nil and true when the marker has none; false at anything out of that form
+// or out of range, which the strict path words.
+func (r *canonicalReader) source() (*MarkerSource, bool) {
+	if !r.lit(`,"checkpointId":`) {
+		return nil, true
+	}
+	var s MarkerSource
+	id, ok := r.count()
+	if !ok || !r.lit(`,"operator":{`) {
+		return nil, false
+	}
+	s.CheckpointID = id
+	if r.lit(`"uid":`) {
+		uid, ok := r.str()
+		if !ok || len(uid) == 0 { // Encode leaves an empty uid out
+			return nil, false
+		}
+		s.OperatorUID = string(uid)
+		if r.lit(`,"uidHash":`) {
+			if s.OperatorUIDHash, ok = r.uidHash(); !ok {
+				return nil, false
+			}
+		}
+	} else if r.lit(`"uidHash":`) {
+		if s.OperatorUIDHash, ok = r.uidHash(); !ok {
+			return nil, false
+		}
+	}
+	if !r.lit(`},"parallelism":`) {
+		return nil, false
+	}
+	p, ok := r.count()
+	if !ok || p > MaxParallelism || !r.lit(`,"subtask":`) {
+		return nil, false
+	}
+	st, ok := r.count()
+	if !ok || st > MaxParallelism {
+		return nil, false
+	}
+	s.Parallelism, s.Subtask = int32(p), int32(st)
+	if s.check() != nil {
+		return nil, false
+	}
+	return &s, true
+}
+
+func (r *canonicalReader) uidHash() (string, bool) {
+	h, ok := r.str()
+	if !ok || !isUIDHash(string(h)) {
+		return "", false
+	}
+	return string(h), true
+}
+
+// count reads an integer of 0 or more in canonical form.
+func (r *canonicalReader) count() (int64, bool) {
+	j := r.i
+	for j < len(r.b) && r.b[j] >= '0' && r.b[j] <= '9' {
+		j++
+	}
+	v, ok := parseCount(r.b[r.i:j])
+	if ok {
+		r.i = j
+	}
+	return v, ok
 }
 
 // denseOffsets reads {"0":100,"1":150,...}, exactly the partitions 0 to

@@ -85,6 +85,44 @@ func addMarkersSeeds() [][2]string {
 	for _, s := range markerSeeds() {
 		seeds = append(seeds, [2]string{string(s), string(s)})
 	}
+	// Markers that say where they were read (kcleanup markers): whole checkpoints, parts
+	// of one, two checkpoints, and edits the fast path must leave to the strict path.
+	o := func(i int) Offsets { return Offsets{0: int64(1000 - i), 1: int64(2000 + i), 2: 3000} }
+	src := func(ckpt int64, st, p int32) string { return string(sourced(o(int(st)), ckpt, st, p).Encode()) }
+	whole := "[" + src(7, 0, 3) + "," + src(7, 1, 3) + "," + src(7, 2, 3) + "]"
+	sourcedEdits := []string{
+		whole,
+		"[" + src(7, 2, 3) + ",\n" + src(7, 0, 3) + "]",
+		src(7, 1, 3),
+		"[" + src(7, 0, 1) + "]",
+		"[" + src(7, 0, 2) + "," + src(8, 1, 2) + "]",
+		"[" + src(7, 0, 2) + "," + src(7, 0, 2) + "]",
+		"[" + src(7, 0, 2) + "," + src(7, 1, 3) + "]",
+		"[" + src(7, 0, 2) + "," + string(marker(o(1)).Encode()) + "]",
+		"[" + string(marker(o(1)).Encode()) + "," + src(7, 0, 2) + "]",
+		strings.Replace(whole, `"uid":"actions",`, ``, 1),
+		strings.Replace(whole, `"uid":"actions",`, ``, 3),
+		strings.Replace(whole, `,"uidHash":"`+hashA+`"`, ``, 3),
+		strings.Replace(whole, `"uid":"actions"`, `"uid":""`, 3),
+		strings.Replace(whole, `"uid":"actions"`, `"uid":"act\u0069ons"`, 2),
+		strings.Replace(whole, `"uid":"actions",`, `"uidHash":"`+hashA+`","uid":"actions",`, 1),
+		strings.Replace(whole, `{"uid":"actions","uidHash":"`+hashA+`"}`, `{}`, 1),
+		strings.Replace(whole, hashA, strings.ToUpper(hashA), 1),
+		strings.Replace(whole, `"subtask":1`, `"subtask":01`, 1),
+		strings.Replace(whole, `"subtask":1`, `"subtask":1.0`, 1),
+		strings.Replace(whole, `"subtask":1`, `"subtask":3`, 1),
+		strings.Replace(whole, `"subtask":1`, `"subtask":-1`, 1),
+		strings.Replace(whole, `"parallelism":3`, `"parallelism":32769`, 1),
+		strings.Replace(whole, `"parallelism":3`, `"parallelism":0`, 3),
+		strings.Replace(whole, `"checkpointId":7`, `"checkpointId":9223372036854775808`, 1),
+		strings.Replace(whole, `,"subtask":1`, ``, 1),
+		strings.Replace(whole, `"checkpointId":7,`, ``, 1),
+		strings.Replace(whole, `"checkpointId":7`, `"checkpointId": 7`, 2),
+		strings.Replace(whole, `"subtask":2}`, `"subtask":2,"extra":1}`, 1),
+	}
+	for _, e := range sourcedEdits {
+		seeds = append(seeds, [2]string{e, whole}, [2]string{whole, e}, [2]string{e, e})
+	}
 	return seeds
 }
 
@@ -185,5 +223,34 @@ func TestAddMarkersPlanErrorAfterDocument(t *testing.T) {
 	b, _ = NewPlanBuilder("chk-1")
 	if _, err := b.AddMarkers([]byte("[" + markerC1 + "," + other + ",{}]")); err == nil || !strings.Contains(err.Error(), "invalid marker 2") {
 		t.Fatalf("AddMarkers: %v, want marker 2's decoding error", err)
+	}
+}
+
+// BenchmarkAddMarkers: kcleanup plan's read of 100 markers of 1,000 partitions, as Encode
+// writes them, without and with their source (the fast path reads both).
+func BenchmarkAddMarkers(b *testing.B) {
+	bare := []byte(markersDoc(100, 1000, ""))
+	var ms []Marker
+	for st := range int32(100) {
+		o := Offsets{}
+		for p := range int32(1000) {
+			o[p] = int64(1000*(int(p)+1) - 7*int(st)*(int(p)%3))
+		}
+		ms = append(ms, sourced(o, 42, st, 100))
+	}
+	withSource := []byte(encodeAll(ms...))
+	for name, doc := range map[string][]byte{"bare": bare, "sourced": withSource} {
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(int64(len(doc)))
+			for b.Loop() {
+				pb, _ := NewPlanBuilder("chk-1")
+				if _, err := pb.AddMarkers(doc); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := pb.Plan(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

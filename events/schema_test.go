@@ -119,11 +119,50 @@ func TestPlanSchemaMatchesEncoder(t *testing.T) {
 
 func TestMarkerSchemaMatchesEncoder(t *testing.T) {
 	s := loadSchema(t, "marker.schema.json")
-	fields := written(t, marker(Offsets{0: 1}).Encode())
-	if !slices.Equal(fields, markerFields) {
-		t.Fatalf("Encode writes %v, parser expects %v", fields, markerFields)
+	m := marker(Offsets{0: 1})
+	if fields := written(t, m.Encode()); !slices.Equal(fields, markerFields[:4]) {
+		t.Fatalf("Encode writes %v, parser expects %v", fields, markerFields[:4])
 	}
-	checkObject(t, at(t, s, "$defs", "marker"), fields)
+	m.Source = &MarkerSource{CheckpointID: 42, OperatorUID: "u", OperatorUIDHash: strings.Repeat("a", 32), Parallelism: 2, Subtask: 1}
+	fields := written(t, m.Encode())
+	if !slices.Equal(fields, markerFields) {
+		t.Fatalf("Encode with a source writes %v, parser expects %v", fields, markerFields)
+	}
+	def := at(t, s, "$defs", "marker")
+	if got := strs(t, at(t, def, "required")); !slices.Equal(got, fields[:4]) {
+		t.Errorf("required = %v, want %v", got, fields[:4])
+	}
+	props := slices.Sorted(maps.Keys(at(t, def, "properties").(map[string]any)))
+	if want := slices.Sorted(slices.Values(fields)); !slices.Equal(props, want) {
+		t.Errorf("properties = %v, want %v", props, want)
+	}
+	if at(t, def, "additionalProperties") != false {
+		t.Error("additionalProperties is not false")
+	}
+	for _, f := range fields[4:] { // the source's four come together
+		var others []string
+		for _, g := range fields[4:] {
+			if g != f {
+				others = append(others, g)
+			}
+		}
+		if got := strs(t, at(t, def, "dependentRequired", f)); !slices.Equal(got, others) {
+			t.Errorf("dependentRequired[%s] = %v, want %v", f, got, others)
+		}
+	}
+	op := at(t, def, "properties", "operator")
+	if got := slices.Sorted(maps.Keys(at(t, op, "properties").(map[string]any))); !slices.Equal(got, operatorFields) {
+		t.Errorf("operator properties = %v, want %v", got, operatorFields)
+	}
+	hash := pattern(t, at(t, op, "properties", "uidHash", "pattern"))
+	for _, h := range []string{strings.Repeat("a", 32), strings.Repeat("A", 32), strings.Repeat("0", 31), strings.Repeat("0", 33), strings.Repeat("g", 32), ""} {
+		if hash.MatchString(h) != isUIDHash(h) {
+			t.Errorf("uidHash %q: schema says %v, code says %v", h, hash.MatchString(h), isUIDHash(h))
+		}
+	}
+	if at(t, def, "properties", "parallelism", "maximum") != float64(MaxParallelism) {
+		t.Errorf("parallelism maximum differs from MaxParallelism %d", MaxParallelism)
+	}
 }
 
 func TestEnvelopeSchemaMatchesEncoder(t *testing.T) {

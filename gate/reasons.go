@@ -112,6 +112,12 @@ const (
 	ForeignFormat Reason = "foreign-format"
 	// ShuttingDown: the worker asked is shutting down (HTTP only).
 	ShuttingDown Reason = "shutting-down"
+	// CheckpointUnreadable: the recovery point was given as a checkpoint or
+	// savepoint (--checkpoint) and its markers could not be read: a missing
+	// or unreachable file, a format this reader does not know, no operator
+	// or several holding the markers, a legacy or invalid marker, a subtask
+	// without one. Nothing about its safety is proved.
+	CheckpointUnreadable Reason = "checkpoint-unreadable"
 )
 
 // Answers that are not verdicts (HTTP only).
@@ -121,6 +127,10 @@ const (
 	// UnknownControlTopic: the worker does not serve the control topic named
 	// (HTTP 404).
 	UnknownControlTopic Reason = "unknown-control-topic"
+	// CheckpointForbidden: the checkpoint named is outside the worker's
+	// --checkpoint-root locations, or the caller is not authenticated to make
+	// the worker read one (HTTP 403).
+	CheckpointForbidden Reason = "checkpoint-forbidden"
 )
 
 // table is the one list of reasons: each with its class, in the order the
@@ -158,9 +168,11 @@ var table = []struct {
 	{UnreadableRecords, CannotTell},
 	{ForeignFormat, CannotTell},
 	{ShuttingDown, CannotTell},
+	{CheckpointUnreadable, CannotTell},
 
 	{BadRequest, Invalid},
 	{UnknownControlTopic, Invalid},
+	{CheckpointForbidden, Invalid},
 }
 
 // Class is the class of a reason; an unknown reason is CannotTell, so that a

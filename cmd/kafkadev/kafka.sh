@@ -57,6 +57,19 @@ fetch_jars() {
   mv "$tmp" "$lib" 2>/dev/null || rm -rf "$tmp" # another user finished first: keep theirs
 }
 
+# only_std_fds runs a command with no descriptor open but stdin, stdout and stderr: a broker
+# outlives the shell that started it and must hold none of its files — our locks, and whatever
+# the caller had open (a broker started under `flock LOCK make kafka-up` held the caller's lock
+# for as long as it ran).
+only_std_fds() {
+  local fd
+  for fd in /proc/$BASHPID/fd/*; do
+    fd=${fd##*/}
+    [[ $fd =~ ^[0-9]+$ && $fd -gt 2 ]] && eval "exec $fd>&-" 2>/dev/null
+  done
+  exec "$@"
+}
+
 check_java() {
   local v
   command -v "$java" >/dev/null || die "Java 17 or newer is needed (none found; set JAVA_HOME)"
@@ -184,10 +197,10 @@ up() {
   # C1 only (TieredStopAtLevel=1): on two busy cores the broker starts in seconds instead of
   # half a minute, and a test broker never runs long enough to miss C2.
   # shellcheck disable=SC2086 # KAFKA_HEAP_OPTS is a list of JVM flags
-  nohup "$java" ${KAFKA_HEAP_OPTS:--Xmx1g -Xms256m} -XX:TieredStopAtLevel=1 -XX:+UseG1GC -Djava.awt.headless=true \
+  only_std_fds nohup "$java" ${KAFKA_HEAP_OPTS:--Xmx1g -Xms256m} -XX:TieredStopAtLevel=1 -XX:+UseG1GC -Djava.awt.headless=true \
     -Dlog4j2.configurationFile="$here/log4j2-broker.properties" -Dkafka.logs.dir="$broker/logs" \
     -cp "$lib/*" kafka.Kafka "$broker/server.properties" \
-    >"$broker/logs/stdout.log" 2>&1 </dev/null 8>&- 9>&- & # the JVM must not inherit our locks
+    >"$broker/logs/stdout.log" 2>&1 </dev/null &
   pid=$!
   echo "$pid" >"$broker/pid"
 
@@ -330,11 +343,11 @@ node_launch() {
   local heap=${KAFKA_CLUSTER_HEAP_OPTS:--Xmx256m -Xms64m}
   [[ $id == 0 ]] && heap="-Xmx128m -Xms32m"
   # shellcheck disable=SC2086 # heap is a list of JVM flags
-  nohup "$java" $heap -XX:TieredStopAtLevel=1 -XX:+UseSerialGC \
+  only_std_fds nohup "$java" $heap -XX:TieredStopAtLevel=1 -XX:+UseSerialGC \
     -XX:CICompilerCount=1 -Djava.awt.headless=true \
     -Dlog4j2.configurationFile="$here/log4j2-broker.properties" -Dkafka.logs.dir="$dir/logs" \
     -cp "$lib/*" kafka.Kafka "$dir/server.properties" \
-    >>"$dir/logs/stdout.log" 2>&1 </dev/null 8>&- 9>&- &
+    >>"$dir/logs/stdout.log" 2>&1 </dev/null &
   pid=$!
   disown "$pid" # a node killed on purpose is no job of ours to report
   echo "$pid" >"$dir/pid"

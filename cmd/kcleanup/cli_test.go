@@ -204,7 +204,13 @@ func TestEveryCommandsBadInput(t *testing.T) {
 		{"doctor: bad --stuck-after", []string{"doctor", "--topic", "t", "--stuck-after", "later"}, exitUsage, "later"},
 		{"doctor: unreachable cluster", append(down, "doctor", "--topic", "t"), exitError, "127.0.0.1:1"},
 
-		{"plan: no --markers", []string{"plan", "--recovery-point", "c"}, exitUsage, `"markers" not set`},
+		{"plan: no --markers", []string{"plan", "--recovery-point", "c"}, exitUsage, "no recovery point: give --checkpoint PATH or --markers FILE"},
+		{"plan: --markers without --recovery-point", []string{"plan", "--markers", good}, exitUsage, "--recovery-point is required with --markers"},
+		{"plan: --markers and --checkpoint", []string{"plan", "--markers", good, "--checkpoint", missing}, exitUsage, "--markers and --checkpoint both name the recovery point"},
+		{"plan: missing checkpoint", []string{"plan", "--no-preview", "--checkpoint", missing}, exitError, missing},
+		{"markers: no --checkpoint", []string{"markers"}, exitUsage, "--checkpoint is required"},
+		{"markers: missing checkpoint", []string{"markers", "--checkpoint", missing}, exitError, missing},
+		{"markers: two operator flags", []string{"markers", "--checkpoint", missing, "--operator-uid", "a", "--operator-uid-hash", "b"}, exitUsage, "both name the operator"},
 		{"plan: blank --recovery-point", []string{"plan", "--markers", good, "--recovery-point", ""}, exitUsage, "--recovery-point is given but blank"},
 		{"plan: missing markers file", []string{"plan", "--no-preview", "--markers", missing, "--recovery-point", "c"}, exitError, missing},
 		{"plan: broken markers file", []string{"plan", "--no-preview", "--markers", brokenMarkers, "--recovery-point", "c"}, exitError, brokenMarkers},
@@ -241,7 +247,8 @@ func TestEveryCommandsBadInput(t *testing.T) {
 		{"history: --plan not an ID", []string{"history", "--topic", "t", "--plan", "XYZ"}, exitUsage, "is not a plan ID"},
 		{"history: unreachable cluster", append(down, "history", "--topic", "t"), exitError, "127.0.0.1:1"},
 
-		{"validate: no --markers", []string{"validate"}, exitUsage, `"markers" not set`},
+		{"validate: no --markers", []string{"validate"}, exitUsage, "no recovery point: give --checkpoint PATH or --markers FILE"},
+		{"validate: missing checkpoint", append(down, "validate", "--checkpoint", missing), exitCannotTell, missing},
 		{"validate: missing markers file", append(down, "validate", "--markers", missing), exitError, missing},
 		{"validate: broken markers file", append(down, "validate", "--markers", brokenMarkers), exitError, brokenMarkers},
 		{"validate: stdin twice", append(down, "validate", "--markers", "-", "--markers", "-"), exitUsage, "standard input can be read only once"},
@@ -669,7 +676,7 @@ func TestBlankControlTopicIsAUsageErrorEverywhere(t *testing.T) {
 	// Every command that talks to Kafka has a row.
 	for _, c := range newRootCmd().Commands() {
 		switch c.Name() {
-		case "version", "completion", "help", "demo":
+		case "version", "completion", "help", "demo", "markers": // markers reads a checkpoint, not Kafka
 			continue
 		case "mirror":
 			continue // its subcommands are rows

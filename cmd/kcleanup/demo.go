@@ -199,9 +199,12 @@ func (d *demo) setUp(ctx context.Context, c *worker.Cluster) error {
 	d.say("  Each of its 2 subtasks records a marker in the checkpoint: the offset it reads from on restore.")
 	tw := newTable(d.w)
 	fmt.Fprintln(tw, "  CHECKPOINT\tSUBTASK\tPARTITION 0\tPARTITION 1\tFILE")
-	for _, cp := range demoCheckpoints {
+	for ci, cp := range demoCheckpoints {
 		for i, offs := range cp.subtasks {
-			m := events.Marker{Topic: d.topic, TopicID: id, Offsets: offs}
+			// As kcleanup markers --checkpoint writes them: plan and validate check that they
+			// are every subtask's of one checkpoint.
+			src := &events.MarkerSource{CheckpointID: int64(ci), OperatorUID: "agent-actions", Parallelism: int32(len(cp.subtasks)), Subtask: int32(i)}
+			m := events.Marker{Topic: d.topic, TopicID: id, Offsets: offs, Source: src}
 			name := d.markerFile(cp.name, i)
 			if err := os.WriteFile(filepath.Join(d.dir, name), m.Encode(), 0o644); err != nil {
 				return errors.Wrap(err, "write a markers file")

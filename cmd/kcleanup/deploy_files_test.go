@@ -278,7 +278,7 @@ func loadKubernetes(t *testing.T, dir string) (objects map[string]k8sObject, fil
 		}
 		files = append(files, filepath.Base(p))
 	}
-	for _, kind := range []string{"Kustomization", "Deployment", "Service", "PodDisruptionBudget", "ConfigMap"} {
+	for _, kind := range []string{"Kustomization", "Deployment", "Service", "PodDisruptionBudget", "ConfigMap", "NetworkPolicy"} {
 		if _, ok := objects[kind]; !ok {
 			t.Fatalf("deploy/kubernetes has no %s", kind)
 		}
@@ -320,6 +320,20 @@ func TestDeployFilesMatchTheWorker(t *testing.T) {
 func checkKubernetes(t *testing.T, root string) {
 	objects, files := loadKubernetes(t, filepath.Join(root, "deploy/kubernetes"))
 	kust := objects["Kustomization"]
+	var images struct {
+		Images []struct {
+			Name   string `yaml:"name"`
+			NewTag string `yaml:"newTag"`
+		} `yaml:"images"`
+	}
+	if err := yaml.Unmarshal(kustomizationBytes(t, root), &images); err != nil {
+		t.Fatal(err)
+	}
+	for _, im := range images.Images {
+		if im.NewTag == "" || im.NewTag == "latest" {
+			t.Errorf("kustomization.yaml: image %s is tagged %q: name a version (three replicas must run one, a rollback names the one it returns to)", im.Name, im.NewTag)
+		}
+	}
 	for _, f := range files {
 		if f != "kustomization.yaml" && !slices.Contains(kust.Resources, f) {
 			t.Errorf("kustomization.yaml does not list %s: kubectl apply -k would leave it out", f)
@@ -423,6 +437,26 @@ func checkKubernetes(t *testing.T, root string) {
 		t.Errorf("PodDisruptionBudget: selector %v, minAvailable %d: want the worker's pods and 1 ≤ minAvailable < %d", pdb.Selector.MatchLabels, pdb.MinAvailable, ds.Replicas)
 	}
 
+	// The NetworkPolicy selects the worker's pods and lets callers reach the port it listens on.
+	var np struct {
+		PodSelector k8sSelector `yaml:"podSelector"`
+		Ingress     []struct {
+			Ports []struct {
+				Port yaml.Node `yaml:"port"`
+			} `yaml:"ports"`
+		} `yaml:"ingress"`
+	}
+	decodeSpec(t, objects["NetworkPolicy"], &np)
+	reaches := false
+	for _, in := range np.Ingress {
+		for _, p := range in.Ports {
+			reaches = reaches || containerPort(t, c, p.Port) == port
+		}
+	}
+	if !selects(np.PodSelector.MatchLabels) || !reaches {
+		t.Errorf("NetworkPolicy: selector %v, reaches port %d: %v; want the worker's pods and its HTTP port", np.PodSelector.MatchLabels, port, reaches)
+	}
+
 	// --command-config: a file of the ConfigMap, mounted where the variable says, that the
 	// real reader accepts; every store it names is mounted too.
 	cm := objects["ConfigMap"]
@@ -519,6 +553,7 @@ func readEnvFile(t *testing.T, file string) map[string]string {
 
 func checkSystemd(t *testing.T, root string) {
 	const file = "deploy/systemd/kcleanup-worker.service"
+	const dropIn = "deploy/systemd/kcleanup-worker.service.d/client-properties.conf"
 	u := readUnit(t, filepath.Join(root, file))
 	svc := u["Service"]
 	if svc == nil {
@@ -530,7 +565,26 @@ func checkSystemd(t *testing.T, root string) {
 	if len(svc["User"]) > 0 {
 		t.Errorf("%s: User=%v names an account nothing creates", file, svc["User"])
 	}
+	// The unit alone starts on PLAINTEXT: it loads no credential that may not exist.
+	if len(svc["LoadCredential"]) > 0 {
+		t.Errorf("%s: LoadCredential=%v fails the start where no client properties file exists: leave it to the drop-in", file, svc["LoadCredential"])
+	}
+	checkWorkerUnit(t, root, file, svc, false)
+	// With the drop-in, --command-config is a credential the unit loads.
+	merged := map[string][]string{}
+	for k, v := range svc {
+		merged[k] = slices.Clone(v)
+	}
+	for k, v := range readUnit(t, filepath.Join(root, dropIn))["Service"] {
+		merged[k] = append(merged[k], v...)
+	}
+	checkWorkerUnit(t, root, file+" with "+path.Base(dropIn), merged, true)
+}
 
+// checkWorkerUnit runs the worker's flag parsing on a unit's [Service] section, and checks that
+// --command-config is (withCredential) or is not set, and loaded as a credential when set.
+func checkWorkerUnit(t *testing.T, root, file string, svc map[string][]string, withCredential bool) {
+	t.Helper()
 	// The environment: the EnvironmentFile (shipped beside the unit under its base name), then
 	// Environment= lines; %d is the credentials directory.
 	const credentials = "/run/credentials/kcleanup-worker.service"
@@ -563,7 +617,12 @@ func checkSystemd(t *testing.T, root string) {
 	if port := portOf(t, o.httpAddr); port != 9308 {
 		t.Errorf("%s: the worker listens on %d; docs/deploy.md and the rules' runbooks say 9308", file, port)
 	}
-	// --command-config is a credential the unit loads.
+	if !withCredential {
+		if g.commandConfig != "" {
+			t.Errorf("%s: --command-config %q without the drop-in: the unit would not start on PLAINTEXT", file, g.commandConfig)
+		}
+		return
+	}
 	name, ok := strings.CutPrefix(g.commandConfig, credentials+"/")
 	loaded := false
 	for _, lc := range svc["LoadCredential"] {
@@ -572,4 +631,13 @@ func checkSystemd(t *testing.T, root string) {
 	if g.commandConfig == "" || !ok || !loaded {
 		t.Errorf("%s: --command-config %q is not a credential the unit loads (LoadCredential=%v)", file, g.commandConfig, svc["LoadCredential"])
 	}
+}
+
+func kustomizationBytes(t *testing.T, root string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(root, "deploy/kubernetes/kustomization.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -119,7 +120,7 @@ func TestByteOrderMarkIsAccepted(t *testing.T) {
 	if plans["bom"] != plans["plain"] {
 		t.Errorf("a byte order mark changed the plan:\n%s\n%s", plans["bom"], plans["plain"])
 	}
-	ms, _, err := readMarkerFiles([]string{bom}, strings.NewReader(""))
+	ms, _, err := readMarkerFiles([]string{bom}, strings.NewReader(""), io.Discard)
 	if err != nil || len(ms) != 1 || ms[0].Offsets[0] != 40 {
 		t.Errorf("readMarkerFiles: %v, %+v", err, ms)
 	}

@@ -9,10 +9,15 @@ import (
 	"github.com/kcleanup/kcleanup/events"
 )
 
+// unsourcedMarkersWarning is printed when markers do not say which checkpoint, operator and
+// subtask they are from: nothing can tell whether a subtask's markers are missing.
+const unsourcedMarkersWarning = "Warning: " + events.SubtasksUnchecked + "\n"
+
 // readMarkerFiles parses every markers file, in order ("-" is standard input, at most once).
 // origins[i] names where markers[i] came from ("file" or "file[2]"), for messages. An error
-// names the file.
-func readMarkerFiles(files []string, stdin io.Reader) (markers []events.Marker, origins []string, _ error) {
+// names the file. Markers that say where they were read must be every subtask's of one
+// checkpoint (events.CheckSubtasks); markers that do not get a warning on warn.
+func readMarkerFiles(files []string, stdin io.Reader, warn io.Writer) (markers []events.Marker, origins []string, _ error) {
 	if err := stdinOnce("markers", files); err != nil {
 		return nil, nil, err
 	}
@@ -42,6 +47,16 @@ func readMarkerFiles(files []string, stdin io.Reader) (markers []events.Marker, 
 				markers[0].Topic, origins[0], m.Topic, origins[i]),
 				"validate the markers of each action-state topic separately")
 		}
+	}
+	checked, err := events.CheckSubtasks(markers)
+	if err != nil {
+		if len(origins) > 1 {
+			err = errors.WithHint(err, "markers are numbered from 0 in the order read: "+describeOrigin(origins))
+		}
+		return nil, nil, errors.WithHint(err, "give the markers of every subtask of one checkpoint, as kcleanup markers --checkpoint writes them")
+	}
+	if !checked {
+		fmt.Fprint(warn, unsourcedMarkersWarning)
 	}
 	return markers, origins, nil
 }

@@ -19,7 +19,7 @@ import (
 
 // pinOptions are the flags of `kcleanup pin`.
 type pinOptions struct {
-	markers       []string
+	point         pointFlags
 	recoveryPoint string
 	forDuration   string
 	until         string
@@ -29,11 +29,12 @@ type pinOptions struct {
 func newPinCmd(g *globalOptions) *cobra.Command {
 	var o pinOptions
 	cmd := &cobra.Command{
-		Use:   "pin --markers FILE [--markers FILE ...] --recovery-point NAME [--for 14d | --until TIME] --reason TEXT",
+		Use:   "pin (--checkpoint PATH | --markers FILE... --recovery-point NAME) [--for 14d | --until TIME] --reason TEXT",
 		Short: "Pin a recovery point: refuse every cleanup above it until it expires or is unpinned",
 		Long: `pin protects a recovery point (a rollback savepoint, the checkpoint a restore replays from)
-against every later cleanup. It reads the recovery point's markers exactly as plan does (the
-minimum over the markers, per partition), appends a PINNED record to the control topic and reads
+against every later cleanup. It reads the recovery point exactly as plan does — the checkpoint or
+savepoint itself with --checkpoint PATH (the recovery point is then PATH as given), or markers
+files with --recovery-point — takes the minimum over the markers, per partition, appends a PINNED record to the control topic and reads
 it back. From that record on, the control topic rejects every COMMITTED whose plan is above the
 pin on a partition it protects (reason pinned), and apply and submit refuse such plans before
 writing anything, naming the pin.
@@ -45,21 +46,27 @@ A pin that lands after a commit above it protects nothing that commit condemned:
 boundary is already above the pin, the pin is void. pin then says so and exits 3 (void: it
 protects nothing; partial: some partitions are not protected). The record stays on the control
 topic either way (unpin it if it is of no use). Exit 0: the pin protects every partition.`,
-		Example: `  kcleanup pin --markers sp-7/markers.json --recovery-point sp-7 --for 14d --reason "rollback point for release 42"
+		Example: `  kcleanup pin --checkpoint s3://flink/savepoints/savepoint-3f2a1b-0c5d6e7f8a9b --for 14d --reason "rollback point for release 42"
+  kcleanup pin --markers sp-7/markers.json --recovery-point sp-7 --for 14d --reason "rollback point for release 42"
   kcleanup pin --markers chk-42/markers.json --recovery-point chk-42 --until 2026-12-24T00:00:00Z --reason "restore drill"`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.point.check(true, "pin"); err != nil {
+				return err
+			}
+			if len(o.point.markers) > 0 && o.recoveryPoint == "" {
+				return usageError(errors.WithHint(errors.WithHint(errors.New("--recovery-point is required with --markers"),
+					"name the checkpoint or savepoint the markers are from, e.g. --recovery-point sp-7"), "run 'kcleanup pin --help' for usage"))
+			}
 			return runPin(cmd.Context(), *g, o, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	f := cmd.Flags()
-	f.StringArrayVar(&o.markers, "markers", nil, "markers `file` of the recovery point (repeatable; - for standard input)")
-	f.StringVar(&o.recoveryPoint, "recovery-point", "", "`name` of the recovery point, e.g. the savepoint ID (required)")
+	o.point.add(f, true)
+	f.StringVar(&o.recoveryPoint, "recovery-point", "", "`name` of the recovery point, e.g. the savepoint ID (required with --markers; default with --checkpoint: PATH as given)")
 	f.StringVar(&o.forDuration, "for", "", "expire after this `duration` (30m, 12h, 7d)")
 	f.StringVar(&o.until, "until", "", "expire at this RFC 3339 `time`")
 	f.StringVar(&o.reason, "reason", "", "why, for the audit (required)")
-	_ = cmd.MarkFlagRequired("markers")
-	_ = cmd.MarkFlagRequired("recovery-point")
 	_ = cmd.MarkFlagRequired("reason")
 	cmd.MarkFlagsMutuallyExclusive("for", "until")
 	return cmd
@@ -117,7 +124,7 @@ func runPin(ctx context.Context, g globalOptions, o pinOptions, stdin io.Reader,
 	if strings.TrimSpace(o.reason) == "" {
 		return usageError(errors.WithHint(errors.New("--reason is blank"), "say why the recovery point is pinned: history shows it"))
 	}
-	plan, err := buildPlanFromFiles(o.markers, o.recoveryPoint, stdin)
+	plan, err := buildPlan(ctx, g.timeout, o.point, o.recoveryPoint, stdin, stderr)
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/cockroachdb/errors"
 	"github.com/spf13/cobra"
@@ -21,7 +22,7 @@ import (
 
 // planOptions are the flags of `kcleanup plan`.
 type planOptions struct {
-	markers       []string // files; "-" is standard input
+	point         pointFlags
 	recoveryPoint string
 	out           string // "" means standard output
 	noPreview     bool
@@ -31,12 +32,24 @@ type planOptions struct {
 func newPlanCmd(g *globalOptions) *cobra.Command {
 	var o planOptions
 	cmd := &cobra.Command{
-		Use:   "plan --markers FILE [--markers FILE ...] --recovery-point NAME [--out FILE]",
-		Short: "Make a cleanup plan from the recovery markers of one recovery point",
+		Use:   "plan (--checkpoint PATH | --markers FILE... --recovery-point NAME) [--out FILE]",
+		Short: "Make a cleanup plan from one recovery point: a Flink checkpoint or savepoint, or its markers",
 		Long: `Make a cleanup plan from the markers of every subtask of one recovery point (checkpoint or
-savepoint): the plan offset of each partition is the minimum over the markers. A markers file
-holds one marker object or a JSON array of them; "-" reads standard input. The plan is the
+savepoint): the plan offset of each partition is the minimum over the markers. The plan is the
 format of Flink Agents' KafkaActionStateCleanupTool, so plans move freely between the two.
+Markers that say which checkpoint, operator and subtask they are from (checkpointId, operator,
+parallelism, subtask, as kcleanup markers --checkpoint writes them) must be every subtask's of
+one checkpoint, each once, or no plan is made; markers that do not say get a warning (pin and
+validate check markers the same way).
+
+--checkpoint PATH reads the markers from the checkpoint or savepoint itself, natively (no JVM):
+PATH is a checkpoint directory (chk-N), a savepoint directory or its _metadata file, local,
+file:// or s3:// (credentials from the standard AWS chain). The operator is the one holding the
+union state recoveryMarker, or the one --operator-uid / --operator-uid-hash names (the flags of
+Flink Agents' tool). The recovery point is PATH exactly as given unless --recovery-point names
+it: the same invocation of both tools gives the same plan ID (two spellings of one path give two
+IDs). --markers FILE reads markers files instead (kcleanup markers --checkpoint writes them; one
+marker object or a JSON array of them; "-" reads standard input), with --recovery-point.
 
 The plan goes to --out, which must not exist yet (a plan file is never overwritten), or to
 standard output. A live preview shows, per partition, the current log start, the log start after
@@ -52,9 +65,18 @@ the plan (docs/operator-guide.md, "Migrating from tombstones").
 Exit 0: the plan is written and apply would accept it now (or there is no preview: --no-preview,
 or the cluster could not be reached). Exit 1: no plan was written (a bad markers file, say), or
 the plan is written but the preview says apply would refuse it now, as apply would exit.`,
-		Example: `  kcleanup plan --markers chk-42/markers.json --recovery-point chk-42 --out chk-42.plan.json
+		Example: `  kcleanup plan --checkpoint s3://flink/checkpoints/4f2a.../chk-42 --out chk-42.plan.json
+  kcleanup plan --checkpoint /savepoints/savepoint-3f2a1b-0c5d6e7f8a9b --operator-uid action-state-markers
+  kcleanup plan --markers chk-42/markers.json --recovery-point chk-42 --out chk-42.plan.json
   kcleanup plan --markers sub-0.json --markers sub-1.json --recovery-point sp-7 > sp-7.plan.json`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.point.check(true, "plan"); err != nil {
+				return err
+			}
+			if len(o.point.markers) > 0 && o.recoveryPoint == "" {
+				return usageError(errors.WithHint(errors.WithHint(errors.New("--recovery-point is required with --markers"),
+					"name the checkpoint or savepoint the markers are from, e.g. --recovery-point chk-42"), "run 'kcleanup plan --help' for usage"))
+			}
 			if err := o.tombstones.check(); err != nil {
 				return err
 			}
@@ -62,13 +84,11 @@ the plan is written but the preview says apply would refuse it now, as apply wou
 		},
 	}
 	f := cmd.Flags()
-	f.StringArrayVar(&o.markers, "markers", nil, "markers `file` (repeatable; - for standard input)")
-	f.StringVar(&o.recoveryPoint, "recovery-point", "", "`name` of the recovery point, e.g. the checkpoint ID (required)")
+	o.point.add(f, true)
+	f.StringVar(&o.recoveryPoint, "recovery-point", "", "`name` of the recovery point, e.g. the checkpoint ID (required with --markers; default with --checkpoint: PATH as given)")
 	f.StringVar(&o.out, "out", "", "write the plan to this new `file` instead of standard output")
 	f.BoolVar(&o.noPreview, "no-preview", false, "do not contact the cluster for a preview")
 	o.tombstones.addFlags(f, false)
-	_ = cmd.MarkFlagRequired("markers")
-	_ = cmd.MarkFlagRequired("recovery-point")
 	return cmd
 }
 
@@ -90,7 +110,7 @@ type previewDoc struct {
 }
 
 func runPlan(ctx context.Context, g globalOptions, o planOptions, stdin io.Reader, stdout, stderr io.Writer) error {
-	plan, err := buildPlanFromFiles(o.markers, o.recoveryPoint, stdin)
+	plan, err := buildPlan(ctx, g.timeout, o.point, o.recoveryPoint, stdin, stderr)
 	if err != nil {
 		return err
 	}
@@ -152,10 +172,30 @@ func wouldRefuse(plan events.Plan, out string, pv *previewDoc) error {
 	return err
 }
 
+// buildPlan builds the plan of a recovery point given by --checkpoint or --markers.
+// Reading a checkpoint is bounded by --timeout, as every read of the cluster is.
+func buildPlan(ctx context.Context, timeout time.Duration, p pointFlags, recoveryPoint string, stdin io.Reader, warn io.Writer) (events.Plan, error) {
+	if p.checkpoint == "" {
+		return buildPlanFromFiles(p.markers, recoveryPoint, stdin, warn)
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	markers, _, rp, _, err := p.readPoint(ctx, recoveryPoint, stdin, warn)
+	if err != nil {
+		return events.Plan{}, err
+	}
+	plan, err := events.BuildPlan(rp, markers)
+	if err != nil {
+		return events.Plan{}, errors.Wrapf(err, "checkpoint %s", p.checkpoint)
+	}
+	return plan, nil
+}
+
 // buildPlanFromFiles reads every markers file and builds the plan. Every error names the file it
 // is about; a marker index in BuildPlan's errors counts markers across all files in order, so a
-// hint maps the indices back to files.
-func buildPlanFromFiles(files []string, recoveryPoint string, stdin io.Reader) (events.Plan, error) {
+// hint maps the indices back to files. Markers that do not say which checkpoint and subtask
+// they are from get a warning on warn (completeness cannot be checked).
+func buildPlanFromFiles(files []string, recoveryPoint string, stdin io.Reader, warn io.Writer) (events.Plan, error) {
 	if err := stdinOnce("markers", files); err != nil {
 		return events.Plan{}, err
 	}
@@ -198,6 +238,9 @@ func buildPlanFromFiles(files []string, recoveryPoint string, stdin io.Reader) (
 			err = errors.Wrapf(err, "markers file %s", files[0])
 		}
 		return events.Plan{}, err
+	}
+	if !b.SubtasksChecked() {
+		fmt.Fprint(warn, unsourcedMarkersWarning)
 	}
 	return plan, nil
 }

@@ -56,8 +56,8 @@ func TestPlanFromFiles(t *testing.T) {
 
 	t.Run("stdout", func(t *testing.T) {
 		code, stdout, stderr := opRunWithStdin(t, "", "plan", "--no-preview", "--markers", a, "--markers", b, "--recovery-point", "chk-42")
-		if code != exitOK || stderr != "" {
-			t.Fatalf("exit %d\n%s", code, stderr)
+		if code != exitOK || stderr != unsourcedMarkersWarning {
+			t.Fatalf("exit %d; want 0 and only the warning that completeness cannot be checked:\n%s", code, stderr)
 		}
 		p := opParsePlan(t, stdout)
 		if !p.Offsets.Equal(want) || p.SourceRecoveryPoint != "chk-42" || p.Topic != "action-state" || p.TopicID != opTestID ||
@@ -134,6 +134,81 @@ func TestPlanFromFiles(t *testing.T) {
 	})
 }
 
+// opSourced is opMarker as kcleanup markers writes it: from checkpoint ckpt, subtask st of
+// parallelism p.
+func opSourced(offsets events.Offsets, ckpt int64, st, p int32) events.Marker {
+	m := opMarker(offsets)
+	m.Source = &events.MarkerSource{CheckpointID: ckpt, OperatorUID: "action-state-op", Parallelism: p, Subtask: st}
+	return m
+}
+
+// TestMarkersCompleteness: plan, pin and validate --markers take markers that say where they
+// were read only when they are every subtask's of one checkpoint (refused before any cluster
+// is asked), and warn about markers that do not say.
+func TestMarkersCompleteness(t *testing.T) {
+	clearEnv(t)
+	t.Setenv("KCLEANUP_BOOTSTRAP_SERVER", opSilentListener(t)) // a cluster would hang: none must be asked
+	dir := t.TempDir()
+	o0, o1 := events.Offsets{0: 100, 1: 230}, events.Offsets{0: 150, 1: 200}
+	whole := opTestMarkers(t, dir, "whole.json", opSourced(o0, 42, 0, 2), opSourced(o1, 42, 1, 2))
+	sub0 := opTestMarkers(t, dir, "sub0.json", opSourced(o0, 42, 0, 2))
+	sub1 := opTestMarkers(t, dir, "sub1.json", opSourced(o1, 42, 1, 2))
+	other := opTestMarkers(t, dir, "other.json", opSourced(o1, 43, 1, 2))
+	bare := opTestMarkers(t, dir, "bare.json", opMarker(o0), opMarker(o1))
+
+	code, stdout, stderr := opRunWithStdin(t, "", "plan", "--no-preview", "--markers", whole, "--recovery-point", "s3://b/savepoint-1")
+	if code != exitOK || stderr != "" {
+		t.Fatalf("every subtask's markers: exit %d, stderr %q; want a plan and no warning", code, stderr)
+	}
+	p := opParsePlan(t, stdout)
+	_, bareOut, _ := opRunWithStdin(t, "", "plan", "--no-preview", "--markers", bare, "--recovery-point", "s3://b/savepoint-1")
+	if q := opParsePlan(t, bareOut); q.PlanID != p.PlanID {
+		t.Errorf("plan ID %s with sources, %s without: the sources must not enter the plan", p.PlanID, q.PlanID)
+	}
+	code, _, stderr = opRunWithStdin(t, "", "plan", "--no-preview", "--markers", sub1, "--markers", sub0, "--recovery-point", "s3://b/savepoint-1")
+	if code != exitOK || stderr != "" {
+		t.Errorf("the two subtasks in two files: exit %d\n%s", code, stderr)
+	}
+
+	for _, cmd := range [][]string{
+		{"plan", "--no-preview", "--recovery-point", "s3://b/savepoint-1"},
+		{"pin", "--recovery-point", "s3://b/savepoint-1", "--for", "1h", "--reason", "restore"},
+		{"validate"},
+	} {
+		t.Run(cmd[0], func(t *testing.T) {
+			run := func(files ...string) (int, string) {
+				args := append([]string{}, cmd...)
+				for _, f := range files {
+					args = append(args, "--markers", f)
+				}
+				code, _, stderr := opRunWithStdin(t, "", args...)
+				return code, stderr
+			}
+			code, stderr := run(sub0)
+			opWantFailure(t, code, stderr, exitError, "the markers of checkpoint 42, operator uid \"action-state-op\", lack subtask 1 of its 2",
+				"kcleanup markers --checkpoint")
+			code, stderr = run(sub0, other)
+			opWantFailure(t, code, stderr, exitError, "marker 1 is from checkpoint 43 but marker 0 from checkpoint 42: expected the markers of one checkpoint",
+				"0 from "+sub0+", 1 from "+other)
+			code, stderr = run(sub0, sub0)
+			opWantFailure(t, code, stderr, exitError, "marker 1 is subtask 0, as marker 0 is")
+			code, stderr = run(sub0, bare)
+			opWantFailure(t, code, stderr, exitError, "marker 1 does not say which checkpoint and subtask it is from, but marker 0 does")
+			if cmd[0] != "plan" {
+				// Old-style markers pass the check with the warning, then ask the cluster
+				// (a silent one here: the command fails later, warned first).
+				ctx := []string{"--timeout", "1s"}
+				args := append(append([]string{}, ctx...), cmd...)
+				args = append(args, "--markers", bare)
+				_, _, stderr := opRunWithStdin(t, "", args...)
+				if !strings.HasPrefix(stderr, unsourcedMarkersWarning) {
+					t.Errorf("old-style markers: stderr does not start with the warning:\n%s", stderr)
+				}
+			}
+		})
+	}
+}
+
 func TestPlanErrorsNameTheFile(t *testing.T) {
 	clearEnv(t)
 	dir := t.TempDir()
@@ -170,7 +245,7 @@ func TestPlanErrorsNameTheFile(t *testing.T) {
 			[]string{"marker 2 names topic \"other-topic\"", "Hint: markers are numbered from 0 across all files: 0 from " + good + ", 1-2 from " + other}},
 		// A blank flag is a mistake in the command line (an unset shell variable, say): exit 2.
 		{"blank recovery point", []string{"--markers", good, "--recovery-point", " "}, exitUsage,
-			[]string{"Error: --recovery-point is given but blank", "Hint: --recovery-point NAME: name of the recovery point, e.g. the checkpoint ID (required); give it a value ("}},
+			[]string{"Error: --recovery-point is given but blank", "Hint: --recovery-point NAME: name of the recovery point, e.g. the checkpoint ID (required with --markers; default with --checkpoint: PATH as given); give it a value or leave it out ("}},
 		{"empty --recovery-point", []string{"--markers", good, "--recovery-point="}, exitUsage,
 			[]string{"Error: --recovery-point is given but blank", "Hint:"}},
 		{"blank --markers", []string{"--markers", ""}, exitUsage, []string{"Error: --markers is given but blank", "Hint:"}},

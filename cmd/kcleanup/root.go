@@ -21,6 +21,7 @@ func newRootCmd() *cobra.Command {
 	return buildRoot(g,
 		newInitCmd(g),
 		newDoctorCmd(g),
+		newMarkersCmd(g),
 		newPlanCmd(g),
 		newSubmitCmd(g),
 		newApplyCmd(g),

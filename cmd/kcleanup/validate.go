@@ -17,13 +17,16 @@ import (
 )
 
 func newValidateCmd(g *globalOptions) *cobra.Command {
-	var files []string
+	var point pointFlags
 	var pinFor string
 	cmd := &cobra.Command{
-		Use:   "validate --markers FILE [--markers FILE ...] [--pin-for 30m]",
-		Short: "The recovery gate: may a job restore from the recovery point with these markers?",
+		Use:   "validate (--checkpoint PATH | --markers FILE...) [--pin-for 30m]",
+		Short: "The recovery gate: may a job restore from this checkpoint or savepoint?",
 		Long: `validate answers, for a deployment pipeline, whether a job may restore from a checkpoint or
-savepoint with these markers (one marker object or a JSON array of them per file). It allows
+savepoint: given as the path the job restores from (--checkpoint PATH: a chk-N or savepoint
+directory or its _metadata, local, file:// or s3://, read natively; --operator-uid or
+--operator-uid-hash when several operators hold the state recoveryMarker), or as its markers
+(--markers: one marker object or a JSON array of them per file). It allows
 only when every check passes, in this order (the same checks as a worker's POST /v1/validate):
 
   control topic  it exists, has exactly one partition, cleanup.policy=compact and settings that
@@ -43,8 +46,11 @@ Exit 0: allowed. Exit 3: refused, restoring is proved unsafe; the message names 
 topic-partition, the offset the recovery point needs and the boundary or the available range.
 Pick a newer recovery point. Exit 4: cannot tell, the gate could not prove the recovery point
 safe (cluster unreachable, control topic missing, unreadable or unsafe, projection not caught
-up, degraded or at risk, missing permission); fix the cause and ask again. Exit 1: a markers
-file could not be read or parsed.
+up, degraded or at risk, missing permission, a checkpoint whose markers could not be read:
+checkpoint-unreadable); fix the cause and ask again. Exit 1: a markers file could not be read
+or parsed, or markers that say which checkpoint and subtask they are from are not every
+subtask's of one checkpoint (markers that do not say get a warning: completeness cannot be
+checked).
 
 The control topic is <data topic>.kcleanup, or --control-topic. The gate allows only after
 reading it: a missing control topic, default or named, is exit 4 (its boundary may be kept under
@@ -59,27 +65,59 @@ answers ALLOWED only if the pin landed before any commit above the recovery poin
 plan above it is refused until the pin expires or is unpinned (the verdict names the pin: pinId,
 and the unpin command). If a commit above it landed first, the answer is the gate's for the log
 as it now stands. A pin that cannot be written is exit 4.`,
-		Example: `  kcleanup validate --markers chk-42/action-state-markers.json
+		Example: `  kcleanup validate --checkpoint s3://flink/checkpoints/4f2a.../chk-42
+  kcleanup validate --checkpoint /savepoints/savepoint-3f2a1b-0c5d6e7f8a9b --operator-uid action-state-markers --pin-for 30m
+  kcleanup validate --markers chk-42/action-state-markers.json
   kcleanup validate --markers subtask-0.json --markers subtask-1.json -o json
   kcleanup validate --markers chk-42/action-state-markers.json --pin-for 30m`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			markers, origins, err := readMarkerFiles(files, cmd.InOrStdin())
-			if err != nil {
+			if err := point.check(true, "validate"); err != nil {
 				return err
 			}
 			var d time.Duration
 			if pinFor != "" {
+				var err error
 				if d, err = parseDays(pinFor); err != nil || d <= 0 {
 					return usageError(errors.WithHint(errors.Newf("--pin-for %q is not a positive duration", pinFor), "give a duration such as 30m, 2h or 1d"))
 				}
+			}
+			if point.checkpoint != "" {
+				return validateCheckpoint(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), *g, point, d)
+			}
+			markers, origins, err := readMarkerFiles(point.markers, cmd.InOrStdin(), cmd.ErrOrStderr())
+			if err != nil {
+				return err
 			}
 			return runValidate(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), *g, markers, origins, d)
 		},
 	}
 	cmd.Flags().StringVar(&pinFor, "pin-for", "", "when allowed, pin the recovery point for this `duration` (30m, 2h, 1d) and answer ALLOWED only if the pin holds")
-	cmd.Flags().StringArrayVar(&files, "markers", nil, "recovery-point markers `file` (repeat for several files)")
-	_ = cmd.MarkFlagRequired("markers")
+	point.add(cmd.Flags(), true)
 	return cmd
+}
+
+// validateCheckpoint is validate --checkpoint: the checkpoint's markers, read within --timeout,
+// go through the gate as markers files do. A checkpoint whose markers cannot be read proves
+// nothing: exit 4 (checkpoint-unreadable), with the verdict document under -o json.
+func validateCheckpoint(ctx context.Context, w, errw io.Writer, g globalOptions, p pointFlags, pinFor time.Duration) error {
+	rctx, cancel := context.WithTimeout(ctx, g.timeout)
+	markers, origins, _, _, err := p.readPoint(rctx, "", nil, errw)
+	cancel()
+	if err != nil {
+		if ctx.Err() != nil {
+			return err // interrupted: exit 130, not a verdict
+		}
+		v := report.Unjudged("", gate.CheckpointUnreadable, err)
+		if g.output == outputJSON {
+			if werr := writeJSON(w, v); werr != nil {
+				return werr
+			}
+		} else {
+			fmt.Fprintf(w, "CANNOT TELL: the checkpoint's markers could not be read (%s)\n", p.checkpoint)
+		}
+		return cannotTellError(err)
+	}
+	return runValidate(ctx, w, errw, g, markers, origins, pinFor)
 }
 
 func runValidate(ctx context.Context, w, errw io.Writer, g globalOptions, markers []events.Marker, origins []string, pinFor time.Duration) error {

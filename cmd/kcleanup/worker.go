@@ -10,10 +10,12 @@ import (
 	"github.com/cockroachdb/errors"
 	"github.com/spf13/cobra"
 
+	"github.com/kcleanup/kcleanup/checkpoint/store"
 	"github.com/kcleanup/kcleanup/report"
 	"github.com/kcleanup/kcleanup/worker"
 	"github.com/kcleanup/kcleanup/worker/console"
 	"github.com/kcleanup/kcleanup/worker/daemon"
+	"github.com/kcleanup/kcleanup/worker/httpauth"
 )
 
 // Flags of `kcleanup worker` and their environment fallbacks (flag > environment > default).
@@ -30,6 +32,12 @@ const (
 	flagWorkerBlocked   = "blocked-retry"
 	flagWorkerReplica   = "replica-name"
 	flagWorkerTombstone = "tombstone-scan-limit"
+	flagWorkerTLSCert   = "http-tls-cert-file"
+	flagWorkerTLSKey    = "http-tls-key-file"
+	flagWorkerClientCA  = "http-client-ca-file"
+	flagWorkerTokens    = "http-token-file"
+	flagWorkerProtect   = "http-protect-reads"
+	flagWorkerCkptRoot  = "checkpoint-root"
 
 	envWorkerTopics    = "KCLEANUP_CONTROL_TOPICS"
 	envWorkerRegex     = "KCLEANUP_CONTROL_TOPIC_REGEX"
@@ -38,9 +46,14 @@ const (
 	envWorkerLogFormat = "KCLEANUP_LOG_FORMAT"
 	envWorkerLogLevel  = "KCLEANUP_LOG_LEVEL"
 	envWorkerReplica   = "KCLEANUP_REPLICA_NAME"
+	envWorkerTLSCert   = "KCLEANUP_HTTP_TLS_CERT_FILE"
+	envWorkerTLSKey    = "KCLEANUP_HTTP_TLS_KEY_FILE"
+	envWorkerClientCA  = "KCLEANUP_HTTP_CLIENT_CA_FILE"
+	envWorkerTokens    = "KCLEANUP_HTTP_TOKEN_FILE"
 
 	// defaultHTTPAddr listens on every interface, so that Kubernetes probes and Prometheus
-	// reach it. The API only reads: nothing served there changes any state.
+	// reach it. Without --http-token-file or --http-client-ca-file the API only reads: a
+	// request that would write for its caller (?pinFor=) is refused.
 	defaultHTTPAddr = ":9308"
 )
 
@@ -63,6 +76,10 @@ type workerOptions struct {
 	restoreGrace time.Duration
 	// clockTolerance is --clock-tolerance.
 	clockTolerance time.Duration
+	// auth is who may call the HTTP API for what (worker/httpauth).
+	auth httpauth.Config
+	// checkpointRoots are where POST /v1/validate may read checkpoints (none: nowhere).
+	checkpointRoots store.Roots
 }
 
 func newWorkerCmd(g *globalOptions) *cobra.Command {
@@ -83,6 +100,18 @@ dies, another replica takes over within about the session timeout. Every replica
   GET  /metrics      Prometheus text format
   GET  /v1/status    the status of every served control topic (?controlTopic= for one)
   POST /v1/validate  markers in; 200 allowed, 409 refused, 400 bad input, 503 cannot tell
+
+Checkpoints: /v1/validate also takes {"checkpoint":"PATH"} (with "operatorUid" or
+"operatorUidHash" when needed) and reads the checkpoint itself, only under the --checkpoint-root
+locations (none by default: 403), with the worker's own file and S3 credentials.
+
+Callers: ?pinFor= on /v1/validate makes the worker append a pin with its own Kafka credentials,
+and a checkpoint request makes it read files or a bucket, so both are served only to a caller
+the worker can name: a bearer token of --http-token-file
+(Kubernetes' static token file: "token,user" lines; re-read when it changes) or a client
+certificate signed by --http-client-ca-file (mutual TLS; needs --http-tls-cert-file and
+--http-tls-key-file, which also make the API speak HTTPS). Without either it answers 403. The
+other endpoints are open unless --http-protect-reads; /healthz and /readyz always are.
 
 Control topics: --control-topic for one, or --control-topics a,b (repeatable) for several; all
 replicas of a group must serve the same set. The default group is kcleanup-worker.<first control
@@ -147,6 +176,12 @@ Never set it in production. Steps (after-committed is apply's alone):
 	addRestoreGraceFlag(f)
 	f.Duration(flagClockTolerance, report.DefaultAheadTolerance,
 		"show a COMMITTED whose \"at\" runs further than this ahead of the time the broker appended it (/v1/status clockAhead, kcleanup_clock_ahead_commits)")
+	f.String(flagWorkerTokens, "", "bearer tokens of the HTTP API's callers: a `file` of \"token,user\" lines (env "+envWorkerTokens+")")
+	f.String(flagWorkerTLSCert, "", "serve the HTTP API over TLS with this PEM certificate `file` (env "+envWorkerTLSCert+")")
+	f.String(flagWorkerTLSKey, "", "the PEM private key `file` of --"+flagWorkerTLSCert+" (env "+envWorkerTLSKey+")")
+	f.String(flagWorkerClientCA, "", "authenticate callers by client certificates signed by the CA in this PEM `file` (mutual TLS; env "+envWorkerClientCA+")")
+	f.StringArray(flagWorkerCkptRoot, nil, "a `location` under which POST /v1/validate may read a checkpoint named in a request (repeatable: an absolute directory, file:///dir, s3://bucket or s3://bucket/prefix; none by default: such requests are refused)")
+	f.Bool(flagWorkerProtect, false, "the read-only endpoints (status, validation, console, metrics) need an authenticated caller too; the probes stay open")
 	return cmd
 }
 
@@ -243,6 +278,23 @@ func parseWorkerFlags(cmd *cobra.Command, g globalOptions) (workerOptions, error
 	if o.clockTolerance, _ = cmd.Flags().GetDuration(flagClockTolerance); o.clockTolerance < 0 {
 		return o, usageError(errors.Newf("invalid --%s %s: negative", flagClockTolerance, o.clockTolerance))
 	}
+	for _, s := range []struct {
+		flag, env string
+		to        *string
+	}{{flagWorkerTokens, envWorkerTokens, &o.auth.TokenFile}, {flagWorkerTLSCert, envWorkerTLSCert, &o.auth.CertFile},
+		{flagWorkerTLSKey, envWorkerTLSKey, &o.auth.KeyFile}, {flagWorkerClientCA, envWorkerClientCA, &o.auth.ClientCAFile}} {
+		if *s.to, _, err = lookupSetting(cmd, s.flag, s.env, ""); err != nil {
+			return o, err
+		}
+	}
+	o.auth.ProtectReads, _ = cmd.Flags().GetBool(flagWorkerProtect)
+	roots, _ := cmd.Flags().GetStringArray(flagWorkerCkptRoot)
+	if o.checkpointRoots, err = store.ParseRoots(roots); err != nil {
+		return o, usageError(errors.WithHint(err, "give an absolute directory, file:///dir, s3://bucket or s3://bucket/prefix"))
+	}
+	if err := o.auth.Check(); err != nil {
+		return o, usageError(err)
+	}
 	if o.heartbeat >= o.session {
 		// Checked before connecting: the group would evict the member
 		// between two heartbeats, and it would own nothing.
@@ -265,6 +317,10 @@ func newLogger(w io.Writer, format string, level slog.Level) *slog.Logger {
 // is a success: exit 0.
 func runWorker(cmd *cobra.Command, g globalOptions, o workerOptions) error {
 	log := newLogger(cmd.ErrOrStderr(), o.logFormat, o.logLevel)
+	auth, err := httpauth.New(o.auth)
+	if err != nil {
+		return err
+	}
 	c, err := g.connect()
 	if err != nil {
 		return err
@@ -279,6 +335,8 @@ func runWorker(cmd *cobra.Command, g globalOptions, o workerOptions) error {
 		daemon.WithDiscoveryInterval(o.discover),
 		daemon.WithGroup(o.group),
 		daemon.WithHTTPAddr(o.httpAddr),
+		daemon.WithHTTPAuth(auth),
+		daemon.WithCheckpointRoots(o.checkpointRoots),
 		daemon.WithReplicaName(o.replica),
 		console.Mount(), // the operator console at /
 		daemon.WithLogger(log),

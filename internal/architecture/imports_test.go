@@ -26,6 +26,7 @@ var layer = map[string]int{
 	"events":                           0,
 	"internal/repo":                    0, // finds the repository; the standard library only
 	"fsm":                              1,
+	"checkpoint":                       1, // the pure Flink checkpoint reader: no Kafka, no I/O of its own
 	"projector/flinkagents":            1,
 	"projector":                        2,
 	"projector/invariant":              3, // pure checks of §8, over the projector
@@ -34,8 +35,11 @@ var layer = map[string]int{
 	"report":                           5,
 	"protocol/sim":                     5, // the protocol run on a modelled cluster, checked by invariant
 	"worker/clientconfig":              5, // Kafka client properties: no package of ours
+	"checkpoint/store":                 5, // the files of a checkpoint, local or on S3, for checkpoint
+	"worker/httpauth":                  5, // who calls the HTTP API: no package of ours
 	"worker":                           6,
 	"internal/kafkatest":               6, // a real broker for tests
+	"internal/flinkgentest":            1, // real Flink checkpoints for tests (internal/flinkgen's output)
 	"worker/daemon":                    7,
 	"internal/workertest":              7, // fixtures over worker and kafkatest
 	"worker/console":                   8,
@@ -137,7 +141,7 @@ func TestProductImportsNoTestKit(t *testing.T) {
 			continue
 		}
 		for _, dep := range imports(t, root, pkg) {
-			if strings.HasPrefix(dep, "internal/kafkatest") || strings.HasPrefix(dep, "internal/workertest") {
+			if strings.HasPrefix(dep, "internal/kafkatest") || strings.HasPrefix(dep, "internal/workertest") || strings.HasPrefix(dep, "internal/flinkgentest") {
 				t.Errorf("%s imports the test kit %s", pkg, dep)
 			}
 		}

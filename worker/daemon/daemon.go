@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -19,9 +20,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kcleanup/kcleanup/checkpoint/store"
 	"github.com/kcleanup/kcleanup/protocol"
 	"github.com/kcleanup/kcleanup/report"
 	"github.com/kcleanup/kcleanup/worker"
+	"github.com/kcleanup/kcleanup/worker/httpauth"
 )
 
 // Daemon is one replica of the worker fleet (`kcleanup worker`). Replicas
@@ -107,6 +110,12 @@ type daemonConfig struct {
 	// rereadAfter: a projection showing a disputed conflict is read afresh
 	// at most this often (worker.RetractionGrace; tests shorten it).
 	rereadAfter time.Duration
+	// auth names the callers of the HTTP API (nil: nobody is authenticated,
+	// so requests that act for a caller are refused).
+	auth *httpauth.Authenticator
+	// checkpointRoots are where POST /v1/validate may read a checkpoint
+	// (--checkpoint-root; none: nowhere).
+	checkpointRoots store.Roots
 }
 
 // Defaults of a Daemon. The group timings make failover take about the
@@ -158,6 +167,20 @@ func WithLogger(l *slog.Logger) Option { return func(c *daemonConfig) { c.logger
 // WithHTTPAddr makes Run serve Handler on addr ("host:port"; port 0 picks
 // one, logged as "http listening"). Default: no HTTP server.
 func WithHTTPAddr(addr string) Option { return func(c *daemonConfig) { c.httpAddr = addr } }
+
+// WithHTTPAuth authenticates the HTTP API's callers (worker/httpauth): a
+// request that makes the worker write or read on a caller's behalf needs
+// one; the read-only endpoints too when the configuration protects reads.
+// It also makes the server speak TLS when a certificate is configured.
+// Default: no caller is authenticated, and such requests are refused (403).
+func WithHTTPAuth(a *httpauth.Authenticator) Option { return func(c *daemonConfig) { c.auth = a } }
+
+// WithCheckpointRoots lets POST /v1/validate read checkpoints under roots
+// (and nowhere else: every file a checkpoint names is held to them too).
+// Default: none, and a request naming a checkpoint is refused (403).
+func WithCheckpointRoots(roots store.Roots) Option {
+	return func(c *daemonConfig) { c.checkpointRoots = roots }
+}
 
 // WithPage serves, next to the API, the handler page(d) builds on the
 // daemon for each of patterns (http.ServeMux patterns such as "GET /{$}").
@@ -460,7 +483,18 @@ func (d *Daemon) Run(ctx context.Context) error {
 				"choose another --http-addr, or stop the process that uses it")
 		}
 		srv = &http.Server{Handler: d.Handler(), ReadHeaderTimeout: 10 * time.Second}
-		d.log.Info("http listening", "addr", ln.Addr().String())
+		scheme := "http"
+		tlsConfig, err := d.cfg.auth.ServerTLS()
+		if err != nil {
+			_ = ln.Close()
+			d.closeViews()
+			return err
+		}
+		if tlsConfig != nil {
+			ln, scheme = tls.NewListener(ln, tlsConfig), "https"
+		}
+		d.log.Info("http listening", "addr", ln.Addr().String(), "scheme", scheme,
+			"authenticated_callers", d.cfg.auth.Config().Enabled(), "protect_reads", d.cfg.auth.Config().ProtectReads)
 		go func() {
 			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				d.log.Error("http server stopped", errAttr(err))

@@ -5,9 +5,11 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/cockroachdb/errors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/kcleanup/kcleanup/report"
+	"github.com/kcleanup/kcleanup/worker/httpauth"
 )
 
 // Handler serves the replica's HTTP API:
@@ -20,26 +22,68 @@ import (
 //	                   ?all=true for every operation and rejected record)
 //	POST /v1/validate  the recovery gate: markers in, a verdict out
 //
-// and whatever was added with WithPage (the console, at /). A known path
+// and whatever was added with WithPage (the console, at /). With
+// WithHTTPAuth protecting reads, everything but the probes needs an
+// authenticated caller; a request that acts for its caller (?pinFor=) needs
+// one always (requireCaller). A known path
 // asked with another method is a 405 naming the methods it takes (Allow),
 // never a 404 that reads as "no such endpoint".
 func (d *Daemon) Handler() http.Handler {
 	mux := http.NewServeMux()
+	read := d.protectRead
 	for _, p := range d.cfg.pages {
-		h := p.page(d)
+		h := read(p.page(d))
 		for _, pattern := range p.patterns {
 			mux.Handle(pattern, h)
 		}
 	}
+	// Probes carry no credentials (kubelet): always open.
 	mux.HandleFunc("GET /healthz", d.serveHealth)
 	mux.HandleFunc("GET /readyz", d.serveReady)
-	mux.Handle("GET /metrics", promhttp.HandlerFor(d.registry, promhttp.HandlerOpts{}))
-	mux.HandleFunc("GET /v1/status", d.serveStatus)
-	mux.HandleFunc("POST /v1/validate", d.serveValidate)
+	mux.Handle("GET /metrics", read(promhttp.HandlerFor(d.registry, promhttp.HandlerOpts{})))
+	mux.Handle("GET /v1/status", read(http.HandlerFunc(d.serveStatus)))
+	mux.Handle("POST /v1/validate", read(http.HandlerFunc(d.serveValidate)))
 	// ServeMux answers every other wrong method with a bare 405; the gate's
 	// callers are scripts, so this one says how to ask.
 	mux.HandleFunc("/v1/validate", serveValidateMethod)
 	return mux
+}
+
+// protectRead lets a read-only endpoint's request through when reads are
+// open, or when its caller is authenticated.
+func (d *Daemon) protectRead(h http.Handler) http.Handler {
+	if !d.cfg.auth.Config().ProtectReads {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, ok := d.requireCaller(w, r, "read this endpoint"); ok {
+			h.ServeHTTP(w, r)
+		}
+	})
+}
+
+// requireCaller names the caller of r, or answers for it and returns false:
+// 401 with a Bearer challenge for missing or unaccepted credentials, 403
+// when this worker authenticates nobody (so nobody may ask it to act).
+func (d *Daemon) requireCaller(w http.ResponseWriter, r *http.Request, what string) (httpauth.Caller, bool) {
+	c, err := d.cfg.auth.Caller(r)
+	switch {
+	case err == nil:
+		return c, true
+	case errors.Is(err, httpauth.ErrNotConfigured):
+		writeJSONStatus(w, http.StatusForbidden, apiError{
+			Error: "this worker authenticates no caller, so it does not " + what + " for anyone",
+			Hints: []string{"start the worker with --http-token-file FILE or with --http-client-ca-file CA (and --http-tls-cert-file, --http-tls-key-file) (docs/deploy.md, \"The HTTP API's callers\")",
+				"or run the command yourself with your own credentials: kcleanup validate --markers FILE --pin-for D"},
+		})
+	default:
+		w.Header().Set("WWW-Authenticate", `Bearer realm="kcleanup"`)
+		writeJSONStatus(w, http.StatusUnauthorized, apiError{
+			Error: "authentication required to " + what + ": " + err.Error(),
+			Hints: []string{"send Authorization: Bearer <token> with a token of the worker's --http-token-file, or a client certificate signed by its --http-client-ca-file"},
+		})
+	}
+	return httpauth.Caller{}, false
 }
 
 // serveValidateMethod answers a /v1/validate request that is not a POST

@@ -21,6 +21,7 @@ import (
 	"github.com/kcleanup/kcleanup/internal/workertest"
 	"github.com/kcleanup/kcleanup/report"
 	"github.com/kcleanup/kcleanup/worker"
+	"github.com/kcleanup/kcleanup/worker/httpauth"
 )
 
 // answer is one HTTP response, body read.
@@ -231,6 +232,21 @@ func TestValidateVerdicts(t *testing.T) {
 		if a.code != 200 || !res.Allowed || res.Class != gate.Allowed || res.ControlTopic != f.ctl || *res.ReadTo != 4 || res.Hints == nil {
 			t.Fatalf("%d %s", a.code, a.body)
 		}
+		// Hand-made markers: allowed, with the note that completeness was not checked.
+		if !slices.Contains(res.Notes, events.SubtasksUnchecked) {
+			t.Fatalf("notes %q: want the note that the markers' completeness cannot be checked", res.Notes)
+		}
+	})
+	t.Run("allowed, every subtask's markers", func(t *testing.T) {
+		src := func(st int) string {
+			return fmt.Sprintf(`{"schemaVersion":1,"topic":"action-state","topicId":%q,"offsets":{"0":150,"1":200},"checkpointId":9,"operator":{"uid":"u"},"parallelism":2,"subtask":%d}`, f.id, st)
+		}
+		a := do(t, "POST", f.validate, "["+src(1)+","+src(0)+"]")
+		var res gate.Verdict
+		a.decode(t, &res)
+		if a.code != 200 || !res.Allowed || slices.Contains(res.Notes, events.SubtasksUnchecked) {
+			t.Fatalf("%d %s", a.code, a.body)
+		}
 	})
 	t.Run("an array of markers, one below the boundary", func(t *testing.T) {
 		body := "[" + marker("action-state", f.id, events.Offsets{0: 200, 1: 120}) + "," +
@@ -272,6 +288,7 @@ func TestValidateVerdicts(t *testing.T) {
 		"empty array":      `[]`,
 		"empty body":       ``,
 		"trailing content": marker("action-state", f.id, events.Offsets{0: 150, 1: 120}) + "x",
+		"subtask 0 of two": `{"schemaVersion":1,"topic":"action-state","topicId":"` + f.id + `","offsets":{"0":150,"1":120},"checkpointId":7,"operator":{"uid":"u"},"parallelism":2,"subtask":0}`,
 	} {
 		t.Run("400 "+name, func(t *testing.T) {
 			a := do(t, "POST", f.validate, body)
@@ -433,8 +450,10 @@ func TestWrongMethodIsMethodNotAllowed(t *testing.T) {
 // control topic (a later plan above it is refused by the fold); a refused
 // answer writes no pin; a bad pinFor is a bad request.
 func TestValidatePinFor(t *testing.T) {
-	f := newAppliedFixture(t)
-	a := do(t, "POST", f.validate+"?pinFor=30m", marker("action-state", f.id, events.Offsets{0: 160, 1: 130}))
+	tokens := writeFile(t, t.TempDir(), "tokens.csv", aliceToken+",alice\n")
+	f := newAppliedFixture(t, WithHTTPAuth(authed(t, httpauth.Config{TokenFile: tokens})))
+	bearer := []string{"Authorization", "Bearer " + aliceToken}
+	a := send(t, http.DefaultClient, "POST", f.validate+"?pinFor=30m", marker("action-state", f.id, events.Offsets{0: 160, 1: 130}), bearer...)
 	var res gate.Verdict
 	a.decode(t, &res)
 	if a.code != 200 || !res.Allowed || res.PinID == "" || res.PinExpires == nil {
@@ -443,13 +462,13 @@ func TestValidatePinFor(t *testing.T) {
 	kafkatest.Eventually(t, 20*time.Second, "the pin in /v1/status", func() bool {
 		return strings.Contains(do(t, "GET", f.url+"/v1/status", "").body, res.PinID)
 	})
-	refused := do(t, "POST", f.validate+"?pinFor=30m", marker("action-state", f.id, events.Offsets{0: 100, 1: 130}))
+	refused := send(t, http.DefaultClient, "POST", f.validate+"?pinFor=30m", marker("action-state", f.id, events.Offsets{0: 100, 1: 130}), bearer...)
 	var r gate.Verdict
 	refused.decode(t, &r)
 	if refused.code != 409 || r.PinID != "" {
 		t.Fatalf("refused: %d %s", refused.code, refused.body)
 	}
-	if bad := do(t, "POST", f.validate+"?pinFor=soon", marker("action-state", f.id, events.Offsets{0: 160, 1: 130})); bad.code != 400 {
+	if bad := send(t, http.DefaultClient, "POST", f.validate+"?pinFor=soon", marker("action-state", f.id, events.Offsets{0: 160, 1: 130}), bearer...); bad.code != 400 {
 		t.Fatalf("bad pinFor: %d %s", bad.code, bad.body)
 	}
 }

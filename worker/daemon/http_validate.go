@@ -1,15 +1,20 @@
 package daemon
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/cockroachdb/errors"
 
+	"github.com/kcleanup/kcleanup/checkpoint"
+	"github.com/kcleanup/kcleanup/checkpoint/store"
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/gate"
 	"github.com/kcleanup/kcleanup/report"
@@ -25,8 +30,11 @@ const maxValidateBody = 4 << 20
 // topic).
 func writeVerdict(w http.ResponseWriter, v gate.Verdict) {
 	code := v.Class.HTTPStatus()
-	if v.Reason == gate.UnknownControlTopic {
+	switch v.Reason {
+	case gate.UnknownControlTopic:
 		code = http.StatusNotFound
+	case gate.CheckpointForbidden:
+		code = http.StatusForbidden
 	}
 	writeJSONStatus(w, code, v)
 }
@@ -40,18 +48,43 @@ func (d *Daemon) serveValidate(w http.ResponseWriter, r *http.Request) {
 		writeVerdict(w, report.Unjudged("", gate.BadRequest, errors.Wrap(err, "read request body")))
 		return
 	}
-	markers, err := events.ParseMarkers(body)
-	if err != nil {
+	checked := true
+	var markers []events.Marker
+	if ask, isCheckpoint, err := parseCheckpointRequest(body); err != nil {
 		writeVerdict(w, report.Unjudged("", gate.BadRequest, err))
 		return
+	} else if isCheckpoint {
+		var ok bool
+		if markers, ok = d.checkpointMarkers(w, r, ask); !ok {
+			return
+		}
+	} else {
+		if markers, err = events.ParseMarkers(body); err != nil {
+			writeVerdict(w, report.Unjudged("", gate.BadRequest, err))
+			return
+		}
+		// Markers that say where they were read must be every subtask's of one checkpoint.
+		if checked, err = events.CheckSubtasks(markers); err != nil {
+			writeVerdict(w, report.Unjudged("", gate.BadRequest, err))
+			return
+		}
 	}
 	q := r.URL.Query()
 	var pinFor time.Duration
+	actor := d.cfg.actor
 	if q.Has("pinFor") {
 		if pinFor, err = parsePinFor(q.Get("pinFor")); err != nil {
 			writeVerdict(w, report.Unjudged("", gate.BadRequest, err))
 			return
 		}
+		// A pin blocks every cleanup above it: the worker writes it with its
+		// own Kafka credentials only for a caller it can name, and the pin's
+		// actor names both (the audit trail says who asked).
+		caller, ok := d.requireCaller(w, r, "pin a recovery point")
+		if !ok {
+			return
+		}
+		actor = d.cfg.actor + " for " + caller.Via + ":" + caller.Name
 	}
 	topic, code, err := d.validateTopic(q.Get("controlTopic"), q.Has("controlTopic"), markers)
 	if err != nil {
@@ -87,11 +120,16 @@ func (d *Daemon) serveValidate(w http.ResponseWriter, r *http.Request) {
 			return v.proj, v.refresh(ctx)
 		},
 	}
+	var verdict gate.Verdict
 	if pinFor > 0 {
-		writeVerdict(w, d.cluster.ValidateAndPin(ctx, markers, opts, pinFor, d.cfg.actor))
-		return
+		verdict = d.cluster.ValidateAndPin(ctx, markers, opts, pinFor, actor)
+	} else {
+		verdict = d.cluster.Validate(ctx, markers, opts)
 	}
-	writeVerdict(w, d.cluster.Validate(ctx, markers, opts))
+	if !checked && verdict.Allowed {
+		verdict.Notes = append(verdict.Notes, events.SubtasksUnchecked)
+	}
+	writeVerdict(w, verdict)
 }
 
 // parsePinFor reads ?pinFor=: a positive Go duration, or whole days ("1d").
@@ -150,4 +188,85 @@ func (d *Daemon) validateTopic(named string, given bool, markers []events.Marker
 	return "", http.StatusBadRequest, errors.WithHintf(
 		errors.Newf("this worker serves %d control topics and none governs exactly topic %s (ID %s)", len(served), markers[0].Topic, markers[0].TopicID),
 		"name one with ?controlTopic=<control topic>; served: %v", served)
+}
+
+// checkpointRequest is the body of POST /v1/validate that names a checkpoint instead of
+// carrying markers: {"checkpoint":"PATH"} with at most one of "operatorUid" and
+// "operatorUidHash", the flags of kcleanup validate --checkpoint.
+type checkpointRequest struct {
+	Checkpoint      string `json:"checkpoint"`
+	OperatorUID     string `json:"operatorUid,omitempty"`
+	OperatorUIDHash string `json:"operatorUidHash,omitempty"`
+}
+
+// parseCheckpointRequest tells a checkpoint request (an object with "checkpoint") from
+// markers, and reads it strictly: an unknown field is an error, never ignored.
+func parseCheckpointRequest(body []byte) (checkpointRequest, bool, error) {
+	trimmed := bytes.TrimLeft(bytes.TrimPrefix(body, []byte("\xef\xbb\xbf")), " \t\r\n")
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		return checkpointRequest{}, false, nil
+	}
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(trimmed, &fields) != nil {
+		return checkpointRequest{}, false, nil // not an object: ParseMarkers says why
+	}
+	if _, ok := fields["checkpoint"]; !ok {
+		return checkpointRequest{}, false, nil
+	}
+	for k := range fields {
+		if k != "checkpoint" && k != "operatorUid" && k != "operatorUidHash" {
+			return checkpointRequest{}, true, errors.WithHint(errors.Newf("unknown field %q in a checkpoint request", k),
+				`send {"checkpoint":"PATH"}, with "operatorUid" or "operatorUidHash" when several operators hold the markers`)
+		}
+	}
+	var req checkpointRequest
+	if err := json.Unmarshal(trimmed, &req); err != nil {
+		return req, true, errors.Wrap(err, "read the checkpoint request")
+	}
+	switch {
+	case strings.TrimSpace(req.Checkpoint) == "":
+		return req, true, errors.New(`"checkpoint" is blank: name the checkpoint or savepoint the job restores from`)
+	case req.OperatorUID != "" && req.OperatorUIDHash != "":
+		return req, true, errors.New(`"operatorUid" and "operatorUidHash" both name the operator: give one`)
+	}
+	return req, true, nil
+}
+
+// checkpointMarkers reads the markers of the checkpoint a request names, or answers for it.
+// The worker reads with its own credentials, so only for a caller it can name (401/403, as
+// ?pinFor=) and only under its --checkpoint-root locations (403 checkpoint-forbidden; every
+// file the checkpoint names is held to them too); a checkpoint it cannot read proves nothing
+// (503 checkpoint-unreadable).
+func (d *Daemon) checkpointMarkers(w http.ResponseWriter, r *http.Request, ask checkpointRequest) ([]events.Marker, bool) {
+	if _, ok := d.requireCaller(w, r, "read a checkpoint"); !ok {
+		return nil, false
+	}
+	if len(d.cfg.checkpointRoots) == 0 {
+		writeVerdict(w, report.Unjudged("", gate.CheckpointForbidden, errors.WithHint(
+			errors.New("this worker reads no checkpoint: it has no --checkpoint-root"),
+			"start the worker with --checkpoint-root LOCATION (repeatable) for the checkpoint and savepoint directories it may read, or send the markers instead (kcleanup markers --checkpoint PATH -o json)")))
+		return nil, false
+	}
+	if ref, err := store.ParseRef(ask.Checkpoint, "/"); err == nil && ref.Scheme == "file" && !filepath.IsAbs(ask.Checkpoint) && !strings.HasPrefix(ask.Checkpoint, "file:") {
+		// A worker's working directory means nothing to its callers.
+		writeVerdict(w, report.Unjudged("", gate.BadRequest, errors.WithHint(errors.Newf("checkpoint path %q is relative", ask.Checkpoint),
+			"name the checkpoint by an absolute path, a file:// URL or an s3:// URL")))
+		return nil, false
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), d.cfg.readTimeout)
+	defer cancel()
+	cp, err := worker.ReadCheckpoint(ctx, ask.Checkpoint, checkpoint.Selector{OperatorUID: ask.OperatorUID, OperatorUIDHash: ask.OperatorUIDHash},
+		store.Options{Confined: true, Roots: d.cfg.checkpointRoots})
+	if err == nil {
+		err = cp.Complete()
+	}
+	switch {
+	case errors.Is(err, store.ErrOutsideRoots):
+		writeVerdict(w, report.Unjudged("", gate.CheckpointForbidden, err))
+		return nil, false
+	case err != nil:
+		writeVerdict(w, report.Unjudged("", gate.CheckpointUnreadable, err))
+		return nil, false
+	}
+	return cp.Markers(), true
 }
