@@ -185,7 +185,8 @@ func TestStatusOfTheMirrorSaysWhoseMirrorItIs(t *testing.T) {
 	topic, id := e.dataTopic(t, 1, 20, opGoodDataConfigs())
 	control := protocol.ControlTopicFor(topic)
 	mirror := e.mirrorTopicName(t, topic)
-	if code, stdout, stderr := e.run(t, "init", "--topic", topic, "--mirror-topic", mirror); code != exitOK {
+	// No restore grace: the apply below deletes at once (the default would wait 15m).
+	if code, stdout, stderr := e.run(t, "init", "--topic", topic, "--mirror-topic", mirror, "--restore-grace", "0"); code != exitOK {
 		t.Fatalf("init: exit %d\n%s\n%s", code, stdout, stderr)
 	}
 	check := func(when string) {
