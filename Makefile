@@ -54,7 +54,7 @@ test-all:
 
 # The packages that need the broker, and cmd/kcbench (a module of its own), under one broker.
 test-broker:
-	$(GO) test -count=1 $(OTHER)
+	$(GO) test -count=1 -timeout 25m $(OTHER)
 	cd cmd/kcbench && $(GO) test -count=1 ./...
 
 # The checkpoint store's reads on the S3-compatible server of s3.sh (S3Proxy from Maven Central).
