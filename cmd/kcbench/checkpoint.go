@@ -54,7 +54,7 @@ func (b *bencher) checkpointRead(ctx context.Context) error {
 		return errors.Wrapf(err, "%s/b9.json", dir)
 	}
 	path := filepath.Join(dir, cp.Path)
-	c := fmt.Sprintf("%d keyed operators × p%d, %.1f MB _metadata", cp.Operators, cp.Parallelism, float64(cp.MetadataBytes)/1e6)
+	c := fmt.Sprintf("%d keyed operators × p%d, %.1f MB _metadata", cp.Operators, cp.Parallelism, float64(cp.MetadataBytes)/(1<<20))
 	peer := func(ctx context.Context) (measured, float64, error) {
 		m, err := run(ctx, nil, script, "peer-read", path, cp.UID, "1")
 		if err != nil {
@@ -120,7 +120,7 @@ func b9Rows(ctx context.Context, kcleanup, path, uid, c string, runs int,
 		if r.Median > 0 {
 			r.Rate = metaMB / r.Median
 		}
-		if peerRuns != nil {
+		if peerRuns != nil && !strings.HasPrefix(subject, "Flink") {
 			r.Ratios = []Ratio{{"State Processor API read", pairedRatio(runs, peerRuns)}, {"State Processor API process", pairedRatio(runs, peerProcRuns)}}
 		}
 		r.Note = fmt.Sprintf("peak RSS %.2f× the %.1f MB _metadata", rss/metaMB, metaMB)
