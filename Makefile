@@ -153,11 +153,11 @@ fuzz: ## fuzz every decoder for FUZZTIME each (default 30s)
 	  for t in $$($(GO) test -list '^Fuzz' $$pkg | grep ^Fuzz); do \
 	    echo "== $$pkg $$t"; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $${FUZZTIME:-30s} $$pkg || exit 1; done; done
 
-bench: build ## kcleanup vs its peers and the floor on a real broker, ~8 min (docs/benchmarks.md)
+bench: build ## kcleanup vs its peers and the floor on a real broker, and B9 vs Flink's State Processor API, ~10 min (docs/benchmarks.md)
 	cd cmd/kcbench && $(GO) build -o ../../bin/kcbench .
 	$(KAFKA) test ./bin/kcbench
 
-bench-quick: build ## the same benchmarks with smaller inputs, 1-2 min
+bench-quick: build ## the same benchmarks with smaller inputs (B9 at 3 runs), 2-3 min
 	cd cmd/kcbench && $(GO) build -o ../../bin/kcbench .
 	$(KAFKA) test ./bin/kcbench -quick
 

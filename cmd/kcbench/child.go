@@ -39,6 +39,7 @@ import (
 //	apply   -bootstrap B -control-topic C -plan F   B2 as a library: Cluster.Apply
 //	growth  -records N -runs R [-profile F] [-audit] B5: fold of pre-encoded records in process
 //	plan    -markers M -partitions P -runs R        B4: events.BuildPlan
+//	checkpoint -path P -uid U                      B9 as a library: store.Open + checkpoint.Read
 func runChildMode(args []string) error {
 	if len(args) == 0 {
 		return errors.New("child: missing mode")
@@ -55,6 +56,8 @@ func runChildMode(args []string) error {
 	partitions := fs.Int("partitions", 0, "partitions")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the child here")
 	audit := fs.Bool("audit", false, "growth: keep the per-record audit, as history's projection does")
+	cpPath := fs.String("path", "", "checkpoint: a checkpoint directory or its _metadata")
+	uid := fs.String("uid", "", "checkpoint: the marker operator's uid")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -85,6 +88,8 @@ func runChildMode(args []string) error {
 		res, err = childGrowth(*records, *runs, *profile, *audit)
 	case "plan":
 		res, err = childPlan(*markers, *partitions, *runs)
+	case "checkpoint":
+		res, err = childCheckpoint(ctx, *cpPath, *uid)
 	default:
 		return errors.Newf("child: unknown mode %q", args[0])
 	}

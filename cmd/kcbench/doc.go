@@ -34,6 +34,13 @@
 //	             mirror transaction too, or a random moment), with a Flink
 //	             Agents mirror attached and without; kill → APPLIED by a
 //	             worker, p50 and max (mirrorkill.go)
+//	B9 check-    the markers out of a retained checkpoint of 100 RocksDB
+//	   point     incremental keyed operators at parallelism 128 (made by
+//	             internal/flinkgen/generate.sh b9, cached): `kcleanup markers
+//	             --checkpoint -o json` and store.Open + checkpoint.Read in a
+//	             child, vs Flink's State Processor API readUnionState
+//	             (generate.sh peer-read), run after run; no broker
+//	             (checkpoint.go)
 //
 // How it measures, and why:
 //

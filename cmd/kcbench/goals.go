@@ -116,6 +116,22 @@ func (rep *Report) goals() []Goal {
 	} else {
 		missing("B8 apply killed", b8Goal)
 	}
+	// Issue 31: the markers out of a checkpoint, natively, against Flink's own reader.
+	const b9Ratio, b9Rate, b9Mem = "kcleanup markers --checkpoint ≤ 0.05× the State Processor API's read (#31)",
+		"≥ 100 MB/s of _metadata (#31)", "peak RSS ≤ 2× the _metadata (#31)"
+	if r, ok := rep.largest("B9 checkpoint", b9Process); ok {
+		if len(r.Ratios) > 0 {
+			add("B9 checkpoint", b9Ratio, r.Ratios[0].Value <= 0.05, "%.3f× its read, %.3f× its whole process (%s)", r.Ratios[0].Value, r.Ratios[1].Value, r.Case)
+		} else {
+			missing("B9 checkpoint", b9Ratio)
+		}
+		add("B9 checkpoint", b9Rate, r.Rate >= 100, "%.0f MB/s as a process (%s)", r.Rate, formatSeconds(r.Median))
+		add("B9 checkpoint", b9Mem, r.Extra["rssPerMetadata"] <= 2, "%.0f MB, %.2f× the file", r.PeakRSSMB, r.Extra["rssPerMetadata"])
+	} else {
+		missing("B9 checkpoint", b9Ratio)
+		missing("B9 checkpoint", b9Rate)
+		missing("B9 checkpoint", b9Mem)
+	}
 	return out
 }
 

@@ -101,7 +101,7 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	bootstrap := fs.String("bootstrap", os.Getenv("KCLEANUP_TEST_BOOTSTRAP"), "Kafka broker host:port (env KCLEANUP_TEST_BOOTSTRAP)")
 	kcleanup := fs.String("kcleanup", "bin/kcleanup", "the kcleanup binary to measure")
 	out := fs.String("out", "bench-results", "folder for the JSON results")
-	only := fs.String("only", "", "comma-separated subset of B1,B2,B3,B4,B5,B6,B7,B8")
+	only := fs.String("only", "", "comma-separated subset of B1,B2,B3,B4,B5,B6,B7,B8,B9")
 	runs := fs.Int("runs", 0, "runs per subject (default 5, quick 3)")
 	applySizes := fs.String("apply-sizes", "", "comma-separated partitions of B2's data topics (default 100,1000,10000; quick 100,1000)")
 	keep := fs.Bool("keep", false, "do not delete the topics the run created (to profile against them)")
@@ -156,7 +156,7 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	if cfg.bootstrap == "" && (cfg.wants("B1") || cfg.wants("B2") || cfg.wants("B3") || cfg.wants("B6") || cfg.wants("B7") || cfg.wants("B8")) {
 		return errors.WithHint(errors.New("no broker: B1, B2, B3, B6, B7 and B8 need a real Kafka broker"),
-			"run `make bench` (starts one if needed), or pass -bootstrap host:port, or -only B4,B5")
+			"run `make bench` (starts one if needed), or pass -bootstrap host:port, or -only B4,B5,B9")
 	}
 	return bench(ctx, cfg, stdout, stderr)
 }
@@ -200,6 +200,7 @@ func bench(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 		// B6 before the longer broker benchmarks: a run stopped at its
 		// deadline still has the fleet's figures.
 		{"B4", b.plan}, {"B5", b.growth}, {"B6", b.fleet}, {"B1", b.replay}, {"B2", b.apply}, {"B3", b.failover}, {"B7", b.validate}, {"B8", b.mirrorKill},
+		{"B9", b.checkpointRead},
 	}
 	for _, s := range suites {
 		if !cfg.wants(s.name) {
