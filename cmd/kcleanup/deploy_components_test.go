@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"go.yaml.in/yaml/v3"
@@ -151,5 +152,54 @@ func checkMonitoring(t *testing.T, root string) {
 	}
 	if p := dig(sm, "spec", "endpoints", "[0]", "path"); p != "/metrics" || !servedPath(t, "/metrics") {
 		t.Errorf("ServiceMonitor scrapes %v; the worker serves /metrics", p)
+	}
+}
+
+// checkRestoreGate: the example Job runs `kcleanup validate --checkpoint` on the path the
+// FlinkDeployment restores from, with flags the real validate command accepts, fails at once on
+// a refusal (exit 3) and on bad usage, and retries a "cannot tell" (exit 4).
+func checkRestoreGate(t *testing.T, root string) {
+	dir := filepath.Join(root, "deploy/kubernetes/examples/flink-restore-gate")
+	job := readObjects(t, filepath.Join(dir, "restore-gate-job.yaml"))
+	fd := readObjects(t, filepath.Join(dir, "flinkdeployment.yaml"))
+	if len(job) != 1 || job[0]["kind"] != "Job" || len(fd) != 1 || fd[0]["kind"] != "FlinkDeployment" {
+		t.Fatalf("examples/flink-restore-gate wants one Job and one FlinkDeployment")
+	}
+	pod := dig(job[0], "spec", "template", "spec")
+	if dig(pod, "restartPolicy") != "Never" {
+		t.Errorf("Job: restartPolicy %v; podFailurePolicy needs Never", dig(pod, "restartPolicy"))
+	}
+	c := dig(pod, "containers", "[0]")
+	var args []string
+	for _, a := range dig(c, "args").([]any) {
+		args = append(args, a.(string))
+	}
+	if len(args) == 0 || args[0] != "validate" {
+		t.Fatalf("Job: args %q do not start with validate (the image's entrypoint is /kcleanup)", args)
+	}
+	validate, _, err := newRootCmd().Find([]string{"validate"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := validate.ParseFlags(args[1:]); err != nil {
+		t.Fatalf("Job: kcleanup %s: %v", strings.Join(args, " "), err)
+	}
+	checkpoint, _ := validate.Flags().GetString("checkpoint")
+	if want := dig(fd[0], "spec", "job", "initialSavepointPath"); checkpoint == "" || checkpoint != want {
+		t.Errorf("Job: --checkpoint %q; the FlinkDeployment restores from %v", checkpoint, want)
+	}
+	action := map[int]string{}
+	rules, _ := dig(job[0], "spec", "podFailurePolicy", "rules").([]any)
+	for _, r := range rules {
+		for _, v := range dig(r, "onExitCodes", "values").([]any) {
+			if dig(r, "onExitCodes", "operator") == "In" && dig(r, "onExitCodes", "containerName") == dig(c, "name") {
+				action[v.(int)] = dig(r, "action").(string)
+			}
+		}
+	}
+	for code, want := range map[int]string{1: "FailJob", 2: "FailJob", exitRefused: "FailJob", exitCannotTell: "Count"} {
+		if action[code] != want {
+			t.Errorf("Job: exit %d gets %q, want %s (a refusal never turns into an allow by retrying; cannot tell may)", code, action[code], want)
+		}
 	}
 }
