@@ -313,11 +313,12 @@ func workerScrape(t *testing.T) map[string][]map[string]string {
 	return out
 }
 
-// mirrorFamilies are exported only while a Flink Agents mirror is attached, so a replica that
-// serves a bare control topic does not show them; worker/daemon's
-// TestWorkerReportsAMirrorItCannotWrite scrapes them with their labels (control_topic,
-// mirror_topic), and TestAlertRulesUseExportedMetrics finds them in metrics.go.
-var mirrorFamilies = regexp.MustCompile(`^kcleanup_mirror_`)
+// mirrorFamilies are exported only while a Flink Agents mirror is attached, and the data
+// families once the data topic's offsets were listed, so a replica that serves a bare control
+// topic and connects to nothing does not show them; worker/daemon's
+// TestWorkerReportsAMirrorItCannotWrite and TestTombstoneWatch scrape them with their labels,
+// and TestAlertRulesUseExportedMetrics finds them in metrics.go.
+var mirrorFamilies = regexp.MustCompile(`^kcleanup_(mirror|data)_`)
 
 var seriesLabel = regexp.MustCompile(`([a-zA-Z_][a-zA-Z0-9_]*)\s*(=~|!~|!=|=)\s*"([^"]*)"`)
 

@@ -315,6 +315,9 @@ func TestDeployFilesMatchTheWorker(t *testing.T) {
 	}
 	t.Run("kubernetes", func(t *testing.T) { checkKubernetes(t, root) })
 	t.Run("systemd", func(t *testing.T) { checkSystemd(t, root) })
+	t.Run("required anti-affinity", func(t *testing.T) { checkRequiredAntiAffinity(t, root) })
+	t.Run("monitoring", func(t *testing.T) { checkMonitoring(t, root) })
+	t.Run("flink restore gate", func(t *testing.T) { checkRestoreGate(t, root) })
 }
 
 func checkKubernetes(t *testing.T, root string) {

@@ -220,6 +220,20 @@ func (c snapshotCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge("kcleanup_clock_ahead_commits", "COMMITTED records whose writer stamped an \"at\" ahead of the time the broker appended them by more than the clock tolerance (--clock-tolerance, default 1m): a writer's clock is wrong, and the log judged pins at that at; /v1/status (clockAhead) names the writer.", float64(len(snaps[i].status.ClockAhead)), "control_topic", t)
 		gauge("kcleanup_pin_held_operations", "Operations whose deletion a pin holds back because the broker's clock has not passed its expiry (they proceed by themselves then, or when it is unpinned).", float64(len(snaps[i].status.PinHolds)), "control_topic", t)
 	}
+	for i, t := range topics {
+		data := snaps[i].data
+		if data == nil || len(data.HighWatermark) == 0 { // never listed
+			continue
+		}
+		var retained, starts int64
+		for p, end := range data.HighWatermark {
+			retained += end - data.LogStart[p]
+			starts += data.LogStart[p]
+		}
+		labels := []string{"control_topic", t, "topic", snaps[i].status.Topic}
+		gauge("kcleanup_data_retained_records", "Offsets the data topic retains, summed over its partitions (high watermark minus log start, as last listed for /v1/status): it grows while nothing is cleaned up.", float64(retained), labels...)
+		gauge("kcleanup_data_log_start_offsets", "The data topic's log start offsets summed over its partitions: it moves only when records are deleted (by kcleanup or by retention).", float64(starts), labels...)
+	}
 	tombstones := d.tombstonesAbove()
 	for _, t := range topics {
 		// Every replica exports it (0 where it does not own the topic), as kcleanup_blocked_operations.

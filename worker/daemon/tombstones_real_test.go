@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"fmt"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -73,6 +74,18 @@ func watchScene(t *testing.T, limit int64) {
 	if body := get(t, srv.URL+"/metrics"); !strings.Contains(body, `kcleanup_tombstones_above_boundary{control_topic="`+rc.Ctl+`"} 1`) {
 		t.Errorf("metrics do not say so")
 	}
+	// Nothing deleted while blocked: the data topic's retained offsets are its whole listing
+	// (the alert KcleanupTopicGrowingWithoutCleanup reads them).
+	end, err := c.EndOffsets(ctx, rc.Topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var retained int64
+	for p, e := range end {
+		retained += e - rc.Plan.Offsets[p]
+	}
+	want := fmt.Sprintf(`kcleanup_data_retained_records{control_topic="%s",topic="%s"} %d`, rc.Ctl, rc.Topic, retained)
+	kafkatest.Eventually(t, 10*time.Second, "the retained offsets are exported", func() bool { return strings.Contains(get(t, srv.URL+"/metrics"), want) })
 	if got := stateOf(t, c, rc.Ctl, c2.PlanID); got != fsm.Committed {
 		t.Errorf("C2 is %s, want COMMITTED (no DELETING)", got)
 	}
