@@ -30,7 +30,10 @@
 //     cannot know), and processes killed while they wait it out.
 //
 // Workers behave as package worker/daemon's owners: each pass catches up,
-// repairs, and finishes a pending operation; a worker whose projection
+// repairs, and finishes a pending operation, with the daemon's own
+// decisions (protocol.Maintenance for what to append, in which order;
+// protocol.OwnerRetry.After for what a run's end means and when to try
+// again), never a copy of them; a worker whose projection
 // shows a disputed conflict (docs/design.md §5) reads the log afresh once
 // its projection is Grace ticks old.
 //
