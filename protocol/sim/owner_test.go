@@ -11,6 +11,7 @@ import (
 
 // TestSimulationRunsTheOwnersDecision fails when the simulation decides
 // for itself what the daemon's owner decides: it must call
+// protocol.OwnerFacts.Gate (may an operation be driven),
 // protocol.Maintenance (the ordered repair records) and
 // protocol.OwnerRetry.After (what a run's end means and when to retry), and
 // no method of its process (a simulated worker or apply) may read the
@@ -57,7 +58,7 @@ func TestSimulationRunsTheOwnersDecision(t *testing.T) {
 			})
 		}
 	}
-	for _, want := range []string{"Maintenance", "After"} {
+	for _, want := range []string{"Maintenance", "After", "Gate"} {
 		if !called[want] {
 			t.Errorf("protocol/sim never calls %s: the simulation must run the daemon's owner decision", want)
 		}

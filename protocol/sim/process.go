@@ -168,6 +168,15 @@ func (p *process) start(w *world) bool {
 		p.backoff = w.tick + 5
 		return false
 	}
+	// The daemon's gate (protocol.OwnerFacts.Gate). The modelled cluster
+	// has sound control-topic settings, one control topic and no
+	// tombstones on the data topic (their rules have transcripts), so every
+	// fact is nil; a gate that held an operation without a cause would
+	// leave it pending, and the seed would not settle.
+	if v, _ := (protocol.OwnerFacts{}).Gate(); v != protocol.Drive {
+		p.backoff = w.tick + ticks(ownerRetry.Gated(v, 1, w.now()).Next.Sub(w.now()))
+		return false
+	}
 	op := pending[w.rng.IntN(len(pending))]
 	p.run = protocol.NewFinish(op.PlanID, p.finishConfig(w, op.PlanID))
 	p.rep, p.step = protocol.Report{}, protocol.Step{}
