@@ -27,7 +27,10 @@
 //     transaction, and read_committed reads fail while one is open;
 //   - with a mirror, a restore grace (docs/design.md §11) in three quarters
 //     of those seeds (1 to 90 ticks; a third with record times readers
-//     cannot know), and processes killed while they wait it out.
+//     cannot know), and processes killed while they wait it out;
+//   - Flink Agents' own cleanup tool writes the control topic now and then
+//     (a record keyed by a bare plan ID): a maintenance tombstone for such
+//     a key is a violation.
 //
 // Workers behave as package worker/daemon's owners: each pass catches up,
 // repairs, and finishes a pending operation, with the daemon's own
