@@ -93,7 +93,7 @@ func canonical(d *Decoder, key, value []byte) (Envelope, bool) {
 
 // knownEvent is the Event constant a key names, without allocating.
 func knownEvent(b []byte) (Event, bool) {
-	for _, e := range [...]Event{Planned, Committed, Deleting, Applied} {
+	for _, e := range lifecycle {
 		if string(b) == string(e) {
 			return e, true
 		}

@@ -54,6 +54,14 @@ const (
 	Applied   Event = "APPLIED"
 )
 
+// lifecycle is the four transitions in lifecycle order: the one list of
+// them below fsm (fsm.Events, the lifecycle's owner, is checked against it
+// by TestEventsAreTheLifecycle; events cannot import fsm).
+var lifecycle = [...]Event{Planned, Committed, Deleting, Applied}
+
+// Lifecycle returns the four transitions in lifecycle order.
+func Lifecycle() []Event { return lifecycle[:] }
+
 // Envelope is the value of every control-topic record: a full snapshot of the
 // operation at that transition (docs/design.md §4).
 type Envelope struct {

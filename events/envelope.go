@@ -14,11 +14,8 @@ import (
 
 // Known reports whether e is one of the four events this build understands.
 func (e Event) Known() bool {
-	switch e {
-	case Planned, Committed, Deleting, Applied:
-		return true
-	}
-	return false
+	_, ok := knownEvent([]byte(e))
+	return ok
 }
 
 // envelopeFields are the fields of an envelope, in the order Encode writes
@@ -62,10 +59,19 @@ func isEventName(s string) bool {
 	return true
 }
 
+// knownList names the known events for a message: "PLANNED, COMMITTED, DELETING and APPLIED".
+var knownList = func() string {
+	names := make([]string, len(lifecycle))
+	for i, e := range lifecycle {
+		names[i] = string(e)
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
+}()
+
 func unknownEvent(field, ev string) *DecodeError {
 	return &DecodeError{
 		Field:  field,
-		Reason: "names event " + strconv.Quote(ev) + ", which this kcleanup does not know (it knows PLANNED, COMMITTED, DELETING and APPLIED): upgrade kcleanup",
+		Reason: "names event " + strconv.Quote(ev) + ", which this kcleanup does not know (it knows " + knownList + "): upgrade kcleanup",
 		class:  ErrUnknownEvent,
 	}
 }

@@ -330,3 +330,22 @@ func TestOperationVocabulary(t *testing.T) {
 		}
 	}
 }
+
+// TestEventsAreTheLifecycle: the events package's list of known events
+// (events.Lifecycle, which Known, the decoder and their messages use) is
+// this table's, in its order; and States is None then one state per event,
+// the numbering projector's fold relies on.
+func TestEventsAreTheLifecycle(t *testing.T) {
+	if got, want := events.Lifecycle(), Events(); !slices.Equal(got, want) {
+		t.Fatalf("events.Lifecycle() = %v, fsm.Events() = %v: one list, in one order", got, want)
+	}
+	states := States()
+	if len(states) != len(Events())+1 || states[0] != None {
+		t.Fatalf("States() = %v: want None, then one state per event of %v", states, Events())
+	}
+	for i, e := range Events() {
+		if string(states[i+1]) != string(e) {
+			t.Fatalf("States() = %v: state %d is not event %s's", states, i+1, e)
+		}
+	}
+}

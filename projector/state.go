@@ -171,8 +171,9 @@ func (o *op) latest() [4]int64 {
 // deletes counts the accepted DELETING records.
 func (o *op) deletes() int { return o.history().count(events.Deleting) }
 
-// stages are the states an operation can be in, as op.stage numbers them.
-var stages = [...]fsm.State{fsm.None, fsm.Planned, fsm.Committed, fsm.Deleting, fsm.Applied}
+// stages are the states an operation can be in, as op.stage numbers them:
+// fsm's, in lifecycle order (None first).
+var stages = fsm.States()
 
 func (o *op) state() fsm.State { return stages[o.stage] }
 
@@ -300,8 +301,8 @@ type Option func(*State)
 // recovery gate does not need it.
 func KeepAudit() Option { return func(s *State) { s.audited = true } }
 
-// lifecycle is the four known events in lifecycle order.
-var lifecycle = [4]events.Event{events.Planned, events.Committed, events.Deleting, events.Applied}
+// lifecycle is the known events in lifecycle order (fsm's).
+var lifecycle = fsm.Events()
 
 // eventIndex is the position of a known event in lifecycle, -1 otherwise.
 func eventIndex(e events.Event) int {

@@ -64,6 +64,16 @@ import (
 //	    their writer's time, not the broker's (message.timestamp.type)
 //	wait for=20s   the broker's clock runs on by that much (beyond the second per record)
 //	state    boundary and operations of the run's projection
+//	run finish plan=p1 owner [failures=n]   also print the owner's decision on the
+//	    run's end (OwnerRetry.After, ownerRetry's schedule; n: failures of the
+//	    streak counting this one, default 1)
+//	gate [settings=blocked|fail] [shared=blocked|fail] [tombstones=blocked|fail]
+//	    the owner's gate before driving a pending operation (OwnerFacts.Gate)
+//	foreign plan=p1   another writer appends a record keyed by p1's bare plan
+//	    ID, as Flink Agents' cleanup tool does
+//	maintenance [grace=1m] [append]   what the owner appends to keep the
+//	    compacted log equivalent (Maintenance, at the broker's time of the
+//	    next record); append: append it and list again
 func TestTranscripts(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
 		h := newHarness()
@@ -191,6 +201,21 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 		h.clock = clockAt(t, at)
 		return "clock " + at + "\n"
 
+	case "gate":
+		return h.gate(t, d)
+	case "foreign":
+		var name string
+		d.ScanArgs(t, "plan", &name)
+		plan, ok := h.plans[name]
+		if !ok {
+			d.Fatalf(t, "foreign: unknown plan %q", name)
+		}
+		h.actors++
+		off := int64(len(h.log))
+		h.log = append(h.log, projector.Record{Offset: off, Key: []byte(plan.PlanID), Value: []byte(`{"status":"COMMITTED"}`), Timestamp: h.brokerNow(), LogAppendTime: true})
+		return fmt.Sprintf("flink agents: record under the bare key %s at %d\n", name, off)
+	case "maintenance":
+		return h.maintenance(t, d)
 	case "state":
 		h.catchUp()
 		var b strings.Builder
@@ -357,7 +382,7 @@ func (h *harness) runProtocol(t *testing.T, d *datadriven.TestData) string {
 	var mode, name string
 	d.MaybeScanArgs(t, "plan", &name)
 	for _, a := range d.CmdArgs {
-		if len(a.Vals) == 0 && a.Key != "nowait" && a.Key != "finishafter" && a.Key != "acls" && a.Key != "allowtombstones" {
+		if len(a.Vals) == 0 && a.Key != "nowait" && a.Key != "finishafter" && a.Key != "acls" && a.Key != "allowtombstones" && a.Key != "owner" {
 			mode = a.Key
 		}
 	}
@@ -417,6 +442,11 @@ func (h *harness) runProtocol(t *testing.T, d *datadriven.TestData) string {
 		}
 		if step.Kind.Terminal() {
 			b.WriteString(h.terminal(step))
+			if d.HasArg("owner") {
+				failures := 1
+				d.MaybeScanArgs(t, "failures", &failures)
+				b.WriteString(ownerLine(ownerRetry.After(step.Err, 0, failures, cfg.Now), cfg.Now))
+			}
 			return h.names.Replace(b.String())
 		}
 		seenKind[step.Kind]++
@@ -730,4 +760,98 @@ func (h *harness) pinCmd(t *testing.T, cmd string, args []datadriven.CmdArg) str
 	}
 	off := h.append(env, "other")
 	return h.names.Replace(fmt.Sprintf("other writer: %s %s at %d\n", env.Event, name, off))
+}
+
+// ownerRetry is the owner's schedule in the transcripts: the daemon's
+// defaults (worker/daemon DefaultBackoffMin, DefaultBackoffMax,
+// DefaultBlockedRetry) are its to choose; these are round numbers.
+var ownerRetry = OwnerRetry{BackoffMin: time.Second, BackoffMax: 30 * time.Second, Blocked: 5 * time.Minute, PinMargin: time.Second}
+
+func ownerLine(r OwnerResult, now time.Time) string {
+	name := map[Outcome]string{Applied: "applied", Waiting: "waiting out the restore grace", Held: "held by a pin (blocked, passes by itself)",
+		BlockedOutcome: "blocked", Retry: "retry"}[r.Outcome]
+	switch r.Outcome {
+	case Applied:
+		return "owner: applied: forgotten\n"
+	case Waiting:
+		return fmt.Sprintf("owner: %s; next attempt at %s (not a failure)\n", name, r.Next.Format(time.RFC3339))
+	}
+	return fmt.Sprintf("owner: %s; next attempt in %s\n", name, r.Next.Sub(now))
+}
+
+func (h *harness) gate(t *testing.T, d *datadriven.TestData) string {
+	var f OwnerFacts
+	for _, a := range d.CmdArgs {
+		var err error
+		switch strings.Join(a.Vals, "") {
+		case "blocked":
+			err = errors.Mark(errors.Newf("%s: blocked", a.Key), ErrBlocked)
+		case "fail":
+			err = errors.Newf("%s: cannot tell yet", a.Key)
+		default:
+			d.Fatalf(t, "gate: %s=%v: blocked or fail", a.Key, a.Vals)
+		}
+		switch a.Key {
+		case "settings":
+			f.Settings = err
+		case "shared":
+			f.Shared = err
+		case "tombstones":
+			f.Tombstones = err
+		default:
+			d.Fatalf(t, "gate: unknown fact %q", a.Key)
+		}
+	}
+	v, err := f.Gate()
+	now := h.brokerNow()
+	switch v {
+	case Drive:
+		return "drive: run finish\n"
+	}
+	return fmt.Sprintf("hold: %v\n%s", err, ownerLine(ownerRetry.Gated(v, 1, now), now))
+}
+
+func (h *harness) maintenance(t *testing.T, d *datadriven.TestData) string {
+	grace := time.Minute
+	if d.HasArg("grace") {
+		var g string
+		d.ScanArgs(t, "grace", &g)
+		var err error
+		if grace, err = time.ParseDuration(g); err != nil {
+			d.Fatalf(t, "maintenance: grace=%s: %v", g, err)
+		}
+	}
+	list := func() (string, []MaintenanceRecord) {
+		h.catchUp()
+		now := h.brokerAt(h.actors + 1)
+		recs := Maintenance(h.st, now, grace)
+		var b strings.Builder
+		for _, r := range h.st.Retractions() {
+			if !slices.ContainsFunc(recs, func(m MaintenanceRecord) bool { return string(m.Key) == string(r.Key) }) {
+				fmt.Fprintf(&b, "  left: retraction of %s (offset %d, %s old)\n", r.Key, r.Offset, now.Sub(r.Timestamp))
+			}
+		}
+		for i, m := range recs {
+			what := "repair"
+			if m.Value == nil {
+				what = "tombstone"
+			}
+			fmt.Fprintf(&b, "%d %s %s (offset %d)\n", i+1, what, m.Key, m.Offset)
+		}
+		if len(recs) == 0 {
+			b.WriteString("nothing to append\n")
+		}
+		return b.String(), recs
+	}
+	out, recs := list()
+	if d.HasArg("append") {
+		for _, m := range recs {
+			h.actors++
+			h.log = append(h.log, projector.Record{Offset: int64(len(h.log)), Key: m.Key, Value: m.Value, Timestamp: h.brokerNow(), LogAppendTime: true,
+				Headers: []projector.Header{{Key: projector.HeaderMaintenance, Value: []byte(m.Kind)}}})
+		}
+		then, _ := list()
+		out += "appended; then:\n" + then
+	}
+	return h.names.Replace(out)
 }

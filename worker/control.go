@@ -17,7 +17,6 @@ import (
 
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/projector"
-	"github.com/kcleanup/kcleanup/projector/flinkagents"
 	"github.com/kcleanup/kcleanup/protocol"
 	"github.com/kcleanup/kcleanup/report"
 )
@@ -464,7 +463,8 @@ const RetractionGrace = time.Minute
 // RetractionGrace; a conflict's loser whose winner moved past it at once,
 // before the repairs: projector.Retraction.Now), so that compaction cannot fold a rejected record in
 // another order than the full log did. Then it reads its own writes back,
-// so that a second call does not write them again.
+// so that a second call does not write them again. Which records, in which
+// order, is protocol.Maintenance (the simulation appends the same).
 //
 // A control topic wholly in Flink Agents' format is never written (see
 // writable). In a mixed one, kcleanup's own accepted records are still
@@ -474,29 +474,15 @@ func (p *Projection) Repair(ctx context.Context) error {
 	if p.Format() == projector.FormatFlinkAgents {
 		return p.writable()
 	}
-	var recs, later []*kgo.Record
-	now := time.Now()
-	// A conflict's loser whose winner moved past it is retracted first, at
-	// once (projector.Retraction.Now); the others after the repairs, past
-	// the grace.
-	for _, r := range p.State.Retractions() {
-		if (r.Now || now.Sub(r.Timestamp) >= RetractionGrace) && !flinkagents.IsPlanIDKey(r.Key) {
-			rec := &kgo.Record{Topic: p.Topic, Partition: 0, Key: r.Key, // nil value: tombstone
-				Headers: p.maintenanceHeaders(projector.MaintenanceRetraction, fmt.Sprintf(
-					"retracts a key whose every record was rejected (the latest at offset %d), so that compaction erases it", r.Offset))}
-			if r.Now {
-				recs = append(recs, rec)
-			} else {
-				later = append(later, rec)
-			}
+	var recs []*kgo.Record
+	for _, m := range protocol.Maintenance(p.State, time.Now(), RetractionGrace) {
+		reason := fmt.Sprintf("re-appends the record accepted at offset %d: its key was overwritten, or a later copy moved it out of compaction-safe order", m.Offset)
+		if m.Kind == projector.MaintenanceRetraction {
+			reason = fmt.Sprintf("retracts a key whose every record was rejected (the latest at offset %d), so that compaction erases it", m.Offset)
 		}
+		recs = append(recs, &kgo.Record{Topic: p.Topic, Partition: 0, Key: m.Key, Value: m.Value, // nil value: tombstone
+			Headers: p.maintenanceHeaders(m.Kind, reason)})
 	}
-	for _, r := range p.State.Repairs() {
-		recs = append(recs, &kgo.Record{Topic: p.Topic, Partition: 0, Key: r.Key, Value: r.Value,
-			Headers: p.maintenanceHeaders(projector.MaintenanceRepair, fmt.Sprintf(
-				"re-appends the record accepted at offset %d: its key was overwritten, or a later copy moved it out of compaction-safe order", r.Offset))})
-	}
-	recs = append(recs, later...)
 	if len(recs) == 0 {
 		return nil
 	}

@@ -27,10 +27,16 @@
 //     transaction, and read_committed reads fail while one is open;
 //   - with a mirror, a restore grace (docs/design.md §11) in three quarters
 //     of those seeds (1 to 90 ticks; a third with record times readers
-//     cannot know), and processes killed while they wait it out.
+//     cannot know), and processes killed while they wait it out;
+//   - Flink Agents' own cleanup tool writes the control topic now and then
+//     (a record keyed by a bare plan ID): a maintenance tombstone for such
+//     a key is a violation.
 //
 // Workers behave as package worker/daemon's owners: each pass catches up,
-// repairs, and finishes a pending operation; a worker whose projection
+// repairs, and finishes a pending operation, with the daemon's own
+// decisions (protocol.Maintenance for what to append, in which order;
+// protocol.OwnerRetry.After for what a run's end means and when to try
+// again), never a copy of them; a worker whose projection
 // shows a disputed conflict (docs/design.md §5) reads the log afresh once
 // its projection is Grace ticks old.
 //

@@ -168,11 +168,28 @@ func (p *process) start(w *world) bool {
 		p.backoff = w.tick + 5
 		return false
 	}
+	// The daemon's gate (protocol.OwnerFacts.Gate). The modelled cluster
+	// has sound control-topic settings, one control topic and no
+	// tombstones on the data topic (their rules have transcripts), so every
+	// fact is nil; a gate that held an operation without a cause would
+	// leave it pending, and the seed would not settle.
+	if v, _ := (protocol.OwnerFacts{}).Gate(); v != protocol.Drive {
+		p.backoff = w.tick + ticks(ownerRetry.Gated(v, 1, w.now()).Next.Sub(w.now()))
+		return false
+	}
 	op := pending[w.rng.IntN(len(pending))]
 	p.run = protocol.NewFinish(op.PlanID, p.finishConfig(w, op.PlanID))
 	p.rep, p.step = protocol.Report{}, protocol.Step{}
 	return true
 }
+
+// ownerRetry is the simulated owner's retry schedule, in seconds (ticks):
+// the daemon's decision, shortened so that a run of a few hundred ticks
+// sees retries.
+var ownerRetry = protocol.OwnerRetry{BackoffMin: 3 * time.Second, BackoffMax: 3 * time.Second, Blocked: 30 * time.Second, PinMargin: time.Second}
+
+// ticks is d in whole ticks, rounded up.
+func ticks(d time.Duration) int { return int(max(d+time.Second-1, 0) / time.Second) }
 
 func (p *process) end(w *world, s protocol.Step) {
 	p.run = nil
@@ -180,10 +197,14 @@ func (p *process) end(w *world, s protocol.Step) {
 	if errors.Is(s.Err, protocol.ErrSuperseded) {
 		w.count(Conflicting)
 	}
-	if g, ok := protocol.GraceOf(s.Err); ok && s.Kind == protocol.Wait {
-		// Wait out the grace without holding anything: a worker retries
-		// then, an apply process runs again then (its tries do not count).
+	// The owner's decision on the run's end (protocol.OwnerRetry.After),
+	// which worker/daemon makes too; an apply process waits out a grace
+	// and a pin hold as well (its tries do not count).
+	r := ownerRetry.After(s.Err, 0, 1, w.now())
+	switch r.Outcome {
+	case protocol.Waiting:
 		w.res.GraceWaits++
+		g := r.Grace
 		if !g.Known {
 			if p.graceSeen == nil {
 				p.graceSeen = map[string]time.Time{}
@@ -192,22 +213,15 @@ func (p *process) end(w *world, s protocol.Step) {
 				p.graceSeen[g.PlanID] = g.From
 			}
 		}
-		p.backoff = w.tick + int((g.Until.Sub(w.now())+time.Second-1)/time.Second)
+		p.backoff = w.tick + ticks(r.Next.Sub(w.now()))
 		p.waiting = true
 		if !p.worker {
 			p.tries--
 		}
 		return
-	}
-	if h, ok := protocol.PinHeldOf(s.Err); ok && s.Kind == protocol.Blocked {
-		// Held by a pin the broker's clock still holds: retry once that
-		// clock has passed its expiry, or on the blocked schedule if
-		// sooner (an unpin ends the hold), as the daemon does.
+	case protocol.Held:
 		w.res.PinHolds++
-		p.backoff = w.tick + 30
-		if gap := h.Gap(); gap > 0 {
-			p.backoff = w.tick + min(30, int((gap+time.Second-1)/time.Second)+1)
-		}
+		p.backoff = w.tick + ticks(r.Next.Sub(w.now()))
 		if !p.worker {
 			p.tries--
 		}
@@ -222,15 +236,15 @@ func (p *process) end(w *world, s protocol.Step) {
 		p.syncKey = ""
 		return
 	}
+	if p.worker && r.Outcome != protocol.Applied {
+		p.backoff = max(p.backoff, w.tick+ticks(r.Next.Sub(w.now())))
+		return
+	}
 	switch {
 	case p.sync && s.Kind == protocol.Blocked:
 		p.done = true // the owning workers retry by themselves
 	case !p.worker && (s.Kind == protocol.Done || s.Kind == protocol.Refused):
 		p.done = true
-	case p.worker && s.Kind == protocol.Blocked:
-		p.backoff = w.tick + 30
-	case p.worker && s.Kind == protocol.Wait:
-		p.backoff = w.tick + 3
 	case !p.worker && s.Kind == protocol.Blocked:
 		p.done = !w.quiet && w.rng.IntN(2) == 0 // an operator may or may not re-run it
 	}
@@ -269,29 +283,14 @@ func (p *process) deliver(w *world, end int64) {
 	p.read = max(p.read, end)
 }
 
-// repair is Projection.Repair: re-append what the fold lists for repair,
-// tombstone retracted keys past the grace, read it back.
+// repair is Projection.Repair: append what protocol.Maintenance lists, in
+// its order, then read it back.
 func (p *process) repair(w *world) {
-	n := 0
-	var later [][]byte
-	for _, r := range p.proj.Retractions() {
-		switch {
-		case r.Now: // before the repairs, without the grace
-			w.appendRecord(r.Key, nil, p.maintenance(projector.MaintenanceRetraction)...)
-			n++
-		case w.now().Sub(r.Timestamp) >= secs(w.cfg.Grace):
-			later = append(later, r.Key)
-		}
+	recs := protocol.Maintenance(p.proj, w.now(), secs(w.cfg.Grace))
+	for _, m := range recs {
+		w.appendRecord(m.Key, m.Value, p.maintenance(m.Kind)...)
 	}
-	for _, r := range p.proj.Repairs() {
-		w.appendRecord(r.Key, r.Value, p.maintenance(projector.MaintenanceRepair)...)
-		n++
-	}
-	for _, k := range later {
-		w.appendRecord(k, nil, p.maintenance(projector.MaintenanceRetraction)...)
-		n++
-	}
-	if n > 0 {
+	if len(recs) > 0 {
 		p.deliver(w, w.next)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/fsm"
 	"github.com/kcleanup/kcleanup/projector"
+	"github.com/kcleanup/kcleanup/projector/flinkagents"
 	"github.com/kcleanup/kcleanup/projector/invariant"
 	"github.com/kcleanup/kcleanup/protocol"
 )
@@ -164,6 +165,9 @@ func Run(seed uint64, cfg Config) Result {
 		if w.rng.Float64() < 0.01 {
 			w.pinEvent()
 		}
+		if w.rng.Float64() < 0.002 {
+			w.flinkAgentsRecord()
+		}
 		if spawned < len(w.plans) && w.rng.Float64() < 0.04 {
 			w.procs = append(w.procs, w.newApply(w.plans[spawned], spawned))
 			spawned++
@@ -231,11 +235,22 @@ func (w *world) now() time.Time { return epoch.Add(time.Duration(w.tick) * time.
 func (w *world) appendRecord(key, value []byte, headers ...projector.Header) int64 {
 	// The control topic has message.timestamp.type=LogAppendTime: each
 	// record carries the broker's time, whatever its writer stamped.
+	if value == nil && flinkagents.IsPlanIDKey(key) {
+		w.errs = append(w.errs, errors.Newf("tick %d: a tombstone for the Flink Agents key %s: kcleanup erases only its own records", w.tick, key))
+	}
 	r := projector.Record{Offset: w.next, Key: key, Value: value, Timestamp: w.now(), LogAppendTime: true, Headers: headers}
 	w.next++
 	w.log = append(w.log, entry{rec: r, tick: w.tick})
 	w.full = append(w.full, r)
 	return r.Offset
+}
+
+// flinkAgentsRecord is Flink Agents' own cleanup tool writing the control
+// topic: a record keyed by a bare plan ID, which kcleanup's fold rejects
+// and its maintenance must never tombstone (the key is the job's).
+func (w *world) flinkAgentsRecord() {
+	plan := w.plans[w.rng.IntN(len(w.plans))]
+	w.appendRecord([]byte(plan.PlanID), []byte(`{"status":"COMMITTED"}`))
 }
 
 func (w *world) applyDue() {

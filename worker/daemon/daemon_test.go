@@ -391,7 +391,7 @@ func TestNewRejectsBadConfigurations(t *testing.T) {
 func TestBackoffDoublesUpToTheCap(t *testing.T) {
 	var got []time.Duration
 	for n := 1; n <= 8; n++ {
-		got = append(got, backoff(500*time.Millisecond, 30*time.Second, n))
+		got = append(got, protocol.OwnerRetry{BackoffMin: 500 * time.Millisecond, BackoffMax: 30 * time.Second}.Backoff(n))
 	}
 	want := []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second, 4 * time.Second,
 		8 * time.Second, 16 * time.Second, 30 * time.Second, 30 * time.Second}

@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"cmp"
 	"context"
 	"maps"
 	"slices"
@@ -62,6 +61,11 @@ type owner struct {
 // broker's clock need not tick in step with this host's.
 const pinHeldMargin = time.Second
 
+// retry is the owner's retry schedule (protocol.OwnerRetry.After decides with it).
+func (c daemonConfig) retry() protocol.OwnerRetry {
+	return protocol.OwnerRetry{BackoffMin: c.backoffMin, BackoffMax: c.backoffMax, Blocked: c.blockedRetry, PinMargin: pinHeldMargin}
+}
+
 // settingsEvery is how often an owner re-checks its control topic's
 // settings: an operator's fix is seen within it.
 const settingsEvery = 10 * time.Second
@@ -90,6 +94,8 @@ type attempt struct {
 	// pinHeld: the block is a pin the broker's clock still holds
 	// (protocol.PinHeld): it passes by itself, so no operator alert.
 	pinHeld bool
+	// result is the owner's decision on the last attempt (protocol.OwnerRetry).
+	result protocol.OwnerResult
 }
 
 // own starts a runner for a control topic this replica was assigned.
@@ -211,7 +217,7 @@ func (d *Daemon) runOwner(o *owner) {
 				return
 			}
 			readFailures++
-			wait = backoff(d.cfg.backoffMin, d.cfg.backoffMax, readFailures)
+			wait = d.cfg.retry().Backoff(readFailures)
 			log.Warn("cannot read control topic; will retry", errAttr(err), "attempt", readFailures, "retry_in", wait.String())
 		} else {
 			readFailures, passedAt = 0, began
@@ -323,39 +329,27 @@ func (d *Daemon) pass(o *owner, proj *worker.Projection, opts worker.Options) er
 		if !o.due(op.PlanID, time.Now()) {
 			continue
 		}
-		if err := cmp.Or(o.settingsErr, shared); err != nil {
-			// A control topic whose cleaner may outrun repairs blocks every
-			// deletion (its repairs above still run); one whose settings
-			// cannot be read now is retried as transient.
-			if !errors.Is(err, worker.ErrBlocked) {
-				a := o.failed(op.PlanID, false, err, d.cfg)
-				d.metrics.attempt(o.topic, "retry")
-				d.log.Warn("cannot check the control topic's settings or bindings; will retry", "control_topic", o.topic, "plan", op.PlanID,
-					errAttr(err), "retry_in", time.Until(a.next).Round(time.Millisecond).String())
-				o.settingsAt = time.Time{}
-				continue
-			}
-			a := o.failed(op.PlanID, true, err, d.cfg)
-			d.metrics.attempt(o.topic, "blocked")
-			d.log.Error("operation blocked: it stays in its state until the cause is removed", "control_topic", o.topic,
-				"plan", op.PlanID, "state", op.State, errAttr(err), "hints", errors.GetAllHints(err), "retry_at", a.next.Format(time.RFC3339))
-			continue
-		}
-		if err := o.tombstones.err; err != nil {
-			// Tombstones above the boundary (or a watch that may not read
-			// the data topic) block every deletion; a watch that has not
-			// read to the end yet is retried: it reads on at the next pass.
-			blocked := errors.Is(err, worker.ErrBlocked)
-			a := o.failed(op.PlanID, blocked, err, d.cfg)
-			if blocked {
+		// Settings and bindings first, then the tombstone watch (protocol.OwnerFacts.Gate).
+		facts := protocol.OwnerFacts{Settings: o.settingsErr, Shared: shared, Tombstones: o.tombstones.err}
+		if verdict, err := facts.Gate(); verdict != protocol.Drive {
+			a := o.record(op.PlanID, err, func(failures int) protocol.OwnerResult {
+				return d.cfg.retry().Gated(verdict, failures, time.Now())
+			})
+			if verdict == protocol.HoldBlocked {
 				d.metrics.attempt(o.topic, "blocked")
 				d.log.Error("operation blocked: it stays in its state until the cause is removed", "control_topic", o.topic,
 					"plan", op.PlanID, "state", op.State, errAttr(err), "hints", errors.GetAllHints(err), "retry_at", a.next.Format(time.RFC3339))
-			} else {
-				d.metrics.attempt(o.topic, "retry")
+				continue
+			}
+			d.metrics.attempt(o.topic, "retry")
+			if err == o.tombstones.err {
 				d.log.Warn("tombstone watch cannot tell yet; will retry", "control_topic", o.topic, "plan", op.PlanID,
 					errAttr(err), "retry_in", time.Until(a.next).Round(time.Millisecond).String())
+				continue
 			}
+			d.log.Warn("cannot check the control topic's settings or bindings; will retry", "control_topic", o.topic, "plan", op.PlanID,
+				errAttr(err), "retry_in", time.Until(a.next).Round(time.Millisecond).String())
+			o.settingsAt = time.Time{}
 			continue
 		}
 		d.finish(o, proj, op, opts)
@@ -420,46 +414,38 @@ func (d *Daemon) finish(o *owner, proj *worker.Projection, op projector.Operatio
 	opts.RestoreGrace, opts.GraceSeen = d.cfg.restoreGrace, o.graceSeen(op.PlanID)
 	out, err := d.cluster.Finish(ctx, proj, op.PlanID, opts)
 	took := time.Since(began).Round(time.Millisecond)
-	g, waiting := protocol.GraceOf(err)
-	switch {
-	case waiting:
+	if _, waiting := protocol.GraceOf(err); err != nil && !waiting && o.hard.Err() != nil {
+		log.Info("step in flight abandoned; the next owner resumes it", errAttr(err))
+		return
+	}
+	a := o.record(op.PlanID, err, func(failures int) protocol.OwnerResult {
+		return d.cfg.retry().After(err, worker.KafkaCode(err), failures, time.Now())
+	})
+	switch r := a.result; r.Outcome {
+	case protocol.Waiting:
 		// Nothing is held meanwhile: the owner moves on and retries the
 		// operation when the grace is out.
-		o.waitGrace(op.PlanID, g)
+		g := r.Grace
 		d.metrics.attempt(o.topic, "grace")
 		log.Info("waiting out the restore grace: no deletion before it is out", "until", g.Until.Format(time.RFC3339), "mirror_acknowledged_at", g.From.Format(time.RFC3339Nano), "time_known", g.Known, "grace", g.Grace.String())
-	case err == nil:
-		o.succeeded(op.PlanID)
+	case protocol.Applied:
 		d.metrics.attempt(o.topic, "applied")
 		log.Info("operation applied", "state", out.State, "already", out.Already, "log_start", out.LogStart, "took", took.String())
-	case o.hard.Err() != nil:
-		log.Info("step in flight abandoned; the next owner resumes it", errAttr(err))
-	case worker.Permanent(err):
-		a := o.failed(op.PlanID, true, err, d.cfg)
+	case protocol.Held:
+		// Not a fault: it passes by itself when the broker's clock does.
+		h := r.Hold
 		d.metrics.attempt(o.topic, "blocked")
-		if h, held := protocol.PinHeldOf(err); held {
-			// Not a fault: it passes by itself when the broker's clock does.
-			log.Warn("deletion held by a pin the broker's clock still holds", "pin", h.Pin.PinID, "committed_at", h.CommittedAt.Format(time.RFC3339),
-				"broker_time", h.Broker.Format(time.RFC3339), "gap", h.Gap().String(), errAttr(err), "retry_at", a.next.Format(time.RFC3339))
-			break
-		}
+		log.Warn("deletion held by a pin the broker's clock still holds", "pin", h.Pin.PinID, "committed_at", h.CommittedAt.Format(time.RFC3339),
+			"broker_time", h.Broker.Format(time.RFC3339), "gap", h.Gap().String(), errAttr(err), "retry_at", a.next.Format(time.RFC3339))
+	case protocol.BlockedOutcome:
+		d.metrics.attempt(o.topic, "blocked")
 		log.Error("operation blocked: it stays in its state until the cause is removed",
 			"state", out.State, errAttr(err), "hints", errors.GetAllHints(err), "retry_at", a.next.Format(time.RFC3339), "took", took.String())
 	default:
-		a := o.failed(op.PlanID, false, err, d.cfg)
 		d.metrics.attempt(o.topic, "retry")
 		log.Warn("operation attempt failed; will retry", "state", out.State, errAttr(err),
 			"attempt", a.failures, "retry_in", time.Until(a.next).Round(time.Millisecond).String(), "took", took.String())
 	}
-}
-
-// backoff is min·2^(n-1), capped at max.
-func backoff(minD, maxD time.Duration, n int) time.Duration {
-	d := minD
-	for i := 1; i < n && d < maxD; i++ {
-		d *= 2
-	}
-	return min(d, maxD)
 }
 
 func (o *owner) due(planID string, now time.Time) bool {
@@ -480,23 +466,6 @@ func (o *owner) nextDue() time.Time {
 		}
 	}
 	return next
-}
-
-// waitGrace records that an operation waits out the restore grace: it is
-// next attempted at g.Until.
-func (o *owner) waitGrace(planID string, g protocol.GraceWait) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	a := o.attempts[planID]
-	if a == nil {
-		a = &attempt{since: time.Now()}
-		o.attempts[planID] = a
-	}
-	a.next, a.blocked, a.denied, a.grace = g.Until, false, false, &g
-	a.reason, a.hints = "", nil
-	if !g.Known && a.graceSeen.IsZero() {
-		a.graceSeen = g.From
-	}
 }
 
 // graceSeen is when this replica first saw the mirror show the plan
@@ -524,38 +493,40 @@ func (o *owner) waiting() []report.GraceOperation {
 	return out
 }
 
-func (o *owner) succeeded(planID string) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	delete(o.attempts, planID)
-}
-
-func (o *owner) failed(planID string, blocked bool, err error, cfg daemonConfig) attempt {
+// record keeps what the owner's decision (decide, given the failures of
+// the current streak counting this one) made of an attempt at planID
+// (err: its error, nil when it applied): an applied operation is
+// forgotten, a restore grace is no failure.
+func (o *owner) record(planID string, err error, decide func(failures int) protocol.OwnerResult) attempt {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	a := o.attempts[planID]
+	failures := 1
+	if a != nil {
+		failures = a.failures + 1
+	}
+	r := decide(failures)
+	if r.Outcome == protocol.Applied {
+		delete(o.attempts, planID)
+		return attempt{result: r}
+	}
 	if a == nil {
 		a = &attempt{since: time.Now()}
 		o.attempts[planID] = a
 	}
-	a.failures++
-	a.grace = nil
-	a.blocked, a.reason, a.hints = blocked, err.Error(), errors.GetAllHints(err)
-	a.denied = blocked && worker.IsAuthorizationError(err)
-	_, a.pinHeld = protocol.PinHeldOf(err)
-	if blocked {
-		a.next = time.Now().Add(cfg.blockedRetry)
-		// A pin the broker's clock still holds passes by itself: retry
-		// once that clock should have passed its expiry (the gap, on this
-		// host's monotonic clock: the broker's is the one that judges, on
-		// the retry's own DELETING), or on the blocked schedule if sooner
-		// (an unpin ends the hold).
-		if h, ok := protocol.PinHeldOf(err); ok && h.Gap() > 0 {
-			a.next = time.Now().Add(min(h.Gap()+pinHeldMargin, cfg.blockedRetry))
+	a.result, a.next, a.grace = r, r.Next, nil
+	if r.Outcome == protocol.Waiting {
+		a.blocked, a.denied, a.pinHeld, a.reason, a.hints = false, false, false, "", nil
+		a.grace = &r.Grace
+		if !r.Grace.Known && a.graceSeen.IsZero() {
+			a.graceSeen = r.Grace.From
 		}
-	} else {
-		a.next = time.Now().Add(backoff(cfg.backoffMin, cfg.backoffMax, a.failures))
+		return *a
 	}
+	a.failures = failures
+	a.blocked, a.reason, a.hints = r.Blocked(), err.Error(), errors.GetAllHints(err)
+	a.denied = a.blocked && worker.IsAuthorizationError(err)
+	a.pinHeld = r.Outcome == protocol.Held
 	return *a
 }
 
