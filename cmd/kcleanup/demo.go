@@ -86,7 +86,7 @@ func runDemo(ctx context.Context, w io.Writer, g globalOptions, onCluster, keep 
 	// how to remove them. A folder the demo never wrote to goes.
 	defer d.leaveFiles()
 
-	c, err := d.g.connect()
+	c, err := d.g.connect(ctx)
 	if err != nil {
 		return err
 	}

@@ -126,7 +126,7 @@ func openPlanSession(ctx context.Context, g globalOptions, plan events.Plan, t t
 	if err != nil {
 		return nil, err
 	}
-	c, err := g.connect()
+	c, err := g.connect(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -44,7 +44,7 @@ topic-partition, the offset the recovery point needs and the boundary or the ava
 Pick a newer recovery point. Exit 4: cannot tell, the gate could not prove the recovery point
 safe (cluster unreachable, control topic missing, unreadable or unsafe, projection not caught
 up, degraded or at risk, missing permission); fix the cause and ask again. Exit 1: a markers
-file could not be read or parsed.
+file or the --command-config file could not be read or parsed.
 
 The control topic is <data topic>.kcleanup, or --control-topic. The gate allows only after
 reading it: a missing control topic, default or named, is exit 4 (its boundary may be kept under
@@ -88,9 +88,14 @@ func runValidate(ctx context.Context, w, errw io.Writer, g globalOptions, marker
 	if err != nil {
 		return err
 	}
+	// A --command-config that cannot be read is a bad file (exit 1, the exit-code table); a
+	// cluster that cannot be reached is the gate's "cannot tell" (exit 4), at once when refused.
+	if _, err := g.kgoOpts(); err != nil {
+		return err
+	}
 	ctx, c, done, err := g.connectFor(ctx)
 	if err != nil {
-		return err
+		return cannotTellError(err)
 	}
 	defer done()
 	opts := worker.ValidateOptions{

@@ -265,7 +265,7 @@ func newLogger(w io.Writer, format string, level slog.Level) *slog.Logger {
 // is a success: exit 0.
 func runWorker(cmd *cobra.Command, g globalOptions, o workerOptions) error {
 	log := newLogger(cmd.ErrOrStderr(), o.logFormat, o.logLevel)
-	c, err := g.connect()
+	c, err := g.connectLazy()
 	if err != nil {
 		return err
 	}
