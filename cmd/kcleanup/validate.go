@@ -89,15 +89,15 @@ func runValidate(ctx context.Context, w, errw io.Writer, g globalOptions, marker
 		return err
 	}
 	// A --command-config that cannot be read is a bad file (exit 1, the exit-code table); a
-	// cluster that cannot be reached is the gate's "cannot tell" (exit 4), at once when refused.
-	if _, err := g.kgoOpts(); err != nil {
+	// cluster that cannot be reached is the gate's "cannot tell" (exit 4), with its verdict,
+	// at once when the connection is refused (Cluster.Validate asks Reachable first).
+	c, err := g.connectLazy()
+	if err != nil {
 		return err
 	}
-	ctx, c, done, err := g.connectFor(ctx)
-	if err != nil {
-		return cannotTellError(err)
-	}
-	defer done()
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(ctx, g.timeout)
+	defer cancel()
 	opts := worker.ValidateOptions{
 		ControlTopic: ctl,
 		Bootstrap:    g.bootstrap(),
