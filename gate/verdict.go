@@ -376,8 +376,10 @@ func (d *decision) logical(st *projector.State) {
 		for _, p := range boundary.Partitions() {
 			cb, proved := committed[p]
 			plan := st.CommittedBoundarySetBy(p)
-			hint := fmt.Sprintf("restore from a newer checkpoint or savepoint, taken after plan %s was committed: records of %s-%d below offset %d may already be deleted",
-				plan, topic, p, cb)
+			// Not "taken after plan X was committed": a job restored from an older recovery point
+			// since takes new checkpoints below the boundary. The offset is what decides.
+			hint := fmt.Sprintf("restore from a newer checkpoint or savepoint, one whose offset for %s-%d is at least %d (the boundary plan %s committed): records below it may already be deleted",
+				topic, p, cb, plan)
 			det := &Detail{Marker: ptr(i), Partition: ptr(p), Boundary: ptr(cb), PlanID: plan}
 			off, ok := m.Offsets[p]
 			switch {

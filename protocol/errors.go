@@ -20,6 +20,10 @@ var (
 	// ErrPinned: the plan is above a pinned recovery point (a kind of
 	// ErrRejected: every error marked with it is marked ErrRejected too).
 	ErrPinned = errors.New("plan is above a pinned recovery point")
+	// ErrCommitRejected: a COMMITTED was written and the log rejected it (a
+	// kind of ErrRejected). Unlike every other refusal a record was written,
+	// so no message may say "nothing was committed".
+	ErrCommitRejected = errors.New("a written COMMITTED was rejected")
 	// ErrDegraded: the control topic holds records from a newer kcleanup.
 	ErrDegraded = errors.New("projection is degraded")
 )

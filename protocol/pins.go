@@ -31,7 +31,26 @@ func PinRefusal(st *projector.State, plan events.Plan, now time.Time, controlTop
 	return errors.WithHint(errors.Mark(errors.Mark(errors.Newf(
 		"plan %s is above pin %s on partition %d (plan offset %d, pinned offset %d): recovery point %s is pinned at control offset %d by %s (%s); %s",
 		plan.PlanID, pin.PinID, part, plan.Offsets[part], pin.Offsets[part], pin.RecoveryPoint, pin.Offset, pin.Actor, pin.Reason, expiry), ErrPinned), ErrRejected),
-		"no COMMITTED was written; plan from a recovery point at or below the pin, wait for the pin to expire, or, once the pinned recovery point is no longer needed: "+pin.UnpinCommand(controlTopic))
+		"no COMMITTED was written; "+pinAdvice(pin, controlTopic))
+}
+
+// PinRejection words a COMMITTED that was written and that the log rejected as `pinned` (a pin
+// landed between the checks and the commit): unlike PinRefusal, a record was written, so it
+// says so, and that it changed nothing (the boundary is as before, nothing is deleted for the
+// plan; the workers retract the rejected record). nil when no pin explains it.
+func PinRejection(st *projector.State, plan events.Plan, v projector.Verdict, controlTopic string) error {
+	pin, part, above := st.PinAbove(plan, v.At)
+	if !above {
+		return nil
+	}
+	return errors.WithHint(errors.Mark(errors.Mark(errors.Mark(errors.Newf(
+		"COMMITTED for plan %s was written at control offset %d and rejected by the log (reason %s): pin %s of recovery point %s (partition %d, pinned offset %d, plan offset %d), by %s (%s), landed at control offset %d first",
+		plan.PlanID, v.Offset, projector.ReasonPinned, pin.PinID, pin.RecoveryPoint, part, pin.Offsets[part], plan.Offsets[part], pin.Actor, pin.Reason, pin.Offset), ErrPinned), ErrCommitRejected), ErrRejected),
+		"the rejected COMMITTED changed nothing: the boundary is as before, nothing was deleted, and the workers retract the record; the plan stays PLANNED; "+pinAdvice(pin, controlTopic))
+}
+
+func pinAdvice(pin projector.Pin, controlTopic string) string {
+	return "plan from a recovery point at or below the pin, wait for the pin to expire, or, once the pinned recovery point is no longer needed: " + pin.UnpinCommand(controlTopic)
 }
 
 // pinnedDeletion is the last check before DELETING and before

@@ -149,15 +149,15 @@ func (r *Run) committed(st *projector.State, rep Report) Step {
 	}
 	if v.Reason == projector.ReasonPinned {
 		// A pin landed first: the log decided, and a retry cannot change it.
-		err := errors.Mark(errors.Mark(errors.Newf("COMMITTED for plan %s was rejected at offset %d: %s", r.planID, v.Offset, v.Detail), ErrPinned), ErrRejected)
-		if pinErr := PinRefusal(st, r.plan, v.At, r.cfg.ControlTopic); pinErr != nil {
+		err := errors.Mark(errors.Mark(errors.Mark(errors.Newf("COMMITTED for plan %s was written at control offset %d and rejected by the log: %s", r.planID, v.Offset, v.Detail), ErrPinned), ErrCommitRejected), ErrRejected)
+		if pinErr := PinRejection(st, r.plan, v, r.cfg.ControlTopic); pinErr != nil {
 			err = pinErr
 		}
 		return Step{Kind: Refused, Result: Result{Verdict: v}, Err: err}
 	}
 	if v.Reason != projector.ReasonBoundaryMismatch || r.commits >= CommitRetries {
-		return Step{Kind: Refused, Result: Result{Verdict: v}, Err: errors.Mark(errors.Newf(
-			"COMMITTED for plan %s was rejected at offset %d: %s: %s", r.planID, v.Offset, v.Reason, v.Detail), ErrRejected)}
+		return Step{Kind: Refused, Result: Result{Verdict: v}, Err: errors.Mark(errors.Mark(errors.Newf(
+			"COMMITTED for plan %s was rejected at offset %d: %s: %s", r.planID, v.Offset, v.Reason, v.Detail), ErrCommitRejected), ErrRejected)}
 	}
 	r.commits++
 	return r.commit(st, say("commit", "another commit landed first; recomputing the boundary and retrying"))

@@ -61,3 +61,14 @@ func (c *Cluster) CheckBrokers(ctx context.Context) ([]protocol.Finding, error) 
 	}
 	return out, nil
 }
+
+// Reachable asks the cluster for its brokers, once: a refused connection (nothing listening
+// at a bootstrap address) comes back at once as an error, where a topic's metadata request
+// would be retried until the caller's deadline. Every command checks it before anything else
+// (doctor's first check, CheckBrokers, asks the same question).
+func (c *Cluster) Reachable(ctx context.Context) error {
+	if _, err := c.adm.BrokerMetadata(ctx); err != nil {
+		return errors.Wrap(err, "ask the cluster for its brokers")
+	}
+	return nil
+}

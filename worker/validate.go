@@ -60,6 +60,14 @@ func (c *Cluster) Validate(ctx context.Context, markers []events.Marker, o Valid
 	if len(markers) > 0 {
 		f.Data.Topic = markers[0].Topic
 	}
+	// A cluster that refuses the connection is "cannot tell" at once, not after the deadline
+	// every read below would otherwise wait out (Reachable).
+	if err := c.Reachable(ctx); err != nil {
+		err = explain(err)
+		f.Control = gate.Control{Topic: o.ControlTopic, Err: err}
+		f.Data.Err = err
+		return gate.Decide(f)
+	}
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		f.Data = c.dataFacts(ctx, f.Data.Topic, explain)

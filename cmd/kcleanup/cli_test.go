@@ -253,6 +253,7 @@ func TestEveryCommandsBadInput(t *testing.T) {
 		{"validate: broken markers file", append(down, "validate", "--markers", brokenMarkers), exitError, brokenMarkers},
 		{"validate: stdin twice", append(down, "validate", "--markers", "-", "--markers", "-"), exitUsage, "standard input can be read only once"},
 		{"validate: bad --pin-for", append(down, "validate", "--markers", good, "--pin-for", "a-while"), exitUsage, "is not a positive duration"},
+		{"validate: bad --command-config", append(down, "validate", "--markers", good, "--command-config", badProps), exitError, "no.such.key"},
 		{"validate: two topics", append(down, "validate", "--markers", good, "--markers", other), exitError, "more than one topic"},
 
 		{"worker: no control topic", []string{"worker"}, exitUsage, "no control topic to serve"},

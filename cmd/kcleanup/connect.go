@@ -11,8 +11,26 @@ import (
 	"github.com/kcleanup/kcleanup/worker/clientconfig"
 )
 
-// connect opens a Cluster from the global options. The caller closes it.
-func (g globalOptions) connect() (*worker.Cluster, error) {
+// connect opens a Cluster from the global options and checks, within --timeout, that the
+// cluster answers (Cluster.Reachable): a refused connection fails at once, in every command,
+// instead of after the whole --timeout. The caller closes it.
+func (g globalOptions) connect(ctx context.Context) (*worker.Cluster, error) {
+	c, err := g.connectLazy()
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, g.timeout)
+	defer cancel()
+	if err := c.Reachable(ctx); err != nil {
+		c.Close()
+		return nil, g.unreachable(err)
+	}
+	return c, nil
+}
+
+// connectLazy opens a Cluster without asking it anything: for the worker, which starts and
+// retries while the brokers are down.
+func (g globalOptions) connectLazy() (*worker.Cluster, error) {
 	opts, err := g.kgoOpts()
 	if err != nil {
 		return nil, err
@@ -41,7 +59,7 @@ func (g globalOptions) principal() string {
 // connectFor connects and bounds what follows by --timeout: the one way a command starts talking
 // to Kafka. done releases the deadline and closes the client.
 func (g globalOptions) connectFor(ctx context.Context) (context.Context, *worker.Cluster, func(), error) {
-	c, err := g.connect()
+	c, err := g.connect(ctx)
 	if err != nil {
 		return ctx, nil, nil, err
 	}

@@ -86,13 +86,12 @@ func runDemo(ctx context.Context, w io.Writer, g globalOptions, onCluster, keep 
 	// how to remove them. A folder the demo never wrote to goes.
 	defer d.leaveFiles()
 
-	c, err := d.g.connect()
+	d.introduce(keep)
+	c, err := d.g.connect(ctx)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-
-	d.introduce(keep)
 	if !d.embedded && !keep {
 		defer func() {
 			if d.created {

@@ -94,7 +94,7 @@ func runDoctor(ctx context.Context, g globalOptions, o doctorOptions, stdout io.
 			return err
 		}
 	}
-	c, err := g.connect()
+	c, err := g.connect(ctx)
 	if err != nil {
 		return err
 	}

@@ -264,3 +264,32 @@ func TestTwoControlTopicsOfOneTopicBlockEachOther(t *testing.T) {
 		t.Errorf("doctor: exit %d\n%s", code, stdout)
 	}
 }
+
+// TestAControlTopicGivenAsTheDataTopicIsNamedSo: `status --topic T.kcleanup` (the control topic
+// where the data topic belongs) says T.kcleanup is a control topic and suggests
+// `status --control-topic T.kcleanup`, never `init --topic T.kcleanup`, which would make a
+// control topic for a control topic (issue 35 item 5). Real broker: the shape is read from it.
+func TestAControlTopicGivenAsTheDataTopicIsNamedSo(t *testing.T) {
+	e := opTestEnv(t)
+	topic, _ := e.governedTopic(t, 1, 5, opGoodDataConfigs())
+	control := protocol.ControlTopicFor(topic)
+	for _, args := range [][]string{{"status", "--topic", control}, {"history", "--topic", control}} {
+		t.Run(args[0], func(t *testing.T) {
+			code, stdout, stderr := e.run(t, args...)
+			if code != exitError {
+				t.Errorf("exit %d, want %d", code, exitError)
+			}
+			for _, w := range []string{control + " is a control topic, not a data topic", "Hint: name it as the control topic: kcleanup status --control-topic " + control} {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("want %q", w)
+				}
+			}
+			if strings.Contains(stderr, "init --topic "+control) {
+				t.Errorf("suggests init --topic %s", control)
+			}
+			if t.Failed() {
+				t.Logf("stdout:\n%s\nstderr:\n%s", stdout, stderr)
+			}
+		})
+	}
+}

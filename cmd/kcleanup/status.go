@@ -89,7 +89,7 @@ func (g globalOptions) readControlTopic(dataTopic string) (string, error) {
 // openProjection connects to the cluster and reads a control topic to its end within --timeout.
 // The caller calls done when finished with both.
 func (g globalOptions) openProjection(ctx context.Context, controlTopic string, opts ...projector.Option) (_ *worker.Cluster, _ *worker.Projection, done func(), _ error) {
-	c, err := g.connect()
+	c, err := g.connect(ctx)
 	if err != nil {
 		return nil, nil, nil, err
 	}

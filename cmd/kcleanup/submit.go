@@ -126,7 +126,7 @@ func openPlanSession(ctx context.Context, g globalOptions, plan events.Plan, t t
 	if err != nil {
 		return nil, err
 	}
-	c, err := g.connect()
+	c, err := g.connect(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -186,7 +186,9 @@ func (s *planSession) close() {
 // exits 1: a plan that does not fit the cluster is an error, not a recovery-point refusal (3).
 func planError(g globalOptions, err error) error {
 	err = g.unreachable(err)
-	if errors.Is(err, worker.ErrRejected) {
+	// A COMMITTED that was written and rejected (a pin landed first) is not "nothing was
+	// committed": its error says what happened and that it changed nothing.
+	if errors.Is(err, worker.ErrRejected) && !errors.Is(err, protocol.ErrCommitRejected) {
 		err = errors.WithHint(err, "nothing was committed or deleted")
 	}
 	return err

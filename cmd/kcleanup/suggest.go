@@ -87,6 +87,12 @@ func (g globalOptions) missingControlTopic(ctx context.Context, c *worker.Cluste
 	if _, err := c.TopicMetadata(ctx, data); errors.Is(err, worker.ErrTopicNotFound) {
 		return g.noTopic(ctx, c, "topic", data)
 	}
+	// A control topic given as the data topic (--topic T.kcleanup): say so, and never suggest
+	// init --topic T.kcleanup, which would make a control topic for a control topic.
+	if strings.HasSuffix(data, protocol.ControlTopicFor("")) && c.CheckControlShape(ctx, data) == nil {
+		return errors.WithHintf(errors.Mark(errors.Newf("%s is a control topic, not a data topic: --topic names the data topic (its control topic would be %s, which does not exist)", data, controlTopic), worker.ErrTopicNotFound),
+			"name it as the control topic: kcleanup status --control-topic %s (the same --control-topic in every command)", data)
+	}
 	return errors.WithHintf(errors.Mark(errors.Newf("control topic %s does not exist: cleanup never ran for topic %s under its default control topic", controlTopic, data), worker.ErrTopicNotFound),
 		"if topic %s's cleanups are recorded under another control topic, name it (--control-topic); otherwise create its control topic once: kcleanup init --topic %s", data, data)
 }

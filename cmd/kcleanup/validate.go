@@ -47,8 +47,8 @@ topic-partition, the offset the recovery point needs and the boundary or the ava
 Pick a newer recovery point. Exit 4: cannot tell, the gate could not prove the recovery point
 safe (cluster unreachable, control topic missing, unreadable or unsafe, projection not caught
 up, degraded or at risk, missing permission, a checkpoint whose markers could not be read:
-checkpoint-unreadable); fix the cause and ask again. Exit 1: a markers file could not be read
-or parsed, or markers that say which checkpoint and subtask they are from are not every
+checkpoint-unreadable); fix the cause and ask again. Exit 1: a markers file or the --command-config file could
+not be read or parsed, or markers that say which checkpoint and subtask they are from are not every
 subtask's of one checkpoint (markers that do not say get a warning: completeness cannot be
 checked).
 
@@ -126,11 +126,16 @@ func runValidate(ctx context.Context, w, errw io.Writer, g globalOptions, marker
 	if err != nil {
 		return err
 	}
-	ctx, c, done, err := g.connectFor(ctx)
+	// A --command-config that cannot be read is a bad file (exit 1, the exit-code table); a
+	// cluster that cannot be reached is the gate's "cannot tell" (exit 4), with its verdict,
+	// at once when the connection is refused (Cluster.Validate asks Reachable first).
+	c, err := g.connectLazy()
 	if err != nil {
 		return err
 	}
-	defer done()
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(ctx, g.timeout)
+	defer cancel()
 	opts := worker.ValidateOptions{
 		ControlTopic: ctl,
 		Bootstrap:    g.bootstrap(),

@@ -321,7 +321,7 @@ func runWorker(cmd *cobra.Command, g globalOptions, o workerOptions) error {
 	if err != nil {
 		return err
 	}
-	c, err := g.connect()
+	c, err := g.connectLazy()
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/pem"
+	"io/fs"
 	"os"
 	"strings"
 	"time"
@@ -108,7 +109,7 @@ func (c Config) trustedCerts() (*x509.CertPool, error) {
 	}
 	data, err := os.ReadFile(c.truststoreLocation)
 	if err != nil {
-		return nil, c.keyError(keyTruststoreLocation, err)
+		return nil, c.storeFileError(keyTruststoreLocation, c.truststoreLocation, err)
 	}
 	if c.truststoreType == storePEM {
 		pool, err := certPool(string(data))
@@ -136,7 +137,7 @@ func (c Config) clientCert() (tls.Certificate, bool, error) {
 	}
 	data, err := os.ReadFile(c.keystoreLocation)
 	if err != nil {
-		return tls.Certificate{}, false, c.keyError(keyKeystoreLocation, err)
+		return tls.Certificate{}, false, c.storeFileError(keyKeystoreLocation, c.keystoreLocation, err)
 	}
 	if c.keystoreType == storePEM {
 		cert, err := c.pemKeyPair(string(data), string(data))
@@ -154,6 +155,16 @@ func (c Config) pemKeyPair(chain, key string) (tls.Certificate, error) {
 				"or use a PKCS12 or JKS keystore with its password")
 	}
 	return keyPair(chain, key)
+}
+
+// storeFileError is keyError for a store file that cannot be read, with a hint that names that
+// file (the CA or key file), not the properties file that points to it.
+func (c Config) storeFileError(key, path string, err error) error {
+	what := "cannot read"
+	if errors.Is(err, fs.ErrNotExist) {
+		what = "there is no file"
+	}
+	return errors.WithHintf(c.keyError(key, err), "%s %s: fix %s in %s, or put the file there", what, path, key, c.name)
 }
 
 func (c Config) keyError(key string, err error) error {

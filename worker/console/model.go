@@ -160,6 +160,10 @@ type StepMark struct {
 	Implied bool
 	Bad     bool
 	Offset  string
+	// TakenOverFrom names the COMMITTED's actor on a DELETING or APPLIED another actor wrote
+	// (a worker that took over an operation someone else committed): the audit says who
+	// deleted, not only who committed.
+	TakenOverFrom string
 }
 
 // RejectedRow is one rejected record.
@@ -494,8 +498,19 @@ type step struct {
 func laneSteps(steps []step) ([]StepMark, string) {
 	out := make([]StepMark, 0, len(steps))
 	var prev, first, last time.Time
+	committedBy := ""
 	for _, s := range steps {
 		m := StepMark{Event: s.event, At: report.FormatTime(s.at), Actor: report.OrDash(s.actor), Verdict: s.verdict, Implied: s.implied, Bad: s.bad}
+		if !s.implied && !s.bad && s.actor != "" {
+			switch s.event {
+			case events.Committed:
+				committedBy = s.actor
+			case events.Deleting, events.Applied:
+				if committedBy != "" && s.actor != committedBy {
+					m.TakenOverFrom = committedBy
+				}
+			}
+		}
 		if s.offset >= 0 {
 			m.Offset = fmt.Sprint(s.offset)
 		}
