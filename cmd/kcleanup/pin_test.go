@@ -272,7 +272,7 @@ func TestValidatePinForUnderAConcurrentApply(t *testing.T) {
 			if !doc.Allowed || doc.PinID == "" {
 				t.Errorf("round %d: exit 0 but %+v", round, doc)
 			}
-			opWantFailure(t, a.code, a.stderr, exitError, "above pin "+doc.PinID)
+			opWantFailure(t, a.code, a.stderr, exitError, "pin "+doc.PinID) // refused before PLANNED ("above pin X") or its COMMITTED rejected by the log ("reason pinned): pin X")
 			if start > 100 {
 				t.Errorf("round %d: ALLOWED with a pin, yet the log start is %d, above the recovery point's 100", round, start)
 			}
