@@ -71,6 +71,11 @@ type Envelope struct {
 	Plan          Plan
 	At            time.Time
 	Actor         string
+	// Reason is why the operator wrote a PLANNED or COMMITTED (apply
+	// --reason, submit --reason); "" for none, and always "" on the other
+	// events. A record with one is ReasonSchemaVersion. Like At and Actor it
+	// is not content: a retry with another reason is a duplicate.
+	Reason string
 	// Boundary is the cumulative boundary after a COMMITTED; nil for other events.
 	Boundary Offsets
 	// LogStart holds the log-start offsets observed before APPLIED; nil for other events.

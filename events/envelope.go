@@ -20,7 +20,8 @@ func (e Event) Known() bool {
 
 // envelopeFields are the fields of an envelope, in the order Encode writes
 // them. boundary belongs to COMMITTED only, logStart to APPLIED only.
-var envelopeFields = []string{"schemaVersion", "event", "planId", "plan", "at", "actor", "boundary", "logStart"}
+// reason belongs to a PLANNED or COMMITTED of ReasonSchemaVersion only.
+var envelopeFields = []string{"schemaVersion", "event", "planId", "plan", "at", "actor", "reason", "boundary", "logStart"}
 
 // Key is the control-record key of one transition of one plan:
 // "<planId>/<EVENT>". Each transition has its own key, so compaction keeps
@@ -78,8 +79,9 @@ func unknownEvent(field, ev string) *DecodeError {
 
 // Encode returns the control record of the envelope: its key and a compact
 // JSON value with fields in a fixed order, so equal envelopes give equal
-// bytes. It always writes SchemaVersion (this build writes no other), At in
-// UTC, and boundary and logStart when they are non-nil. Encode does not
+// bytes. It writes schema version 1, or ReasonSchemaVersion with "reason"
+// after "actor" for a PLANNED or COMMITTED with a Reason; At in UTC, and
+// boundary and logStart when they are non-nil. Encode does not
 // check the envelope; Validate does (text that is not valid UTF-8 is written
 // as U+FFFD, so only an envelope Validate accepts decodes to itself).
 func (e Envelope) Encode() (key, value []byte) {
@@ -89,9 +91,9 @@ func (e Envelope) Encode() (key, value []byte) {
 	if e.Pin != nil {
 		return e.encodePin()
 	}
-	b := make([]byte, 0, 256+32*(len(e.Plan.Offsets)+len(e.Boundary)+len(e.LogStart)))
+	b := make([]byte, 0, 256+len(e.Reason)+32*(len(e.Plan.Offsets)+len(e.Boundary)+len(e.LogStart)))
 	b = append(b, `{"schemaVersion":`...)
-	b = strconv.AppendInt(b, SchemaVersion, 10)
+	b = strconv.AppendInt(b, int64(e.planVersion()), 10)
 	b = append(b, `,"event":`...)
 	b = appendString(b, string(e.Event))
 	b = append(b, `,"planId":`...)
@@ -102,6 +104,10 @@ func (e Envelope) Encode() (key, value []byte) {
 	b = appendString(b, e.At.UTC().Format(time.RFC3339Nano))
 	b = append(b, `,"actor":`...)
 	b = appendString(b, e.Actor)
+	if e.planVersion() == ReasonSchemaVersion {
+		b = append(b, `,"reason":`...)
+		b = appendString(b, e.Reason)
+	}
 	if e.Boundary != nil {
 		b = append(b, `,"boundary":`...)
 		b = appendOffsets(b, e.Boundary, "")
@@ -123,6 +129,12 @@ func (e Envelope) Encode() (key, value []byte) {
 func (e Envelope) Validate() error {
 	if !utf8.ValidString(e.Actor) {
 		return malformed(fieldErrorf("actor", "is not valid UTF-8: Encode would write U+FFFD for its invalid bytes, and the record would decode to another actor"))
+	}
+	if !utf8.ValidString(e.Reason) {
+		return malformed(fieldErrorf("reason", "is not valid UTF-8: Encode would write U+FFFD for its invalid bytes, and the record would decode to another reason"))
+	}
+	if e.Reason != "" && e.Mirror == nil && e.Pin == nil && !carriesReason(e.Event) {
+		return malformed(fieldErrorf("reason", "is set on %s: only a PLANNED or COMMITTED carries an operator's reason", e.Event))
 	}
 	if e.Mirror != nil && !utf8.ValidString(e.Mirror.Reason) {
 		return malformed(fieldErrorf("reason", "is not valid UTF-8: Encode would write U+FFFD for its invalid bytes, and the record would decode to another reason"))
@@ -201,13 +213,14 @@ func (d *Decoder) remember(raw []byte, offsets int, p Plan) {
 
 // envelopeJSON is the envelope as decoded; each field checks itself.
 type envelopeJSON struct {
-	SchemaVersion version      `json:"schemaVersion"`
-	Event         str[anyText] `json:"event"`
-	PlanID        str[anyText] `json:"planId"`
-	Plan          planField    `json:"plan"`
-	At            timeField    `json:"at"`
-	Actor         str[actor]   `json:"actor"`
-	Boundary      offsetsField `json:"boundary"`
+	SchemaVersion envelopeVersion `json:"schemaVersion"`
+	Event         str[anyText]    `json:"event"`
+	PlanID        str[anyText]    `json:"planId"`
+	Plan          planField       `json:"plan"`
+	At            timeField       `json:"at"`
+	Actor         str[actor]      `json:"actor"`
+	Reason        str[reasonRule] `json:"reason"`
+	Boundary      offsetsField    `json:"boundary"`
 	LogStart      offsetsField `json:"logStart"`
 }
 
@@ -286,8 +299,10 @@ func strictDecode(d *Decoder, key, value []byte) (Envelope, error) {
 // the envelope's schema version, the key, the body's event and planId
 // against the key, an unknown event, the plan's schema version.
 func classify(sh shape, keyID string, keyEvent Event, keyErr error) error {
-	if err := checkVersion("schemaVersion", sh.schemaVersion); err != nil {
-		return err
+	if sh.schemaVersion.text != "5" || sh.schemaVersion.kind != kindNumber { // 5: a plan event with a reason (ReasonSchemaVersion)
+		if err := checkVersion("schemaVersion", sh.schemaVersion); err != nil {
+			return err
+		}
 	}
 	if keyErr != nil && keyEvent == "" {
 		return keyErr
@@ -370,17 +385,30 @@ func requiredString(name string, v scalar) (string, *fieldError) {
 // the event, and that the body's planId is the plan's.
 func (w *envelopeJSON) envelope() (Envelope, *fieldError) {
 	e := Envelope{
-		SchemaVersion: SchemaVersion,
+		SchemaVersion: w.SchemaVersion.v,
 		Event:         Event(w.Event.v),
 		PlanID:        w.PlanID.v,
 		Plan:          w.Plan.v,
 		At:            w.At.v,
 		Actor:         w.Actor.v,
+		Reason:        w.Reason.v,
 		Boundary:      w.Boundary.v,
 		LogStart:      w.LogStart.v,
 	}
-	seen := [...]bool{w.SchemaVersion.set, w.Event.set, w.PlanID.set, w.Plan.set, w.At.set, w.Actor.set, w.Boundary.set, w.LogStart.set}
+	if e.SchemaVersion == ReasonSchemaVersion && !carriesReason(e.Event) {
+		return Envelope{}, fieldErrorf("schemaVersion", "is %d on %s: only a PLANNED or COMMITTED carries a reason; %s is version %d", ReasonSchemaVersion, e.Event, e.Event, SchemaVersion)
+	}
+	seen := [...]bool{w.SchemaVersion.set, w.Event.set, w.PlanID.set, w.Plan.set, w.At.set, w.Actor.set, w.Reason.set, w.Boundary.set, w.LogStart.set}
 	for i, name := range envelopeFields {
+		if name == "reason" {
+			if seen[i] != (e.SchemaVersion == ReasonSchemaVersion) {
+				if seen[i] {
+					return Envelope{}, fieldErrorf(name, "is in a record of schema version %d: expected it only in version %d", SchemaVersion, ReasonSchemaVersion)
+				}
+				return Envelope{}, missingField(name)
+			}
+			continue
+		}
 		if seen[i] == fieldRequired(name, e.Event) {
 			continue
 		}

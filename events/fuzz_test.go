@@ -59,7 +59,25 @@ func decodeSeeds() []decodeSeed {
 		mirrorSeed(MirrorAttached, `"schemaVersion":3`),
 		decodeSeed{[]byte("mirror/m/MIRROR_PAUSED"), []byte(`{"schemaVersion":2,"event":"MIRROR_PAUSED","mirrorTopic":"m"}`), false},
 		pinSeed(pinEvent(time.Time{})), pinSeed(pinEvent(pinAt.Add(time.Hour))), pinSeed(NewUnpin("0123456789abcdef", "done", pinAt, "a")),
-		decodeSeed{[]byte("pin/0123456789abcdef/PIN_PAUSED"), []byte(`{"schemaVersion":3,"event":"PIN_PAUSED","pinId":"0123456789abcdef"}`), false})
+		decodeSeed{[]byte("pin/0123456789abcdef/PIN_PAUSED"), []byte(`{"schemaVersion":3,"event":"PIN_PAUSED","pinId":"0123456789abcdef"}`), false},
+		reasonSeed(Planned, ""), reasonSeed(Committed, ""), reasonSeed(Deleting, ""),
+		reasonSeed(Committed, `"schemaVersion":1`))
+}
+
+// reasonSeed is a plan event's record with an operator's reason (schema
+// version 5), its schemaVersion replaced when version is not empty.
+func reasonSeed(e Event, version string) decodeSeed {
+	env := envelopeOf(e, planC1())
+	env.Reason = "reclaim disk before the quarter close"
+	k, v := env.Encode()
+	if e == Deleting { // Encode writes no reason there: a foreign producer's would
+		v = []byte(strings.Replace(string(v), `"actor":"worker-1/4242"`, `"actor":"worker-1/4242","reason":"x"`, 1))
+		v = []byte(strings.Replace(string(v), `{"schemaVersion":1,"event"`, `{"schemaVersion":5,"event"`, 1))
+	}
+	if version != "" {
+		v = []byte(strings.Replace(string(v), `"schemaVersion":5`, version, 1))
+	}
+	return decodeSeed{k, v, false}
 }
 
 // pinSeed is a pin event's record.
@@ -288,6 +306,21 @@ func FuzzEncode(f *testing.F) {
 		}
 		if !envelopesEqual(back, env) && valid == nil {
 			t.Fatalf("Validate accepts an envelope whose round trip changes it:\n%+v\n%+v", env, back)
+		}
+		// The same with the recovery point's text as an operator's reason
+		// (schema version 5 on a PLANNED or COMMITTED, refused elsewhere).
+		env.Reason = rp
+		if carriesReason(env.Event) && rp != "" {
+			env.SchemaVersion = ReasonSchemaVersion
+		}
+		valid = env.Validate()
+		k, v = env.Encode()
+		back, err = Decode(k, v)
+		if err != nil && valid == nil {
+			t.Fatalf("Validate accepts an envelope with reason %q that does not decode: %v", rp, err)
+		}
+		if err == nil && valid == nil && !envelopesEqual(back, env) {
+			t.Fatalf("Validate accepts an envelope with a reason whose round trip changes it:\n%+v\n%+v", env, back)
 		}
 	})
 }

@@ -54,7 +54,7 @@ func plansEqual(a, b Plan) bool {
 
 func envelopesEqual(a, b Envelope) bool {
 	return a.SchemaVersion == b.SchemaVersion && a.Event == b.Event && a.PlanID == b.PlanID &&
-		plansEqual(a.Plan, b.Plan) && a.At.Equal(b.At) && a.Actor == b.Actor &&
+		plansEqual(a.Plan, b.Plan) && a.At.Equal(b.At) && a.Actor == b.Actor && a.Reason == b.Reason &&
 		(a.Boundary == nil) == (b.Boundary == nil) && a.Boundary.Equal(b.Boundary) &&
 		(a.LogStart == nil) == (b.LogStart == nil) && a.LogStart.Equal(b.LogStart) &&
 		(a.Mirror == nil) == (b.Mirror == nil) && (a.Mirror == nil || *a.Mirror == *b.Mirror) &&

@@ -180,6 +180,31 @@ func TestEnvelopeSchemaMatchesEncoder(t *testing.T) {
 	// Each allOf entry: if event is E, then field F is required, else forbidden.
 	conditional := map[Event][]string{}
 	for _, c := range at(t, s, "allOf").([]any) {
+		if _, ok := at(t, c, "if", "properties").(map[string]any)["schemaVersion"]; ok {
+			// Version 5: a PLANNED or COMMITTED with the operator's reason.
+			if v := at(t, c, "if", "properties", "schemaVersion", "const"); v != float64(ReasonSchemaVersion) {
+				t.Errorf("allOf on schemaVersion %v, want %d", v, ReasonSchemaVersion)
+			}
+			if got := strs(t, at(t, c, "then", "properties", "event", "enum")); !slices.Equal(got, []string{"PLANNED", "COMMITTED"}) {
+				t.Errorf("version %d events = %v, want PLANNED and COMMITTED (carriesReason)", ReasonSchemaVersion, got)
+			}
+			for _, e := range []Event{Planned, Committed} {
+				env := envelopeOf(e, planC1())
+				env.Reason = "why"
+				_, value := env.Encode()
+				want := append(slices.Clone(strs(t, at(t, s, "required"))), "reason")
+				if e == Committed {
+					want = append(want, "boundary")
+				}
+				if got := slices.Sorted(slices.Values(written(t, value))); !slices.Equal(got, slices.Sorted(slices.Values(want))) {
+					t.Errorf("%s with a reason: Encode writes %v, schema requires %v", e, got, want)
+				}
+			}
+			if at(t, s, "properties", "reason", "maxLength") != float64(MaxReasonBytes) {
+				t.Errorf("reason maxLength differs from MaxReasonBytes %d", MaxReasonBytes)
+			}
+			continue
+		}
 		e := Event(at(t, c, "if", "properties", "event", "const").(string))
 		then := strs(t, at(t, c, "then", "required"))
 		if els := strs(t, at(t, c, "else", "not", "required")); !slices.Equal(then, els) {
