@@ -135,6 +135,7 @@ func (s *State) reencode(oi int32, e events.Event) (Record, bool) {
 		Plan:          s.plan(o),
 		At:            at,
 		Actor:         s.actorNames[st.actor],
+		Reason:        s.reasons[st.offset], // a repair keeps the operator's reason
 	}
 	switch e {
 	case events.Committed:

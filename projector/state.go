@@ -74,6 +74,10 @@ type State struct {
 	actors     map[string]uint32
 	actorNames []string
 	lastActor  uint32 // the actor actorIndex returned last
+	// reasons holds the operator's reason of each accepted step that has
+	// one (events.Envelope.Reason, apply --reason), by its offset: few
+	// records carry one, so steps stay small.
+	reasons map[int64]string
 
 	decoder *events.Decoder // Step's: it checks each distinct plan once
 
@@ -443,6 +447,8 @@ func (s *State) verdictOf(e auditEntry) Verdict {
 		At:      st.At,
 		Actor:   st.Actor,
 		Covered: st.Event == events.Committed && o.covered,
+		// OperatorReason is the record's own: the step's is the first accepted.
+		OperatorReason: st.Reason,
 	}
 }
 
@@ -498,7 +504,7 @@ func (s *State) newStep(offset int64, e events.Event, at time.Time, actor string
 
 // exportStep is the exported form of a step.
 func (s *State) exportStep(st step) Step {
-	return Step{Offset: st.offset, Event: st.event(), At: st.at(), Actor: s.actorNames[st.actor]}
+	return Step{Offset: st.offset, Event: st.event(), At: st.at(), Actor: s.actorNames[st.actor], Reason: s.reasons[st.offset]}
 }
 
 // exportSteps is the history in its exported form.

@@ -108,7 +108,8 @@ func (s *State) fold(r Record, env events.Envelope, decodeErr error) Verdict {
 		if s.lean {
 			o := s.ops[e.op]
 			v = Verdict{Offset: r.Offset, Event: step.env.Event, PlanID: step.env.PlanID, Outcome: Accepted,
-				At: step.env.At, Actor: s.intern(step.env.Actor), Covered: step.env.Event == events.Committed && o.covered}
+				At: step.env.At, Actor: s.intern(step.env.Actor), Covered: step.env.Event == events.Committed && o.covered,
+				OperatorReason: step.env.Reason}
 		} else {
 			v = s.verdictOf(e)
 		}
@@ -209,6 +210,7 @@ func (s *State) decide(r Record, env events.Envelope, err error) (Verdict, chang
 		return reject(v, reason, err.Error()), change{}
 	}
 	v.At, v.Actor, v.Event, v.PlanID = verdictAt(&env, r), env.Actor, env.Event, env.PlanID
+	v.OperatorReason = env.Reason
 	if !isID {
 		// Decode never returns one; a Decoded built by hand may.
 		return reject(v, ReasonMalformed, fmt.Sprintf("planId %q is not 64 lowercase hex digits", env.PlanID)), change{}
@@ -506,6 +508,12 @@ func (s *State) apply(offset int64, c change) auditEntry {
 	// The history is at the end of data: its steps are appended to data.
 	last, n := o.history().lastAndLen()
 	o.data = appendStep(o.data, last, s.newStep(offset, env.Event, env.At, env.Actor))
+	if env.Reason != "" {
+		if s.reasons == nil {
+			s.reasons = map[int64]string{}
+		}
+		s.reasons[offset] = env.Reason
+	}
 	return auditEntry{offset: offset, op: oi, idx: int32(n)}
 }
 

@@ -180,6 +180,10 @@ type Verdict struct {
 	// could not be decoded.
 	At    time.Time
 	Actor string
+	// OperatorReason is why the operator wrote the record (apply --reason,
+	// submit --reason: events.Envelope.Reason); "" when it says none. Not
+	// to be confused with Reason, the fold's reason for a rejection.
+	OperatorReason string
 	// Maintenance is set on a duplicate or rejected record that carries a
 	// worker's maintenance headers and is what such a record may be: a
 	// repair that is a duplicate (or re-appended evidence), a retraction
@@ -201,6 +205,9 @@ type Step struct {
 	Event  events.Event
 	At     time.Time
 	Actor  string
+	// Reason is why the operator wrote it (apply --reason, submit
+	// --reason); "" when the record says none.
+	Reason string
 }
 
 // Operation is one plan's life on the control topic.
