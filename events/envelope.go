@@ -133,7 +133,7 @@ func (e Envelope) Validate() error {
 	if !utf8.ValidString(e.Reason) {
 		return malformed(fieldErrorf("reason", "is not valid UTF-8: Encode would write U+FFFD for its invalid bytes, and the record would decode to another reason"))
 	}
-	if e.Reason != "" && e.Mirror == nil && e.Pin == nil && !carriesReason(e.Event) {
+	if e.Reason != "" && e.Mirror == nil && e.Pin == nil && !e.Event.CarriesReason() {
 		return malformed(fieldErrorf("reason", "is set on %s: only a PLANNED or COMMITTED carries an operator's reason", e.Event))
 	}
 	if e.Mirror != nil && !utf8.ValidString(e.Mirror.Reason) {
@@ -395,7 +395,7 @@ func (w *envelopeJSON) envelope() (Envelope, *fieldError) {
 		Boundary:      w.Boundary.v,
 		LogStart:      w.LogStart.v,
 	}
-	if e.SchemaVersion == ReasonSchemaVersion && !carriesReason(e.Event) {
+	if e.SchemaVersion == ReasonSchemaVersion && !e.Event.CarriesReason() {
 		return Envelope{}, fieldErrorf("schemaVersion", "is %d on %s: only a PLANNED or COMMITTED carries a reason; %s is version %d", ReasonSchemaVersion, e.Event, e.Event, SchemaVersion)
 	}
 	seen := [...]bool{w.SchemaVersion.set, w.Event.set, w.PlanID.set, w.Plan.set, w.At.set, w.Actor.set, w.Reason.set, w.Boundary.set, w.LogStart.set}

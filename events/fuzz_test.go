@@ -310,7 +310,7 @@ func FuzzEncode(f *testing.F) {
 		// The same with the recovery point's text as an operator's reason
 		// (schema version 5 on a PLANNED or COMMITTED, refused elsewhere).
 		env.Reason = rp
-		if carriesReason(env.Event) && rp != "" {
+		if env.Event.CarriesReason() && rp != "" {
 			env.SchemaVersion = ReasonSchemaVersion
 		}
 		valid = env.Validate()

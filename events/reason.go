@@ -21,10 +21,10 @@ const ReasonSchemaVersion = 5
 // of a writer's text any view shows whole.
 const MaxReasonBytes = 1024
 
-// carriesReason reports whether an event may carry a reason: the two an
+// CarriesReason reports whether an event may carry a reason: the two an
 // operator's command writes (apply, submit); a worker's DELETING and
 // APPLIED never do.
-func carriesReason(e Event) bool { return e == Planned || e == Committed }
+func (e Event) CarriesReason() bool { return e == Planned || e == Committed }
 
 // envelopeVersion is a plan event's schemaVersion: exactly the literal 1,
 // or 5 (ReasonSchemaVersion).
@@ -84,7 +84,7 @@ func CheckReason(s string) error {
 
 // planVersion is the schema version Encode writes for a plan event.
 func (e Envelope) planVersion() int {
-	if e.Reason != "" && carriesReason(e.Event) {
+	if e.Reason != "" && e.Event.CarriesReason() {
 		return ReasonSchemaVersion
 	}
 	return SchemaVersion

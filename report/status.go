@@ -181,6 +181,9 @@ type StepStatus struct {
 	Event  events.Event `json:"event"`
 	At     time.Time    `json:"at"`
 	Actor  string       `json:"actor"`
+	// Reason is why the operator wrote this PLANNED or COMMITTED (apply --reason, submit
+	// --reason); absent when it gave none.
+	Reason string `json:"reason,omitempty"`
 }
 
 // RejectedRecord is one control record the fold rejected.
@@ -342,7 +345,7 @@ func statusOf(src Source, complete bool) Status {
 			Implied:             op.Implied,
 		}
 		for _, h := range op.History {
-			os.History = append(os.History, StepStatus{Offset: h.Offset, Event: h.Event, At: h.At, Actor: h.Actor})
+			os.History = append(os.History, StepStatus{Offset: h.Offset, Event: h.Event, At: h.At, Actor: h.Actor, Reason: h.Reason})
 		}
 		if n := len(op.History); n > 0 {
 			last := op.History[n-1]
@@ -387,4 +390,17 @@ func statusOf(src Source, complete bool) Status {
 		st.Retractions = append(st.Retractions, ret)
 	}
 	return st
+}
+
+// Why is the operator's reason for the operation, as views show it: its COMMITTED's when it
+// has one, else its PLANNED's ("" when neither gave one), and who wrote that record.
+func (o OperationStatus) Why() (reason, by string) {
+	for _, e := range []events.Event{events.Committed, events.Planned} {
+		for _, h := range o.History {
+			if h.Event == e {
+				return h.Reason, h.Actor
+			}
+		}
+	}
+	return "", ""
 }

@@ -52,3 +52,16 @@ func OrDash(s string) string {
 	}
 	return s
 }
+
+// NoReason is what every view says of a PLANNED or COMMITTED whose writer gave no reason
+// (apply and submit without --reason, any earlier kcleanup, a foreign producer).
+const NoReason = "(no reason given)"
+
+// WhyText is how every view words the operator's reason of a PLANNED or COMMITTED: "why: R",
+// or "why: (no reason given)".
+func WhyText(reason string) string {
+	if reason == "" {
+		return "why: " + NoReason
+	}
+	return "why: " + reason
+}

@@ -32,6 +32,9 @@ var (
 type Options struct {
 	// Actor names the writer in control records; default Actor().
 	Actor string
+	// Reason is the operator's --reason: the PLANNED and COMMITTED this
+	// run appends carry it (events.ReasonSchemaVersion); "" for none.
+	Reason string
 	// NoWait makes Apply return once COMMITTED is accepted.
 	NoWait bool
 	// PhaseTimeout, when set, bounds each phase of a run on its own: up to the plan's
@@ -200,6 +203,9 @@ func (c *Cluster) execute(ctx context.Context, proj *Projection, run *protocol.R
 			env.At, env.Actor = time.Now().UTC(), o.actor()
 			if step.Acknowledge != "" {
 				env.Actor += " (" + step.Acknowledge + ")"
+			}
+			if env.Event.CarriesReason() {
+				env.Reason = o.Reason
 			}
 			rep.Verdict, rep.Err = proj.Decide(ctx, env)
 			armed = reached(proj, env)

@@ -20,12 +20,13 @@ type applyOptions struct {
 	noWait     bool
 	tombstones tombstoneOptions
 	grace      time.Duration // --restore-grace
+	reason     reasonOption
 }
 
 func newApplyCmd(g *globalOptions) *cobra.Command {
 	var o applyOptions
 	cmd := &cobra.Command{
-		Use:   "apply PLAN.json [--no-wait] [--restore-grace D]",
+		Use:   "apply PLAN.json [--reason TEXT] [--no-wait] [--restore-grace D]",
 		Short: "Commit a plan's boundary and delete the records below it",
 		Long: `Apply a plan, printing each step to standard error as it happens:
 
@@ -53,12 +54,21 @@ plan was acknowledged before DELETING (docs/flink-agents.md). apply never create
 topic: run kcleanup init --topic T first. It writes nothing while another control topic, under
 any name, governs the plan's topic (name that one with --control-topic), and it deletes nothing
 while the data topic holds a tombstone at or above the committed boundary (a plan whose boundary
-would lie at or below one is refused before it is written), as the workers do.`,
-		Example: `  kcleanup apply chk-42.plan.json
+would lie at or below one is refused before it is written), as the workers do.
+
+--reason TEXT says why, for the audit: the PLANNED and COMMITTED this run writes carry it, with
+this process's host/pid as their actor, and history, status and the audit report show who
+committed the plan and why. It is optional (without it history says "(no reason given)"), but
+records with a reason are a newer schema that kcleanup builds before it read as such and fail
+closed on: upgrade every worker and gate first (docs/events.md, "Reasons").`,
+		Example: `  kcleanup apply chk-42.plan.json --reason "reclaim disk before the quarter close (OPS-1234)"
   kcleanup apply chk-42.plan.json --no-wait -o json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.tombstones.check(); err != nil {
+				return err
+			}
+			if err := o.reason.check(cmd.Flags()); err != nil {
 				return err
 			}
 			var err error
@@ -76,6 +86,7 @@ would lie at or below one is refused before it is written), as the workers do.`,
 	cmd.Flags().BoolVar(&o.noWait, "no-wait", false, "return once COMMITTED is accepted; workers delete")
 	o.tombstones.addFlags(cmd.Flags(), true)
 	addRestoreGraceFlag(cmd.Flags())
+	o.reason.addFlag(cmd.Flags(), "the PLANNED and COMMITTED it writes")
 	return cmd
 }
 
@@ -121,7 +132,7 @@ func runApply(ctx context.Context, g globalOptions, path string, o applyOptions,
 
 	// One run of the protocol: check and commit (or find the plan already committed or
 	// applied), then, without --no-wait, delete and verify; --timeout bounds each phase.
-	opts.NoWait, opts.PhaseTimeout, opts.RestoreGrace = o.noWait, g.timeout, o.grace
+	opts.NoWait, opts.PhaseTimeout, opts.RestoreGrace, opts.Reason = o.noWait, g.timeout, o.grace, o.reason.text
 	out, err := s.cluster.Apply(ctx, s.proj, plan, opts)
 	// The restore grace is waited out here, not in a phase: the deletion then runs with its
 	// own --timeout. A later mirror record may move the grace: wait again, a few times at most.

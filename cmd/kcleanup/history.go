@@ -77,7 +77,8 @@ and the offset read to, so the same log gives the same file, byte for byte.`,
 // Version 3: maintenance (kind, actor, reason) on the fleet's own repairs and retractions.
 // Version 4: event may be a mirror event (MIRROR_ATTACHED, MIRROR_DETACHED; no planId) or the
 // event a newer build's key names.
-const historySchemaVersion = 4
+// Version 5: operatorReason, why the operator wrote a PLANNED or COMMITTED (apply --reason).
+const historySchemaVersion = 5
 
 // historyDoc is `kcleanup history -o json`: the verdicts, wrapped in an object like every
 // kcleanup document (output.go).
@@ -125,6 +126,9 @@ type verdictEntry struct {
 	// timestamp), RFC 3339; absent when neither is known.
 	At    *time.Time `json:"at,omitempty"`
 	Actor string     `json:"actor,omitempty"`
+	// OperatorReason is why the operator wrote the record (apply --reason, submit --reason);
+	// absent when it says none.
+	OperatorReason string `json:"operatorReason,omitempty"`
 	// Maintenance is set on a record the worker fleet wrote to keep the log
 	// safe to compact (a repair, a retraction tombstone), from its headers:
 	// Actor is then the worker.
@@ -166,7 +170,7 @@ func runHistory(ctx context.Context, w io.Writer, g globalOptions, controlTopic,
 				a.Lead().Round(time.Second), a.Appended.UTC().Format(time.RFC3339))
 		}
 		e := verdictEntry{Offset: v.Offset, Event: v.Event, PlanID: v.PlanID,
-			Verdict: v.Outcome, Reason: v.Reason, Actor: v.Actor, Maintenance: v.Maintenance}
+			Verdict: v.Outcome, Reason: v.Reason, Actor: v.Actor, OperatorReason: v.OperatorReason, Maintenance: v.Maintenance}
 		if m := v.Maintenance; m != nil && m.Actor != "" {
 			e.Actor = m.Actor
 		}
@@ -250,6 +254,8 @@ func printHistory(w io.Writer, doc historyDoc, full bool) error {
 		if m := v.Maintenance; m != nil {
 			// The fleet's own upkeep, not another writer's bad record.
 			verdict, what = "maintenance ("+m.Kind+")", m.Reason
+		} else if v.Event.CarriesReason() && v.Actor != "" {
+			what += "; " + report.WhyText(v.OperatorReason) // who is the ACTOR column
 		}
 		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\t%s\n", v.Offset, formatTimePtr(v.At), report.OrDash(string(v.Event)),
 			report.OrDash(shorten(v.PlanID, shortPlanID)), verdict, report.OrDash(actor(v.Actor)), detail(what))

@@ -300,6 +300,7 @@ type opControlRecord struct {
 	Offset int64
 	Key    string
 	Event  events.Event // "" when the key does not parse
+	Value  []byte
 }
 
 // controlRecords reads a whole control topic raw, without the projector: what is on the log. A
@@ -330,7 +331,7 @@ func (e *opEnv) controlRecords(t *testing.T, control string) (recs []opControlRe
 			t.Fatalf("read control topic %s: %v", control, ctx.Err())
 		}
 		fs.EachRecord(func(r *kgo.Record) {
-			rec := opControlRecord{Offset: r.Offset, Key: string(r.Key)}
+			rec := opControlRecord{Offset: r.Offset, Key: string(r.Key), Value: r.Value}
 			if _, ev, err := events.ParseKey(r.Key); err == nil {
 				rec.Event = ev
 			}

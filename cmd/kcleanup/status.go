@@ -208,14 +208,19 @@ func printStatus(w io.Writer, st report.Status, full bool) error {
 				st.StalePlanned, staleAge)
 		}
 		tw = newTable(w)
-		fmt.Fprintln(tw, "  PLAN\tSTATE\tRECOVERY POINT\tOFFSETS\tUPDATED\tBY")
+		fmt.Fprintln(tw, "  PLAN\tSTATE\tRECOVERY POINT\tOFFSETS\tUPDATED\tBY\tCOMMITTED (ELSE PLANNED) BY: WHY")
 		for _, op := range st.Operations {
 			rp, by := op.SourceRecoveryPoint, op.UpdatedBy
-			if !full {
-				rp, by = clip(rp, tableKeyLimit), clip(by, tableKeyLimit)
+			why, whyBy := op.Why()
+			if why == "" {
+				why = report.NoReason
 			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", op.PlanID, op.State, report.SingleLine(rp),
-				op.Offsets.String(), report.FormatTime(op.UpdatedAt), report.SingleLine(by))
+			why = whyBy + ": " + why
+			if !full {
+				rp, by, why = clip(rp, tableKeyLimit), clip(by, tableKeyLimit), clip(why, tableDetailLimit)
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\n", op.PlanID, op.State, report.SingleLine(rp),
+				op.Offsets.String(), report.FormatTime(op.UpdatedAt), report.SingleLine(by), report.SingleLine(why))
 		}
 		if err := tw.Flush(); err != nil {
 			return err

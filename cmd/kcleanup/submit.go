@@ -16,8 +16,9 @@ import (
 
 func newSubmitCmd(g *globalOptions) *cobra.Command {
 	var t tombstoneOptions
+	var reason reasonOption
 	cmd := &cobra.Command{
-		Use:   "submit PLAN.json",
+		Use:   "submit PLAN.json [--reason TEXT]",
 		Short: "Record a plan on the control topic (PLANNED) without committing it",
 		Long: `Check a plan against the live cluster and the committed boundary, then append its PLANNED
 record to the control topic. Nothing is committed and nothing is deleted: a PLANNED plan is a
@@ -30,17 +31,26 @@ already on the control topic changes nothing.
 A control topic's first plan is refused while the data topic holds a tombstone (null value) at or
 above its offsets, or while a scan bounded by --tombstone-scan-limit cannot tell
 (docs/operator-guide.md, "Migrating from tombstones"); --allow-tombstones overrides that and is
-recorded in the PLANNED record's actor.`,
-		Example: `  kcleanup submit chk-42.plan.json`,
-		Args:    cobra.ExactArgs(1),
+recorded in the PLANNED record's actor.
+
+--reason TEXT says why, for the audit: the PLANNED carries it (history and status show it). It
+is optional; records with a reason are a newer schema that kcleanup builds before it fail closed
+on, so upgrade every worker and gate first (docs/events.md, "Reasons").`,
+		Example: `  kcleanup submit chk-42.plan.json
+  kcleanup submit chk-42.plan.json --reason "proposed for Tuesday's change window (OPS-1234)"`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := t.check(); err != nil {
 				return err
 			}
-			return runSubmit(cmd.Context(), *g, args[0], t, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+			if err := reason.check(cmd.Flags()); err != nil {
+				return err
+			}
+			return runSubmit(cmd.Context(), *g, args[0], t, reason.text, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	t.addFlags(cmd.Flags(), true)
+	reason.addFlag(cmd.Flags(), "the PLANNED it writes")
 	return cmd
 }
 
@@ -56,7 +66,7 @@ type submitReport struct {
 	Outcome string `json:"outcome,omitempty"`
 }
 
-func runSubmit(ctx context.Context, g globalOptions, path string, t tombstoneOptions, stdin io.Reader, stdout, stderr io.Writer) error {
+func runSubmit(ctx context.Context, g globalOptions, path string, t tombstoneOptions, reason string, stdin io.Reader, stdout, stderr io.Writer) error {
 	plan, err := readPlanFile(path, stdin)
 	if err != nil {
 		return err
@@ -66,6 +76,7 @@ func runSubmit(ctx context.Context, g globalOptions, path string, t tombstoneOpt
 		return err
 	}
 	defer s.close()
+	s.opts.Reason = reason
 
 	rep := submitReport{PlanID: plan.PlanID, ControlTopic: s.proj.Topic, Offset: -1}
 	if op, ok := s.proj.State.Operation(plan.PlanID); ok {
