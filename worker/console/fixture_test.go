@@ -45,8 +45,13 @@ func (b *logBuilder) raw(key string, value []byte, at time.Time) {
 }
 
 func (b *logBuilder) env(p events.Plan, e events.Event, at time.Duration, actor string, boundary, logStart events.Offsets) {
+	b.envWhy(p, e, at, actor, "", boundary, logStart)
+}
+
+// envWhy is env with the operator's reason (apply --reason).
+func (b *logBuilder) envWhy(p events.Plan, e events.Event, at time.Duration, actor, reason string, boundary, logStart events.Offsets) {
 	env := events.Envelope{SchemaVersion: events.SchemaVersion, Event: e, PlanID: p.PlanID, Plan: p,
-		At: t0.Add(at), Actor: actor, Boundary: boundary, LogStart: logStart}
+		At: t0.Add(at), Actor: actor, Reason: reason, Boundary: boundary, LogStart: logStart}
 	k, v := env.Encode()
 	b.raw(string(k), v, t0.Add(at))
 }
@@ -83,7 +88,7 @@ func story(t *testing.T) (recs []projector.Record, c1, c2 events.Plan) {
 	c0 := plan(t, "chk-0", events.Offsets{0: 100, 1: 200})
 	cli, w1 := "ops-laptop/4242", "worker/kc-1/17"
 	b.env(c1, events.Planned, 0, cli, nil, nil)
-	b.env(c1, events.Committed, 1200*time.Millisecond, cli, events.Offsets{0: 150, 1: 120}, nil)
+	b.envWhy(c1, events.Committed, 1200*time.Millisecond, cli, "reclaim disk before the quarter close (OPS-1234)", events.Offsets{0: 150, 1: 120}, nil)
 	b.env(c1, events.Deleting, 1500*time.Millisecond, cli, nil, nil)
 	b.env(c1, events.Applied, 2100*time.Millisecond, cli, nil, events.Offsets{0: 150, 1: 120})
 	b.raw("oops", []byte(`{"not":"an envelope"}`), t0.Add(time.Minute))

@@ -177,7 +177,7 @@ func liveTopic(ts report.TopicStatus, now time.Time) Topic {
 		l := lane(op)
 		var steps []step
 		for _, h := range op.History {
-			steps = append(steps, step{event: h.Event, at: h.At, actor: h.Actor, verdict: "accepted", offset: h.Offset})
+			steps = append(steps, step{event: h.Event, at: h.At, actor: h.Actor, reason: h.Reason, verdict: "accepted", offset: h.Offset})
 		}
 		if len(op.History) > 0 {
 			first[op.PlanID] = op.History[0].At

@@ -164,6 +164,9 @@ type StepMark struct {
 	// (a worker that took over an operation someone else committed): the audit says who
 	// deleted, not only who committed.
 	TakenOverFrom string
+	// Why is the operator's reason on a PLANNED or COMMITTED ("why: …", or "why: (no reason
+	// given)"): the audit says who committed each plan and why.
+	Why string
 }
 
 // RejectedRow is one rejected record.
@@ -487,6 +490,7 @@ type step struct {
 	event   events.Event
 	at      time.Time
 	actor   string
+	reason  string // the operator's (apply --reason)
 	verdict string
 	implied bool
 	bad     bool
@@ -502,6 +506,9 @@ func laneSteps(steps []step) ([]StepMark, string) {
 	for _, s := range steps {
 		m := StepMark{Event: s.event, At: report.FormatTime(s.at), Actor: report.OrDash(s.actor), Verdict: s.verdict, Implied: s.implied, Bad: s.bad}
 		if !s.implied && !s.bad && s.actor != "" {
+			if s.event.CarriesReason() {
+				m.Why = report.Clip(report.WhyText(s.reason), 200) // the records table has it whole
+			}
 			switch s.event {
 			case events.Committed:
 				committedBy = s.actor

@@ -30,13 +30,13 @@ func FromLog(st report.Status, audit []projector.Verdict) View {
 
 	// The latest copy of every accepted key: what compaction keeps.
 	type copyOf struct {
-		at    time.Time
-		actor string
+		at            time.Time
+		actor, reason string
 	}
 	latest := map[string]copyOf{}
 	for _, r := range audit {
 		if r.Outcome == projector.Accepted || r.Outcome == projector.Duplicate {
-			latest[r.Key] = copyOf{r.At, r.Actor}
+			latest[r.Key] = copyOf{r.At, r.Actor, r.OperatorReason}
 		}
 	}
 
@@ -54,7 +54,7 @@ func FromLog(st report.Status, audit []projector.Verdict) View {
 				steps = append(steps, step{event: e, verdict: "implied", implied: true, offset: -1})
 				continue
 			}
-			steps = append(steps, step{event: e, at: c.at, actor: c.actor, verdict: "accepted", offset: -1})
+			steps = append(steps, step{event: e, at: c.at, actor: c.actor, reason: c.reason, verdict: "accepted", offset: -1})
 			if _, seen := first[op.PlanID]; !seen {
 				first[op.PlanID] = c.at
 			}
@@ -118,6 +118,8 @@ func FromLog(st report.Status, audit []projector.Verdict) View {
 		if m := r.Maintenance; m != nil {
 			// The fleet's own upkeep (its headers say who and why), not a bad write.
 			row.Verdict, row.Bad, row.Actor, row.Detail = "maintenance ("+m.Kind+")", false, report.OrDash(m.Actor), report.SingleLine(m.Reason)
+		} else if r.Event.CarriesReason() && r.Actor != "" {
+			row.Detail += "; " + report.SingleLine(report.WhyText(r.OperatorReason)) // as history says it
 		}
 		t.Records = append(t.Records, row)
 	}

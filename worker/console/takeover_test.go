@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/kcleanup/kcleanup/events"
+	"github.com/kcleanup/kcleanup/report"
 )
 
 // TestLaneStepsNameATakeover: a DELETING or APPLIED written by another actor than the
@@ -33,4 +34,26 @@ func TestLaneStepsNameATakeover(t *testing.T) {
 			t.Errorf("step %d: the committer finished its own operation, yet TakenOverFrom %q", i, m.TakenOverFrom)
 		}
 	}
+}
+
+// TestReportSaysWhy: the audit report says why each plan was planned and committed, from the
+// records' own reasons (apply --reason), and "(no reason given)" where the writer gave none; a
+// DELETING or APPLIED (the workers') carries no why. The story's chk-1 COMMITTED has a reason.
+func TestReportSaysWhy(t *testing.T) {
+	recs, c1, _ := story(t)
+	proj := projection(recs)
+	v := FromLog(report.StatusOf(proj), proj.View.State.Audit())
+	for _, l := range v.Topics[0].Operations {
+		if l.PlanID != c1.PlanID {
+			continue
+		}
+		want := map[events.Event]string{events.Planned: "why: (no reason given)", events.Committed: "why: reclaim disk before the quarter close (OPS-1234)"}
+		for _, m := range l.Steps {
+			if m.Why != want[m.Event] {
+				t.Errorf("%s: Why %q, want %q", m.Event, m.Why, want[m.Event])
+			}
+		}
+		return
+	}
+	t.Fatalf("no lane for plan %s", c1.PlanID)
 }
