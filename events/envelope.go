@@ -221,7 +221,7 @@ type envelopeJSON struct {
 	Actor         str[actor]      `json:"actor"`
 	Reason        str[reasonRule] `json:"reason"`
 	Boundary      offsetsField    `json:"boundary"`
-	LogStart      offsetsField `json:"logStart"`
+	LogStart      offsetsField    `json:"logStart"`
 }
 
 // decode reads a record the fast way when it is in exactly Encode's form
