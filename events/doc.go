@@ -108,6 +108,17 @@
 // not skip such a record, since it may carry a commit the reader cannot see:
 // the projection fails closed (docs/design.md §5) until the reader is upgraded.
 //
+// # Reasons
+//
+// A PLANNED or COMMITTED may carry the operator's reason (apply --reason,
+// submit --reason): schema version 5 (ReasonSchemaVersion), with "reason"
+// after "actor", printable, not blank, at most MaxReasonBytes. Without one a
+// record is version 1, as every earlier writer wrote it; a version-1 record
+// with a reason, a version 5 without one, and a DELETING or APPLIED of
+// version 5 are ErrMalformed. A build before reasons reads version 5 as
+// ErrNewerSchema and fails closed, where a reason in schema 1 (closed) would
+// have had it reject the COMMITTED and fold a lower boundary.
+//
 // # Mirror events
 //
 // MIRROR_ATTACHED and MIRROR_DETACHED attach and detach a Flink Agents
