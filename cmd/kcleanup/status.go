@@ -193,6 +193,15 @@ func printStatus(w io.Writer, st report.Status, full bool) error {
 	if err := printPins(w, st.Pins); err != nil {
 		return err
 	}
+	if st.NoTombstones != nil {
+		tw = newTable(w)
+		for _, l := range report.DeclarationLines(st.NoTombstones) {
+			fmt.Fprintf(tw, "%s:\t%s\n", l[0], l[1])
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
 
 	fmt.Fprintln(w)
 	if len(st.Operations) == 0 && st.OperationsOmitted == 0 {

@@ -39,16 +39,26 @@ func (d *Daemon) checkTombstones(ctx context.Context, o *owner, proj *worker.Pro
 	if key := topic + "/" + id; w.key != key {
 		w.key, w.scan = key, nil // another incarnation: its records are new
 	}
-	scan, err := d.cluster.ScanTombstones(ctx, topic, boundary, w.scan, d.cfg.tombstoneScanLimit)
-	if err != nil {
-		if worker.KafkaCode(err) == 3 { // UNKNOWN_TOPIC_OR_PARTITION: the run's recheck blocks on it, and says why
-			return nil
+	// Under a no-tombstones declaration the partitions it covers are not read
+	// (protocol.TombstoneScanFrom): Read on the data topic is then not needed.
+	var scan *protocol.TombstoneScan
+	if from := protocol.TombstoneScanFrom(proj.State, topic, id, boundary); len(from) > 0 {
+		read, err := d.cluster.ScanTombstones(ctx, topic, from, w.scan, d.cfg.tombstoneScanLimit)
+		if err != nil {
+			if worker.KafkaCode(err) == 3 { // UNKNOWN_TOPIC_OR_PARTITION: the run's recheck blocks on it, and says why
+				return nil
+			}
+			return errors.Wrapf(err, "tombstone watch of %s", topic)
 		}
-		return errors.Wrapf(err, "tombstone watch of %s", topic)
+		scan = &read
 	}
-	w.scan = &scan
-	// The one rule (protocol.WatchTombstones), as every finishing run applies it.
-	return protocol.WatchTombstones(topic, boundary, scan)
+	// The one rule (protocol.WatchTombstones), as every finishing run applies it; a
+	// tombstone an earlier pass saw on a partition now declared still blocks.
+	judged := protocol.Declared(proj.State, topic, id, boundary, scan, w.scan)
+	if scan != nil {
+		w.scan = scan
+	}
+	return protocol.WatchTombstones(topic, boundary, judged)
 }
 
 // watchTombstones runs the watch (checkTombstones) and publishes what it found for the
