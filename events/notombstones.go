@@ -102,14 +102,14 @@ func (e Envelope) encodeDeclaration() (key, value []byte) {
 
 // declarationJSON is a declaration event as decoded; each field checks itself.
 type declarationJSON struct {
-	Version       declarationVersion   `json:"schemaVersion"`
-	Event         str[anyText]         `json:"event"`
-	Topic         str[topicRule]       `json:"topic"`
-	TopicID       str[topicIDRule]     `json:"topicId"`
-	Since         offsetsField         `json:"since"`
-	At            timeField            `json:"at"`
-	Actor         str[actor]           `json:"actor"`
-	Reason        str[declarationText] `json:"reason"`
+	Version declarationVersion   `json:"schemaVersion"`
+	Event   str[anyText]         `json:"event"`
+	Topic   str[topicRule]       `json:"topic"`
+	TopicID str[topicIDRule]     `json:"topicId"`
+	Since   offsetsField         `json:"since"`
+	At      timeField            `json:"at"`
+	Actor   str[actor]           `json:"actor"`
+	Reason  str[declarationText] `json:"reason"`
 }
 
 // decodeDeclaration reads a record under a declaration key (value not nil,
