@@ -22,6 +22,10 @@ type tombstoneWatch struct {
 	key  string                  // data topic/ID the scan is of
 	scan *protocol.TombstoneScan // what was read so far
 	err  error                   // the last check's answer: nil, ErrBlocked (tombstones, access), or not yet known
+	// declared is the control offset of the no-tombstones declaration in force the last pass
+	// saw (-1: none, or not yet looked).
+	declared int64
+	looked   bool
 }
 
 // checkTombstones runs one pass of the watch, on every pass of the owner
@@ -64,6 +68,17 @@ func (d *Daemon) checkTombstones(ctx context.Context, o *owner, proj *worker.Pro
 // watchTombstones runs the watch (checkTombstones) and publishes what it found for the
 // metric, /readyz and /v1/status.
 func (d *Daemon) watchTombstones(ctx context.Context, o *owner, proj *worker.Projection) {
+	// A declaration that came into force since the last pass is the operator's fix for a
+	// watch that could not read the data topic: blocked operations are tried again at once,
+	// not after the blocked retry.
+	declared := int64(-1)
+	if decl, ok := proj.State.Declaration(); ok && decl.InForce() {
+		declared = decl.Offset
+	}
+	if w := &o.tombstones; w.looked && declared >= 0 && declared != w.declared {
+		o.dueNow()
+	}
+	o.tombstones.declared, o.tombstones.looked = declared, true
 	o.tombstones.err, o.watchedAt = d.checkTombstones(ctx, o, proj), time.Now()
 	found := ""
 	if errors.Is(o.tombstones.err, protocol.ErrTombstones) {
@@ -99,4 +114,13 @@ func (d *Daemon) tombstonesAbove() map[string]string {
 // operator's fix is not a retry.
 func reason(err error) string {
 	return err.Error() + "\nhint: " + strings.Join(errors.GetAllHints(err), "\nhint: ")
+}
+
+// dueNow makes every waiting operation due at once.
+func (o *owner) dueNow() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, a := range o.attempts {
+		a.next = time.Time{}
+	}
 }
