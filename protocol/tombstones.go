@@ -335,3 +335,25 @@ func TombstoneNeeds(st *projector.State, plan events.Plan, from events.Offsets, 
 	}
 	return out
 }
+
+// DeclaredFindings is doctor's word on what the declaration in force spared of a scan from
+// from: one OK finding naming the partitions not read and the declaration (who, when, why);
+// nil when it covers none.
+func DeclaredFindings(st *projector.State, topic, topicID string, from events.Offsets) []Finding {
+	d, ok := st.Declaration()
+	if !ok || !d.InForce() {
+		return nil
+	}
+	var covered []string
+	for _, p := range from.Partitions() {
+		if d.Covers(topic, topicID, p, from[p]) {
+			covered = append(covered, fmt.Sprintf("%d", p))
+		}
+	}
+	if len(covered) == 0 {
+		return nil
+	}
+	return []Finding{{OK, "data topic " + topic, fmt.Sprintf(
+		"partition(s) %s not read for tombstones: the no-tombstones declaration at control offset %d (by %s, since %s: %s) covers them",
+		strings.Join(covered, ", "), d.Offset, d.Actor, d.Since.String(), d.Reason), "kcleanup tombstones withdraw --reason ... makes kcleanup read them again"}}
+}

@@ -43,6 +43,10 @@ func TestTombstonesDeclareNoneAndWithdraw(t *testing.T) {
 	if code, out := plan(); code != 0 {
 		t.Fatalf("plan under a declaration from the start: exit %d, want 0\n%s", code, out)
 	}
+	code, stdout, stderr = e.run(t, "doctor", "--topic", topic)
+	if !strings.Contains(stdout, "not read for tombstones: the no-tombstones declaration") || strings.Contains(stdout, "no tombstone (null value) from") {
+		t.Fatalf("doctor under the declaration: exit %d\n%s%s", code, stdout, stderr)
+	}
 	code, stdout, stderr = e.run(t, "status", "--topic", topic)
 	if code != 0 || !strings.Contains(stdout, "no-tombstones declaration:") || !strings.Contains(stdout, "the operator vouches for the old records") {
 		t.Fatalf("status: exit %d\n%s%s", code, stdout, stderr)
