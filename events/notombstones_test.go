@@ -1,6 +1,8 @@
 package events
 
 import (
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -77,5 +79,27 @@ func TestDeclarationDecodeErrors(t *testing.T) {
 	}
 	if _, err := Decode([]byte(DeclarationKey), nil); !errors.Is(err, ErrTombstone) {
 		t.Errorf("a null value: %v, want ErrTombstone", err)
+	}
+}
+
+func TestDeclarationEventSchemaMatchesEncoder(t *testing.T) {
+	s := loadSchema(t, "declaration-event.schema.json")
+	if got := strs(t, at(t, s, "properties", "event", "enum")); !slices.Equal(got, []string{string(NoTombstonesDeclared), string(NoTombstonesWithdrawn)}) {
+		t.Errorf("event enum = %v", got)
+	}
+	if v := at(t, s, "properties", "schemaVersion", "const"); v != float64(DeclarationSchemaVersion) {
+		t.Errorf("schemaVersion const = %v, want %d", v, DeclarationSchemaVersion)
+	}
+	props := slices.Sorted(maps.Keys(at(t, s, "properties").(map[string]any)))
+	if want := slices.Sorted(slices.Values(declarationFields)); !slices.Equal(props, want) {
+		t.Errorf("properties = %v, want %v", props, want)
+	}
+	_, value := NewDeclaration("t", "oBnTyPS2TqmC9ctLrPFH6w", Offsets{0: 1}, "r", pinAt, "a").Encode()
+	if got := written(t, value); !slices.Equal(got, declarationFields) {
+		t.Errorf("DECLARED: Encode writes %v, schema lists %v", got, declarationFields)
+	}
+	_, value = NewWithdrawal("done", pinAt, "a").Encode()
+	if got, want := written(t, value), strs(t, at(t, s, "required")); !slices.Equal(got, want) {
+		t.Errorf("WITHDRAWN: Encode writes %v, schema requires %v", got, want)
 	}
 }
