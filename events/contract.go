@@ -86,4 +86,8 @@ type Envelope struct {
 	// Pin is the body of a pin event (Pinned, Unpinned; SchemaVersion
 	// PinSchemaVersion, no plan); nil for the others.
 	Pin *Pin
+	// Declaration is the body of a no-tombstones declaration event
+	// (NoTombstonesDeclared, NoTombstonesWithdrawn; SchemaVersion
+	// DeclarationSchemaVersion, no plan); nil for the others.
+	Declaration *Declaration
 }

@@ -91,6 +91,9 @@ func (e Envelope) Encode() (key, value []byte) {
 	if e.Pin != nil {
 		return e.encodePin()
 	}
+	if e.Declaration != nil {
+		return e.encodeDeclaration()
+	}
 	b := make([]byte, 0, 256+len(e.Reason)+32*(len(e.Plan.Offsets)+len(e.Boundary)+len(e.LogStart)))
 	b = append(b, `{"schemaVersion":`...)
 	b = strconv.AppendInt(b, int64(e.planVersion()), 10)
@@ -137,6 +140,9 @@ func (e Envelope) Validate() error {
 		return malformed(fieldErrorf("reason", "is set on %s: only a PLANNED or COMMITTED carries an operator's reason", e.Event))
 	}
 	if e.Mirror != nil && !utf8.ValidString(e.Mirror.Reason) {
+		return malformed(fieldErrorf("reason", "is not valid UTF-8: Encode would write U+FFFD for its invalid bytes, and the record would decode to another reason"))
+	}
+	if e.Declaration != nil && !utf8.ValidString(e.Declaration.Reason) {
 		return malformed(fieldErrorf("reason", "is not valid UTF-8: Encode would write U+FFFD for its invalid bytes, and the record would decode to another reason"))
 	}
 	if e.Mirror != nil && e.Mirror.HasGrace && e.Event == MirrorAttached {
@@ -251,6 +257,9 @@ func strictDecode(d *Decoder, key, value []byte) (Envelope, error) {
 	}
 	if IsPinKey(key) {
 		return decodePin(key, value)
+	}
+	if IsDeclarationKey(key) {
+		return decodeDeclaration(key, value)
 	}
 	keyID, keyEvent, keyErr := ParseKey(key)
 	w := envelopeJSON{Plan: planField{d: d, keyID: keyID}}

@@ -61,7 +61,10 @@ func decodeSeeds() []decodeSeed {
 		pinSeed(pinEvent(time.Time{})), pinSeed(pinEvent(pinAt.Add(time.Hour))), pinSeed(NewUnpin("0123456789abcdef", "done", pinAt, "a")),
 		decodeSeed{[]byte("pin/0123456789abcdef/PIN_PAUSED"), []byte(`{"schemaVersion":3,"event":"PIN_PAUSED","pinId":"0123456789abcdef"}`), false},
 		reasonSeed(Planned, ""), reasonSeed(Committed, ""), reasonSeed(Deleting, ""),
-		reasonSeed(Committed, `"schemaVersion":1`))
+		reasonSeed(Committed, `"schemaVersion":1`),
+		pinSeed(NewDeclaration("action-state", topicA, Offsets{0: 100, 1: 150}, "cleanup mode", pinAt, "a")),
+		pinSeed(NewWithdrawal("release 43", pinAt, "a")),
+		decodeSeed{[]byte(DeclarationKey), []byte(`{"schemaVersion":6,"event":"NO_TOMBSTONES_PAUSED","at":"2025-03-04T05:06:07Z","actor":"a","reason":"r"}`), false})
 }
 
 // reasonSeed is a plan event's record with an operator's reason (schema
@@ -233,7 +236,7 @@ func FuzzDecode(f *testing.F) {
 			}
 			return
 		}
-		if err := env.Plan.Validate(); err != nil && env.Mirror == nil && env.Pin == nil {
+		if err := env.Plan.Validate(); err != nil && env.Mirror == nil && env.Pin == nil && env.Declaration == nil {
 			t.Fatalf("decoded plan does not validate: %v", err)
 		}
 		if (env.Mirror != nil) != env.Event.IsMirror() {
@@ -241,6 +244,9 @@ func FuzzDecode(f *testing.F) {
 		}
 		if (env.Pin != nil) != env.Event.IsPin() {
 			t.Fatalf("event %s with pin body %v", env.Event, env.Pin)
+		}
+		if (env.Declaration != nil) != env.Event.IsDeclaration() {
+			t.Fatalf("event %s with declaration body %v", env.Event, env.Declaration)
 		}
 		if err := env.Validate(); err != nil {
 			t.Fatalf("decoded envelope does not validate: %v", err)

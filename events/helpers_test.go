@@ -58,7 +58,12 @@ func envelopesEqual(a, b Envelope) bool {
 		(a.Boundary == nil) == (b.Boundary == nil) && a.Boundary.Equal(b.Boundary) &&
 		(a.LogStart == nil) == (b.LogStart == nil) && a.LogStart.Equal(b.LogStart) &&
 		(a.Mirror == nil) == (b.Mirror == nil) && (a.Mirror == nil || *a.Mirror == *b.Mirror) &&
-		(a.Pin == nil) == (b.Pin == nil) && (a.Pin == nil || pinsEqual(*a.Pin, *b.Pin))
+		(a.Pin == nil) == (b.Pin == nil) && (a.Pin == nil || pinsEqual(*a.Pin, *b.Pin)) &&
+		(a.Declaration == nil) == (b.Declaration == nil) && (a.Declaration == nil || declarationsEqual(*a.Declaration, *b.Declaration))
+}
+
+func declarationsEqual(a, b Declaration) bool {
+	return a.Topic == b.Topic && a.TopicID == b.TopicID && (a.Since == nil) == (b.Since == nil) && a.Since.Equal(b.Since) && a.Reason == b.Reason
 }
 
 func pinsEqual(a, b Pin) bool {

@@ -83,9 +83,10 @@ type State struct {
 
 	lean bool // within StepDecodedLean
 
-	mirror mirrors // the Flink Agents mirror events (mirror.go)
-	pin    pins    // the pinned recovery points (pins.go)
-	clock  clock   // the broker's clock as the records show it (clock.go)
+	mirror mirrors      // the Flink Agents mirror events (mirror.go)
+	pin    pins         // the pinned recovery points (pins.go)
+	decl   *Declaration // the latest no-tombstones declaration (declaration.go)
+	clock  clock        // the broker's clock as the records show it (clock.go)
 }
 
 // op is the internal form of an Operation, kept small: a projection holds

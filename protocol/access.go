@@ -72,9 +72,10 @@ func DataDelete(data string) Permission {
 }
 
 // DataRead: reading the data topic's records for tombstones (a control topic's first plan,
-// and the workers' watch above the boundary: protocol.TombstoneScan).
+// and the workers' watch above the boundary: protocol.TombstoneScan); not needed where a
+// no-tombstones declaration covers the scan (TombstoneNeeds).
 func DataRead(data string) Permission {
-	return Permission{"Read", "topic", data, "read the data topic for tombstones"}
+	return Permission{"Read", "topic", data, "read the data topic for tombstones (or declare that the job writes none: kcleanup tombstones declare-none)"}
 }
 
 // GroupRead: joining the workers' consumer group.

@@ -42,7 +42,8 @@ func (r *Run) start(st *projector.State) Step {
 	// Every plan is scanned for tombstones before COMMITTED, from the boundary it would
 	// leave (CommitTombstones): the first against its own offsets, a later one by the
 	// rule the workers' watch applies before deleting.
-	return Step{Kind: Describe, Topic: r.plan.Topic, ScanFrom: CommitScanFrom(st, r.plan)}
+	// A no-tombstones declaration in force spares the partitions it covers (TombstoneScanFrom).
+	return Step{Kind: Describe, Topic: r.plan.Topic, ScanFrom: TombstoneScanFrom(st, r.plan.Topic, r.plan.TopicID, CommitScanFrom(st, r.plan))}
 }
 
 // described: the preflight checks, then PLANNED or COMMITTED.
@@ -69,7 +70,7 @@ func (r *Run) described(st *projector.State, rep Report) Step {
 	case modeApply:
 		// Before the point of no return: every ACL the rest of the protocol needs.
 		r.phase = phasePermitted
-		need := ApplyNeeds(r.cfg.ControlTopic, r.plan.Topic, r.cfg.NoWait)
+		need := TombstoneNeeds(st, r.plan, CommitBoundary(st, r.plan), ApplyNeeds(r.cfg.ControlTopic, r.plan.Topic, r.cfg.NoWait))
 		// A run that only submits (--no-wait) never writes the mirror, but
 		// it reads it: a plan the mirror could never take is not committed.
 		need = withMirrorNeeds(st, need, !r.cfg.NoWait)

@@ -37,7 +37,7 @@ func (r *Run) caughtUp(st *projector.State) Step {
 	// worker does not append a DELETING on every attempt. Both rechecks read
 	// the data topic above the boundary for tombstones (WatchTombstones).
 	r.phase = phaseRechecked
-	return Step{Kind: Recheck, Topic: r.plan.Topic, ScanFrom: st.Boundary()}
+	return Step{Kind: Recheck, Topic: r.plan.Topic, ScanFrom: TombstoneScanFrom(st, r.plan.Topic, r.plan.TopicID, st.Boundary())}
 }
 
 // rechecked: what must still hold right before DELETING and right before
@@ -50,10 +50,8 @@ func (r *Run) rechecked(st *projector.State, rep Report) Step {
 	}
 	// The workers' rule, for every finishing run (apply's too): no deletion, and no
 	// DELETING, while a tombstone lies at or above the boundary.
-	scan := TombstoneScan{}
-	if rep.Tombstones != nil {
-		scan = *rep.Tombstones
-	}
+	// A no-tombstones declaration in force stands in for the partitions it covers.
+	scan := Declared(st, r.plan.Topic, r.plan.TopicID, st.Boundary(), rep.Tombstones)
 	if err := WatchTombstones(r.plan.Topic, st.Boundary(), scan); err != nil {
 		if errors.Is(err, ErrBlocked) {
 			return Step{Kind: Blocked, Err: err}
@@ -76,7 +74,8 @@ func (r *Run) rechecked(st *projector.State, rep Report) Step {
 		// And every ACL the rest needs, so that a principal that cannot
 		// finish writes nothing.
 		r.phase = phasePermittedFinish
-		return Step{Kind: Permissions, Need: withMirrorNeeds(st, FinishNeeds(r.cfg.ControlTopic, r.plan.Topic), true), Topic: r.plan.Topic}
+		need := TombstoneNeeds(st, r.plan, st.Boundary(), FinishNeeds(r.cfg.ControlTopic, r.plan.Topic))
+		return Step{Kind: Permissions, Need: withMirrorNeeds(st, need, true), Topic: r.plan.Topic}
 	}
 	// The last line of defence of I1: a deletion only for an operation the
 	// log, read back, shows past COMMITTED, on a projection with no sign of
@@ -198,7 +197,7 @@ func (r *Run) deleting(st *projector.State, rep Report) Step {
 	}
 	r.state = fsm.Deleting
 	r.phase = phaseRecheckedAgain
-	return Step{Kind: Recheck, Topic: r.plan.Topic, ScanFrom: st.Boundary(), Notes: say("deleting", "DELETING %s at control offset %d", r.planID, v.Offset)}
+	return Step{Kind: Recheck, Topic: r.plan.Topic, ScanFrom: TombstoneScanFrom(st, r.plan.Topic, r.plan.TopicID, st.Boundary()), Notes: say("deleting", "DELETING %s at control offset %d", r.planID, v.Offset)}
 }
 
 // deleted: every partition's answer; a failure retrying cannot remove

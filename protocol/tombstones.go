@@ -99,6 +99,8 @@ func CommitScanFrom(st *projector.State, plan events.Plan) events.Offsets {
 // anything is written, since every worker, and apply's own deletion, would
 // then block. ack is what the COMMITTED records as acknowledged.
 func CommitTombstones(st *projector.State, plan events.Plan, scan *TombstoneScan, allow bool) (fs []Finding, ack string) {
+	declared := Declared(st, plan.Topic, plan.TopicID, CommitScanFrom(st, plan), scan)
+	scan = &declared
 	if NeedsTombstoneScan(st) {
 		return FirstPlanTombstones(plan, scan, allow)
 	}
@@ -247,4 +249,111 @@ func TombstoneFindings(topic string, boundary, from events.Offsets, scan Tombsto
 		fs = append(fs, Finding{OK, subject, "no tombstone (null value) from " + where + " to the last stable offset", ""})
 	}
 	return fs
+}
+
+// An operator's no-tombstones declaration (issue 35 item 8; docs/design.md,
+// the tombstone rule) stands in for reading the data topic: the rule reads
+// only the partitions the declaration in force does not cover from where it
+// would start (TombstoneScanFrom), and counts the covered ones as read to
+// their end with no tombstone (Declared). Without a declaration both are the
+// identity, and the scan is as before. Reading the data topic needs Read on
+// it (DataRead); under a declaration that covers every partition nothing is
+// read, so that ACL is not needed (TombstoneNeeds).
+
+// TombstoneScanFrom is from without the partitions the declaration in force
+// covers for topic (name and ID): what the tombstone rule must read. Nil
+// when nothing is left to read (and for a nil from).
+func TombstoneScanFrom(st *projector.State, topic, topicID string, from events.Offsets) events.Offsets {
+	d, ok := st.Declaration()
+	if !ok || !d.InForce() {
+		return from
+	}
+	var out events.Offsets
+	for p, off := range from {
+		if !d.Covers(topic, topicID, p, off) {
+			if out == nil {
+				out = events.Offsets{}
+			}
+			out[p] = off
+		}
+	}
+	return out
+}
+
+// Declared is the scans (the first one's partitions win; nil: nothing was read) completed with what the
+// declaration in force covers of from: each covered partition counts as
+// read to its end with no tombstone. A tombstone the executor saw anyway at
+// or above from (a scan it made, or kept, on that partition) stands: it
+// blocks whatever was declared, since the declaration is then wrong
+// (defence in depth).
+func Declared(st *projector.State, topic, topicID string, from events.Offsets, scans ...*TombstoneScan) TombstoneScan {
+	out := TombstoneScan{Partitions: map[int32]PartitionScan{}}
+	for i, scan := range scans { // an earlier scan's partition wins over a later one's
+		if scan == nil {
+			continue
+		}
+		if i == 0 {
+			out.Limit = scan.Limit
+		}
+		for p, ps := range scan.Partitions {
+			if _, ok := out.Partitions[p]; !ok {
+				out.Partitions[p] = ps
+			}
+		}
+	}
+	d, ok := st.Declaration()
+	if !ok || !d.InForce() {
+		return out
+	}
+	for p, off := range from {
+		if !d.Covers(topic, topicID, p, off) {
+			continue
+		}
+		if ps, seen := out.Partitions[p]; seen && ps.Latest >= off {
+			continue
+		}
+		out.Partitions[p] = PartitionScan{From: off, To: off, Read: off, Latest: -1}
+	}
+	return out
+}
+
+// TombstoneNeeds is need without Read on the data topic when the
+// declaration in force covers every partition of from for plan's topic:
+// the rule then reads nothing of it. With any partition left to read, need
+// is returned as it is (DataRead stays, and names the declaration as the
+// alternative).
+func TombstoneNeeds(st *projector.State, plan events.Plan, from events.Offsets, need []Permission) []Permission {
+	if len(from) == 0 || len(TombstoneScanFrom(st, plan.Topic, plan.TopicID, from)) > 0 {
+		return need
+	}
+	read := DataRead(plan.Topic)
+	out := make([]Permission, 0, len(need))
+	for _, p := range need {
+		if p != read {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// DeclaredFindings is doctor's word on what the declaration in force spared of a scan from
+// from: one OK finding naming the partitions not read and the declaration (who, when, why);
+// nil when it covers none.
+func DeclaredFindings(st *projector.State, topic, topicID string, from events.Offsets) []Finding {
+	d, ok := st.Declaration()
+	if !ok || !d.InForce() {
+		return nil
+	}
+	var covered []string
+	for _, p := range from.Partitions() {
+		if d.Covers(topic, topicID, p, from[p]) {
+			covered = append(covered, fmt.Sprintf("%d", p))
+		}
+	}
+	if len(covered) == 0 {
+		return nil
+	}
+	return []Finding{{OK, "data topic " + topic, fmt.Sprintf(
+		"partition(s) %s not read for tombstones: the no-tombstones declaration at control offset %d (by %s, since %s: %s) covers them",
+		strings.Join(covered, ", "), d.Offset, d.Actor, d.Since.String(), d.Reason), "kcleanup tombstones withdraw --reason ... makes kcleanup read them again"}}
 }

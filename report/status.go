@@ -119,6 +119,9 @@ type Status struct {
 	Mirror *protocol.MirrorAssessment `json:"mirror,omitempty"`
 	// Pins lists every pinned recovery point, in log order (PinsOf).
 	Pins []PinStatus `json:"pins"`
+	// NoTombstones is the operator's no-tombstones declaration, in force or
+	// withdrawn (DeclarationOf; absent when the log holds none).
+	NoTombstones *DeclarationStatus `json:"noTombstones,omitempty"`
 	// PinHolds lists the operations whose deletion a pin holds back by the
 	// broker's clock (PinHoldsOf; absent when none).
 	PinHolds []PinHoldStatus `json:"pinHolds,omitempty"`
@@ -305,6 +308,7 @@ func statusOf(src Source, complete bool) Status {
 	}
 	st.Topic, st.TopicID, _ = s.Binding()
 	st.Pins = PinsOf(s)
+	st.NoTombstones = DeclarationOf(s)
 	st.PinHolds = PinHoldsOf(s)
 	if ahead := ClockAheadOf(s, src.AheadTolerance); len(ahead) > 0 {
 		st.ClockAhead = ahead

@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kcleanup/kcleanup/events"
+	"github.com/kcleanup/kcleanup/projector"
 	"github.com/kcleanup/kcleanup/protocol"
 )
 
@@ -130,4 +131,22 @@ func (c *Cluster) scanFirstPlan(ctx context.Context, info protocol.Topic, from e
 		c.scanMu.Unlock()
 	}
 	return scan, err
+}
+
+// ScanTombstonesUnder is ScanTombstones under the no-tombstones declaration st holds for
+// topic (name and ID): it reads only what the declaration leaves of from
+// (protocol.TombstoneScanFrom; nothing at all when it covers every partition, so no Read on
+// the data topic is needed) and counts the covered partitions read with none
+// (protocol.Declared). For doctor and status, which judge as the workers do.
+func (c *Cluster) ScanTombstonesUnder(ctx context.Context, st *projector.State, topic, topicID string, from events.Offsets, limit int64) (protocol.TombstoneScan, error) {
+	read := protocol.TombstoneScanFrom(st, topic, topicID, from)
+	var scan *protocol.TombstoneScan
+	if len(read) > 0 {
+		s, err := c.ScanTombstones(ctx, topic, read, nil, limit)
+		if err != nil {
+			return s, err
+		}
+		scan = &s
+	}
+	return protocol.Declared(st, topic, topicID, from, scan), nil
 }

@@ -284,6 +284,14 @@ func TestEveryCommandsBadInput(t *testing.T) {
 		{"unpin: no pin ID", []string{"unpin", "--topic", "t", "--reason", "r"}, exitUsage, "accepts 1 arg"},
 		{"unpin: which control topic", []string{"unpin", "0123456789abcdef", "--reason", "r"}, exitUsage, "which control topic"},
 		{"unpin: unreachable cluster", append(down, "unpin", "0123456789abcdef", "--topic", "t", "--reason", "r"), exitError, "127.0.0.1:1"},
+
+		{"tombstones declare-none: no --topic", []string{"tombstones", "declare-none", "--reason", "r"}, exitUsage, "declare-none needs --topic"},
+		{"tombstones declare-none: no --reason", []string{"tombstones", "declare-none", "--topic", "t"}, exitUsage, `"reason" not set`},
+		{"tombstones declare-none: bad --since", []string{"tombstones", "declare-none", "--topic", "t", "--reason", "r", "--since", "0=x"}, exitUsage, `is not PARTITION=OFFSET`},
+		{"tombstones declare-none: --since twice", []string{"tombstones", "declare-none", "--topic", "t", "--reason", "r", "--since", "0=1,0=2"}, exitUsage, `partition 0 is given twice`},
+		{"tombstones declare-none: unreachable cluster", append(down, "tombstones", "declare-none", "--topic", "t", "--reason", "r"), exitError, "127.0.0.1:1"},
+		{"tombstones withdraw: which control topic", []string{"tombstones", "withdraw", "--reason", "r"}, exitUsage, "which control topic"},
+		{"tombstones withdraw: unreachable cluster", append(down, "tombstones", "withdraw", "--topic", "t", "--reason", "r"), exitError, "127.0.0.1:1"},
 	}
 	// Every command has a row.
 	tested := map[string]bool{}
@@ -638,20 +646,22 @@ func TestBlankControlTopicIsAUsageErrorEverywhere(t *testing.T) {
 	// Nothing listens on port 1: a command that got past the check would fail with exit 1.
 	down := []string{"-b", "127.0.0.1:1", "--timeout", "2s"}
 	commands := map[string][]string{
-		"init":          {"init", "--topic", "t"},
-		"doctor":        {"doctor", "--topic", "t"},
-		"plan":          {"plan", "--markers", good, "--recovery-point", "c", "--out", filepath.Join(dir, "p.json")},
-		"submit":        {"submit", planFile},
-		"apply":         {"apply", planFile},
-		"status":        {"status", "--topic", "t"},
-		"history":       {"history", "--topic", "t"},
-		"validate":      {"validate", "--markers", good},
-		"worker":        {"worker", "--control-topics", "c"},
-		"adopt":         {"adopt", "--from", "x"},
-		"mirror attach": {"mirror", "attach", "m", "--topic", "t"},
-		"mirror sync":   {"mirror", "sync", "--topic", "t"},
-		"pin":           {"pin", "--markers", good, "--recovery-point", "sp", "--reason", "r"},
-		"unpin":         {"unpin", "0123456789abcdef", "--topic", "t", "--reason", "r"},
+		"init":                {"init", "--topic", "t"},
+		"doctor":              {"doctor", "--topic", "t"},
+		"plan":                {"plan", "--markers", good, "--recovery-point", "c", "--out", filepath.Join(dir, "p.json")},
+		"submit":              {"submit", planFile},
+		"apply":               {"apply", planFile},
+		"status":              {"status", "--topic", "t"},
+		"history":             {"history", "--topic", "t"},
+		"validate":            {"validate", "--markers", good},
+		"worker":              {"worker", "--control-topics", "c"},
+		"adopt":               {"adopt", "--from", "x"},
+		"mirror attach":       {"mirror", "attach", "m", "--topic", "t"},
+		"mirror sync":         {"mirror", "sync", "--topic", "t"},
+		"pin":                 {"pin", "--markers", good, "--recovery-point", "sp", "--reason", "r"},
+		"unpin":               {"unpin", "0123456789abcdef", "--topic", "t", "--reason", "r"},
+		"tombstones":          {"tombstones", "declare-none", "--topic", "t", "--reason", "r"},
+		"tombstones withdraw": {"tombstones", "withdraw", "--topic", "t", "--reason", "r"},
 	}
 	for name, args := range commands {
 		for _, blank := range []struct{ flag, env string }{{flagControlTopic, envControlTopic}, {flagCommandConfig, envCommandConfig}} {

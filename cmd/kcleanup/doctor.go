@@ -131,6 +131,7 @@ func diagnose(ctx context.Context, c *worker.Cluster, g globalOptions, o doctorO
 
 	// The control topic and its projection; they also tell which data topic to check.
 	var status *report.Status
+	var folded *projector.State // the projection's fold, for the tombstone rule under a declaration
 	if err := step(func(ctx context.Context) error {
 		info, err := c.DescribeTopic(ctx, rep.ControlTopic)
 		if errors.Is(err, worker.ErrTopicNotFound) {
@@ -194,8 +195,9 @@ func diagnose(ctx context.Context, c *worker.Cluster, g globalOptions, o doctorO
 			}
 			proj.AheadTolerance = o.clockTolerance
 			st := report.StatusOf(proj.Source())
+			folded = proj.State
 			// A stuck operation that the tombstone rule blocks is said so, not "re-run apply".
-			blockedByTombstones(ctx, c, &st, o.tombstones.scanLimit)
+			blockedByTombstones(ctx, c, proj.State, &st, o.tombstones.scanLimit)
 			status = &st
 			projection = report.CheckProjection(st, time.Now(), o.stuckAfter)
 			projection = append(projection, report.CheckClocks(st)...)
@@ -276,7 +278,7 @@ func diagnose(ctx context.Context, c *worker.Cluster, g globalOptions, o doctorO
 		return nil // a Flink Agents control topic: kcleanup commits nothing on it
 	}
 	return step(func(ctx context.Context) error {
-		fs, err := checkTombstones(ctx, c, rep.Topic, status, o.tombstones.scanLimit)
+		fs, err := checkTombstones(ctx, c, rep.Topic, status, folded, o.tombstones.scanLimit)
 		add(fs...)
 		return err
 	})
@@ -285,7 +287,7 @@ func diagnose(ctx context.Context, c *worker.Cluster, g globalOptions, o doctorO
 // checkTombstones is doctor's tombstone scan of the data topic: from the committed boundary,
 // or from the log start before the first plan (protocol.TombstoneFindings). A scan the broker
 // refuses (no Read on the data topic) is a finding, not a failure of doctor.
-func checkTombstones(ctx context.Context, c *worker.Cluster, topic string, status *report.Status, limit int64) ([]protocol.Finding, error) {
+func checkTombstones(ctx context.Context, c *worker.Cluster, topic string, status *report.Status, folded *projector.State, limit int64) ([]protocol.Finding, error) {
 	var boundary events.Offsets
 	if status != nil {
 		boundary = status.Boundary
@@ -298,7 +300,20 @@ func checkTombstones(ctx context.Context, c *worker.Cluster, topic string, statu
 		}
 		from = starts
 	}
-	scan, err := c.ScanTombstones(ctx, topic, from, nil, limit)
+	if folded == nil {
+		folded = projector.New()
+	}
+	topicID := ""
+	if status != nil {
+		topicID = status.TopicID
+	}
+	if topicID == "" { // before the first plan: the declaration names the live incarnation
+		if info, err := c.TopicMetadata(ctx, topic); err == nil {
+			topicID = info.ID
+		}
+	}
+	// Under a no-tombstones declaration only what it leaves is read, as the workers read it.
+	scan, err := c.ScanTombstonesUnder(ctx, folded, topic, topicID, from, limit)
 	if err != nil {
 		if worker.IsAuthorizationError(err) {
 			return []protocol.Finding{{Severity: protocol.Warn, Subject: "data topic " + topic,
@@ -306,7 +321,14 @@ func checkTombstones(ctx context.Context, c *worker.Cluster, topic string, statu
 		}
 		return nil, err
 	}
-	return protocol.TombstoneFindings(topic, boundary, from, scan), nil
+	fs := protocol.TombstoneFindings(topic, boundary, from, scan)
+	if declared := protocol.DeclaredFindings(folded, topic, topicID, from); len(declared) > 0 {
+		if len(fs) == 1 && fs[0].Severity == protocol.OK && len(protocol.TombstoneScanFrom(folded, topic, topicID, from)) == 0 {
+			fs = nil // nothing was read: "no tombstone found" would claim a read
+		}
+		fs = append(fs, declared...)
+	}
+	return fs, nil
 }
 
 // printFindings writes doc as JSON, or the findings as one line each ("SEVERITY  subject:

@@ -115,7 +115,7 @@ func runStatus(ctx context.Context, w io.Writer, g globalOptions, controlTopic s
 	if err := g.assessMirror(ctx, c, proj, &st); err != nil {
 		return err
 	}
-	g.blockedBySettings(ctx, c, &st)
+	g.blockedBySettings(ctx, c, proj.State, &st)
 	if st.Format == projector.FormatFlinkAgents || st.Format == projector.FormatNone {
 		st.MirrorOf = g.mirrorOf(ctx, c, controlTopic) // a mirror before its first plan is empty
 	}
@@ -192,6 +192,15 @@ func printStatus(w io.Writer, st report.Status, full bool) error {
 	}
 	if err := printPins(w, st.Pins); err != nil {
 		return err
+	}
+	if st.NoTombstones != nil {
+		tw = newTable(w)
+		for _, l := range report.DeclarationLines(st.NoTombstones) {
+			fmt.Fprintf(tw, "%s:\t%s\n", l[0], l[1])
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
 	}
 
 	fmt.Fprintln(w)
@@ -317,7 +326,7 @@ func (g globalOptions) assessMirror(ctx context.Context, c *worker.Cluster, proj
 // reading a worker's log. Other blocks (a worker's missing ACL) only the
 // owner knows. Settings this principal may not read, or a read that fails,
 // say nothing about the worker's: they add nothing.
-func (g globalOptions) blockedBySettings(ctx context.Context, c *worker.Cluster, st *report.Status) {
+func (g globalOptions) blockedBySettings(ctx context.Context, c *worker.Cluster, folded *projector.State, st *report.Status) {
 	if st.FlinkAgents != nil || countPending(st.Operations) == 0 {
 		return
 	}
@@ -328,18 +337,18 @@ func (g globalOptions) blockedBySettings(ctx context.Context, c *worker.Cluster,
 		st.Blocked = report.BlockedBySettings(*st, err.Error(), errors.GetAllHints(err))
 		return
 	}
-	blockedByTombstones(ctx, c, st, worker.DefaultTombstoneScanLimit)
+	blockedByTombstones(ctx, c, folded, st, worker.DefaultTombstoneScanLimit)
 }
 
 // blockedByTombstones lists in st.Blocked the pending operations that the one tombstone rule
 // blocks (protocol.WatchTombstones: a tombstone at or above the boundary), as the owner's watch
 // and a re-run of apply would: so that no command suggests a re-run that would be refused. A
 // scan that fails or could not read to the end adds nothing (the owner says it).
-func blockedByTombstones(ctx context.Context, c *worker.Cluster, st *report.Status, limit int64) {
+func blockedByTombstones(ctx context.Context, c *worker.Cluster, folded *projector.State, st *report.Status, limit int64) {
 	if st.Topic == "" || len(st.Boundary) == 0 || countPending(st.Operations) == 0 {
 		return
 	}
-	scan, err := c.ScanTombstones(ctx, st.Topic, st.Boundary, nil, limit)
+	scan, err := c.ScanTombstonesUnder(ctx, folded, st.Topic, st.TopicID, st.Boundary, limit)
 	if err != nil {
 		return
 	}
