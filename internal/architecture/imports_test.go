@@ -19,6 +19,8 @@ const module = "github.com/kcleanup/kcleanup"
 //
 //	cmd → worker/console → worker/daemon → worker → report → {gate, protocol} → projector/invariant → projector → fsm → events
 //
+// with topicconfig (the topics' settings rules, no package of ours) below gate and protocol
+//
 // (report renders what gate and protocol decide; gate and protocol never import each other).
 // The test kits under internal/ rank beside the layer they drive, and no product package
 // imports them (TestProductImportsNoTestKit).
@@ -27,6 +29,7 @@ var layer = map[string]int{
 	"internal/repo":                    0, // finds the repository; the standard library only
 	"fsm":                              1,
 	"checkpoint":                       1, // the pure Flink checkpoint reader: no Kafka, no I/O of its own
+	"topicconfig":                      1, // the settings rules of the data, control and mirror topics: std only
 	"projector/flinkagents":            1,
 	"projector":                        2,
 	"projector/invariant":              3, // pure checks of §8, over the projector

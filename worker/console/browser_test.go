@@ -16,11 +16,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kcleanup/kcleanup/events"
-	"github.com/kcleanup/kcleanup/gate"
 	"github.com/kcleanup/kcleanup/internal/kafkatest"
 	"github.com/kcleanup/kcleanup/projector"
 	"github.com/kcleanup/kcleanup/protocol"
 	"github.com/kcleanup/kcleanup/report"
+	"github.com/kcleanup/kcleanup/topicconfig"
 	"github.com/kcleanup/kcleanup/worker"
 	"github.com/kcleanup/kcleanup/worker/daemon"
 )
@@ -115,7 +115,7 @@ func TestBrowserShowsAPlanAppliedWhileThePageIsOpen(t *testing.T) {
 	kafkatest.Produce(t, cl, topic, 0, 200)
 	kafkatest.Produce(t, cl, topic, 1, 200)
 	ctl := protocol.ControlTopicFor(topic)
-	kafkatest.CreateTopic(t, cl, ctl, 1, gate.CreateSettings())
+	kafkatest.CreateTopic(t, cl, ctl, 1, topicconfig.CreateSettings())
 	tctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	id, err := kafkatest.TopicIDUncached(tctx, cl, topic)
