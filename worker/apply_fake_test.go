@@ -148,7 +148,7 @@ func TestRepairRetractsRejectedKeysAfterTheGrace(t *testing.T) {
 	bad := workertest.Envelope(events.Committed, plan, "")
 	bad.Boundary = events.Offsets{0: 1}
 	key, value := bad.Encode()
-	old := &kgo.Record{Topic: ctl, Partition: 0, Key: key, Value: value, Timestamp: time.Now().Add(-2 * worker.RetractionGrace)}
+	old := &kgo.Record{Topic: ctl, Partition: 0, Key: key, Value: value, Timestamp: time.Now().Add(-2 * protocol.RetractionGrace)}
 	young := &kgo.Record{Topic: ctl, Partition: 0, Key: []byte("garbage"), Value: []byte("{"), Timestamp: time.Now()}
 	if err := c.Client().ProduceSync(ctx, old, young).FirstErr(); err != nil {
 		t.Fatal(err)

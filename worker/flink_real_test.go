@@ -16,6 +16,7 @@ import (
 	"github.com/kcleanup/kcleanup/internal/workertest"
 	"github.com/kcleanup/kcleanup/projector"
 	"github.com/kcleanup/kcleanup/projector/flinkagents"
+	"github.com/kcleanup/kcleanup/protocol"
 	"github.com/kcleanup/kcleanup/worker"
 )
 
@@ -293,7 +294,7 @@ func TestMixedTopicRepairsButNeverRetractsFlinkKeys(t *testing.T) {
 	p1 := f.plan(t, "chk-1", events.Offsets{0: 30, 1: 20})
 	key, value := workertest.Envelope(events.Planned, p1, "").Encode()
 	old := flinkRec("COMMITTED", p1)
-	old.Timestamp = time.Now().Add(-2 * worker.RetractionGrace) // past the grace: a retraction candidate
+	old.Timestamp = time.Now().Add(-2 * protocol.RetractionGrace) // past the grace: a retraction candidate
 	f.write(t, &kgo.Record{Key: key, Value: value}, old)
 	proj, err := f.c.Project(ctx, f.ctl)
 	if err != nil {

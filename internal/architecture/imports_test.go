@@ -36,6 +36,8 @@ var layer = map[string]int{
 	"gate":                             4,
 	"protocol":                         4,
 	"report":                           5,
+	"report/page":                      6, // the console's and the audit report's pages, pure (report's TestReportIsPure)
+	"internal/consoletest":             6, // the fixed story the pages are tested on
 	"protocol/sim":                     5, // the protocol run on a modelled cluster, checked by invariant
 	"worker/clientconfig":              5, // Kafka client properties: no package of ours
 	"checkpoint/store":                 5, // the files of a checkpoint, local or on S3, for checkpoint
@@ -144,7 +146,7 @@ func TestProductImportsNoTestKit(t *testing.T) {
 			continue
 		}
 		for _, dep := range imports(t, root, pkg) {
-			if strings.HasPrefix(dep, "internal/kafkatest") || strings.HasPrefix(dep, "internal/workertest") || strings.HasPrefix(dep, "internal/flinkgentest") {
+			if strings.HasPrefix(dep, "internal/kafkatest") || strings.HasPrefix(dep, "internal/workertest") || strings.HasPrefix(dep, "internal/flinkgentest") || strings.HasPrefix(dep, "internal/consoletest") {
 				t.Errorf("%s imports the test kit %s", pkg, dep)
 			}
 		}

@@ -21,7 +21,7 @@
 // A projection that shows a disputed conflict (projector.State.Disputed: the
 // log cleaner showed it a conflict the other way, docs/design.md §5) repairs
 // neither side and deletes nothing; the owner and the views read the control
-// topic afresh, at most once per worker.RetractionGrace, until a read is not
+// topic afresh, at most once per protocol.RetractionGrace, until a read is not
 // disputed.
 //
 // Every replica also keeps a read-only projection of every control topic it

@@ -256,7 +256,7 @@ func (d *Daemon) ownerIdle(o *owner, proj *worker.Projection, passedAt time.Time
 // reread returns a fresh projection of the control topic (and closes proj)
 // when proj shows a disputed conflict (projector.State.Disputed: the log
 // cleaner showed it a conflict the other way, docs/design.md §5) and was
-// opened at least worker.RetractionGrace ago (the retraction's writer has
+// opened at least protocol.RetractionGrace ago (the retraction's writer has
 // had its grace; then the cleaner's lag decides); nil otherwise. A disputed
 // projection repairs neither side and deletes nothing; a read made once
 // the cleaner has removed the retracted loser names the full log's winner.
