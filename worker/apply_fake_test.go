@@ -72,7 +72,7 @@ func TestApplyOnFakeWalksTheLifecycle(t *testing.T) {
 	before := fresh.State.Next()
 	c0 := workertest.MustPlan(t, "C0", "action-state", id, events.Offsets{0: 100, 1: 120})
 	_, err = c.Apply(ctx, fresh, c0, worker.Options{})
-	if !errors.Is(err, worker.ErrRejected) || !strings.Contains(err.Error(), "below the committed boundary 150") {
+	if !errors.Is(err, protocol.ErrRejected) || !strings.Contains(err.Error(), "below the committed boundary 150") {
 		t.Fatalf("apply C0: %v", err)
 	}
 	if err := fresh.CatchUp(ctx); err != nil {

@@ -7,6 +7,7 @@ import (
 	"github.com/cockroachdb/errors"
 
 	"github.com/kcleanup/kcleanup/gate"
+	"github.com/kcleanup/kcleanup/protocol"
 	"github.com/kcleanup/kcleanup/topicconfig"
 )
 
@@ -32,7 +33,7 @@ func (c *Cluster) ControlTopicSafe(ctx context.Context, controlTopic, bootstrap 
 	for _, p := range blocking {
 		msgs = append(msgs, p.Message)
 	}
-	err2 := errors.Mark(errors.Newf("control topic %s is unsafe, so no deletion starts: %s", controlTopic, strings.Join(msgs, "; ")), ErrBlocked)
+	err2 := errors.Mark(errors.Newf("control topic %s is unsafe, so no deletion starts: %s", controlTopic, strings.Join(msgs, "; ")), protocol.ErrBlocked)
 	for _, p := range blocking {
 		err2 = errors.WithHint(err2, p.Fix)
 	}

@@ -290,7 +290,7 @@ func listed(lo kadm.ListedOffsets, err error, topic, what string) (events.Offset
 		err := errors.Newf("%s", msg)
 		if denied {
 			// Retrying cannot help until an operator grants Describe (the caller names it).
-			err = errors.Mark(errors.Mark(err, ErrBlocked), kerr.TopicAuthorizationFailed)
+			err = errors.Mark(errors.Mark(err, protocol.ErrBlocked), kerr.TopicAuthorizationFailed)
 		}
 		return nil, err
 	}

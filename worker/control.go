@@ -604,7 +604,7 @@ func (p *Projection) writable() error {
 	return errors.Mark(errors.WithHint(
 		errors.Newf("control topic %q holds %d record(s) in Flink Agents' control format (the first at offset %d): kcleanup never writes to a control topic a Flink Agents job reads",
 			p.Topic, n, first),
-		"give kcleanup a control topic of its own, started from this one: kcleanup adopt --from "+p.Topic+" (docs/flink-agents.md)"), ErrBlocked)
+		"give kcleanup a control topic of its own, started from this one: kcleanup adopt --from "+p.Topic+" (docs/flink-agents.md)"), protocol.ErrBlocked)
 }
 
 // Source is what the status document of the projection is built from

@@ -319,7 +319,7 @@ func (g globalOptions) blockedBySettings(ctx context.Context, c *worker.Cluster,
 	ctx, cancel := context.WithTimeout(ctx, g.timeout)
 	defer cancel()
 	err := c.ControlTopicSafe(ctx, st.ControlTopic, g.bootstrap())
-	if err != nil && errors.Is(err, worker.ErrBlocked) && !worker.IsAuthorizationError(err) {
+	if err != nil && errors.Is(err, protocol.ErrBlocked) && !worker.IsAuthorizationError(err) {
 		st.Blocked = report.BlockedBySettings(*st, err.Error(), errors.GetAllHints(err))
 		return
 	}

@@ -8,7 +8,7 @@
 // partition reads it live with a projection of its own, repairs overwritten
 // keys and calls worker.Cluster.Finish for every pending operation, with
 // capped exponential backoff for transient failures and a long retry
-// interval for blocked ones (worker.ErrBlocked, worker.ErrDegraded, denied
+// interval for blocked ones (protocol.ErrBlocked, protocol.ErrDegraded, denied
 // authorization). An operation that waits out the restore grace
 // (WithRestoreGrace, protocol.RestoreGrace) is retried when it is out, not
 // held: the owner serves the rest meanwhile and /v1/status lists the wait.

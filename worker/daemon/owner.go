@@ -290,7 +290,7 @@ func (d *Daemon) pass(o *owner, proj *worker.Projection, opts worker.Options) er
 	}
 	if o.notControl {
 		return errors.Mark(errors.WithHintf(errors.Newf("topic %s is not a control topic (it needs one partition and cleanup.policy=compact): this replica writes nothing to it", o.topic),
-			"check --control-topic: give the control topic (kcleanup init creates it), not the data topic"), worker.ErrBlocked)
+			"check --control-topic: give the control topic (kcleanup init creates it), not the data topic"), protocol.ErrBlocked)
 	}
 	if n := len(proj.State.Repairs()); n > 0 {
 		d.log.Warn("re-appending accepted records listed for repair (key overwritten, or out of order)", "control_topic", o.topic, "keys", n)
@@ -395,7 +395,7 @@ func (d *Daemon) sharedGovernances() map[string]string {
 			continue
 		}
 		err := d.sharedGovernanceOf(v.topic, s.status.Topic, s.status.TopicID)
-		if err != nil && errors.Is(err, worker.ErrBlocked) {
+		if err != nil && errors.Is(err, protocol.ErrBlocked) {
 			out[v.topic] = err.Error() + "; fix: " + strings.Join(errors.GetAllHints(err), "; ")
 		}
 	}
