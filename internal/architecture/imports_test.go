@@ -39,7 +39,7 @@ var layer = map[string]int{
 	"report/page":                      6, // the console's and the audit report's pages, pure (report's TestReportIsPure)
 	"internal/consoletest":             6, // the fixed story the pages are tested on
 	"protocol/sim":                     5, // the protocol run on a modelled cluster, checked by invariant
-	"worker/clientconfig":              5, // Kafka client properties: no package of ours
+	"clientconfig":                     5, // Kafka client properties: no package of ours; the CLI, the test kits and kcbench share it
 	"checkpoint/store":                 5, // the files of a checkpoint, local or on S3, for checkpoint
 	"worker/httpauth":                  5, // who calls the HTTP API: no package of ours
 	"worker":                           6,
