@@ -101,9 +101,13 @@ func runDoctor(ctx context.Context, g globalOptions, o doctorOptions, stdout io.
 	defer c.Close()
 
 	rep := doctorReport{SchemaVersion: findingsSchemaVersion, Topic: o.topic, ControlTopic: control}
-	if err := diagnose(ctx, c, g, o, &rep); err != nil {
+	f := report.DoctorFacts{Asked: o.topic, ControlTopic: control, ControlNamed: g.controlTopic != "",
+		Bootstrap: g.bootstrap(), StuckAfter: o.stuckAfter}
+	if err := doctorFacts(ctx, c, g, o, &f); err != nil {
 		return g.unreachable(err)
 	}
+	rep.Topic = report.DoctorTopic(o.topic, f.Status)
+	rep.Findings = report.Diagnose(f)
 	rep.Blocking = len(protocol.Blocking(rep.Findings))
 	if err := printFindings(stdout, g.output, rep, rep.Findings); err != nil {
 		return err
@@ -111,122 +115,86 @@ func runDoctor(ctx context.Context, g globalOptions, o doctorOptions, stdout io.
 	return blockingError(rep.Findings)
 }
 
-// diagnose fills rep with findings. Each group of checks gets its own --timeout. An error means
-// the cluster did not answer; problems found are findings.
-func diagnose(ctx context.Context, c *worker.Cluster, g globalOptions, o doctorOptions, rep *doctorReport) error {
-	add := func(fs ...protocol.Finding) { rep.Findings = append(rep.Findings, fs...) }
-	step := func(f func(ctx context.Context) error) error {
+// doctorFacts reads what report.Diagnose judges, into f: only what the answers so far make
+// relevant. Each group of reads gets its own --timeout. An error means the cluster did not
+// answer; problems found are facts.
+func doctorFacts(ctx context.Context, c *worker.Cluster, g globalOptions, o doctorOptions, f *report.DoctorFacts) error {
+	step := func(read func(ctx context.Context) error) error {
 		ctx, cancel := context.WithTimeout(ctx, g.timeout)
 		defer cancel()
-		return f(ctx)
+		return read(ctx)
 	}
-
-	if err := step(func(ctx context.Context) error {
-		fs, err := c.CheckBrokers(ctx)
-		add(fs...)
+	if err := step(func(ctx context.Context) (err error) {
+		f.Brokers, err = c.CheckBrokers(ctx)
 		return err
 	}); err != nil {
 		return err
 	}
 
 	// The control topic and its projection; they also tell which data topic to check.
-	var status *report.Status
 	if err := step(func(ctx context.Context) error {
-		info, err := c.DescribeTopic(ctx, rep.ControlTopic)
+		info, err := c.DescribeTopic(ctx, f.ControlTopic)
 		if errors.Is(err, worker.ErrTopicNotFound) {
-			// Most often a typo: the nearest names, and "create it" only for a data topic that
-			// exists and was never cleaned.
-			if rep.Topic != "" {
-				if _, err := c.TopicMetadata(ctx, rep.Topic); errors.Is(err, worker.ErrTopicNotFound) {
-					add(protocol.Finding{Severity: protocol.Block, Subject: "data topic " + rep.Topic,
-						Message: "no topic " + rep.Topic + " on the cluster", Hint: strings.Join(g.typoHints(ctx, c, rep.Topic), "; ")})
+			f.ControlMissing = true
+			if f.Asked != "" {
+				if _, err := c.TopicMetadata(ctx, f.Asked); errors.Is(err, worker.ErrTopicNotFound) {
+					f.DataMissing, f.Typos = true, g.typoHints(ctx, c, f.Asked)
 					return nil
 				}
 			}
-			hint := "if cleanup never ran for the data topic, create its control topic: kcleanup init --topic <data topic>"
-			if rep.Topic != "" && g.controlTopic == "" {
-				hint = "create it: kcleanup init --topic " + rep.Topic
+			if f.ControlNamed {
+				f.Typos = g.typoHints(ctx, c, f.ControlTopic)
 			}
-			if g.controlTopic != "" {
-				hint = strings.Join(append(g.typoHints(ctx, c, rep.ControlTopic), hint), "; ")
-			}
-			msg := "does not exist"
-			if rep.Topic != "" {
-				// The boundary may be kept under another name: say which, as every writer does.
-				data, err := c.TopicMetadata(ctx, rep.Topic)
+			if f.Asked != "" {
+				data, err := c.TopicMetadata(ctx, f.Asked)
 				if err != nil {
 					return err
 				}
-				gerr := c.OneGovernor(ctx, protocol.Governance{Self: rep.ControlTopic, Topic: rep.Topic, TopicID: data.ID}, g.bootstrap())
+				gerr := c.OneGovernor(ctx, protocol.Governance{Self: f.ControlTopic, Topic: f.Asked, TopicID: data.ID}, g.bootstrap())
 				if errors.Is(gerr, protocol.ErrGovernedElsewhere) {
-					msg, hint = gerr.Error(), strings.Join(errors.GetAllHints(gerr), "; ")
+					f.Elsewhere = gerr
 				} else if !errors.Is(gerr, protocol.ErrNoControlTopic) {
 					return gerr
 				}
 			}
-			add(protocol.Finding{Severity: protocol.Block, Subject: "control topic " + rep.ControlTopic,
-				Message: msg, Hint: hint})
 			return nil
 		}
 		if err != nil {
 			return err
 		}
-		// A topic of another shape is never read as a control topic (gate.Shape): one finding
-		// says what it looks like, instead of its settings judged as a control topic's.
-		notControl := func(err error) {
-			add(protocol.Finding{Severity: protocol.Block, Subject: "control topic " + rep.ControlTopic,
-				Message: err.Error(), Hint: strings.Join(errors.GetAllHints(err), "; ")})
-		}
-		if err := c.CheckControlShape(ctx, rep.ControlTopic); errors.Is(err, worker.ErrNotControlTopic) {
-			notControl(err)
+		f.ControlInfo = info
+		if err := c.CheckControlShape(ctx, f.ControlTopic); errors.Is(err, worker.ErrNotControlTopic) {
+			f.NotControl = err
 			return nil
 		}
-		var projection []protocol.Finding
 		if len(info.Partitions) == 1 { // otherwise there is no single log to project
-			proj, err := c.Project(ctx, rep.ControlTopic)
+			proj, err := c.Project(ctx, f.ControlTopic)
 			if err != nil {
 				return err
 			}
 			defer proj.Close()
 			if err := proj.CheckShape(ctx); err != nil {
-				notControl(err)
+				f.NotControl = err
 				return nil
 			}
 			proj.AheadTolerance = o.clockTolerance
 			st := report.StatusOf(proj.Source())
 			// A stuck operation that the tombstone rule blocks is said so, not "re-run apply".
 			blockedByTombstones(ctx, c, &st, o.tombstones.scanLimit)
-			status = &st
-			projection = report.CheckProjection(st, time.Now(), o.stuckAfter)
-			projection = append(projection, report.CheckClocks(st)...)
-			mf, err := checkMirror(ctx, c, g, proj)
-			if err != nil {
+			f.Status, f.Now = &st, time.Now()
+			if f.Mirror, err = readMirror(ctx, c, g, proj); err != nil {
 				return err
 			}
-			projection = append(projection, mf...)
-			if rep.Topic == "" {
-				rep.Topic = st.Topic
-			}
 		}
-		if status != nil && (status.Format == projector.FormatFlinkAgents || status.Format == projector.FormatMixed) {
-			// Not kcleanup's topic: its settings and fold rules do not apply.
-			add(report.CheckFlinkControlTopic(info, *status)...)
-			if fa := status.FlinkAgents; rep.Topic == "" && fa != nil && len(fa.Plans) > 0 {
-				rep.Topic = fa.Plans[0].Topic
-			}
-			return nil
+		if f.Status != nil && (f.Status.Format == projector.FormatFlinkAgents || f.Status.Format == projector.FormatMixed) {
+			return nil // not kcleanup's topic: its settings and fold rules do not apply
 		}
-		add(report.CheckControlTopic(info, rep.Topic, info.Replicas, g.bootstrap())...)
-		add(report.CheckControlTopicDurability(info, g.bootstrap())...)
-		add(projection...)
-		// One topic incarnation, one control topic, under any name: each of two is blind to the
-		// other's boundary, and an unbound one beside one that governs is a forgotten
-		// --control-topic (protocol.Governance, the rule every writer obeys).
-		gov := protocol.Governance{Self: rep.ControlTopic, Exists: true, Topic: rep.Topic}
-		if status != nil && status.Topic != "" {
-			gov.Bound, gov.Topic, gov.TopicID = true, status.Topic, status.TopicID
-		} else if rep.Topic != "" {
-			data, err := c.TopicMetadata(ctx, rep.Topic)
+		topic := report.DoctorTopic(f.Asked, f.Status)
+		gov := protocol.Governance{Self: f.ControlTopic, Exists: true, Topic: topic}
+		if f.Status != nil && f.Status.Topic != "" {
+			gov.Bound, gov.Topic, gov.TopicID = true, f.Status.Topic, f.Status.TopicID
+		} else if topic != "" {
+			data, err := c.TopicMetadata(ctx, topic)
 			if err != nil && !errors.Is(err, worker.ErrTopicNotFound) {
 				return err
 			}
@@ -237,8 +205,7 @@ func diagnose(ctx context.Context, c *worker.Cluster, g globalOptions, o doctorO
 				if !errors.Is(err, protocol.ErrGovernedElsewhere) {
 					return err
 				}
-				add(protocol.Finding{Severity: protocol.Block, Subject: "control topic " + rep.ControlTopic,
-					Message: err.Error(), Hint: strings.Join(errors.GetAllHints(err), "; ")})
+				f.Governance = err
 			}
 		}
 		return nil
@@ -246,67 +213,52 @@ func diagnose(ctx context.Context, c *worker.Cluster, g globalOptions, o doctorO
 		return err
 	}
 
-	if rep.Topic == "" {
-		add(protocol.Finding{Severity: protocol.Warn, Subject: "data topic",
-			Message: fmt.Sprintf("not checked: control topic %s governs no topic yet", rep.ControlTopic),
-			Hint:    "give --topic TOPIC to check the data topic too"})
+	topic := report.DoctorTopic(f.Asked, f.Status)
+	if topic == "" {
 		return nil
 	}
-	exists := false
 	if err := step(func(ctx context.Context) error {
-		info, err := c.DescribeTopic(ctx, rep.Topic)
+		info, err := c.DescribeTopic(ctx, topic)
 		if errors.Is(err, worker.ErrTopicNotFound) {
-			add(protocol.Finding{Severity: protocol.Block, Subject: "data topic " + rep.Topic, Message: "does not exist",
-				Hint: "check the name (--topic); a control topic governs the topic it was bound to by its first plan"})
+			f.DataGone = true
 			return nil
 		}
-		exists = err == nil
-		if err != nil {
-			return err
-		}
-		add(protocol.CheckDataTopic(info, g.bootstrap())...)
-		if status != nil {
-			add(report.CheckBinding(*status, info)...)
-		}
-		return nil
+		f.DataRead, f.DataInfo = err == nil, info
+		return err
 	}); err != nil {
 		return err
 	}
-	if !exists || status != nil && (status.Format == projector.FormatFlinkAgents || status.Format == projector.FormatMixed) {
+	if f.DataGone || f.Status != nil && (f.Status.Format == projector.FormatFlinkAgents || f.Status.Format == projector.FormatMixed) {
 		return nil // a Flink Agents control topic: kcleanup commits nothing on it
 	}
-	return step(func(ctx context.Context) error {
-		fs, err := checkTombstones(ctx, c, rep.Topic, status, o.tombstones.scanLimit)
-		add(fs...)
-		return err
-	})
+	return step(func(ctx context.Context) error { return readTombstones(ctx, c, topic, o.tombstones.scanLimit, f) })
 }
 
-// checkTombstones is doctor's tombstone scan of the data topic: from the committed boundary,
-// or from the log start before the first plan (protocol.TombstoneFindings). A scan the broker
-// refuses (no Read on the data topic) is a finding, not a failure of doctor.
-func checkTombstones(ctx context.Context, c *worker.Cluster, topic string, status *report.Status, limit int64) ([]protocol.Finding, error) {
-	var boundary events.Offsets
-	if status != nil {
-		boundary = status.Boundary
+// readTombstones is doctor's tombstone scan of the data topic: from the committed boundary,
+// or from the log start before the first plan (protocol.TombstoneFindings judges it). A scan
+// the broker refuses (no Read on the data topic) is a fact, not a failure of doctor.
+func readTombstones(ctx context.Context, c *worker.Cluster, topic string, limit int64, f *report.DoctorFacts) error {
+	var from events.Offsets
+	if f.Status != nil {
+		from = f.Status.Boundary
 	}
-	from := boundary
 	if len(from) == 0 {
 		starts, err := c.StartOffsets(ctx, topic)
 		if err != nil {
-			return nil, nil // the data topic's own findings say why
+			return nil // the data topic's own findings say why
 		}
 		from = starts
 	}
 	scan, err := c.ScanTombstones(ctx, topic, from, nil, limit)
 	if err != nil {
 		if worker.IsAuthorizationError(err) {
-			return []protocol.Finding{{Severity: protocol.Warn, Subject: "data topic " + topic,
-				Message: "cannot read it for tombstones: " + err.Error(), Hint: strings.Join(errors.GetAllHints(err), "; ")}}, nil
+			f.TombstonesDenied = err
+			return nil
 		}
-		return nil, err
+		return err
 	}
-	return protocol.TombstoneFindings(topic, boundary, from, scan), nil
+	f.TombstonesScanned, f.TombstonesFrom, f.Tombstones = true, from, scan
+	return nil
 }
 
 // printFindings writes doc as JSON, or the findings as one line each ("SEVERITY  subject:
@@ -336,10 +288,10 @@ func blockingError(fs []protocol.Finding) error {
 		"fix each BLOCK finding as its hint says, then run the command again")
 }
 
-// checkMirror is doctor's check of the attached Flink Agents mirror, if
-// one is: its standing (protocol.AssessMirror, with this principal's
-// permissions to write it) and its durability settings.
-func checkMirror(ctx context.Context, c *worker.Cluster, g globalOptions, proj *worker.Projection) ([]protocol.Finding, error) {
+// readMirror reads the attached Flink Agents mirror, if one is: its standing
+// (protocol.AssessMirror, with this principal's permissions to write it) and its
+// durability settings; nil when none is attached.
+func readMirror(ctx context.Context, c *worker.Cluster, g globalOptions, proj *worker.Projection) (*report.DoctorMirror, error) {
 	a, ok, err := c.AssessMirror(ctx, protocol.MirrorControlOf(proj.State), true, g.bootstrap())
 	if err != nil || !ok {
 		return nil, err
@@ -350,5 +302,5 @@ func checkMirror(ctx context.Context, c *worker.Cluster, g globalOptions, proj *
 			return nil, err
 		}
 	}
-	return report.MirrorFindings(a, configs, g.bootstrap()), nil
+	return &report.DoctorMirror{Assessment: a, Configs: configs}, nil
 }
