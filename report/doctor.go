@@ -81,15 +81,15 @@ func DoctorTopic(asked string, st *Status) string {
 		return ""
 	case st.Topic != "":
 		return st.Topic
-	case flinkFormat(st) && st.FlinkAgents != nil && len(st.FlinkAgents.Plans) > 0:
+	case FlinkFormat(st) && st.FlinkAgents != nil && len(st.FlinkAgents.Plans) > 0:
 		return st.FlinkAgents.Plans[0].Topic
 	}
 	return ""
 }
 
-// flinkFormat: a control topic in Flink Agents' format (wholly or in part),
+// FlinkFormat: a control topic in Flink Agents' format (wholly or in part),
 // whose settings and fold rules are the job's, not kcleanup's.
-func flinkFormat(st *Status) bool {
+func FlinkFormat(st *Status) bool {
 	return st != nil && (st.Format == projector.FormatFlinkAgents || st.Format == projector.FormatMixed)
 }
 
@@ -129,7 +129,7 @@ func Diagnose(f DoctorFacts) []protocol.Finding {
 		// A topic of another shape is never read as a control topic (gate.Shape): one finding
 		// says what it looks like, instead of its settings judged as a control topic's.
 		out = append(out, asFinding(f.NotControl))
-	case flinkFormat(f.Status):
+	case FlinkFormat(f.Status):
 		// Not kcleanup's topic: its settings and fold rules do not apply.
 		out = append(out, CheckFlinkControlTopic(f.ControlInfo, *f.Status)...)
 	default:

@@ -10,8 +10,6 @@ import (
 	"github.com/cockroachdb/errors"
 	"github.com/spf13/cobra"
 
-	"github.com/kcleanup/kcleanup/events"
-	"github.com/kcleanup/kcleanup/projector"
 	"github.com/kcleanup/kcleanup/protocol"
 	"github.com/kcleanup/kcleanup/report"
 	"github.com/kcleanup/kcleanup/worker"
@@ -101,9 +99,10 @@ func runDoctor(ctx context.Context, g globalOptions, o doctorOptions, stdout io.
 	defer c.Close()
 
 	rep := doctorReport{SchemaVersion: findingsSchemaVersion, Topic: o.topic, ControlTopic: control}
-	f := report.DoctorFacts{Asked: o.topic, ControlTopic: control, ControlNamed: g.controlTopic != "",
-		Bootstrap: g.bootstrap(), StuckAfter: o.stuckAfter}
-	if err := doctorFacts(ctx, c, g, o, &f); err != nil {
+	f, err := c.DoctorFacts(ctx, worker.DoctorRequest{Topic: o.topic, ControlTopic: control, ControlNamed: g.controlTopic != "",
+		Bootstrap: g.bootstrap(), StuckAfter: o.stuckAfter, ClockTolerance: o.clockTolerance, ScanLimit: o.tombstones.scanLimit,
+		Timeout: g.timeout, Typos: func(ctx context.Context, name string) []string { return g.typoHints(ctx, c, name) }})
+	if err != nil {
 		return g.unreachable(err)
 	}
 	rep.Topic = report.DoctorTopic(o.topic, f.Status)
@@ -113,152 +112,6 @@ func runDoctor(ctx context.Context, g globalOptions, o doctorOptions, stdout io.
 		return err
 	}
 	return blockingError(rep.Findings)
-}
-
-// doctorFacts reads what report.Diagnose judges, into f: only what the answers so far make
-// relevant. Each group of reads gets its own --timeout. An error means the cluster did not
-// answer; problems found are facts.
-func doctorFacts(ctx context.Context, c *worker.Cluster, g globalOptions, o doctorOptions, f *report.DoctorFacts) error {
-	step := func(read func(ctx context.Context) error) error {
-		ctx, cancel := context.WithTimeout(ctx, g.timeout)
-		defer cancel()
-		return read(ctx)
-	}
-	if err := step(func(ctx context.Context) (err error) {
-		f.Brokers, err = c.CheckBrokers(ctx)
-		return err
-	}); err != nil {
-		return err
-	}
-
-	// The control topic and its projection; they also tell which data topic to check.
-	if err := step(func(ctx context.Context) error {
-		info, err := c.DescribeTopic(ctx, f.ControlTopic)
-		if errors.Is(err, worker.ErrTopicNotFound) {
-			f.ControlMissing = true
-			if f.Asked != "" {
-				if _, err := c.TopicMetadata(ctx, f.Asked); errors.Is(err, worker.ErrTopicNotFound) {
-					f.DataMissing, f.Typos = true, g.typoHints(ctx, c, f.Asked)
-					return nil
-				}
-			}
-			if f.ControlNamed {
-				f.Typos = g.typoHints(ctx, c, f.ControlTopic)
-			}
-			if f.Asked != "" {
-				data, err := c.TopicMetadata(ctx, f.Asked)
-				if err != nil {
-					return err
-				}
-				gerr := c.OneGovernor(ctx, protocol.Governance{Self: f.ControlTopic, Topic: f.Asked, TopicID: data.ID}, g.bootstrap())
-				if errors.Is(gerr, protocol.ErrGovernedElsewhere) {
-					f.Elsewhere = gerr
-				} else if !errors.Is(gerr, protocol.ErrNoControlTopic) {
-					return gerr
-				}
-			}
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		f.ControlInfo = info
-		if err := c.CheckControlShape(ctx, f.ControlTopic); errors.Is(err, worker.ErrNotControlTopic) {
-			f.NotControl = err
-			return nil
-		}
-		if len(info.Partitions) == 1 { // otherwise there is no single log to project
-			proj, err := c.Project(ctx, f.ControlTopic)
-			if err != nil {
-				return err
-			}
-			defer proj.Close()
-			if err := proj.CheckShape(ctx); err != nil {
-				f.NotControl = err
-				return nil
-			}
-			proj.AheadTolerance = o.clockTolerance
-			st := report.StatusOf(proj.Source())
-			// A stuck operation that the tombstone rule blocks is said so, not "re-run apply".
-			blockedByTombstones(ctx, c, &st, o.tombstones.scanLimit)
-			f.Status, f.Now = &st, time.Now()
-			if f.Mirror, err = readMirror(ctx, c, g, proj); err != nil {
-				return err
-			}
-		}
-		if f.Status != nil && (f.Status.Format == projector.FormatFlinkAgents || f.Status.Format == projector.FormatMixed) {
-			return nil // not kcleanup's topic: its settings and fold rules do not apply
-		}
-		topic := report.DoctorTopic(f.Asked, f.Status)
-		gov := protocol.Governance{Self: f.ControlTopic, Exists: true, Topic: topic}
-		if f.Status != nil && f.Status.Topic != "" {
-			gov.Bound, gov.Topic, gov.TopicID = true, f.Status.Topic, f.Status.TopicID
-		} else if topic != "" {
-			data, err := c.TopicMetadata(ctx, topic)
-			if err != nil && !errors.Is(err, worker.ErrTopicNotFound) {
-				return err
-			}
-			gov.TopicID = data.ID
-		}
-		if gov.TopicID != "" {
-			if err := c.OneGovernor(ctx, gov, g.bootstrap()); err != nil {
-				if !errors.Is(err, protocol.ErrGovernedElsewhere) {
-					return err
-				}
-				f.Governance = err
-			}
-		}
-		return nil
-	}); err != nil {
-		return err
-	}
-
-	topic := report.DoctorTopic(f.Asked, f.Status)
-	if topic == "" {
-		return nil
-	}
-	if err := step(func(ctx context.Context) error {
-		info, err := c.DescribeTopic(ctx, topic)
-		if errors.Is(err, worker.ErrTopicNotFound) {
-			f.DataGone = true
-			return nil
-		}
-		f.DataRead, f.DataInfo = err == nil, info
-		return err
-	}); err != nil {
-		return err
-	}
-	if f.DataGone || f.Status != nil && (f.Status.Format == projector.FormatFlinkAgents || f.Status.Format == projector.FormatMixed) {
-		return nil // a Flink Agents control topic: kcleanup commits nothing on it
-	}
-	return step(func(ctx context.Context) error { return readTombstones(ctx, c, topic, o.tombstones.scanLimit, f) })
-}
-
-// readTombstones is doctor's tombstone scan of the data topic: from the committed boundary,
-// or from the log start before the first plan (protocol.TombstoneFindings judges it). A scan
-// the broker refuses (no Read on the data topic) is a fact, not a failure of doctor.
-func readTombstones(ctx context.Context, c *worker.Cluster, topic string, limit int64, f *report.DoctorFacts) error {
-	var from events.Offsets
-	if f.Status != nil {
-		from = f.Status.Boundary
-	}
-	if len(from) == 0 {
-		starts, err := c.StartOffsets(ctx, topic)
-		if err != nil {
-			return nil // the data topic's own findings say why
-		}
-		from = starts
-	}
-	scan, err := c.ScanTombstones(ctx, topic, from, nil, limit)
-	if err != nil {
-		if worker.IsAuthorizationError(err) {
-			f.TombstonesDenied = err
-			return nil
-		}
-		return err
-	}
-	f.TombstonesScanned, f.TombstonesFrom, f.Tombstones = true, from, scan
-	return nil
 }
 
 // printFindings writes doc as JSON, or the findings as one line each ("SEVERITY  subject:
@@ -286,21 +139,4 @@ func blockingError(fs []protocol.Finding) error {
 	}
 	return errors.WithHint(errors.Newf("%d problem(s) block cleanup (the BLOCK findings)", n),
 		"fix each BLOCK finding as its hint says, then run the command again")
-}
-
-// readMirror reads the attached Flink Agents mirror, if one is: its standing
-// (protocol.AssessMirror, with this principal's permissions to write it) and its
-// durability settings; nil when none is attached.
-func readMirror(ctx context.Context, c *worker.Cluster, g globalOptions, proj *worker.Projection) (*report.DoctorMirror, error) {
-	a, ok, err := c.AssessMirror(ctx, protocol.MirrorControlOf(proj.State), true, g.bootstrap())
-	if err != nil || !ok {
-		return nil, err
-	}
-	var configs map[string]string
-	if a.LiveTopicID != "" {
-		if configs, err = c.TopicConfigs(ctx, a.Topic); err != nil && !worker.IsAuthorizationError(err) {
-			return nil, err
-		}
-	}
-	return &report.DoctorMirror{Assessment: a, Configs: configs}, nil
 }

@@ -323,24 +323,7 @@ func (g globalOptions) blockedBySettings(ctx context.Context, c *worker.Cluster,
 		st.Blocked = report.BlockedBySettings(*st, err.Error(), errors.GetAllHints(err))
 		return
 	}
-	blockedByTombstones(ctx, c, st, worker.DefaultTombstoneScanLimit)
-}
-
-// blockedByTombstones lists in st.Blocked the pending operations that the one tombstone rule
-// blocks (protocol.WatchTombstones: a tombstone at or above the boundary), as the owner's watch
-// and a re-run of apply would: so that no command suggests a re-run that would be refused. A
-// scan that fails or could not read to the end adds nothing (the owner says it).
-func blockedByTombstones(ctx context.Context, c *worker.Cluster, st *report.Status, limit int64) {
-	if st.Topic == "" || len(st.Boundary) == 0 || countPending(st.Operations) == 0 {
-		return
-	}
-	scan, err := c.ScanTombstones(ctx, st.Topic, st.Boundary, nil, limit)
-	if err != nil {
-		return
-	}
-	if err := protocol.WatchTombstones(st.Topic, st.Boundary, scan); errors.Is(err, protocol.ErrTombstones) {
-		st.Blocked = report.BlockedBySettings(*st, err.Error(), errors.GetAllHints(err))
-	}
+	c.MarkTombstoneBlocks(ctx, st, worker.DefaultTombstoneScanLimit)
 }
 
 // printBlocked is the status table's lines about blocked operations: each
