@@ -10,7 +10,7 @@ export KCLEANUP_TEST_BOOTSTRAP ?=
 # in full, then -short under the race detector (which makes the property tests
 # 5-10x slower); they need no broker. Every other package runs
 # against the broker.
-PURE  := $(shell $(GO) list $(patsubst %,./%/...,$(wildcard events fsm projector protocol gate report)) ./checkpoint)
+PURE  := $(shell $(GO) list $(patsubst %,./%/...,$(wildcard events fsm projector protocol gate report topicconfig)) ./checkpoint)
 # The tests that need the three-broker cluster (kafka.sh test --brokers 3) run on their own.
 CLUSTER := $(shell $(GO) list ./internal/clustertest/...)
 # The tests that read checkpoints from a real S3-compatible server (s3.sh test: KCLEANUP_TEST_S3).
@@ -149,7 +149,7 @@ screenshots: chromium ## regenerate docs/images/*.png, the console and the repor
 	KCLEANUP_SCREENSHOTS=$(CURDIR)/docs/images $(KAFKA) test $(GO) test -count=1 -run 'TestBrowser|TestScreenshots' ./worker/console/
 
 fuzz: ## fuzz every decoder for FUZZTIME each (default 30s)
-	@for pkg in ./events/ ./projector/ ./projector/flinkagents/ ./fsm/ ./cmd/kcleanup/ ./worker/clientconfig/ ./checkpoint/ ./checkpoint/store/; do \
+	@for pkg in ./events/ ./projector/ ./projector/flinkagents/ ./fsm/ ./cmd/kcleanup/ ./clientconfig/ ./checkpoint/ ./checkpoint/store/; do \
 	  for t in $$($(GO) test -list '^Fuzz' $$pkg | grep ^Fuzz); do \
 	    echo "== $$pkg $$t"; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $${FUZZTIME:-30s} $$pkg || exit 1; done; done
 

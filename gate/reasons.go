@@ -196,8 +196,9 @@ func Reasons() []Reason {
 }
 
 // ExitCode is the process exit code of `kcleanup validate` for a class:
-// 0 allowed, 3 refused, 4 cannot tell (and any unknown class). Contract C1:
-// never renumber.
+// 0 allowed, 3 refused, 2 invalid (the CLI's usage code), 4 cannot tell (and
+// any unknown class). The CLI's only class→code map. Contract C1: never
+// renumber.
 func (c Class) ExitCode() int {
 	switch c {
 	case Allowed:

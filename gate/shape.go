@@ -2,12 +2,12 @@ package gate
 
 import (
 	"fmt"
-	"slices"
+	"github.com/kcleanup/kcleanup/topicconfig"
 	"strings"
 )
 
 // Shape is what says whether a topic is a control topic at all, as opposed
-// to a control topic with unsafe settings (Settings): exactly one partition,
+// to a control topic with unsafe settings (topicconfig.ControlTopic): exactly one partition,
 // cleanup.policy exactly compact, and, once read, records in kcleanup's or
 // Flink Agents' control format. A topic of another shape is never read as a
 // control topic by any command: reading a data topic as one finds no
@@ -38,7 +38,7 @@ func (s Shape) Misfit() string {
 	if s.Partitions != 1 {
 		why = append(why, fmt.Sprintf("%d partitions", s.Partitions))
 	}
-	if !slices.Equal(policyParts(s.Policy), []string{"compact"}) {
+	if !topicconfig.IsCompactOnly(s.Policy) {
 		pol := s.Policy
 		if pol == "" {
 			pol = "delete (Kafka's default)"

@@ -12,6 +12,8 @@ import (
 
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/projector"
+
+	"github.com/kcleanup/kcleanup/topicconfig"
 )
 
 // TestTranscripts runs the datadriven files under testdata/: the gate's own rules (Decide) on a
@@ -197,7 +199,7 @@ func (tr *transcript) validate(t *testing.T, d *datadriven.TestData) string {
 	}
 	v := Decide(Facts{
 		Markers:    markers,
-		Control:    Control{Topic: ctl, Exists: true, Partitions: 1, Configs: CreateSettings()},
+		Control:    Control{Topic: ctl, Exists: true, Partitions: 1, Configs: topicconfig.CreateSettings()},
 		Projection: &Projection{State: tr.s, ReadTo: tr.next},
 		Data:       data,
 		Bootstrap:  "b:9092",

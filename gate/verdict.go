@@ -13,6 +13,7 @@ import (
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/projector"
 	"github.com/kcleanup/kcleanup/projector/flinkagents"
+	"github.com/kcleanup/kcleanup/topicconfig"
 )
 
 // SchemaVersion is the version of the verdict document. 2: hints became a
@@ -291,7 +292,7 @@ func (d *decision) control(st *projector.State) {
 				topic, topic, c.Topic))
 		return
 	}
-	for _, p := range Blocking(Settings(c.Topic, c.Partitions, c.Configs, d.f.Bootstrap)) {
+	for _, p := range topicconfig.Blocking(topicconfig.ControlTopic(c.Topic, c.Partitions, c.Configs, d.f.Bootstrap)) {
 		if p.Setting == "partitions" {
 			d.add(ControlTopicPartitions, nil, cannot+fmt.Sprintf("control topic %s %s", c.Topic, p.Message),
 				fmt.Sprintf("is %s the control topic of %s? Its default is %s.kcleanup; a new one is made with: kcleanup init --topic %s --control-topic <new name>",

@@ -9,6 +9,8 @@ import (
 
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/projector"
+
+	"github.com/kcleanup/kcleanup/topicconfig"
 )
 
 const (
@@ -60,7 +62,7 @@ func (l *log) commit(t *testing.T, rp string, offs events.Offsets) events.Plan {
 // end, and a data topic of two partitions holding [0, 200).
 func facts(l *log, offs ...events.Offsets) Facts {
 	f := Facts{
-		Control:    Control{Topic: ctl, Exists: true, Partitions: 1, Configs: CreateSettings()},
+		Control:    Control{Topic: ctl, Exists: true, Partitions: 1, Configs: topicconfig.CreateSettings()},
 		Projection: &Projection{State: l.s, ReadTo: l.n},
 		Data: Data{Topic: topic, Exists: true, ID: tid, Partitions: []int32{0, 1},
 			Start: events.Offsets{0: 0, 1: 0}, End: events.Offsets{0: 200, 1: 200}},

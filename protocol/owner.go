@@ -156,6 +156,12 @@ type MaintenanceRecord struct {
 	Offset int64
 }
 
+// RetractionGrace is how long a key whose every record was rejected is left
+// alone before it is tombstoned: its writer may be about to retry under the
+// same key (a COMMITTED recomputed after a boundary mismatch). The workers
+// pass it to Maintenance; the console says it.
+const RetractionGrace = time.Minute
+
 // Maintenance lists, in the order they must be appended, the records that
 // keep the compacted control topic equivalent to the full log: first the
 // retractions of conflict losers whose winner moved past them

@@ -8,6 +8,7 @@ import (
 	"github.com/cockroachdb/errors"
 
 	"github.com/kcleanup/kcleanup/events"
+	"github.com/kcleanup/kcleanup/topicconfig"
 )
 
 // Topic is what the cluster reported about a topic at one moment.
@@ -54,48 +55,16 @@ func Blocking(fs []Finding) []Finding {
 	return out
 }
 
-// policies splits a cleanup.policy value into its sorted parts.
-func policies(v string) []string {
-	var out []string
-	for _, p := range strings.Split(v, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	slices.Sort(out)
-	return out
-}
-
-// CheckDataTopic checks the configs a data topic needs (docs/design.md,
-// "Words"): Kafka itself must never retire a record, and DeleteRecords must
-// be allowed.
+// CheckDataTopic checks the configs a data topic needs (the rules of
+// topicconfig.DataTopic) as findings: each problem blocks; none is one OK.
 func CheckDataTopic(info Topic, bootstrap string) []Finding {
 	subject := "data topic " + info.Name
-	alter := func(setting string) string {
-		return fmt.Sprintf("kafka-configs --bootstrap-server %s --alter --entity-type topics --entity-name %s --add-config %s",
-			bootstrap, info.Name, setting)
-	}
 	var out []Finding
-	pol := info.Configs["cleanup.policy"]
-	if !slices.Equal(policies(pol), []string{"compact", "delete"}) {
-		msg := fmt.Sprintf("cleanup.policy is %q; kcleanup needs compact,delete so that DeleteRecords is allowed", pol)
-		if slices.Equal(policies(pol), []string{"delete"}) {
-			msg = fmt.Sprintf("cleanup.policy is %q; action state needs compact,delete (compaction keeps the latest state, delete allows DeleteRecords)", pol)
-		}
-		// The hint sets retention together with the policy, in one atomic config change:
-		// adding delete to a topic whose retention.ms is still the broker's default (7 days)
-		// would let Kafka retire every older record at once.
-		out = append(out, Finding{Block, subject, msg, alter("'retention.ms=-1,retention.bytes=-1,cleanup.policy=[compact,delete]'")})
-	}
-	for _, key := range []string{"retention.ms", "retention.bytes"} {
-		if v := info.Configs[key]; v != "-1" {
-			out = append(out, Finding{Block, subject,
-				fmt.Sprintf("%s is %q; it must be -1, or Kafka retires records a recovery point may still need", key, v),
-				alter(key + "=-1")})
-		}
+	for _, p := range topicconfig.DataTopic(info.Name, info.Configs, bootstrap) {
+		out = append(out, Finding{Block, subject, p.Message, p.Fix})
 	}
 	if len(out) == 0 {
-		out = append(out, Finding{OK, subject, fmt.Sprintf("cleanup.policy=%s, retention.ms=-1, retention.bytes=-1", pol), ""})
+		out = append(out, Finding{OK, subject, fmt.Sprintf("cleanup.policy=%s, retention.ms=-1, retention.bytes=-1", info.Configs["cleanup.policy"]), ""})
 	}
 	return out
 }

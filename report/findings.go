@@ -8,10 +8,10 @@ import (
 	"time"
 
 	"github.com/kcleanup/kcleanup/fsm"
-	"github.com/kcleanup/kcleanup/gate"
 	"github.com/kcleanup/kcleanup/projector"
 	"github.com/kcleanup/kcleanup/projector/flinkagents"
 	"github.com/kcleanup/kcleanup/protocol"
+	"github.com/kcleanup/kcleanup/topicconfig"
 )
 
 // CheckControlTopicDurability warns when a replicated control topic lets a
@@ -155,7 +155,7 @@ func CheckFlinkControlTopic(info protocol.Topic, st Status) []protocol.Finding {
 }
 
 // CheckControlTopic checks a control topic against docs/design.md §4 with the
-// settings rules of package gate, the ones the recovery gate applies too: a
+// settings rules of package topicconfig, the ones the recovery gate applies too: a
 // problem that lets the log cleaner outrun repairs blocks cleanup here and
 // fails the gate closed there.
 func CheckControlTopic(info protocol.Topic, dataTopic string, replicas int, bootstrap string) []protocol.Finding {
@@ -165,7 +165,7 @@ func CheckControlTopic(info protocol.Topic, dataTopic string, replicas int, boot
 		out = append(out, finding(protocol.Block, subject, "the control topic must not be the data topic",
 			"choose another --control-topic; the default is "+protocol.ControlTopicFor(dataTopic)))
 	}
-	for _, p := range gate.Settings(info.Name, len(info.Partitions), info.Configs, bootstrap) {
+	for _, p := range topicconfig.ControlTopic(info.Name, len(info.Partitions), info.Configs, bootstrap) {
 		sev := protocol.Warn
 		if p.Blocks {
 			sev = protocol.Block

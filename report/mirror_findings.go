@@ -6,8 +6,8 @@ import (
 
 	"github.com/cockroachdb/errors"
 
-	"github.com/kcleanup/kcleanup/gate"
 	"github.com/kcleanup/kcleanup/protocol"
+	"github.com/kcleanup/kcleanup/topicconfig"
 )
 
 // MirrorFindings are doctor's findings about an attached mirror: its standing
@@ -52,13 +52,10 @@ func MirrorFindings(a protocol.MirrorAssessment, configs map[string]string, boot
 }
 
 // settingsFindings warns of the durability settings a mirror should have
-// (the control topic's, gate.Settings, without the job's own two rules).
+// (topicconfig.MirrorTopic: the control topic's, without the job's own two rules).
 func settingsFindings(subject string, configs map[string]string, bootstrap string) []protocol.Finding {
 	var out []protocol.Finding
-	for _, p := range gate.Settings(strings.TrimPrefix(subject, "mirror topic "), 1, configs, bootstrap) {
-		if p.Setting == "partitions" || p.Setting == "cleanup.policy" {
-			continue // the job's own rules: topicProblem judges them
-		}
+	for _, p := range topicconfig.MirrorTopic(strings.TrimPrefix(subject, "mirror topic "), configs, bootstrap) {
 		out = append(out, protocol.Finding{Severity: protocol.Warn, Subject: subject,
 			Message: p.Message + " (the job does not need it; the boundary the mirror carries does: see kcleanup init --help)", Hint: p.Fix})
 	}

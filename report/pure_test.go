@@ -25,9 +25,10 @@ func imports(t *testing.T, root, pkg string) []string {
 	return p.Imports
 }
 
-// TestReportIsPure keeps this package a pure builder of documents: no Kafka client, metrics,
+// TestReportIsPure keeps this package and report/page (the console's and the audit report's
+// pages) pure builders of documents: no Kafka client, metrics,
 // container or CLI library anywhere in the closure of what it imports from this module, no
-// library but cockroachdb/errors of its own, no os, no clock, no goroutine.
+// library but cockroachdb/errors of their own, no os, no clock, no goroutine.
 func TestReportIsPure(t *testing.T) {
 	root, err := repo.Root()
 	if err != nil {
@@ -35,8 +36,9 @@ func TestReportIsPure(t *testing.T) {
 	}
 	std := func(imp string) bool { return !strings.Contains(strings.Split(imp, "/")[0], ".") }
 	io := []string{"github.com/twmb/franz-go", "github.com/prometheus/", "github.com/testcontainers/", "github.com/spf13/"}
+	pure := []string{"report", "report/page"}
 	allowed := func(pkg, imp string) bool {
-		if pkg == "report" {
+		if slices.Contains(pure, pkg) {
 			return std(imp) || imp == "github.com/cockroachdb/errors" || strings.HasPrefix(imp, module+"/")
 		}
 		return !slices.ContainsFunc(io, func(p string) bool { return strings.HasPrefix(imp, p) })
@@ -54,18 +56,24 @@ func TestReportIsPure(t *testing.T) {
 				t.Errorf("report imports %s through %s: a pure package imports no Kafka client or other library", imp, pkg)
 			case ours:
 				walk(dep)
-			case pkg == "report" && slices.Contains([]string{"os", "os/exec", "net", "net/http", "syscall", "io/fs"}, imp):
-				t.Errorf("report imports %s: a pure package does no I/O", imp)
+			case slices.Contains(pure, pkg) && slices.Contains([]string{"os", "os/exec", "net", "net/http", "syscall", "io/fs"}, imp):
+				t.Errorf("%s imports %s: a pure package does no I/O", pkg, imp)
 			}
 		}
 	}
-	walk("report")
+	for _, pkg := range pure {
+		walk(pkg)
+	}
 
-	// The clock and goroutines, in this package's own files.
+	// The clock and goroutines, in the pure packages' own files.
 	clock := []string{"Now", "Since", "Until", "Sleep", "After", "AfterFunc", "Tick", "NewTimer", "NewTicker"}
-	files, err := filepath.Glob(filepath.Join(root, "report", "*.go"))
-	if err != nil {
-		t.Fatal(err)
+	var files []string
+	for _, pkg := range pure {
+		m, err := filepath.Glob(filepath.Join(root, pkg, "*.go"))
+		if err != nil || len(m) == 0 {
+			t.Fatalf("no Go files in %s: %v", pkg, err)
+		}
+		files = append(files, m...)
 	}
 	fset := token.NewFileSet()
 	for _, name := range files {

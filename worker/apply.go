@@ -14,18 +14,14 @@ import (
 	"github.com/kcleanup/kcleanup/report"
 )
 
-// Errors a caller of Apply or Finish can act on (defined by package
-// protocol, which decides them).
+// ErrRejected and ErrSuperseded are protocol's, re-exported only until
+// cmd/kcleanup's apply and submit and worker's adopt (rewritten in parallel
+// on branch i34a, issue 34 item 2) read them from protocol; remove them then.
+// Every other caller reads protocol.ErrRejected, ErrSuperseded, ErrBlocked
+// and ErrDegraded.
 var (
-	// ErrSuperseded: a concurrent commit raised the boundary above this plan.
 	ErrSuperseded = protocol.ErrSuperseded
-	// ErrBlocked: a condition that retrying will not fix until an operator
-	// acts (topic recreated, policy changed, authorization denied).
-	ErrBlocked = protocol.ErrBlocked
-	// ErrRejected: the live cluster or the control topic refuses the plan.
-	ErrRejected = protocol.ErrRejected
-	// ErrDegraded: the control topic holds records from a newer kcleanup.
-	ErrDegraded = protocol.ErrDegraded
+	ErrRejected   = protocol.ErrRejected
 )
 
 // Options tune Apply and Finish.

@@ -72,7 +72,7 @@ func TestApplyOnFakeWalksTheLifecycle(t *testing.T) {
 	before := fresh.State.Next()
 	c0 := workertest.MustPlan(t, "C0", "action-state", id, events.Offsets{0: 100, 1: 120})
 	_, err = c.Apply(ctx, fresh, c0, worker.Options{})
-	if !errors.Is(err, worker.ErrRejected) || !strings.Contains(err.Error(), "below the committed boundary 150") {
+	if !errors.Is(err, protocol.ErrRejected) || !strings.Contains(err.Error(), "below the committed boundary 150") {
 		t.Fatalf("apply C0: %v", err)
 	}
 	if err := fresh.CatchUp(ctx); err != nil {
@@ -148,7 +148,7 @@ func TestRepairRetractsRejectedKeysAfterTheGrace(t *testing.T) {
 	bad := workertest.Envelope(events.Committed, plan, "")
 	bad.Boundary = events.Offsets{0: 1}
 	key, value := bad.Encode()
-	old := &kgo.Record{Topic: ctl, Partition: 0, Key: key, Value: value, Timestamp: time.Now().Add(-2 * worker.RetractionGrace)}
+	old := &kgo.Record{Topic: ctl, Partition: 0, Key: key, Value: value, Timestamp: time.Now().Add(-2 * protocol.RetractionGrace)}
 	young := &kgo.Record{Topic: ctl, Partition: 0, Key: []byte("garbage"), Value: []byte("{"), Timestamp: time.Now()}
 	if err := c.Client().ProduceSync(ctx, old, young).FirstErr(); err != nil {
 		t.Fatal(err)

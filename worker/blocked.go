@@ -7,10 +7,12 @@ import (
 	"github.com/cockroachdb/errors"
 
 	"github.com/kcleanup/kcleanup/gate"
+	"github.com/kcleanup/kcleanup/protocol"
+	"github.com/kcleanup/kcleanup/topicconfig"
 )
 
 // ControlTopicSafe blocks cleanup on a control topic whose settings let the
-// log cleaner outrun repairs (the rules of package gate, the ones init,
+// log cleaner outrun repairs (the rules of package topicconfig, the ones init,
 // doctor and the recovery gate apply): deleting while the log may lose the
 // decision that allowed it is what the safety argument forbids. Repairs go
 // on: they are what protects the log.
@@ -23,7 +25,7 @@ func (c *Cluster) ControlTopicSafe(ctx context.Context, controlTopic, bootstrap 
 		// Settings nobody can read are settings nobody checked: blocked.
 		return c.denied(err, permControlDescribeConfigs(controlTopic))
 	}
-	blocking := gate.Blocking(gate.Settings(controlTopic, len(info.Partitions), info.Configs, bootstrap))
+	blocking := topicconfig.Blocking(topicconfig.ControlTopic(controlTopic, len(info.Partitions), info.Configs, bootstrap))
 	if len(blocking) == 0 {
 		return nil
 	}
@@ -31,7 +33,7 @@ func (c *Cluster) ControlTopicSafe(ctx context.Context, controlTopic, bootstrap 
 	for _, p := range blocking {
 		msgs = append(msgs, p.Message)
 	}
-	err2 := errors.Mark(errors.Newf("control topic %s is unsafe, so no deletion starts: %s", controlTopic, strings.Join(msgs, "; ")), ErrBlocked)
+	err2 := errors.Mark(errors.Newf("control topic %s is unsafe, so no deletion starts: %s", controlTopic, strings.Join(msgs, "; ")), protocol.ErrBlocked)
 	for _, p := range blocking {
 		err2 = errors.WithHint(err2, p.Fix)
 	}

@@ -1,21 +1,16 @@
 package worker
 
 import (
-	"github.com/kcleanup/kcleanup/gate"
 	"github.com/kcleanup/kcleanup/protocol"
+	"github.com/kcleanup/kcleanup/topicconfig"
 )
 
 // ControlTopicConfigs are the configs kcleanup creates a control topic with
-// (gate.CreateSettings). min.insync.replicas is added when the replication
-// factor allows it.
+// (topicconfig.CreateConfigs), in the form kadm's CreateTopic takes.
 func ControlTopicConfigs(replicationFactor int16) map[string]*string {
 	cfg := map[string]*string{}
-	for k, v := range gate.CreateSettings() {
+	for k, v := range topicconfig.CreateConfigs(replicationFactor) {
 		cfg[k] = &v
-	}
-	if replicationFactor >= 3 {
-		two := "2"
-		cfg["min.insync.replicas"] = &two
 	}
 	return cfg
 }

@@ -16,8 +16,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kcleanup/kcleanup/events"
-	"github.com/kcleanup/kcleanup/gate"
 	"github.com/kcleanup/kcleanup/protocol"
+	"github.com/kcleanup/kcleanup/topicconfig"
 )
 
 // ErrTopicNotFound is returned when a topic does not exist on the cluster.
@@ -58,7 +58,7 @@ func Connect(opts ...kgo.Opt) (*Cluster, error) {
 	own := append(slices.Clone(opts),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
-		kgo.ProducerBatchMaxBytes(gate.MaxControlRecordBytes),
+		kgo.ProducerBatchMaxBytes(topicconfig.MaxControlRecordBytes),
 	)
 	cl, err := kgo.NewClient(own...)
 	if err != nil {
@@ -290,7 +290,7 @@ func listed(lo kadm.ListedOffsets, err error, topic, what string) (events.Offset
 		err := errors.Newf("%s", msg)
 		if denied {
 			// Retrying cannot help until an operator grants Describe (the caller names it).
-			err = errors.Mark(errors.Mark(err, ErrBlocked), kerr.TopicAuthorizationFailed)
+			err = errors.Mark(errors.Mark(err, protocol.ErrBlocked), kerr.TopicAuthorizationFailed)
 		}
 		return nil, err
 	}

@@ -451,16 +451,11 @@ func (p *Projection) Decide(ctx context.Context, env events.Envelope, headers ..
 	return *got, nil
 }
 
-// RetractionGrace is how long a key whose every record was rejected is left
-// alone before it is tombstoned: its writer may be about to retry under the
-// same key (a COMMITTED recomputed after a boundary mismatch).
-const RetractionGrace = time.Minute
-
 // Repair keeps the compacted control topic equivalent to the full one
 // (docs/design.md §5, I5): it re-appends every accepted record whose key a later
 // record overwrote, so that compaction keeps the accepted value, and it
 // tombstones every key whose records were all rejected (after
-// RetractionGrace; a conflict's loser whose winner moved past it at once,
+// protocol.RetractionGrace; a conflict's loser whose winner moved past it at once,
 // before the repairs: projector.Retraction.Now), so that compaction cannot fold a rejected record in
 // another order than the full log did. Then it reads its own writes back,
 // so that a second call does not write them again. Which records, in which
@@ -475,7 +470,7 @@ func (p *Projection) Repair(ctx context.Context) error {
 		return p.writable()
 	}
 	var recs []*kgo.Record
-	for _, m := range protocol.Maintenance(p.State, time.Now(), RetractionGrace) {
+	for _, m := range protocol.Maintenance(p.State, time.Now(), protocol.RetractionGrace) {
 		reason := fmt.Sprintf("re-appends the record accepted at offset %d: its key was overwritten, or a later copy moved it out of compaction-safe order", m.Offset)
 		if m.Kind == projector.MaintenanceRetraction {
 			reason = fmt.Sprintf("retracts a key whose every record was rejected (the latest at offset %d), so that compaction erases it", m.Offset)
@@ -609,7 +604,7 @@ func (p *Projection) writable() error {
 	return errors.Mark(errors.WithHint(
 		errors.Newf("control topic %q holds %d record(s) in Flink Agents' control format (the first at offset %d): kcleanup never writes to a control topic a Flink Agents job reads",
 			p.Topic, n, first),
-		"give kcleanup a control topic of its own, started from this one: kcleanup adopt --from "+p.Topic+" (docs/flink-agents.md)"), ErrBlocked)
+		"give kcleanup a control topic of its own, started from this one: kcleanup adopt --from "+p.Topic+" (docs/flink-agents.md)"), protocol.ErrBlocked)
 }
 
 // Source is what the status document of the projection is built from

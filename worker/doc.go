@@ -20,7 +20,7 @@
 //
 // Beside it: worker/daemon (the long-running replicated worker, `kcleanup
 // worker`), worker/console (its pages and the audit report) and
-// worker/clientconfig (--command-config). The pure deciders it executes are
+// clientconfig (--command-config). The pure deciders it executes are
 // the floors below: report, gate and protocol (docs/architecture.md); it
 // re-exports none of their names.
 //

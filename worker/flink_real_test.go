@@ -16,6 +16,7 @@ import (
 	"github.com/kcleanup/kcleanup/internal/workertest"
 	"github.com/kcleanup/kcleanup/projector"
 	"github.com/kcleanup/kcleanup/projector/flinkagents"
+	"github.com/kcleanup/kcleanup/protocol"
 	"github.com/kcleanup/kcleanup/worker"
 )
 
@@ -240,7 +241,7 @@ func TestFlinkAdoptRefusesWhatTheJobCannotRead(t *testing.T) {
 	p1 := f.plan(t, "chk-1", events.Offsets{0: 30, 1: 20})
 	f.write(t, flinkRec("APPLIED", p1), &kgo.Record{Key: []byte(p1.PlanID)}) // a tombstone
 	_, err := f.c.PrepareAdoption(ctx, f.ctl)
-	if !errors.Is(err, worker.ErrRejected) || !strings.Contains(err.Error(), "tombstone") {
+	if !errors.Is(err, protocol.ErrRejected) || !strings.Contains(err.Error(), "tombstone") {
 		t.Fatalf("adopt over a tombstone: %v", err)
 	}
 }
@@ -269,10 +270,10 @@ func TestFlinkTopicIsNeverWritten(t *testing.T) {
 		t.Fatal("the test needs keys the fold would retract")
 	}
 	end := proj.Next
-	if _, err := proj.Decide(ctx, workertest.Envelope(events.Planned, p1, "")); !errors.Is(err, worker.ErrBlocked) || !strings.Contains(err.Error(), "never writes") {
+	if _, err := proj.Decide(ctx, workertest.Envelope(events.Planned, p1, "")); !errors.Is(err, protocol.ErrBlocked) || !strings.Contains(err.Error(), "never writes") {
 		t.Fatalf("Decide on a Flink Agents topic: %v", err)
 	}
-	if err := proj.Repair(ctx); !errors.Is(err, worker.ErrBlocked) {
+	if err := proj.Repair(ctx); !errors.Is(err, protocol.ErrBlocked) {
 		t.Fatalf("Repair on a Flink Agents topic: %v", err)
 	}
 	ends, err := f.c.EndOffsets(ctx, f.ctl)
@@ -293,7 +294,7 @@ func TestMixedTopicRepairsButNeverRetractsFlinkKeys(t *testing.T) {
 	p1 := f.plan(t, "chk-1", events.Offsets{0: 30, 1: 20})
 	key, value := workertest.Envelope(events.Planned, p1, "").Encode()
 	old := flinkRec("COMMITTED", p1)
-	old.Timestamp = time.Now().Add(-2 * worker.RetractionGrace) // past the grace: a retraction candidate
+	old.Timestamp = time.Now().Add(-2 * protocol.RetractionGrace) // past the grace: a retraction candidate
 	f.write(t, &kgo.Record{Key: key, Value: value}, old)
 	proj, err := f.c.Project(ctx, f.ctl)
 	if err != nil {
@@ -303,7 +304,7 @@ func TestMixedTopicRepairsButNeverRetractsFlinkKeys(t *testing.T) {
 	if got := proj.Format(); got != projector.FormatMixed {
 		t.Fatalf("format %q, want %q", got, projector.FormatMixed)
 	}
-	if _, err := proj.Decide(ctx, workertest.Envelope(events.Planned, p1, "")); !errors.Is(err, worker.ErrBlocked) {
+	if _, err := proj.Decide(ctx, workertest.Envelope(events.Planned, p1, "")); !errors.Is(err, protocol.ErrBlocked) {
 		t.Fatalf("Decide on a mixed topic: %v", err)
 	}
 	if rs := proj.State.Retractions(); len(rs) != 1 || string(rs[0].Key) != p1.PlanID {

@@ -10,17 +10,6 @@ import (
 	"github.com/kcleanup/kcleanup/protocol"
 )
 
-// FinishPermissions are what finishing a COMMITTED operation needs (protocol.FinishNeeds).
-func FinishPermissions(controlTopic, dataTopic string) []protocol.Permission {
-	return protocol.FinishNeeds(controlTopic, dataTopic)
-}
-
-// ApplyPermissions are what apply needs before it writes COMMITTED (protocol.ApplyNeeds):
-// with --no-wait only the control topic (a worker finishes), otherwise FinishPermissions.
-func ApplyPermissions(controlTopic, dataTopic string, noWait bool) []protocol.Permission {
-	return protocol.ApplyNeeds(controlTopic, dataTopic, noWait)
-}
-
 // The permissions the executor names when a request is denied (protocol's).
 var (
 	permControlRead            = protocol.ControlRead

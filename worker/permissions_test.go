@@ -39,8 +39,8 @@ func TestKafkaCodeAndPermanent(t *testing.T) {
 		code      int16
 		permanent bool
 	}{
-		{errors.Mark(errors.New("topic recreated"), worker.ErrBlocked), 0, true},
-		{errors.Wrap(errors.Mark(errors.New("newer record"), worker.ErrDegraded), "finish"), 0, true},
+		{errors.Mark(errors.New("topic recreated"), protocol.ErrBlocked), 0, true},
+		{errors.Wrap(errors.Mark(errors.New("newer record"), protocol.ErrDegraded), "finish"), 0, true},
 		{errors.Wrap(kerr.TopicAuthorizationFailed, "delete records"), 29, true},
 		{errors.Wrapf(errors.WithHint(kerr.GroupAuthorizationFailed, "grant it"), "join %q", "g"), 30, true},
 		{errors.Wrap(kerr.SaslAuthenticationFailed, "connect"), 58, true},

@@ -33,7 +33,7 @@ func (c *Cluster) Preview(ctx context.Context, controlTopic string, plan events.
 		// A verdict on the plan, not a preview that failed: apply refuses a plan whose topic
 		// does not exist, in the words Preflight gives.
 		if pv.Refusal = c.Preflight(ctx, proj, plan, o); pv.Refusal == nil {
-			pv.Refusal = errors.Mark(err, ErrRejected) // created since DescribeTopic: look again
+			pv.Refusal = errors.Mark(err, protocol.ErrRejected) // created since DescribeTopic: look again
 		}
 		return pv, nil
 	}

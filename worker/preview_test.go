@@ -48,7 +48,7 @@ func TestPreviewOnFake(t *testing.T) {
 	if !pv.ControlTopicExists || p1.Boundary == nil || *p1.Boundary != 60 || p1.BoundarySetBy != c1.PlanID {
 		t.Fatalf("preview %+v", pv)
 	}
-	if !errors.Is(pv.Refusal, worker.ErrRejected) || !strings.Contains(pv.Refusal.Error(), "partition 1: plan offset 30 is below the committed boundary 60") ||
+	if !errors.Is(pv.Refusal, protocol.ErrRejected) || !strings.Contains(pv.Refusal.Error(), "partition 1: plan offset 30 is below the committed boundary 60") ||
 		strings.Contains(pv.Refusal.Error(), "partition 0") {
 		t.Fatalf("refusal %v", pv.Refusal)
 	}
@@ -70,7 +70,7 @@ func TestPrepareControlTopicCreatesNothing(t *testing.T) {
 	ctl := protocol.ControlTopicFor("t")
 
 	err := c.PrepareControlTopic(ctx, ctl, workertest.MustPlan(t, "C1", "t", id, events.Offsets{0: 10}), worker.Options{})
-	if !errors.Is(err, worker.ErrRejected) || !errors.Is(err, protocol.ErrNoControlTopic) {
+	if !errors.Is(err, protocol.ErrRejected) || !errors.Is(err, protocol.ErrNoControlTopic) {
 		t.Fatalf("missing control topic: %v", err)
 	}
 	if _, err := c.TopicMetadata(ctx, ctl); !errors.Is(err, worker.ErrTopicNotFound) {

@@ -18,7 +18,7 @@ import (
 	"github.com/cockroachdb/errors"
 	"github.com/twmb/franz-go/pkg/kadm"
 
-	"github.com/kcleanup/kcleanup/gate"
+	"github.com/kcleanup/kcleanup/topicconfig"
 )
 
 // fleetWorkers is B6's fleet size: three replicas, as docs/deploy.md runs.
@@ -128,7 +128,7 @@ func (b *bencher) fleet(ctx context.Context) error {
 func (b *bencher) createControlTopics(ctx context.Context, names []string) error {
 	adm := kadm.NewClient(b.cl)
 	configs := map[string]*string{}
-	for k, v := range gate.CreateSettings() {
+	for k, v := range topicconfig.CreateSettings() {
 		configs[k] = kadm.StringPtr(v)
 	}
 	for lo := 0; lo < len(names); lo += 100 {

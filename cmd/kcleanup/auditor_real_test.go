@@ -17,9 +17,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kcleanup/kcleanup/clientconfig"
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/internal/kafkatest"
-	"github.com/kcleanup/kcleanup/worker/clientconfig"
 )
 
 // auditorACLs is the auditor table of docs/deploy.md: read the control topic and describe

@@ -14,11 +14,11 @@ import (
 	"time"
 
 	"github.com/kcleanup/kcleanup/events"
-	"github.com/kcleanup/kcleanup/gate"
 	"github.com/kcleanup/kcleanup/internal/kafkatest"
 	"github.com/kcleanup/kcleanup/internal/workertest"
 	"github.com/kcleanup/kcleanup/protocol"
 	"github.com/kcleanup/kcleanup/report"
+	"github.com/kcleanup/kcleanup/topicconfig"
 	"github.com/kcleanup/kcleanup/worker/console"
 	"github.com/kcleanup/kcleanup/worker/daemon"
 )
@@ -47,7 +47,7 @@ func TestABlockedWorkerShowsTheFixEverywhere(t *testing.T) {
 	}
 	e.setTopicConfig(t, ctl, "min.compaction.lag.ms", "0")
 	fix := "kafka-configs --bootstrap-server " + e.bootstrap + " --alter --entity-type topics --entity-name " + ctl +
-		" --add-config min.compaction.lag.ms=" + strconv.FormatInt(gate.CreatedCompactionLag.Milliseconds(), 10)
+		" --add-config min.compaction.lag.ms=" + strconv.FormatInt(topicconfig.CreatedCompactionLag.Milliseconds(), 10)
 
 	d, err := daemon.New(c, daemon.WithControlTopics(ctl), daemon.WithPollInterval(100*time.Millisecond),
 		daemon.WithBootstrap(e.bootstrap), daemon.WithShutdownGrace(time.Second), console.Mount())

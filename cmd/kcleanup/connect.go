@@ -6,9 +6,9 @@ import (
 
 	"github.com/cockroachdb/errors"
 
+	"github.com/kcleanup/kcleanup/clientconfig"
 	"github.com/kcleanup/kcleanup/projector"
 	"github.com/kcleanup/kcleanup/worker"
-	"github.com/kcleanup/kcleanup/worker/clientconfig"
 )
 
 // connect opens a Cluster from the global options and checks, within --timeout, that the

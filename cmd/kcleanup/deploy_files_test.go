@@ -21,9 +21,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/kcleanup/kcleanup/clientconfig"
 	"github.com/kcleanup/kcleanup/internal/repo"
 	"github.com/kcleanup/kcleanup/worker"
-	"github.com/kcleanup/kcleanup/worker/clientconfig"
 	"github.com/kcleanup/kcleanup/worker/console"
 	"github.com/kcleanup/kcleanup/worker/daemon"
 )

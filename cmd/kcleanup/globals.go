@@ -13,8 +13,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kcleanup/kcleanup/clientconfig"
 	"github.com/kcleanup/kcleanup/protocol"
-	"github.com/kcleanup/kcleanup/worker/clientconfig"
 )
 
 // outputFormat is the value of --output.

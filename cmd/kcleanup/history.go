@@ -15,8 +15,8 @@ import (
 	"github.com/kcleanup/kcleanup/projector"
 	"github.com/kcleanup/kcleanup/projector/flinkagents"
 	"github.com/kcleanup/kcleanup/report"
+	"github.com/kcleanup/kcleanup/report/page"
 	"github.com/kcleanup/kcleanup/worker"
-	"github.com/kcleanup/kcleanup/worker/console"
 )
 
 // shortPlanID is how many hex digits of a plan ID tables show where space is short (JSON
@@ -194,7 +194,7 @@ func runHistory(ctx context.Context, w io.Writer, g globalOptions, controlTopic,
 
 // writeReport writes the audit report (worker/console) of what the read gave.
 func writeReport(w io.Writer, proj *worker.Projection, audit []projector.Verdict) error {
-	return console.Render(w, console.FromLog(report.StatusOf(proj.Source()), audit))
+	return page.Render(w, page.FromLog(report.StatusOf(proj.Source()), audit))
 }
 
 // resolvePlanID expands a plan ID prefix to the one plan of the log that has it.

@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/kcleanup/kcleanup/events"
-	"github.com/kcleanup/kcleanup/gate"
 	"github.com/kcleanup/kcleanup/internal/kafkatest"
 	"github.com/kcleanup/kcleanup/protocol"
+	"github.com/kcleanup/kcleanup/topicconfig"
 )
 
 // opFindingsDoc is the part of `init -o json` and `doctor -o json` the tests read.
@@ -154,7 +154,7 @@ func TestInitReportsWhatIsWrongAndTheFix(t *testing.T) {
 	t.Run("control topic with two partitions", func(t *testing.T) {
 		topic, _ := e.dataTopic(t, 1, 10, opGoodDataConfigs())
 		control := protocol.ControlTopicFor(topic)
-		kafkatest.CreateTopic(t, e.cl, control, 2, gate.CreateSettings())
+		kafkatest.CreateTopic(t, e.cl, control, 2, topicconfig.CreateSettings())
 		code, stdout, stderr := e.run(t, "init", "--topic", topic)
 		opWantFailure(t, code, stderr, exitError, "1 problem(s) block cleanup")
 		if !strings.Contains(stdout, "BLOCK  control topic "+control+": has 2 partitions") ||

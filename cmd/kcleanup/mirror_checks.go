@@ -24,7 +24,7 @@ func attachError(err error) error {
 
 // attachRefused reports whether err is a refusal of the mirror attach rules.
 func attachRefused(err error) bool {
-	return errors.Is(err, protocol.ErrMirrorRefused) || errors.Is(err, protocol.ErrMirrorCannotTell) || errors.Is(err, worker.ErrDegraded)
+	return errors.Is(err, protocol.ErrMirrorRefused) || errors.Is(err, protocol.ErrMirrorCannotTell) || errors.Is(err, protocol.ErrDegraded)
 }
 
 // attachMirror attaches mirror to proj's control topic, unless

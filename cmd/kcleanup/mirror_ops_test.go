@@ -11,10 +11,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kcleanup/kcleanup/events"
-	"github.com/kcleanup/kcleanup/gate"
 	"github.com/kcleanup/kcleanup/internal/kafkatest"
 	"github.com/kcleanup/kcleanup/protocol"
 	"github.com/kcleanup/kcleanup/report"
+	"github.com/kcleanup/kcleanup/topicconfig"
 )
 
 // mirrorTopicName is a fresh mirror topic name for topic, deleted after the test.
@@ -93,7 +93,7 @@ func TestInitCreatesTheMirrorTopic(t *testing.T) {
 		t.Errorf("init: %+v", d)
 	}
 	cfg := e.topicConfigs(t, mirror) // also checks one partition
-	for k, want := range gate.CreateSettings() {
+	for k, want := range topicconfig.CreateSettings() {
 		if cfg[k] != want {
 			t.Errorf("mirror topic %s=%q, want %q", k, cfg[k], want)
 		}
@@ -127,7 +127,7 @@ func TestStatusAndDoctorShowTheMirror(t *testing.T) {
 	control := protocol.ControlTopicFor(topic)
 	// Not init --mirror-topic, which attaches it (and the apply would then
 	// seed it): the mirror is attached after the apply, by its event alone.
-	mirror := kafkatest.NewTopic(t, e.cl, topic+".flink", 1, gate.CreateSettings())
+	mirror := kafkatest.NewTopic(t, e.cl, topic+".flink", 1, topicconfig.CreateSettings())
 	p1, path := opTestPlan(t, dir, "chk-1", topic, id, events.Offsets{0: 30, 1: 20})
 	if code, _, stderr := e.run(t, "apply", path); code != exitOK {
 		t.Fatalf("apply: exit %d\n%s", code, stderr)
@@ -173,7 +173,7 @@ func TestStatusAndDoctorShowTheMirror(t *testing.T) {
 	e.setTopicConfig(t, mirror, "cleanup.policy", "compact")
 
 	// Recreated: another topic ID than the attached one.
-	e.recreate(t, mirror, 1, gate.CreateSettings())
+	e.recreate(t, mirror, 1, topicconfig.CreateSettings())
 	st = e.statusJSON(t, control)
 	if m := st.Mirror; m == nil || m.Standing != protocol.MirrorUnwritable || !strings.Contains(m.Reason, "recreated") || m.LiveTopicID == m.TopicID {
 		t.Fatalf("status, recreated mirror: %+v", st.Mirror)

@@ -14,9 +14,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kcleanup/kcleanup/events"
-	"github.com/kcleanup/kcleanup/gate"
 	"github.com/kcleanup/kcleanup/internal/kafkatest"
 	"github.com/kcleanup/kcleanup/protocol"
+	"github.com/kcleanup/kcleanup/topicconfig"
 	"github.com/kcleanup/kcleanup/worker"
 )
 
@@ -34,7 +34,7 @@ func TestATopicNotShapedLikeAControlTopicIsNeverReadAsOne(t *testing.T) {
 		t.Fatalf("submit: exit %d\n%s", code, stderr)
 	}
 	// Settings a control topic's, records someone else's.
-	other := kafkatest.NewTopic(t, e.cl, "optest-notctl", 1, gate.CreateSettings())
+	other := kafkatest.NewTopic(t, e.cl, "optest-notctl", 1, topicconfig.CreateSettings())
 	t.Cleanup(func() { e.deleteTopic(t, other) })
 	kafkatest.Produce(t, e.cl, other, 0, 5)
 
@@ -234,7 +234,7 @@ func TestTwoControlTopicsOfOneTopicBlockEachOther(t *testing.T) {
 		t.Fatalf("init: exit %d\n%s\n%s", code, stdout, stderr)
 	}
 	// ... so it is made by hand.
-	kafkatest.CreateTopic(t, e.cl, second, 1, gate.CreateSettings())
+	kafkatest.CreateTopic(t, e.cl, second, 1, topicconfig.CreateSettings())
 	both := "control topics " + second + " and " + control + " both govern topic " + topic + " (topic ID " + id + ")"
 	p2, p2file := opTestPlan(t, dir, "chk-2", topic, id, events.Offsets{0: 8})
 	code, _, stderr := e.run(t, "submit", p2file, "--control-topic", second)

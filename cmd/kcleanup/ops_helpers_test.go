@@ -22,10 +22,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kcleanup/kcleanup/events"
-	"github.com/kcleanup/kcleanup/gate"
 	"github.com/kcleanup/kcleanup/internal/kafkatest"
 	"github.com/kcleanup/kcleanup/protocol"
 	"github.com/kcleanup/kcleanup/report"
+	"github.com/kcleanup/kcleanup/topicconfig"
 	"github.com/kcleanup/kcleanup/worker"
 )
 
@@ -78,7 +78,7 @@ func (e *opEnv) governedTopic(t *testing.T, partitions int32, n int, configs map
 // initControlTopic creates topic's default control topic with init's settings.
 func (e *opEnv) initControlTopic(t *testing.T, topic string) {
 	t.Helper()
-	kafkatest.CreateTopic(t, e.cl, protocol.ControlTopicFor(topic), 1, gate.CreateSettings())
+	kafkatest.CreateTopic(t, e.cl, protocol.ControlTopicFor(topic), 1, topicconfig.CreateSettings())
 }
 
 func (e *opEnv) topicID(t *testing.T, topic string) string {

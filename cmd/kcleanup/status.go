@@ -333,28 +333,11 @@ func (g globalOptions) blockedBySettings(ctx context.Context, c *worker.Cluster,
 	ctx, cancel := context.WithTimeout(ctx, g.timeout)
 	defer cancel()
 	err := c.ControlTopicSafe(ctx, st.ControlTopic, g.bootstrap())
-	if err != nil && errors.Is(err, worker.ErrBlocked) && !worker.IsAuthorizationError(err) {
+	if err != nil && errors.Is(err, protocol.ErrBlocked) && !worker.IsAuthorizationError(err) {
 		st.Blocked = report.BlockedBySettings(*st, err.Error(), errors.GetAllHints(err))
 		return
 	}
-	blockedByTombstones(ctx, c, folded, st, worker.DefaultTombstoneScanLimit)
-}
-
-// blockedByTombstones lists in st.Blocked the pending operations that the one tombstone rule
-// blocks (protocol.WatchTombstones: a tombstone at or above the boundary), as the owner's watch
-// and a re-run of apply would: so that no command suggests a re-run that would be refused. A
-// scan that fails or could not read to the end adds nothing (the owner says it).
-func blockedByTombstones(ctx context.Context, c *worker.Cluster, folded *projector.State, st *report.Status, limit int64) {
-	if st.Topic == "" || len(st.Boundary) == 0 || countPending(st.Operations) == 0 {
-		return
-	}
-	scan, err := c.ScanTombstonesUnder(ctx, folded, st.Topic, st.TopicID, st.Boundary, limit)
-	if err != nil {
-		return
-	}
-	if err := protocol.WatchTombstones(st.Topic, st.Boundary, scan); errors.Is(err, protocol.ErrTombstones) {
-		st.Blocked = report.BlockedBySettings(*st, err.Error(), errors.GetAllHints(err))
-	}
+	c.MarkTombstoneBlocks(ctx, folded, st, worker.DefaultTombstoneScanLimit)
 }
 
 // printBlocked is the status table's lines about blocked operations: each

@@ -11,10 +11,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kcleanup/kcleanup/events"
-	"github.com/kcleanup/kcleanup/gate"
 	"github.com/kcleanup/kcleanup/internal/kafkatest"
 	"github.com/kcleanup/kcleanup/projector"
 	"github.com/kcleanup/kcleanup/protocol"
+	"github.com/kcleanup/kcleanup/topicconfig"
 	"github.com/kcleanup/kcleanup/worker"
 )
 
@@ -67,7 +67,7 @@ func newReadEnv(t *testing.T, applyC1 bool) *readEnv {
 // createControlTopic creates the control topic (deleted when the test ends).
 func (e *readEnv) createControlTopic(t *testing.T) {
 	t.Helper()
-	kafkatest.CreateTopic(t, e.cl, e.control, 1, gate.CreateSettings())
+	kafkatest.CreateTopic(t, e.cl, e.control, 1, topicconfig.CreateSettings())
 }
 
 // apply runs the whole protocol for one plan through the worker library.

@@ -160,14 +160,17 @@ func runValidate(ctx context.Context, w, errw io.Writer, g globalOptions, marker
 	return verdictError(v)
 }
 
-// verdictError is the verdict as the error main prints and maps to the exit code: nil when
-// allowed, exit 3 when refused, exit 4 when the gate cannot tell.
+// verdictError is the verdict as the error main prints and maps to the exit code. The code is
+// the gate's (gate.Class.ExitCode, the one class→code map): nil when allowed, exit 3 when
+// refused, 2 for a malformed question, 4 when the gate cannot tell (any other class).
 func verdictError(v gate.Verdict) error {
-	switch v.Class {
-	case gate.Allowed:
+	switch v.Class.ExitCode() {
+	case exitOK:
 		return nil
-	case gate.Refused:
+	case exitRefused:
 		return refusedError(v.Err())
+	case exitUsage:
+		return usageError(v.Err())
 	}
 	return cannotTellError(v.Err())
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/gate"
 	"github.com/kcleanup/kcleanup/internal/kafkatest"
+	"github.com/kcleanup/kcleanup/topicconfig"
 )
 
 // ops is the operator-test helper view of the same broker.
@@ -163,7 +164,7 @@ func TestValidateGateNotAControlTopic(t *testing.T) {
 	}
 
 	// The allowed case of the check: a control topic as init makes it, named explicitly.
-	good := kafkatest.NewTopic(t, e.cl, "control", 1, gate.CreateSettings())
+	good := kafkatest.NewTopic(t, e.cl, "control", 1, topicconfig.CreateSettings())
 	if d := e.validate(t, exitOK, "--control-topic", good, "--markers", m); !d.Allowed {
 		t.Fatal("an empty, well-made control topic did not allow")
 	}

@@ -19,6 +19,8 @@ const module = "github.com/kcleanup/kcleanup"
 //
 //	cmd → worker/console → worker/daemon → worker → report → {gate, protocol} → projector/invariant → projector → fsm → events
 //
+// with topicconfig (the topics' settings rules, no package of ours) below gate and protocol
+//
 // (report renders what gate and protocol decide; gate and protocol never import each other).
 // The test kits under internal/ rank beside the layer they drive, and no product package
 // imports them (TestProductImportsNoTestKit).
@@ -27,14 +29,17 @@ var layer = map[string]int{
 	"internal/repo":                    0, // finds the repository; the standard library only
 	"fsm":                              1,
 	"checkpoint":                       1, // the pure Flink checkpoint reader: no Kafka, no I/O of its own
+	"topicconfig":                      1, // the settings rules of the data, control and mirror topics: std only
 	"projector/flinkagents":            1,
 	"projector":                        2,
 	"projector/invariant":              3, // pure checks of §8, over the projector
 	"gate":                             4,
 	"protocol":                         4,
 	"report":                           5,
+	"report/page":                      6, // the console's and the audit report's pages, pure (report's TestReportIsPure)
+	"internal/consoletest":             6, // the fixed story the pages are tested on
 	"protocol/sim":                     5, // the protocol run on a modelled cluster, checked by invariant
-	"worker/clientconfig":              5, // Kafka client properties: no package of ours
+	"clientconfig":                     5, // Kafka client properties: no package of ours; the CLI, the test kits and kcbench share it
 	"checkpoint/store":                 5, // the files of a checkpoint, local or on S3, for checkpoint
 	"worker/httpauth":                  5, // who calls the HTTP API: no package of ours
 	"worker":                           6,
@@ -141,7 +146,7 @@ func TestProductImportsNoTestKit(t *testing.T) {
 			continue
 		}
 		for _, dep := range imports(t, root, pkg) {
-			if strings.HasPrefix(dep, "internal/kafkatest") || strings.HasPrefix(dep, "internal/workertest") || strings.HasPrefix(dep, "internal/flinkgentest") {
+			if strings.HasPrefix(dep, "internal/kafkatest") || strings.HasPrefix(dep, "internal/workertest") || strings.HasPrefix(dep, "internal/flinkgentest") || strings.HasPrefix(dep, "internal/consoletest") {
 				t.Errorf("%s imports the test kit %s", pkg, dep)
 			}
 		}

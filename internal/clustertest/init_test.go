@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kcleanup/kcleanup/gate"
 	"github.com/kcleanup/kcleanup/protocol"
+	"github.com/kcleanup/kcleanup/topicconfig"
 )
 
 // TestInitOnThreeBrokersMakesDurableTopics: `kcleanup init` with the default
@@ -67,8 +67,8 @@ func TestDoctorWarnsOnAFragileControlTopic(t *testing.T) {
 		configs map[string]string
 		want    []string
 	}{
-		{"rf1", 1, gate.CreateSettings(), []string{"replication factor is 1", "kafka-reassign-partitions", "min.insync.replicas=2"}},
-		{"minisr1", 3, withConfig(gate.CreateSettings(), "min.insync.replicas", "1"),
+		{"rf1", 1, topicconfig.CreateSettings(), []string{"replication factor is 1", "kafka-reassign-partitions", "min.insync.replicas=2"}},
+		{"minisr1", 3, withConfig(topicconfig.CreateSettings(), "min.insync.replicas", "1"),
 			[]string{"min.insync.replicas=1: one broker's loss could lose a committed decision", "--add-config min.insync.replicas=2"}},
 	} {
 		// A control topic of its own per case: a deleted one lingers in clients' metadata.

@@ -16,8 +16,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kcleanup/kcleanup/clientconfig"
 	"github.com/kcleanup/kcleanup/internal/repo"
-	"github.com/kcleanup/kcleanup/worker/clientconfig"
 )
 
 // EnvSecure names the environment variable that points tests at the secured listeners of the

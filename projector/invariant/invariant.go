@@ -162,7 +162,7 @@ func checkCompaction(recs []projector.Record, full *projector.State, cfg config)
 		return []error{errors.Newf("I5: %d accepted record(s) listed for repair (overwritten, or out of order) and not re-appended (not repaired): %v", len(keys), keys)}
 	}
 	// Keys holding only rejected records are tombstoned by workers after a
-	// grace period (worker.RetractionGrace); model that before compacting.
+	// grace period (protocol.RetractionGrace); model that before compacting.
 	if rs := full.Retractions(); len(rs) > 0 {
 		recs = slices.Clone(recs)
 		next := full.Next()

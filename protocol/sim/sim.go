@@ -52,7 +52,7 @@ type Config struct {
 	// CompactionLag is min.compaction.lag in ticks: a record is removed only
 	// when the record with its key that supersedes it is at least this old.
 	CompactionLag int
-	// Grace is the retraction grace in ticks (worker.RetractionGrace).
+	// Grace is the retraction grace in ticks (protocol.RetractionGrace).
 	Grace int
 }
 

@@ -16,11 +16,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kcleanup/kcleanup/events"
-	"github.com/kcleanup/kcleanup/gate"
+	"github.com/kcleanup/kcleanup/internal/consoletest"
 	"github.com/kcleanup/kcleanup/internal/kafkatest"
 	"github.com/kcleanup/kcleanup/projector"
 	"github.com/kcleanup/kcleanup/protocol"
 	"github.com/kcleanup/kcleanup/report"
+	"github.com/kcleanup/kcleanup/report/page"
+	"github.com/kcleanup/kcleanup/topicconfig"
 	"github.com/kcleanup/kcleanup/worker"
 	"github.com/kcleanup/kcleanup/worker/daemon"
 )
@@ -115,7 +117,7 @@ func TestBrowserShowsAPlanAppliedWhileThePageIsOpen(t *testing.T) {
 	kafkatest.Produce(t, cl, topic, 0, 200)
 	kafkatest.Produce(t, cl, topic, 1, 200)
 	ctl := protocol.ControlTopicFor(topic)
-	kafkatest.CreateTopic(t, cl, ctl, 1, gate.CreateSettings())
+	kafkatest.CreateTopic(t, cl, ctl, 1, topicconfig.CreateSettings())
 	tctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	id, err := kafkatest.TopicIDUncached(tctx, cl, topic)
@@ -230,7 +232,7 @@ func (l testLog) Write(p []byte) (int, error) {
 // auditor opens it, with no server.
 func TestScreenshotsOfEachView(t *testing.T) {
 	ctx := browser(t)
-	ws, now := fleetStatus(t)
+	ws, now := consoletest.FleetStatus(t)
 	srv := httptest.NewServer(Handler(func(bool) report.WorkerStatus { return ws }))
 	t.Cleanup(srv.Close)
 	_ = now // the handler uses the real clock: the fixture's pending plan shows as blocked either way
@@ -242,11 +244,11 @@ func TestScreenshotsOfEachView(t *testing.T) {
 	}
 	screenshot(t, ctx, "console-small.png")
 
-	recs, _, _ := story(t)
-	proj := projection(recs)
+	recs, _, _ := consoletest.Story(t)
+	proj := consoletest.Projection(recs)
 	file := filepath.Join(t.TempDir(), "report.html")
 	var b bytes.Buffer
-	if err := Render(&b, FromLog(report.StatusOf(proj), proj.View.State.Audit())); err != nil {
+	if err := page.Render(&b, page.FromLog(report.StatusOf(proj), proj.View.State.Audit())); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(file, b.Bytes(), 0o644); err != nil {

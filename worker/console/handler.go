@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kcleanup/kcleanup/report"
+	"github.com/kcleanup/kcleanup/report/page"
 	"github.com/kcleanup/kcleanup/worker/daemon"
 )
 
@@ -31,10 +32,10 @@ func Handler(status func(all bool) report.WorkerStatus) http.Handler {
 // Handler serves and no other: a path neither serves is a 404, and a path
 // asked with the wrong method (POST /, GET /v1/validate) a 405.
 func Mount() daemon.Option {
-	return daemon.WithPage(page, "GET /{$}", "GET /console/main")
+	return daemon.WithPage(console, "GET /{$}", "GET /console/main")
 }
 
-func page(d *daemon.Daemon) http.Handler { return Handler(d.WorkerStatusView) }
+func console(d *daemon.Daemon) http.Handler { return Handler(d.WorkerStatusView) }
 
 func serve(w http.ResponseWriter, r *http.Request, status func(all bool) report.WorkerStatus, main bool) {
 	all := false
@@ -46,7 +47,7 @@ func serve(w http.ResponseWriter, r *http.Request, status func(all bool) report.
 		http.Error(w, "all="+v+" is not true or false: open / for the default view, /?all=true for everything", http.StatusBadRequest)
 		return
 	}
-	body, err := render(FromWorker(status(all), time.Now()), main)
+	body, err := page.HTML(page.FromWorker(status(all), time.Now()), main)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return

@@ -4,18 +4,18 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/kcleanup/kcleanup/internal/consoletest"
 	"github.com/kcleanup/kcleanup/report"
 	"github.com/kcleanup/kcleanup/worker"
 	"github.com/kcleanup/kcleanup/worker/daemon"
 )
 
 func TestHandlerServesThePageAndItsContent(t *testing.T) {
-	ws, _ := fleetStatus(t)
+	ws, _ := consoletest.FleetStatus(t)
 	srv := httptest.NewServer(Handler(func(bool) report.WorkerStatus { return ws }))
 	defer srv.Close()
 
@@ -51,42 +51,10 @@ func TestHandlerServesThePageAndItsContent(t *testing.T) {
 	}
 }
 
-// The page and the report load nothing from anywhere else.
-func TestPagesReferToNothingOutside(t *testing.T) {
-	ws, now := fleetStatus(t)
-	recs, _, _ := story(t)
-	proj := projection(recs)
-	external := regexp.MustCompile(`(?i)(src|href)\s*=\s*"?(https?:)?//|@import|url\(`)
-	for name, v := range map[string]View{"console": FromWorker(ws, now), "report": FromLog(report.StatusOf(proj), proj.View.State.Audit())} {
-		b, err := render(v, false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if m := external.Find(b); m != nil {
-			t.Errorf("%s refers to something outside the page: %q", name, m)
-		}
-	}
-}
-
-// A mirror's state shows as the status document words it, whatever its
-// shape (the Flink Agents mirror adds the field).
-func TestMirrorShowsWhatTheStatusSays(t *testing.T) {
-	if got := mirrorOf(report.TopicStatus{}); got != "" {
-		t.Errorf("no mirror: %q, want nothing", got)
-	}
-	withMirror := struct {
-		report.TopicStatus
-		Mirror map[string]any `json:"mirror"`
-	}{Mirror: map[string]any{"topic": "action-state.flink", "lagging": true, "boundary": map[string]int{"0": 150}}}
-	if got, want := mirrorOf(withMirror), `boundary: {"0":150} · lagging: true · topic: action-state.flink`; got != want {
-		t.Errorf("mirror %q, want %q", got, want)
-	}
-}
-
 // The console shows /v1/status's default view, and everything with
 // ?all=true, as /v1/status does; it says what the default view left out.
 func TestConsoleShowsTheDefaultViewAndAllOnRequest(t *testing.T) {
-	ws, _ := fleetStatus(t)
+	ws, _ := consoletest.FleetStatus(t)
 	var asked []bool
 	srv := httptest.NewServer(Handler(func(all bool) report.WorkerStatus {
 		asked = append(asked, all)

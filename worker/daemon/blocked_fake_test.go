@@ -42,7 +42,7 @@ func TestFinishBlocksAPlanAboveTheHighWatermark(t *testing.T) {
 	}
 	for attempt := 1; attempt <= 3; attempt++ {
 		out, err := c.Finish(ctx, proj, plan.PlanID, o)
-		if !errors.Is(err, worker.ErrBlocked) || !worker.Permanent(err) {
+		if !errors.Is(err, protocol.ErrBlocked) || !worker.Permanent(err) {
 			t.Fatalf("attempt %d: %v; want a blocked error", attempt, err)
 		}
 		if !strings.Contains(err.Error(), "action-state-1: the plan deletes up to offset 500, above the high watermark 100") {

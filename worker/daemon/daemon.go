@@ -108,7 +108,7 @@ type daemonConfig struct {
 	// is shown (status, metrics).
 	clockTolerance time.Duration
 	// rereadAfter: a projection showing a disputed conflict is read afresh
-	// at most this often (worker.RetractionGrace; tests shorten it).
+	// at most this often (protocol.RetractionGrace; tests shorten it).
 	rereadAfter time.Duration
 	// auth names the callers of the HTTP API (nil: nobody is authenticated,
 	// so requests that act for a caller are refused).
@@ -350,7 +350,7 @@ func New(c *worker.Cluster, opts ...Option) (*Daemon, error) {
 		backoffMin:        DefaultBackoffMin,
 		backoffMax:        DefaultBackoffMax,
 		blockedRetry:      DefaultBlockedRetry,
-		rereadAfter:       worker.RetractionGrace,
+		rereadAfter:       protocol.RetractionGrace,
 		grace:             DefaultShutdownGrace,
 
 		tombstoneScanLimit: worker.DefaultTombstoneScanLimit,

@@ -8,7 +8,7 @@
 // partition reads it live with a projection of its own, repairs overwritten
 // keys and calls worker.Cluster.Finish for every pending operation, with
 // capped exponential backoff for transient failures and a long retry
-// interval for blocked ones (worker.ErrBlocked, worker.ErrDegraded, denied
+// interval for blocked ones (protocol.ErrBlocked, protocol.ErrDegraded, denied
 // authorization). An operation that waits out the restore grace
 // (WithRestoreGrace, protocol.RestoreGrace) is retried when it is out, not
 // held: the owner serves the rest meanwhile and /v1/status lists the wait.
@@ -21,7 +21,7 @@
 // A projection that shows a disputed conflict (projector.State.Disputed: the
 // log cleaner showed it a conflict the other way, docs/design.md §5) repairs
 // neither side and deletes nothing; the owner and the views read the control
-// topic afresh, at most once per worker.RetractionGrace, until a read is not
+// topic afresh, at most once per protocol.RetractionGrace, until a read is not
 // disputed.
 //
 // Every replica also keeps a read-only projection of every control topic it

@@ -14,10 +14,10 @@ import (
 
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/fsm"
-	"github.com/kcleanup/kcleanup/gate"
 	"github.com/kcleanup/kcleanup/internal/kafkatest"
 	"github.com/kcleanup/kcleanup/projector/invariant"
 	"github.com/kcleanup/kcleanup/report"
+	"github.com/kcleanup/kcleanup/topicconfig"
 )
 
 // another is a second data topic (2 partitions of 300 records) and its
@@ -34,7 +34,7 @@ func (s *scene) another(prefix string) *scene {
 		kafkatest.Produce(s.t, cl, o.topic, p, 300)
 	}
 	o.ctl = o.topic + ".kcleanup"
-	kafkatest.CreateTopic(s.t, cl, o.ctl, 1, gate.CreateSettings())
+	kafkatest.CreateTopic(s.t, cl, o.ctl, 1, topicconfig.CreateSettings())
 	info, err := s.c.TopicMetadata(context.Background(), o.topic)
 	if err != nil {
 		s.t.Fatal(err)

@@ -13,8 +13,8 @@ import (
 	"github.com/kcleanup/kcleanup/internal/kafkatest"
 	"github.com/kcleanup/kcleanup/internal/workertest"
 	"github.com/kcleanup/kcleanup/projector"
+	"github.com/kcleanup/kcleanup/protocol"
 	"github.com/kcleanup/kcleanup/report"
-	"github.com/kcleanup/kcleanup/worker"
 )
 
 // The fleet's own maintenance (a repair of an overwritten key, a retraction
@@ -29,7 +29,7 @@ func TestMaintenanceIsNotABadWrite(t *testing.T) {
 	ctx := context.Background()
 	// Someone else: a record kcleanup rejects (a grace period old, so a
 	// worker retracts it at once) and a tombstone over an accepted key.
-	old := &kgo.Record{Topic: ctl, Partition: 0, Key: []byte("not-a-key"), Value: []byte("{}"), Timestamp: time.Now().Add(-2 * worker.RetractionGrace)}
+	old := &kgo.Record{Topic: ctl, Partition: 0, Key: []byte("not-a-key"), Value: []byte("{}"), Timestamp: time.Now().Add(-2 * protocol.RetractionGrace)}
 	over := &kgo.Record{Topic: ctl, Partition: 0, Key: []byte(events.Key(plan.PlanID, events.Planned))}
 	if err := c.Client().ProduceSync(ctx, old, over).FirstErr(); err != nil {
 		t.Fatal(err)

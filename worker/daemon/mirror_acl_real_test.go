@@ -12,6 +12,7 @@ import (
 	"github.com/kcleanup/kcleanup/fsm"
 	"github.com/kcleanup/kcleanup/internal/kafkatest"
 	"github.com/kcleanup/kcleanup/projector/flinkagents"
+	"github.com/kcleanup/kcleanup/protocol"
 	"github.com/kcleanup/kcleanup/worker"
 )
 
@@ -104,7 +105,7 @@ func TestApplyWithoutEachMirrorACL(t *testing.T) {
 				kind = "transactional-id"
 			}
 			want := "grant " + aclOpName(drop.Operation) + " on " + kind + " " + drop.Name + " to " + e.principal
-			if !strings.Contains(err.Error(), want) || !errors.Is(err, worker.ErrBlocked) {
+			if !strings.Contains(err.Error(), want) || !errors.Is(err, protocol.ErrBlocked) {
 				t.Fatalf("error %q\ndoes not name %q (or is not ErrBlocked)", err, want)
 			}
 			after := e.snapshot(t)

@@ -15,6 +15,7 @@ import (
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/internal/kafkatest"
 	"github.com/kcleanup/kcleanup/projector/flinkagents"
+	"github.com/kcleanup/kcleanup/protocol"
 	"github.com/kcleanup/kcleanup/worker"
 )
 
@@ -110,7 +111,7 @@ func TestReviewMirrorForeignTransaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	err := applyWithin(30 * time.Second)
-	if err == nil || !errors.Is(err, worker.ErrBlocked) && !strings.Contains(err.Error(), "incomparable") {
+	if err == nil || !errors.Is(err, protocol.ErrBlocked) && !strings.Contains(err.Error(), "incomparable") {
 		t.Fatalf("apply against a mirror holding an incomparable plan: %v, want refused (incomparable)", err)
 	}
 	t.Logf("apply refused: %v (hints %v)", err, errors.GetAllHints(err))

@@ -256,7 +256,7 @@ func (d *Daemon) ownerIdle(o *owner, proj *worker.Projection, passedAt time.Time
 // reread returns a fresh projection of the control topic (and closes proj)
 // when proj shows a disputed conflict (projector.State.Disputed: the log
 // cleaner showed it a conflict the other way, docs/design.md §5) and was
-// opened at least worker.RetractionGrace ago (the retraction's writer has
+// opened at least protocol.RetractionGrace ago (the retraction's writer has
 // had its grace; then the cleaner's lag decides); nil otherwise. A disputed
 // projection repairs neither side and deletes nothing; a read made once
 // the cleaner has removed the retracted loser names the full log's winner.
@@ -290,7 +290,7 @@ func (d *Daemon) pass(o *owner, proj *worker.Projection, opts worker.Options) er
 	}
 	if o.notControl {
 		return errors.Mark(errors.WithHintf(errors.Newf("topic %s is not a control topic (it needs one partition and cleanup.policy=compact): this replica writes nothing to it", o.topic),
-			"check --control-topic: give the control topic (kcleanup init creates it), not the data topic"), worker.ErrBlocked)
+			"check --control-topic: give the control topic (kcleanup init creates it), not the data topic"), protocol.ErrBlocked)
 	}
 	if n := len(proj.State.Repairs()); n > 0 {
 		d.log.Warn("re-appending accepted records listed for repair (key overwritten, or out of order)", "control_topic", o.topic, "keys", n)
@@ -395,7 +395,7 @@ func (d *Daemon) sharedGovernances() map[string]string {
 			continue
 		}
 		err := d.sharedGovernanceOf(v.topic, s.status.Topic, s.status.TopicID)
-		if err != nil && errors.Is(err, worker.ErrBlocked) {
+		if err != nil && errors.Is(err, protocol.ErrBlocked) {
 			out[v.topic] = err.Error() + "; fix: " + strings.Join(errors.GetAllHints(err), "; ")
 		}
 	}

@@ -27,11 +27,11 @@ import (
 
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/fsm"
-	"github.com/kcleanup/kcleanup/gate"
 	"github.com/kcleanup/kcleanup/internal/kafkatest"
 	"github.com/kcleanup/kcleanup/internal/workertest"
 	"github.com/kcleanup/kcleanup/projector/invariant"
 	"github.com/kcleanup/kcleanup/report"
+	"github.com/kcleanup/kcleanup/topicconfig"
 	"github.com/kcleanup/kcleanup/worker"
 	"github.com/kcleanup/kcleanup/worker/daemon"
 )
@@ -100,7 +100,7 @@ func newScene(t *testing.T) *scene {
 	for p := int32(0); p < 2; p++ {
 		kafkatest.Produce(t, cl, s.topic, p, 300)
 	}
-	s.ctl = kafkatest.NewTopic(t, cl, s.topic+".kcleanup", 1, gate.CreateSettings())
+	s.ctl = kafkatest.NewTopic(t, cl, s.topic+".kcleanup", 1, topicconfig.CreateSettings())
 	s.group = "kcleanup-test-" + randomHex()
 	c := workertest.Connect(t, bootstrap)
 	s.c = c

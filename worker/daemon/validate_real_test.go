@@ -20,6 +20,7 @@ import (
 	"github.com/kcleanup/kcleanup/internal/kafkatest"
 	"github.com/kcleanup/kcleanup/internal/workertest"
 	"github.com/kcleanup/kcleanup/protocol"
+	"github.com/kcleanup/kcleanup/topicconfig"
 )
 
 // post asks the worker and decodes the verdict.
@@ -62,7 +63,7 @@ func TestValidateOnAWorkerOfTheRealBroker(t *testing.T) {
 	empty := workertest.RealCase{}
 	empty.Topic, empty.ID = workertest.RealDataTopic(t, cl, "gate-empty")
 	empty.Ctl = protocol.ControlTopicFor(empty.Topic)
-	kafkatest.CreateTopic(t, cl, empty.Ctl, 1, gate.CreateSettings())
+	kafkatest.CreateTopic(t, cl, empty.Ctl, 1, topicconfig.CreateSettings())
 
 	compactOnly := workertest.RealCase{}
 	compactOnly.Topic, compactOnly.ID = workertest.RealDataTopic(t, cl, "gate-compact-only")
@@ -77,7 +78,7 @@ func TestValidateOnAWorkerOfTheRealBroker(t *testing.T) {
 	flink := workertest.RealCase{}
 	flink.Topic, flink.ID = workertest.RealDataTopic(t, cl, "gate-flink")
 	flink.Ctl = protocol.ControlTopicFor(flink.Topic)
-	kafkatest.CreateTopic(t, cl, flink.Ctl, 1, gate.CreateSettings())
+	kafkatest.CreateTopic(t, cl, flink.Ctl, 1, topicconfig.CreateSettings())
 	fplan := workertest.MustPlan(t, "chk-7", flink.Topic, flink.ID, events.Offsets{0: 150, 1: 120})
 	ctx, cancel := context.WithTimeout(context.Background(), workertest.RealTimeout)
 	defer cancel()

@@ -1,4 +1,4 @@
-package console
+package page
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kcleanup/kcleanup/events"
+	"github.com/kcleanup/kcleanup/internal/consoletest"
 	"github.com/kcleanup/kcleanup/projector"
 	"github.com/kcleanup/kcleanup/report"
 )
@@ -32,9 +33,9 @@ func compact(log []projector.Record, dropTombstones bool) []projector.Record {
 
 func auditReport(t *testing.T, recs []projector.Record, readTo int64) []byte {
 	t.Helper()
-	proj := projection(recs)
+	proj := consoletest.Projection(recs)
 	proj.ReadTo = readTo // Kafka's end offset does not move when the cleaner runs
-	b, err := render(FromLog(report.StatusOf(proj), proj.View.State.Audit()), false)
+	b, err := HTML(FromLog(report.StatusOf(proj), proj.View.State.Audit()), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +58,7 @@ func decisions(t *testing.T, report []byte) []byte {
 // story has an overwritten accepted record (repaired), a rejected record
 // and a conflicting commit (both retracted), and a plan still pending.
 func TestReportIsTheSameAfterCompaction(t *testing.T) {
-	full, _, _ := story(t)
+	full, _, _ := consoletest.Story(t)
 	readTo := full[len(full)-1].Offset + 1
 	want := auditReport(t, full, readTo)
 	if !bytes.Equal(want, auditReport(t, full, readTo)) {
@@ -92,13 +93,13 @@ func TestReportIsTheSameAfterCompaction(t *testing.T) {
 // says "not known", never "deleted" or "kept". One plan applied on every
 // partition made every bar hatched "deleted" from end to end.
 func TestReportBarsSayNotKnownWithoutAHighWatermark(t *testing.T) {
-	b := &logBuilder{t: t}
-	c1 := plan(t, "chk-1", events.Offsets{0: 150, 1: 120})
-	b.env(c1, events.Planned, 0, "ops", nil, nil)
-	b.env(c1, events.Committed, time.Second, "ops", c1.Offsets, nil)
-	b.env(c1, events.Deleting, 2*time.Second, "ops", nil, nil)
-	b.env(c1, events.Applied, 3*time.Second, "ops", nil, c1.Offsets)
-	proj := projection(b.recs)
+	b := &consoletest.LogBuilder{T: t}
+	c1 := consoletest.Plan(t, "chk-1", events.Offsets{0: 150, 1: 120})
+	b.Env(c1, events.Planned, 0, "ops", nil, nil)
+	b.Env(c1, events.Committed, time.Second, "ops", c1.Offsets, nil)
+	b.Env(c1, events.Deleting, 2*time.Second, "ops", nil, nil)
+	b.Env(c1, events.Applied, 3*time.Second, "ops", nil, c1.Offsets)
+	proj := consoletest.Projection(b.Recs)
 	v := FromLog(report.StatusOf(proj), proj.View.State.Audit())
 	bars := v.Topics[0].Partitions
 	if len(bars) != 2 {
@@ -121,7 +122,7 @@ func TestReportBarsSayNotKnownWithoutAHighWatermark(t *testing.T) {
 			t.Errorf("partition %d: log start %q, high watermark %q", bar.Partition, bar.LogStart, bar.HighWatermark)
 		}
 	}
-	page, err := render(v, false)
+	page, err := HTML(v, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,9 +135,9 @@ func TestReportBarsSayNotKnownWithoutAHighWatermark(t *testing.T) {
 // TestPagesListPinnedRecoveryPoints: a pinned recovery point is on the console and in the audit
 // report, with what it protects and until when (issue 22: pins are listed by every view).
 func TestPagesListPinnedRecoveryPoints(t *testing.T) {
-	recs, _, _ := story(t)
-	at := t0.Add(30 * time.Minute)
-	pin := events.NewPin("savepoint-7", fxTopic, fxTopicID, events.Offsets{0: 190, 1: 170}, at.Add(14*24*time.Hour), "rollback point for release 42", at, "ops-laptop/4242")
+	recs, _, _ := consoletest.Story(t)
+	at := consoletest.T0.Add(30 * time.Minute)
+	pin := events.NewPin("savepoint-7", consoletest.Topic, consoletest.TopicID, events.Offsets{0: 190, 1: 170}, at.Add(14*24*time.Hour), "rollback point for release 42", at, "ops-laptop/4242")
 	k, v := pin.Encode()
 	recs = append(recs, projector.Record{Offset: recs[len(recs)-1].Offset + 1, Key: k, Value: v, Timestamp: at})
 	b := auditReport(t, recs, recs[len(recs)-1].Offset+1)

@@ -1,4 +1,4 @@
-package console
+package page
 
 import (
 	"cmp"
@@ -10,8 +10,8 @@ import (
 
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/projector"
+	"github.com/kcleanup/kcleanup/protocol"
 	"github.com/kcleanup/kcleanup/report"
-	"github.com/kcleanup/kcleanup/worker"
 )
 
 // FromWorker builds the console of a replica from its status document,
@@ -234,7 +234,7 @@ func liveTopic(ts report.TopicStatus, now time.Time) Topic {
 	for _, r := range st.Retractions {
 		retracting[r.Key] = true
 		t.Maintenance = append(t.Maintenance, MaintenanceRow{Kind: "retraction", Of: fmt.Sprint(r.Offset), Key: shortKey(r.Key),
-			Why: fmt.Sprintf("every record under this key was rejected: the owner tombstones it %s after %s", worker.RetractionGrace, report.FormatTime(r.At))})
+			Why: fmt.Sprintf("every record under this key was rejected: the owner tombstones it %s after %s", protocol.RetractionGrace, report.FormatTime(r.At))})
 	}
 	t.Maintenance = append(t.Maintenance, doneMaintenance(st.Maintenance, nil)...)
 	t.Rejected, t.Maintenance = rejectedRows(st.Rejected, repairing, retracting, retractedBy(st.Maintenance), t.Maintenance)

@@ -1,4 +1,4 @@
-package console
+package page
 
 import (
 	"bytes"
@@ -36,7 +36,9 @@ func RenderMain(w io.Writer, v View) error {
 	return errors.Wrap(pages.ExecuteTemplate(w, "main", v), "render page content")
 }
 
-func render(v View, main bool) ([]byte, error) {
+// HTML is the page (main false) or its content (main true) as bytes: what
+// the console's handler serves and hashes for its ETag.
+func HTML(v View, main bool) ([]byte, error) {
 	var b bytes.Buffer
 	var err error
 	if main {

@@ -23,8 +23,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kcleanup/kcleanup/clientconfig"
 	"github.com/kcleanup/kcleanup/internal/kafkatest"
-	"github.com/kcleanup/kcleanup/worker/clientconfig"
 )
 
 func TestMain(m *testing.M) { kafkatest.Main(m) }

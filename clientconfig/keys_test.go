@@ -15,7 +15,7 @@ func TestKeysAreKafkas(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs Java and the Kafka jars (skipped by -short)")
 	}
-	lib, err := filepath.Glob("../../.cache/kafka/*/lib")
+	lib, err := filepath.Glob("../.cache/kafka/*/lib")
 	if err != nil || len(lib) != 1 {
 		t.Fatalf("want one Kafka release in .cache/kafka (make kafka-up downloads it), found %v", lib)
 	}

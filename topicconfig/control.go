@@ -1,4 +1,4 @@
-package gate
+package topicconfig
 
 import (
 	"fmt"
@@ -67,24 +67,21 @@ func CreateSettings() map[string]string {
 	}
 }
 
-// Settings checks a control topic's partition count and configs (the
+// ControlTopic checks a control topic's partition count and configs (the
 // effective values, as DescribeConfigs reports them). A config the broker
 // does not report is judged at Kafka's default. min.cleanable.dirty.ratio
 // and max.compaction.lag.ms are not checked: they decide how often the
 // cleaner runs, never that it may clean a record younger than
 // min.compaction.lag.ms.
-func Settings(topic string, partitions int, configs map[string]string, bootstrap string) []Problem {
-	alter := func(setting string) string {
-		return fmt.Sprintf("kafka-configs --bootstrap-server %s --alter --entity-type topics --entity-name %s --add-config %s",
-			bootstrap, topic, setting)
-	}
+func ControlTopic(topic string, partitions int, configs map[string]string, bootstrap string) []Problem {
+	alter := func(setting string) string { return alter(bootstrap, topic, setting) }
 	var out []Problem
 	if partitions != 1 {
 		out = append(out, Problem{Setting: "partitions", Value: strconv.Itoa(partitions), Blocks: true,
 			Message: fmt.Sprintf("has %d partitions; a control topic needs exactly one (one total order of decisions)", partitions),
 			Fix:     "create a new one-partition control topic: kcleanup init --topic <data topic> --control-topic <new name>"})
 	}
-	if pol := configs["cleanup.policy"]; !slices.Equal(policyParts(pol), []string{"compact"}) {
+	if pol := configs["cleanup.policy"]; !IsCompactOnly(pol) {
 		out = append(out, Problem{Setting: "cleanup.policy", Value: pol, Blocks: true,
 			Message: fmt.Sprintf("cleanup.policy is %q; a control topic needs exactly compact (delete would retire decisions)", pol),
 			Fix:     alter("cleanup.policy=compact")})
@@ -122,6 +119,17 @@ func Settings(topic string, partitions int, configs map[string]string, bootstrap
 	return out
 }
 
+// CreateConfigs are the configs init creates a control topic (or a mirror)
+// with: CreateSettings, and min.insync.replicas=2 when the replication
+// factor allows it.
+func CreateConfigs(replicationFactor int16) map[string]string {
+	out := CreateSettings()
+	if replicationFactor >= 3 {
+		out["min.insync.replicas"] = "2"
+	}
+	return out
+}
+
 // Blocking returns the problems that block cleanup and fail the gate closed.
 func Blocking(ps []Problem) []Problem {
 	var out []Problem
@@ -150,8 +158,9 @@ func durationBelow(configs map[string]string, key, def string, min time.Duration
 
 func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
 
-// policyParts splits a cleanup.policy value into its sorted parts.
-func policyParts(v string) []string {
+// PolicyParts splits a cleanup.policy value into its sorted parts: the broker
+// reports "delete,compact" and "compact, delete" for one policy.
+func PolicyParts(v string) []string {
 	var out []string
 	for _, p := range strings.Split(v, ",") {
 		if p = strings.TrimSpace(p); p != "" {
@@ -160,4 +169,10 @@ func policyParts(v string) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// IsCompactOnly says whether a cleanup.policy is exactly compact: the
+// policy of a control topic and of a Flink Agents mirror.
+func IsCompactOnly(policy string) bool {
+	return slices.Equal(PolicyParts(policy), []string{"compact"})
 }

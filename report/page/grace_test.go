@@ -1,10 +1,11 @@
-package console
+package page
 
 import (
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/kcleanup/kcleanup/internal/consoletest"
 	"github.com/kcleanup/kcleanup/report"
 )
 
@@ -13,10 +14,10 @@ import (
 // StuckAfter, is shown waiting until the time /v1/status names, not
 // stuck; without the wait it would be.
 func TestConsoleShowsARestoreGraceWaitNotAStuckOperation(t *testing.T) {
-	ws, now := fleetStatus(t)
+	ws, now := consoletest.FleetStatus(t)
 	ts := ws.ControlTopics[0]
 	ts.Blocked = nil
-	_, _, c2 := story(t)
+	_, _, c2 := consoletest.Story(t)
 	now = now.Add(time.Hour)
 	lane := func(ts report.TopicStatus) (Lane, Topic) {
 		top := liveTopic(ts, now)

@@ -1,4 +1,4 @@
-package gate
+package topicconfig
 
 import (
 	"strings"
@@ -13,7 +13,7 @@ func created() map[string]string {
 }
 
 func TestSettingsOfACreatedControlTopicAreSafe(t *testing.T) {
-	if ps := Settings("c", 1, created(), "b:9092"); len(ps) != 0 {
+	if ps := ControlTopic("c", 1, created(), "b:9092"); len(ps) != 0 {
 		t.Fatalf("problems on a topic init created: %+v", ps)
 	}
 }
@@ -57,7 +57,7 @@ func TestSettingsRules(t *testing.T) {
 			for _, k := range tc.unset {
 				delete(cfg, k)
 			}
-			ps := Settings("c", tc.partitions, cfg, "b:9092")
+			ps := ControlTopic("c", tc.partitions, cfg, "b:9092")
 			if len(ps) != 1 {
 				t.Fatalf("want one problem, got %+v", ps)
 			}
@@ -81,7 +81,7 @@ func TestSettingsOfAControlTopicCreatedWithCompactOnly(t *testing.T) {
 		"max.message.bytes": "1048588", "message.timestamp.type": "CreateTime", "unclean.leader.election.enable": "false",
 	}
 	var blocking []string
-	for _, p := range Blocking(Settings("c", 1, kafkaDefaults, "b:9092")) {
+	for _, p := range Blocking(ControlTopic("c", 1, kafkaDefaults, "b:9092")) {
 		blocking = append(blocking, p.Setting)
 	}
 	if strings.Join(blocking, ",") != "min.compaction.lag.ms" {
@@ -89,23 +89,32 @@ func TestSettingsOfAControlTopicCreatedWithCompactOnly(t *testing.T) {
 	}
 }
 
-func TestEveryReasonHasAClass(t *testing.T) {
-	seen := map[Reason]bool{}
-	for _, r := range Reasons() {
-		if seen[r] {
-			t.Fatalf("reason %q listed twice", r)
-		}
-		seen[r] = true
-		if c := r.Class(); c != Refused && c != CannotTell && c != Invalid {
-			t.Fatalf("reason %q has class %q", r, c)
-		}
+// TestDataTopicRules: compact,delete in any order and spelling, retention off;
+// anything else blocks with the exact fix.
+func TestDataTopicRules(t *testing.T) {
+	ok := map[string]string{"cleanup.policy": "delete, compact", "retention.ms": "-1", "retention.bytes": "-1"}
+	if ps := DataTopic("d", ok, "b:9092"); len(ps) != 0 {
+		t.Fatalf("problems on a good data topic: %+v", ps)
 	}
-	if Reason("from-a-newer-build").Class() != CannotTell {
-		t.Fatal("an unknown reason must fail closed")
+	ps := DataTopic("d", map[string]string{"cleanup.policy": "delete", "retention.ms": "604800000", "retention.bytes": "-1"}, "b:9092")
+	if len(ps) != 2 || ps[0].Setting != "cleanup.policy" || ps[1].Setting != "retention.ms" || !ps[0].Blocks || !ps[1].Blocks {
+		t.Fatalf("problems %+v, want cleanup.policy and retention.ms, both blocking", ps)
 	}
-	for c, want := range map[Class][2]int{Allowed: {0, 200}, "": {4, 503}, Refused: {3, 409}, CannotTell: {4, 503}, Invalid: {2, 400}} {
-		if c.ExitCode() != want[0] || c.HTTPStatus() != want[1] {
-			t.Fatalf("class %q: exit %d http %d", c, c.ExitCode(), c.HTTPStatus())
+	if !strings.Contains(ps[0].Fix, "retention.ms=-1,retention.bytes=-1,cleanup.policy=[compact,delete]") {
+		t.Fatalf("policy fix %q must set retention in the same change", ps[0].Fix)
+	}
+}
+
+// TestMirrorTopicRulesOnlyWarn: a mirror's durability settings are the
+// control topic's, never its partitions or policy, and never block.
+func TestMirrorTopicRulesOnlyWarn(t *testing.T) {
+	ps := MirrorTopic("m", map[string]string{"cleanup.policy": "delete", "min.compaction.lag.ms": "0", "delete.retention.ms": "1000"}, "b:9092")
+	if len(ps) != 2 || ps[0].Setting != "min.compaction.lag.ms" || ps[1].Setting != "delete.retention.ms" {
+		t.Fatalf("problems %+v, want min.compaction.lag.ms and delete.retention.ms", ps)
+	}
+	for _, p := range ps {
+		if p.Blocks {
+			t.Fatalf("%s blocks on a mirror", p.Setting)
 		}
 	}
 }

@@ -1,10 +1,11 @@
-package console
+package page
 
 import (
 	"testing"
 	"time"
 
 	"github.com/kcleanup/kcleanup/events"
+	"github.com/kcleanup/kcleanup/internal/consoletest"
 	"github.com/kcleanup/kcleanup/report"
 )
 
@@ -40,8 +41,8 @@ func TestLaneStepsNameATakeover(t *testing.T) {
 // records' own reasons (apply --reason), and "(no reason given)" where the writer gave none; a
 // DELETING or APPLIED (the workers') carries no why. The story's chk-1 COMMITTED has a reason.
 func TestReportSaysWhy(t *testing.T) {
-	recs, c1, _ := story(t)
-	proj := projection(recs)
+	recs, c1, _ := consoletest.Story(t)
+	proj := consoletest.Projection(recs)
 	v := FromLog(report.StatusOf(proj), proj.View.State.Audit())
 	for _, l := range v.Topics[0].Operations {
 		if l.PlanID != c1.PlanID {

@@ -1,4 +1,4 @@
-package console
+package page
 
 import (
 	"bytes"
@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/kcleanup/kcleanup/internal/consoletest"
 	"github.com/kcleanup/kcleanup/report"
 )
 
@@ -48,13 +49,13 @@ func excerpt(b []byte, at int) string {
 }
 
 func TestConsolePageGolden(t *testing.T) {
-	ws, now := fleetStatus(t)
-	page, err := render(FromWorker(ws, now), false)
+	ws, now := consoletest.FleetStatus(t)
+	page, err := HTML(FromWorker(ws, now), false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	golden(t, "console.html", page)
-	main, err := render(FromWorker(ws, now), true)
+	main, err := HTML(FromWorker(ws, now), true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,9 +65,9 @@ func TestConsolePageGolden(t *testing.T) {
 }
 
 func TestReportGolden(t *testing.T) {
-	recs, _, _ := story(t)
-	proj := projection(recs)
-	page, err := render(FromLog(report.StatusOf(proj), proj.View.State.Audit()), false)
+	recs, _, _ := consoletest.Story(t)
+	proj := consoletest.Projection(recs)
+	page, err := HTML(FromLog(report.StatusOf(proj), proj.View.State.Audit()), false)
 	if err != nil {
 		t.Fatal(err)
 	}
