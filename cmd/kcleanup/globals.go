@@ -192,6 +192,10 @@ func (g globalOptions) controlTopicOf(dataTopic string) (string, error) {
 	return g.controlTopic, nil
 }
 
+// testHooks are franz-go hooks every client of an invocation also carries: the tests count the
+// requests a command sends with them (apply_requests_test.go). Nil outside tests.
+var testHooks []kgo.Hook
+
 // kgoOpts builds the franz-go client options every kcleanup client starts from: seed brokers,
 // dial timeout, acks=all, and TLS/SASL from --command-config. The idempotent producer is
 // franz-go's default and is deliberately left on (docs/design.md §4: writers use acks=all and
@@ -206,6 +210,9 @@ func (g globalOptions) kgoOpts() ([]kgo.Opt, error) {
 	}
 	if g.trace != nil {
 		opts = append(opts, kgo.WithHooks(g.trace))
+	}
+	if len(testHooks) > 0 {
+		opts = append(opts, kgo.WithHooks(testHooks...))
 	}
 	if g.commandConfig == "" {
 		return opts, nil
