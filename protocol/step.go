@@ -100,6 +100,10 @@ type Step struct {
 	// ScanFrom asks Describe to read the data topic for tombstones from
 	// these offsets to the last stable offset (Report.Tombstones).
 	ScanFrom events.Offsets
+	// Maintenance and Reason, when set, go with an Append as its
+	// maintenance headers (projector.HeaderMaintenance, HeaderReason): a
+	// record the owner writes to repair the log, not a step of a plan.
+	Maintenance, Reason string
 	// Acknowledge is what the operator acknowledged to get this record
 	// written (--allow-tombstones): the executor appends it to the
 	// record's actor, so that history shows it.
@@ -167,6 +171,7 @@ const (
 	modeSubmit
 	modePreflight
 	modeMirrorSync
+	modeRecommit
 )
 
 // phase is which report a run is waiting for.
@@ -263,6 +268,9 @@ func (r *Run) Next(st *projector.State, rep Report) Step {
 }
 
 func (r *Run) next(st *projector.State, rep Report) Step {
+	if r.mode == modeRecommit {
+		return r.recommitNext(st, rep)
+	}
 	// Every report that carries a failure of the request as a whole ends the
 	// run: retrying at once would repeat what just failed.
 	// One that cannot pass on a retry (access denied, refused credentials)

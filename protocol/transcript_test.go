@@ -35,7 +35,7 @@ import (
 //	record plan=p1 event=COMMITTED [boundary=..] [logstart=..]
 //	    another writer appends a record (the run's projection folds it at its
 //	    next catch-up or read-back)
-//	run apply|finish|submit|preflight plan=p1 [nowait] [finishafter] [acls] [allowtombstones]
+//	run apply|finish|submit|preflight|recommit plan=p1 [nowait] [finishafter] [acls] [allowtombstones]
 //	    one run to its end (acls: print what each Permissions step asks for);
 //	    each input line alters one step, by number, by kind (the first step of
 //	    that kind) or by kind#n (its n-th):
@@ -417,8 +417,10 @@ func (h *harness) runProtocol(t *testing.T, d *datadriven.TestData) string {
 		r = NewPreflight(plan, cfg)
 	case "sync":
 		r = NewMirrorSync(cfg)
+	case "recommit":
+		r = NewRecommit(plan, cfg)
 	default:
-		d.Fatalf(t, "run: mode apply, finish, submit, preflight or sync")
+		d.Fatalf(t, "run: mode apply, finish, submit, preflight, recommit or sync")
 	}
 	faults := map[string]fault{}
 	for _, line := range strings.Split(strings.TrimSpace(d.Input), "\n") {
@@ -504,6 +506,9 @@ func (h *harness) describeStep(s Step) string {
 		}
 		if s.Acknowledge != "" {
 			line += " (" + s.Acknowledge + ")"
+		}
+		if s.Maintenance != "" {
+			line += " (maintenance " + s.Maintenance + ")"
 		}
 		return line
 	case Describe:
@@ -681,6 +686,10 @@ func (h *harness) perform(s Step, f fault, faulty bool) Report {
 		return Report{}
 	case Append:
 		off := h.append(s.Record, "run")
+		if s.Maintenance != "" {
+			h.log[off].Headers = []projector.Header{{Key: projector.HeaderMaintenance, Value: []byte(s.Maintenance)},
+				{Key: projector.HeaderActor, Value: []byte("run")}, {Key: projector.HeaderReason, Value: []byte(s.Reason)}}
+		}
 		var got projector.Verdict
 		for _, v := range h.catchUp() {
 			if v.Offset == off {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/errors"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/fsm"
@@ -201,7 +202,11 @@ func (c *Cluster) execute(ctx context.Context, proj *Projection, run *protocol.R
 			if step.Acknowledge != "" {
 				env.Actor += " (" + step.Acknowledge + ")"
 			}
-			rep.Verdict, rep.Err = proj.Decide(ctx, env)
+			var headers []kgo.RecordHeader
+			if step.Maintenance != "" {
+				headers = proj.maintenanceHeaders(step.Maintenance, step.Reason)
+			}
+			rep.Verdict, rep.Err = proj.Decide(ctx, env, headers...)
 			armed = reached(proj, env)
 		case protocol.Delete:
 			began := time.Now()
