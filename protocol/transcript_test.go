@@ -35,6 +35,10 @@ import (
 //	record plan=p1 event=COMMITTED [boundary=..] [logstart=..]
 //	    another writer appends a record (the run's projection folds it at its
 //	    next catch-up or read-back)
+//	run adopt plans=a,b [applied=b] [from=action-state.kcleanup] [boundary=0:1]
+//	    adopt a Flink Agents control topic (from, default flink-control)
+//	    whose job enforces plans a and b (applied: the ones its tool
+//	    APPLIED), its effective boundary theirs unless given
 //	run apply|finish|submit|preflight|recommit plan=p1 [nowait] [finishafter] [acls] [allowtombstones]
 //	    one run to its end (acls: print what each Permissions step asks for);
 //	    each input line alters one step, by number, by kind (the first step of
@@ -387,7 +391,7 @@ func (h *harness) runProtocol(t *testing.T, d *datadriven.TestData) string {
 		}
 	}
 	plan, ok := h.plans[name]
-	if !ok && mode != "sync" {
+	if !ok && mode != "sync" && mode != "adopt" {
 		d.Fatalf(t, "run: unknown plan %q", name)
 	}
 	cfg := Config{ControlTopic: "action-state.kcleanup", Bootstrap: "localhost:9092", NoWait: d.HasArg("nowait"),
@@ -419,6 +423,8 @@ func (h *harness) runProtocol(t *testing.T, d *datadriven.TestData) string {
 		r = NewMirrorSync(cfg)
 	case "recommit":
 		r = NewRecommit(plan, cfg)
+	case "adopt":
+		r = NewAdopt(h.adoption(t, d), cfg)
 	default:
 		d.Fatalf(t, "run: mode apply, finish, submit, preflight, recommit or sync")
 	}
@@ -492,6 +498,30 @@ func (h *harness) runProtocol(t *testing.T, d *datadriven.TestData) string {
 	}
 	t.Fatalf("run did not end in 50 steps:\n%s", b.String())
 	return ""
+}
+
+// adoption is the Flink Agents control topic a `run adopt` line describes.
+func (h *harness) adoption(t *testing.T, d *datadriven.TestData) Adoption {
+	a := Adoption{FlinkTopic: "flink-control", DataTopic: dataTopic, TopicID: h.topic.ID, Boundary: events.Offsets{}}
+	var names, applied, boundary string
+	d.ScanArgs(t, "plans", &names)
+	d.MaybeScanArgs(t, "applied", &applied)
+	d.MaybeScanArgs(t, "from", &a.FlinkTopic)
+	d.MaybeScanArgs(t, "boundary", &boundary)
+	for i, name := range strings.Split(names, ",") {
+		plan, ok := h.plans[name]
+		if !ok {
+			d.Fatalf(t, "run adopt: unknown plan %q", name)
+		}
+		a.Plans = append(a.Plans, AdoptPlan{Plan: plan, FlinkOffset: int64(i), Applied: slices.Contains(strings.Split(applied, ","), name)})
+		for p, off := range plan.Offsets {
+			a.Boundary[p] = max(a.Boundary[p], off)
+		}
+	}
+	if boundary != "" {
+		a.Boundary = offsets(t, boundary)
+	}
+	return a
 }
 
 func (h *harness) describeStep(s Step) string {
