@@ -173,6 +173,7 @@ const (
 	modeMirrorSync
 	modeRecommit
 	modeAdopt
+	modePin
 )
 
 // phase is which report a run is waiting for.
@@ -224,6 +225,8 @@ type Run struct {
 	ack string
 	// adopt is the state of an adopt run (step_adopt.go).
 	adopt *adoptRun
+	// pin is the PINNED a pin run appends (step_pin.go).
+	pin events.Envelope
 }
 
 // NewApply runs the whole protocol for plan: checks, PLANNED, COMMITTED
@@ -276,6 +279,8 @@ func (r *Run) next(st *projector.State, rep Report) Step {
 		return r.recommitNext(st, rep)
 	case modeAdopt:
 		return r.adoptNext(st, rep)
+	case modePin:
+		return r.pinNext(st, rep)
 	}
 	// Every report that carries a failure of the request as a whole ends the
 	// run: retrying at once would repeat what just failed.

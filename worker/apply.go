@@ -198,7 +198,9 @@ func (c *Cluster) execute(ctx context.Context, proj *Projection, run *protocol.R
 			}
 		case protocol.Append:
 			env := step.Record
-			env.At, env.Actor = time.Now().UTC(), o.actor()
+			if env.At.IsZero() { // a PINNED comes stamped: its ID covers its time and actor
+				env.At, env.Actor = time.Now().UTC(), o.actor()
+			}
 			if step.Acknowledge != "" {
 				env.Actor += " (" + step.Acknowledge + ")"
 			}
@@ -225,6 +227,9 @@ func (c *Cluster) execute(ctx context.Context, proj *Projection, run *protocol.R
 					len(step.Delete), step.Of, step.Topic, time.Since(began).Round(time.Millisecond))
 				failpoint(AfterDeleteRecords)
 			}
+		case protocol.Identify:
+			rep.Topic, rep.Err = c.TopicMetadata(ctx, step.Topic)
+			rep.Missing = errors.Is(rep.Err, ErrTopicNotFound)
 		case protocol.Verify:
 			rep.Starts, rep.Err = c.StartOffsets(ctx, step.Topic)
 		case protocol.ReadMirror:
