@@ -192,9 +192,9 @@ func (g globalOptions) controlTopicOf(dataTopic string) (string, error) {
 	return g.controlTopic, nil
 }
 
-// testHooks are franz-go hooks every client of an invocation also carries: the tests count the
-// requests a command sends with them (apply_requests_test.go). Nil outside tests.
-var testHooks []kgo.Hook
+// testOpts are franz-go options every client of an invocation also takes: the tests count and
+// read the requests a command sends with them (apply_requests_test.go). Nil outside tests.
+var testOpts []kgo.Opt
 
 // kgoOpts builds the franz-go client options every kcleanup client starts from: seed brokers,
 // dial timeout, acks=all, and TLS/SASL from --command-config. The idempotent producer is
@@ -211,9 +211,7 @@ func (g globalOptions) kgoOpts() ([]kgo.Opt, error) {
 	if g.trace != nil {
 		opts = append(opts, kgo.WithHooks(g.trace))
 	}
-	if len(testHooks) > 0 {
-		opts = append(opts, kgo.WithHooks(testHooks...))
-	}
+	opts = append(opts, testOpts...)
 	if g.commandConfig == "" {
 		return opts, nil
 	}
