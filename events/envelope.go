@@ -128,31 +128,40 @@ func (e Envelope) Encode() (key, value []byte) {
 // see, text that is not valid UTF-8. Encode writes such bytes as U+FFFD (the
 // JSON it writes stays valid), so the record would decode to another actor
 // or reason than the one written; Validate refuses it instead. Call it
-// before producing a record (worker.Cluster.Append does).
+// before producing a record (worker.Cluster.Append does, by EncodeValid).
 func (e Envelope) Validate() error {
+	_, _, err := e.EncodeValid()
+	return err
+}
+
+// EncodeValid is Encode after Validate's checks, for a writer: the record
+// is encoded once, checked to decode back, and that encoding is returned.
+func (e Envelope) EncodeValid() (key, value []byte, err error) {
 	if !utf8.ValidString(e.Actor) {
-		return malformed(fieldErrorf("actor", "is not valid UTF-8: Encode would write U+FFFD for its invalid bytes, and the record would decode to another actor"))
+		return nil, nil, malformed(fieldErrorf("actor", "is not valid UTF-8: Encode would write U+FFFD for its invalid bytes, and the record would decode to another actor"))
 	}
 	if !utf8.ValidString(e.Reason) {
-		return malformed(fieldErrorf("reason", "is not valid UTF-8: Encode would write U+FFFD for its invalid bytes, and the record would decode to another reason"))
+		return nil, nil, malformed(fieldErrorf("reason", "is not valid UTF-8: Encode would write U+FFFD for its invalid bytes, and the record would decode to another reason"))
 	}
 	if e.Reason != "" && e.Mirror == nil && e.Pin == nil && !e.Event.CarriesReason() {
-		return malformed(fieldErrorf("reason", "is set on %s: only a PLANNED or COMMITTED carries an operator's reason", e.Event))
+		return nil, nil, malformed(fieldErrorf("reason", "is set on %s: only a PLANNED or COMMITTED carries an operator's reason", e.Event))
 	}
 	if e.Mirror != nil && !utf8.ValidString(e.Mirror.Reason) {
-		return malformed(fieldErrorf("reason", "is not valid UTF-8: Encode would write U+FFFD for its invalid bytes, and the record would decode to another reason"))
+		return nil, nil, malformed(fieldErrorf("reason", "is not valid UTF-8: Encode would write U+FFFD for its invalid bytes, and the record would decode to another reason"))
 	}
 	if e.Declaration != nil && !utf8.ValidString(e.Declaration.Reason) {
-		return malformed(fieldErrorf("reason", "is not valid UTF-8: Encode would write U+FFFD for its invalid bytes, and the record would decode to another reason"))
+		return nil, nil, malformed(fieldErrorf("reason", "is not valid UTF-8: Encode would write U+FFFD for its invalid bytes, and the record would decode to another reason"))
 	}
 	if e.Mirror != nil && e.Mirror.HasGrace && e.Event == MirrorAttached {
 		if err := CheckRestoreGrace(e.Mirror.RestoreGrace); err != nil {
-			return err
+			return nil, nil, err
 		}
 	}
-	k, v := e.Encode()
-	_, err := Decode(k, v)
-	return err
+	key, value = e.Encode()
+	if _, err := Decode(key, value); err != nil {
+		return nil, nil, err
+	}
+	return key, value, nil
 }
 
 // Decode reads one control record strictly. Errors are *DecodeError and

@@ -122,7 +122,12 @@
 //
 // NewFinish starts at step 3 (the workers, and Apply's second half);
 // NewSubmit stops after PLANNED; NewPreflight after step 1; NewMirrorSync
-// catches up and takes the mirror steps for the boundary's plan only.
+// catches up and takes the mirror steps for the boundary's plan only. The
+// other writers are modes of the run too, each in a file of its own:
+// NewRecommit (step_recommit.go: the owner re-appends a COMMITTED the
+// cleaner erased, only where nothing more would be deleted), NewAdopt
+// (step_adopt.go: a Flink Agents control topic's plans taken over) and
+// NewPin (step_pin.go: kcleanup pin and validate --pin-for).
 //
 // The package also holds the pure checks the steps use and doctor and init
 // show: Topic (what the cluster reported), Finding and CheckDataTopic. The

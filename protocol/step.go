@@ -100,6 +100,10 @@ type Step struct {
 	// ScanFrom asks Describe to read the data topic for tombstones from
 	// these offsets to the last stable offset (Report.Tombstones).
 	ScanFrom events.Offsets
+	// Maintenance and Reason, when set, go with an Append as its
+	// maintenance headers (projector.HeaderMaintenance, HeaderReason): a
+	// record the owner writes to repair the log, not a step of a plan.
+	Maintenance, Reason string
 	// Acknowledge is what the operator acknowledged to get this record
 	// written (--allow-tombstones): the executor appends it to the
 	// record's actor, so that history shows it.
@@ -167,6 +171,9 @@ const (
 	modeSubmit
 	modePreflight
 	modeMirrorSync
+	modeRecommit
+	modeAdopt
+	modePin
 )
 
 // phase is which report a run is waiting for.
@@ -216,6 +223,10 @@ type Run struct {
 	mirrored string
 	// ack is what the operator's --allow-tombstones acknowledged.
 	ack string
+	// adopt is the state of an adopt run (step_adopt.go).
+	adopt *adoptRun
+	// pin is the PINNED a pin run appends (step_pin.go).
+	pin events.Envelope
 }
 
 // NewApply runs the whole protocol for plan: checks, PLANNED, COMMITTED
@@ -263,20 +274,20 @@ func (r *Run) Next(st *projector.State, rep Report) Step {
 }
 
 func (r *Run) next(st *projector.State, rep Report) Step {
+	switch r.mode {
+	case modeRecommit:
+		return r.recommitNext(st, rep)
+	case modeAdopt:
+		return r.adoptNext(st, rep)
+	case modePin:
+		return r.pinNext(st, rep)
+	}
 	// Every report that carries a failure of the request as a whole ends the
 	// run: retrying at once would repeat what just failed.
 	// One that cannot pass on a retry (access denied, refused credentials)
 	// blocks instead.
 	if r.phase != phaseStart && rep.Err != nil && !rep.Missing {
-		switch {
-		case errors.Is(rep.Err, ErrBlocked):
-			return Step{Kind: Blocked, Err: rep.Err}
-		case Denied(rep.Code):
-			return Step{Kind: Blocked, Err: errors.Mark(errors.Mark(rep.Err, ErrUnauthorized), ErrBlocked)}
-		case PermanentRequest(rep.Code):
-			return Step{Kind: Blocked, Err: errors.Mark(rep.Err, ErrBlocked)}
-		}
-		return Step{Kind: Wait, Err: rep.Err}
+		return r.failed(rep)
 	}
 	// A Permissions answer that names a missing ACL blocks before the step
 	// that would need it: nothing more is written.
@@ -337,6 +348,21 @@ func (r *Run) next(st *projector.State, rep Report) Step {
 		return r.applied(st, rep)
 	}
 	return Step{Kind: Wait, Err: errors.AssertionFailedf("protocol: run in unknown phase %d", r.phase)}
+}
+
+// failed is how a run ends on a report of a request that failed as a whole:
+// retrying at once would repeat what just failed; one that cannot pass on a
+// retry (access denied, refused credentials) blocks instead.
+func (r *Run) failed(rep Report) Step {
+	switch {
+	case errors.Is(rep.Err, ErrBlocked):
+		return Step{Kind: Blocked, Err: rep.Err}
+	case Denied(rep.Code):
+		return Step{Kind: Blocked, Err: errors.Mark(errors.Mark(rep.Err, ErrUnauthorized), ErrBlocked)}
+	case PermanentRequest(rep.Code):
+		return Step{Kind: Blocked, Err: errors.Mark(rep.Err, ErrBlocked)}
+	}
+	return Step{Kind: Wait, Err: rep.Err}
 }
 
 func (r *Run) envelope(e events.Event) events.Envelope {

@@ -35,7 +35,14 @@ import (
 //	record plan=p1 event=COMMITTED [boundary=..] [logstart=..]
 //	    another writer appends a record (the run's projection folds it at its
 //	    next catch-up or read-back)
-//	run apply|finish|submit|preflight plan=p1 [nowait] [finishafter] [acls] [allowtombstones]
+//	run adopt plans=a,b [applied=b] [from=action-state.kcleanup] [boundary=0:1]
+//	    adopt a Flink Agents control topic (from, default flink-control)
+//	    whose job enforces plans a and b (applied: the ones its tool
+//	    APPLIED), its effective boundary theirs unless given
+//	run pin name=s2 rp=SP offsets=0:120,1:120 [tid=T2] [expires=N] [reason=..]
+//	    NewPin: this run pins (expires N seconds after its record; reason
+//	    "-" for a blank one)
+//	run apply|finish|submit|preflight|recommit plan=p1 [nowait] [finishafter] [acls] [allowtombstones]
 //	    one run to its end (acls: print what each Permissions step asks for);
 //	    each input line alters one step, by number, by kind (the first step of
 //	    that kind) or by kind#n (its n-th):
@@ -344,8 +351,10 @@ func (h *harness) lookahead() *projector.State {
 func (h *harness) append(env events.Envelope, actor string) int64 {
 	h.actors++
 	broker := h.brokerNow()
-	env.At = broker.Add(h.skew[actor])
-	env.Actor = actor
+	if env.At.IsZero() { // a PINNED comes stamped by its writer (its ID covers it)
+		env.At = broker.Add(h.skew[actor])
+		env.Actor = actor
+	}
 	key, value := env.Encode()
 	off := int64(len(h.log))
 	r := projector.Record{Offset: off, Key: key, Value: value, Timestamp: broker, LogAppendTime: true}
@@ -387,7 +396,7 @@ func (h *harness) runProtocol(t *testing.T, d *datadriven.TestData) string {
 		}
 	}
 	plan, ok := h.plans[name]
-	if !ok && mode != "sync" {
+	if !ok && mode != "sync" && mode != "adopt" && mode != "pin" {
 		d.Fatalf(t, "run: unknown plan %q", name)
 	}
 	cfg := Config{ControlTopic: "action-state.kcleanup", Bootstrap: "localhost:9092", NoWait: d.HasArg("nowait"),
@@ -417,8 +426,14 @@ func (h *harness) runProtocol(t *testing.T, d *datadriven.TestData) string {
 		r = NewPreflight(plan, cfg)
 	case "sync":
 		r = NewMirrorSync(cfg)
+	case "recommit":
+		r = NewRecommit(plan, cfg)
+	case "adopt":
+		r = NewAdopt(h.adoption(t, d), cfg)
+	case "pin":
+		r = NewPin(h.pinRecord(t, d), cfg)
 	default:
-		d.Fatalf(t, "run: mode apply, finish, submit, preflight or sync")
+		d.Fatalf(t, "run: mode apply, finish, submit, preflight, recommit or sync")
 	}
 	faults := map[string]fault{}
 	for _, line := range strings.Split(strings.TrimSpace(d.Input), "\n") {
@@ -492,10 +507,67 @@ func (h *harness) runProtocol(t *testing.T, d *datadriven.TestData) string {
 	return ""
 }
 
+// pinRecord is the PINNED a `run pin` line makes, stamped as the run's
+// executor stamps it.
+func (h *harness) pinRecord(t *testing.T, d *datadriven.TestData) events.Envelope {
+	var name, rp, offs, tid, reason string
+	expires := -1
+	d.ScanArgs(t, "name", &name)
+	d.ScanArgs(t, "rp", &rp)
+	d.ScanArgs(t, "offsets", &offs)
+	tid, reason = "T1", "the transcript"
+	d.MaybeScanArgs(t, "tid", &tid)
+	d.MaybeScanArgs(t, "expires", &expires)
+	d.MaybeScanArgs(t, "reason", &reason)
+	if reason == "-" {
+		reason = " "
+	}
+	at := h.brokerAt(h.actors + 1).Add(h.skew["run"])
+	var exp time.Time
+	if expires >= 0 {
+		exp = at.Add(time.Duration(expires) * time.Second)
+	}
+	env := events.NewPin(rp, dataTopic, h.tids[tid], offsets(t, offs), exp, reason, at, "run")
+	if h.pinIDs == nil {
+		h.pinIDs = map[string]string{}
+	}
+	h.pinIDs[name] = env.Pin.PinID
+	h.pairs = append(h.pairs, env.Pin.PinID, name)
+	h.names = strings.NewReplacer(h.pairs...)
+	return env
+}
+
+// adoption is the Flink Agents control topic a `run adopt` line describes.
+func (h *harness) adoption(t *testing.T, d *datadriven.TestData) Adoption {
+	a := Adoption{FlinkTopic: "flink-control", DataTopic: dataTopic, TopicID: h.topic.ID, Boundary: events.Offsets{}}
+	var names, applied, boundary string
+	d.ScanArgs(t, "plans", &names)
+	d.MaybeScanArgs(t, "applied", &applied)
+	d.MaybeScanArgs(t, "from", &a.FlinkTopic)
+	d.MaybeScanArgs(t, "boundary", &boundary)
+	for i, name := range strings.Split(names, ",") {
+		plan, ok := h.plans[name]
+		if !ok {
+			d.Fatalf(t, "run adopt: unknown plan %q", name)
+		}
+		a.Plans = append(a.Plans, AdoptPlan{Plan: plan, FlinkOffset: int64(i), Applied: slices.Contains(strings.Split(applied, ","), name)})
+		for p, off := range plan.Offsets {
+			a.Boundary[p] = max(a.Boundary[p], off)
+		}
+	}
+	if boundary != "" {
+		a.Boundary = offsets(t, boundary)
+	}
+	return a
+}
+
 func (h *harness) describeStep(s Step) string {
 	switch s.Kind {
 	case Append:
 		line := fmt.Sprintf("append %s %s", s.Record.Event, s.Record.PlanID)
+		if s.Record.Pin != nil {
+			line = fmt.Sprintf("append %s %s", s.Record.Event, s.Record.Pin.PinID)
+		}
 		if s.Record.Boundary != nil {
 			line += " boundary " + s.Record.Boundary.String()
 		}
@@ -504,6 +576,9 @@ func (h *harness) describeStep(s Step) string {
 		}
 		if s.Acknowledge != "" {
 			line += " (" + s.Acknowledge + ")"
+		}
+		if s.Maintenance != "" {
+			line += " (maintenance " + s.Maintenance + ")"
 		}
 		return line
 	case Describe:
@@ -667,7 +742,7 @@ func (h *harness) scan(from events.Offsets) *TombstoneScan {
 
 func (h *harness) perform(s Step, f fault, faulty bool) Report {
 	switch s.Kind {
-	case Describe, Recheck:
+	case Describe, Recheck, Identify:
 		if h.missing {
 			return Report{Missing: true, Err: errors.Newf("topic %q does not exist", s.Topic)}
 		}
@@ -681,6 +756,10 @@ func (h *harness) perform(s Step, f fault, faulty bool) Report {
 		return Report{}
 	case Append:
 		off := h.append(s.Record, "run")
+		if s.Maintenance != "" {
+			h.log[off].Headers = []projector.Header{{Key: projector.HeaderMaintenance, Value: []byte(s.Maintenance)},
+				{Key: projector.HeaderActor, Value: []byte("run")}, {Key: projector.HeaderReason, Value: []byte(s.Reason)}}
+		}
 		var got projector.Verdict
 		for _, v := range h.catchUp() {
 			if v.Offset == off {

@@ -3,15 +3,13 @@ package worker
 import (
 	"context"
 	"fmt"
-	"slices"
-	"strings"
-	"time"
 
 	"github.com/cockroachdb/errors"
 
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/fsm"
 	"github.com/kcleanup/kcleanup/projector/flinkagents"
+	"github.com/kcleanup/kcleanup/protocol"
 )
 
 // AdoptedPlan is one plan of a Flink Agents control topic and what adoption
@@ -104,114 +102,24 @@ func (c *Cluster) PrepareAdoption(ctx context.Context, flinkTopic string) (*Adop
 // another topic or already holds plans that are not the Flink Agents
 // topic's. Re-running it adopts only what is missing.
 func (c *Cluster) Adopt(ctx context.Context, src *AdoptionSource, proj *Projection, o Options) (Adoption, error) {
-	flinkTopic, data := src.Flink.Topic, src.DataTopic
-	out := Adoption{FlinkTopic: flinkTopic, FlinkEnd: src.Flink.End, ControlTopic: proj.Topic}
-	refuse := func(err error, hint string) (Adoption, error) {
-		return out, errors.Mark(errors.WithHint(errors.Wrapf(err, "adopt Flink Agents control topic %q: nothing written", flinkTopic), hint), ErrRejected)
-	}
-	if flinkTopic == proj.Topic {
-		return refuse(errors.Newf("the Flink Agents control topic and the kcleanup control topic are both %q", flinkTopic),
-			"adopt into a kcleanup control topic of its own: kcleanup adopt --from "+flinkTopic+" --control-topic <new name>")
-	}
-	ops := src.Flink.Fold.Operations()
-	flinkBoundary := src.Boundary
-	if err := degraded(proj); err != nil {
-		return out, err
-	}
-	if topic, id, ok := proj.State.Binding(); ok && (topic != data || id != src.TopicID) {
-		return refuse(errors.Newf("kcleanup control topic %q governs %s (topic ID %s), the Flink Agents plans are for %s (topic ID %s)", proj.Topic, topic, id, data, src.TopicID),
-			"adopt into a kcleanup control topic of its own: kcleanup init --topic "+data+" --control-topic <new name>")
-	}
-	var foreign []string
-	for _, kop := range proj.State.Operations() {
-		if _, ok := src.plans[kop.PlanID]; !ok {
-			foreign = append(foreign, kop.PlanID)
-		}
-	}
-	if len(foreign) > 0 {
-		return refuse(errors.Newf("kcleanup control topic %q already holds %d plan(s) that are not on the Flink Agents control topic (%s)", proj.Topic, len(foreign), strings.Join(foreign, ", ")),
-			"adopt into a new kcleanup control topic: kcleanup init --topic "+data+" --control-topic <new name>")
-	}
-
-	// Ascending order: the plans are pairwise comparable (the fold checked),
-	// so this order raises the boundary one plan at a time.
-	order := slices.Clone(ops)
-	slices.SortStableFunc(order, func(a, b flinkagents.Operation) int {
-		for _, p := range a.Plan.Offsets.Partitions() {
-			if x, y := a.Plan.Offsets[p], b.Plan.Offsets[p]; x != y {
-				if x < y {
-					return -1
-				}
-				return 1
-			}
-		}
-		return 0
-	})
-	actor := o.actor() + " adopting " + flinkTopic
-	var starts events.Offsets
-	for _, op := range order {
+	out := Adoption{FlinkTopic: src.Flink.Topic, FlinkEnd: src.Flink.End, ControlTopic: proj.Topic}
+	// The decisions are protocol.NewAdopt's; this executes them.
+	a := protocol.Adoption{FlinkTopic: src.Flink.Topic, DataTopic: src.DataTopic, TopicID: src.TopicID, Boundary: src.Boundary}
+	flink := map[string]flinkagents.Operation{}
+	for _, op := range src.Flink.Fold.Operations() {
 		plan := src.plans[op.Plan.PlanID]
-		ap := AdoptedPlan{PlanID: plan.PlanID, FlinkStatus: op.Status, FlinkOffset: op.Last}
-		kop, _ := proj.State.Operation(plan.PlanID)
-		ap.Already = kop.State == fsm.Committed || kop.State == fsm.Deleting || kop.State == fsm.Applied
-		if !ap.Already {
-			env := adoptEnvelope(events.Committed, plan, actor)
-			env.Boundary = proj.State.Boundary()
-			for p, off := range plan.Offsets {
-				env.Boundary[p] = max(env.Boundary[p], off)
-			}
-			v, err := proj.Decide(ctx, env)
-			if err != nil {
-				return out, err
-			}
-			if st, _ := proj.State.Operation(plan.PlanID); st.State != fsm.Committed {
-				return out, errors.Newf("COMMITTED for adopted plan %s was rejected at offset %d: %s: %s", plan.PlanID, v.Offset, v.Reason, v.Detail)
-			}
-			o.say("committed", "COMMITTED %s (from %s offset %d) at control offset %d", plan.PlanID, flinkTopic, op.First, v.Offset)
-		}
-		kop, _ = proj.State.Operation(plan.PlanID)
-		if op.Status == flinkagents.Applied && kop.State != fsm.Applied {
-			if starts == nil {
-				var err error
-				if starts, err = c.StartOffsets(ctx, data); err != nil {
-					return out, err
-				}
-			}
-			seen, ok := events.Offsets{}, true
-			for p, off := range plan.Offsets {
-				seen[p] = starts[p]
-				ok = ok && starts[p] >= off
-			}
-			if ok {
-				env := adoptEnvelope(events.Applied, plan, actor)
-				env.LogStart = seen
-				v, err := proj.Decide(ctx, env)
-				if err != nil {
-					return out, err
-				}
-				if st, _ := proj.State.Operation(plan.PlanID); st.State != fsm.Applied {
-					return out, errors.Newf("APPLIED for adopted plan %s was rejected at offset %d: %s: %s", plan.PlanID, v.Offset, v.Reason, v.Detail)
-				}
-				o.say("applied", "APPLIED %s: every log start of %s is at or above it", plan.PlanID, data)
-			} else {
-				o.say("committed", "plan %s is APPLIED on %s but a log start of %s is below it now: left COMMITTED, a worker deletes up to it", plan.PlanID, flinkTopic, data)
-			}
-		}
-		kop, _ = proj.State.Operation(plan.PlanID)
-		ap.State = kop.State
-		out.Plans = append(out.Plans, ap)
+		flink[plan.PlanID] = op
+		a.Plans = append(a.Plans, protocol.AdoptPlan{Plan: plan, Applied: op.Status == flinkagents.Applied, FlinkOffset: op.First})
+	}
+	o.Actor = o.actor() + " adopting " + src.Flink.Topic
+	run := protocol.NewAdopt(a, c.config(proj, o))
+	_, err := c.execute(ctx, proj, run, o)
+	for _, ad := range run.Adopted() {
+		op := flink[ad.PlanID]
+		out.Plans = append(out.Plans, AdoptedPlan{PlanID: ad.PlanID, FlinkStatus: op.Status, FlinkOffset: op.Last, State: ad.State, Already: ad.Already})
 	}
 	out.Boundary = proj.State.Boundary()
-	if !out.Boundary.Equal(flinkBoundary) {
-		// Cannot happen while the fold rules hold; never report success on it.
-		return out, errors.Newf("after adoption the kcleanup boundary is %s but Flink Agents' effective boundary is %s", out.Boundary, flinkBoundary)
-	}
-	return out, nil
-}
-
-func adoptEnvelope(e events.Event, plan events.Plan, actor string) events.Envelope {
-	return events.Envelope{SchemaVersion: events.SchemaVersion, Event: e, PlanID: plan.PlanID, Plan: plan,
-		At: time.Now().UTC(), Actor: actor}
+	return out, err
 }
 
 // flinkHint is the operator's next step for a flinkagents error.

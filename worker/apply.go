@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/errors"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/fsm"
@@ -196,14 +197,20 @@ func (c *Cluster) execute(ctx context.Context, proj *Projection, run *protocol.R
 			}
 		case protocol.Append:
 			env := step.Record
-			env.At, env.Actor = time.Now().UTC(), o.actor()
+			if env.At.IsZero() { // a PINNED comes stamped: its ID covers its time and actor
+				env.At, env.Actor = time.Now().UTC(), o.actor()
+			}
 			if step.Acknowledge != "" {
 				env.Actor += " (" + step.Acknowledge + ")"
 			}
 			if env.Event.CarriesReason() {
 				env.Reason = o.Reason
 			}
-			rep.Verdict, rep.Err = proj.Decide(ctx, env)
+			var headers []kgo.RecordHeader
+			if step.Maintenance != "" {
+				headers = proj.maintenanceHeaders(step.Maintenance, step.Reason)
+			}
+			rep.Verdict, rep.Err = proj.Decide(ctx, env, headers...)
 			armed = reached(proj, env)
 		case protocol.Delete:
 			began := time.Now()
@@ -222,6 +229,9 @@ func (c *Cluster) execute(ctx context.Context, proj *Projection, run *protocol.R
 					len(step.Delete), step.Of, step.Topic, time.Since(began).Round(time.Millisecond))
 				failpoint(AfterDeleteRecords)
 			}
+		case protocol.Identify:
+			rep.Topic, rep.Err = c.TopicMetadata(ctx, step.Topic)
+			rep.Missing = errors.Is(rep.Err, ErrTopicNotFound)
 		case protocol.Verify:
 			rep.Starts, rep.Err = c.StartOffsets(ctx, step.Topic)
 		case protocol.ReadMirror:

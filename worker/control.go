@@ -399,10 +399,11 @@ func Actor() string {
 // for the verdict: see Decide.
 func (c *Cluster) Append(ctx context.Context, controlTopic string, env events.Envelope, headers ...kgo.RecordHeader) (int64, error) {
 	// Never write a record that reads back as another one (events.Envelope.Validate).
-	if err := env.Validate(); err != nil {
+	// One encoding, checked and appended.
+	key, value, err := env.EncodeValid()
+	if err != nil {
 		return 0, errors.Wrapf(err, "refuse to append %s to control topic %q", env.Event, controlTopic)
 	}
-	key, value := env.Encode()
 	r := &kgo.Record{Topic: controlTopic, Partition: 0, Key: key, Value: value, Headers: headers}
 	if err := c.cl.ProduceSync(ctx, r).FirstErr(); err != nil {
 		if errors.Is(err, kerr.UnknownTopicOrPartition) {

@@ -30,42 +30,12 @@ type PinRequest struct {
 // rejects, or that does not fit (another topic's incarnation, a degraded
 // projection), is an error and, but for a rejection, nothing is written.
 func (c *Cluster) Pin(ctx context.Context, proj *Projection, req PinRequest, o Options) (projector.Pin, error) {
-	if err := proj.CatchUp(ctx); err != nil {
-		return projector.Pin{}, err
-	}
-	if err := degraded(proj); err != nil {
-		return projector.Pin{}, err
-	}
-	if topic, id, ok := proj.State.Binding(); ok && (topic != req.Topic || id != req.TopicID) {
-		return projector.Pin{}, errors.WithHint(errors.Mark(errors.Newf(
-			"control topic %s governs topic %s (ID %s); the markers are of %s (ID %s)", proj.Topic, topic, id, req.Topic, req.TopicID), protocol.ErrRejected),
-			"pin on the control topic of the markers' data topic (--control-topic), with markers of its current incarnation")
-	}
-	live, err := c.TopicMetadata(ctx, req.Topic)
-	if err != nil {
-		return projector.Pin{}, err
-	}
-	if live.ID != req.TopicID {
-		return projector.Pin{}, errors.WithHint(errors.Mark(errors.Newf(
-			"data topic %s has topic ID %s but the markers were written for ID %s: the topic was deleted and recreated", req.Topic, live.ID, req.TopicID), protocol.ErrRejected),
-			"pin a recovery point of the current topic: nothing of the old one is left to protect")
-	}
 	env := events.NewPin(req.RecoveryPoint, req.Topic, req.TopicID, req.Offsets, req.Expires, req.Reason, time.Now(), o.actor())
-	if err := env.Validate(); err != nil {
-		return projector.Pin{}, errors.WithHint(errors.Mark(err, protocol.ErrRejected), "the reason must be printable text, not blank; --for or --until must be in the future")
-	}
-	v, err := proj.Decide(ctx, env)
-	if err != nil {
+	// The decisions are protocol.NewPin's; this executes them.
+	if _, err := c.execute(ctx, proj, protocol.NewPin(env, c.config(proj, o)), o); err != nil {
 		return projector.Pin{}, err
 	}
-	if v.Outcome == projector.Rejected {
-		return projector.Pin{}, errors.Mark(errors.Newf("PINNED %s was rejected at offset %d: %s: %s", env.Pin.PinID, v.Offset, v.Reason, v.Detail), protocol.ErrRejected)
-	}
-	pin, ok := proj.State.Pin(env.Pin.PinID)
-	if !ok {
-		return projector.Pin{}, errors.AssertionFailedf("PINNED %s accepted at offset %d but not in the projection", env.Pin.PinID, v.Offset)
-	}
-	o.say("pin", "PINNED %s at control offset %d: %s", pin.PinID, pin.Offset, pin.Status(time.Time{}))
+	pin, _ := proj.State.Pin(env.Pin.PinID) // the run ended Done only with it there
 	return pin, nil
 }
 

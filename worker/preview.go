@@ -6,6 +6,7 @@ import (
 	"github.com/cockroachdb/errors"
 
 	"github.com/kcleanup/kcleanup/events"
+	"github.com/kcleanup/kcleanup/gate"
 	"github.com/kcleanup/kcleanup/projector"
 	"github.com/kcleanup/kcleanup/protocol"
 	"github.com/kcleanup/kcleanup/report"
@@ -64,8 +65,9 @@ func (c *Cluster) Preview(ctx context.Context, controlTopic string, plan events.
 // plan, and creates nothing: a control topic that exists is checked (its
 // settings); one that does not is refused with the fix (kcleanup init, or
 // the --control-topic that governs the plan's topic: protocol.Governance).
-// The caller still runs OneGovernor and Preflight on the projection it reads
-// afterwards.
+// It also makes CheckControlShape's check, so the caller reads the topic
+// without describing it again; it still runs OneGovernor and Preflight on the
+// projection it reads afterwards.
 func (c *Cluster) PrepareControlTopic(ctx context.Context, controlTopic string, plan events.Plan, o Options) error {
 	info, err := c.TopicMetadata(ctx, controlTopic)
 	if errors.Is(err, ErrTopicNotFound) {
@@ -77,7 +79,12 @@ func (c *Cluster) PrepareControlTopic(ctx context.Context, controlTopic string, 
 	if info.Configs, err = c.TopicConfigs(ctx, controlTopic); err != nil {
 		return err
 	}
-	return protocol.FindingsError(report.CheckControlTopic(info, plan.Topic, info.Replicas, o.Bootstrap))
+	if err := protocol.FindingsError(report.CheckControlTopic(info, plan.Topic, info.Replicas, o.Bootstrap)); err != nil {
+		return err
+	}
+	// CheckControlShape's check, on the description just made: the apply path describes
+	// the control topic once (issue 34).
+	return c.notControlTopic(ctx, gate.ShapeOf(controlTopic, len(info.Partitions), info.Configs))
 }
 
 // projectIfExists reads a control topic to its end, or reports exists=false

@@ -6,9 +6,6 @@ import (
 
 	"github.com/cockroachdb/errors"
 
-	"github.com/kcleanup/kcleanup/events"
-	"github.com/kcleanup/kcleanup/fsm"
-	"github.com/kcleanup/kcleanup/projector"
 	"github.com/kcleanup/kcleanup/protocol"
 )
 
@@ -30,55 +27,18 @@ import (
 func (c *Cluster) Recommit(ctx context.Context, proj *Projection, o Options) ([]string, error) {
 	var out []string
 	for _, op := range proj.State.Unconfirmed() {
-		why, err := c.recommitSafe(ctx, op.Plan)
-		if err != nil {
-			out = append(out, fmt.Sprintf("plan %s: COMMITTED erased; cannot check the data topic now: %v", op.PlanID, err))
-			continue
-		}
-		if why != "" {
-			out = append(out, fmt.Sprintf("plan %s: COMMITTED erased; not re-appended: %s", op.PlanID, why))
-			continue
-		}
-		env := envelope(events.Committed, op.Plan, o)
-		env.Boundary = protocol.CommitBoundary(proj.State, op.Plan)
-		v, err := proj.Decide(ctx, env, proj.maintenanceHeaders(projector.MaintenanceRecommit,
-			"re-appends the COMMITTED the log cleaner erased; its DELETING or APPLIED survive and every log start is at or above the plan")...)
-		if err != nil {
+		// The decision is protocol.NewRecommit's; this executes it.
+		res, err := c.execute(ctx, proj, protocol.NewRecommit(op.Plan, c.config(proj, o)), o)
+		line := fmt.Sprintf("plan %s: COMMITTED erased; ", op.PlanID)
+		switch {
+		case err == nil:
+			line += fmt.Sprintf("re-appended at offset %d (every log start of %s is at or above the plan: nothing more is deleted)", res.verdict.Offset, op.Plan.Topic)
+		case errors.Is(err, protocol.ErrNotRecommitted), errors.Is(err, protocol.ErrCommitRejected):
+			line += err.Error()
+		default:
 			return out, err
 		}
-		if now, _ := proj.State.Operation(op.PlanID); now.State == fsm.Planned {
-			out = append(out, fmt.Sprintf("plan %s: COMMITTED erased; the re-appended COMMITTED at offset %d was %s %s: %s",
-				op.PlanID, v.Offset, v.Outcome, v.Reason, v.Detail))
-			continue
-		}
-		out = append(out, fmt.Sprintf("plan %s: COMMITTED erased; re-appended at offset %d (every log start of %s is at or above the plan: nothing more is deleted)",
-			op.PlanID, v.Offset, op.Plan.Topic))
+		out = append(out, line)
 	}
 	return out, nil
-}
-
-// recommitSafe returns "" when re-committing plan deletes nothing more,
-// else why not.
-func (c *Cluster) recommitSafe(ctx context.Context, plan events.Plan) (string, error) {
-	info, err := c.TopicMetadata(ctx, plan.Topic)
-	if errors.Is(err, ErrTopicNotFound) {
-		return fmt.Sprintf("topic %s does not exist", plan.Topic), nil
-	}
-	if err != nil {
-		return "", err
-	}
-	if info.ID != plan.TopicID {
-		return fmt.Sprintf("topic %s now has ID %s, not the plan's %s", plan.Topic, info.ID, plan.TopicID), nil
-	}
-	start, err := c.StartOffsets(ctx, plan.Topic)
-	if err != nil {
-		return "", err
-	}
-	for _, p := range plan.Offsets.Partitions() {
-		if start[p] < plan.Offsets[p] {
-			return fmt.Sprintf("%s-%d has log start %d, below the plan's %d: re-committing would delete records; check the plan, then re-apply it with kcleanup apply or plan above it",
-				plan.Topic, p, start[p], plan.Offsets[p]), nil
-		}
-	}
-	return "", nil
 }

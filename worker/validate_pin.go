@@ -9,7 +9,7 @@ import (
 
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/gate"
-	"github.com/kcleanup/kcleanup/projector"
+	"github.com/kcleanup/kcleanup/protocol"
 	"github.com/kcleanup/kcleanup/report"
 )
 
@@ -53,7 +53,7 @@ func (c *Cluster) ValidateAndPin(ctx context.Context, markers []events.Marker, o
 	if err != nil {
 		return unjudged(err)
 	}
-	if pin.Status(time.Time{}) != projector.PinActive {
+	if !protocol.PinKeeps(pin) {
 		// A commit above the recovery point landed first: what the gate
 		// says for the log as it stands now, which may refuse.
 		v = c.Validate(ctx, markers, o)

@@ -84,6 +84,14 @@ func (g globalOptions) project(ctx context.Context, c *worker.Cluster, controlTo
 	if err != nil {
 		return nil, g.unreachable(err)
 	}
+	return g.projectChecked(ctx, c, controlTopic, opts...)
+}
+
+// projectChecked is project for a control topic whose shape the caller checked already
+// (worker.PrepareControlTopic): it is read without being described again.
+func (g globalOptions) projectChecked(ctx context.Context, c *worker.Cluster, controlTopic string, opts ...projector.Option) (*worker.Projection, error) {
+	ctx, cancel := context.WithTimeout(ctx, g.timeout)
+	defer cancel()
 	p, err := c.Project(ctx, controlTopic, opts...)
 	if err != nil {
 		return nil, g.unreachable(err)

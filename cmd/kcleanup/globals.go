@@ -192,6 +192,10 @@ func (g globalOptions) controlTopicOf(dataTopic string) (string, error) {
 	return g.controlTopic, nil
 }
 
+// testOpts are franz-go options every client of an invocation also takes: the tests count and
+// read the requests a command sends with them (apply_requests_test.go). Nil outside tests.
+var testOpts []kgo.Opt
+
 // kgoOpts builds the franz-go client options every kcleanup client starts from: seed brokers,
 // dial timeout, acks=all, and TLS/SASL from --command-config. The idempotent producer is
 // franz-go's default and is deliberately left on (docs/design.md §4: writers use acks=all and
@@ -207,6 +211,7 @@ func (g globalOptions) kgoOpts() ([]kgo.Opt, error) {
 	if g.trace != nil {
 		opts = append(opts, kgo.WithHooks(g.trace))
 	}
+	opts = append(opts, testOpts...)
 	if g.commandConfig == "" {
 		return opts, nil
 	}

@@ -153,7 +153,7 @@ func openPlanSession(ctx context.Context, g globalOptions, plan events.Plan, t t
 		c.Close()
 		return nil, planError(g, err)
 	}
-	proj, err := g.project(ctx, c, control)
+	proj, err := g.projectChecked(ctx, c, control)
 	if err != nil {
 		c.Close()
 		return nil, err
