@@ -123,3 +123,35 @@ func WriteRetentionRound(w io.Writer, r RetentionRound) error {
 	_, err := fmt.Fprintf(w, "Plan %s would follow: offsets %s, recovery point %s\n", r.Plan.PlanID, r.Plan.Offsets, r.Plan.SourceRecoveryPoint)
 	return err
 }
+
+// RetentionFollow is what the owner's last round of the policy decided
+// (/v1/status, the console): the plan it committed or why none, so that a
+// blocked policy is never silent.
+type RetentionFollow struct {
+	Policy string    `json:"policy"`
+	At     time.Time `json:"at"`
+	NextAt time.Time `json:"nextAt"`
+	// Points is how many recovery points the round found; Read and Cached
+	// how many _metadata files it read and skipped as already read.
+	Points int `json:"points"`
+	Read   int `json:"read"`
+	Cached int `json:"cached"`
+	// PlanID is the plan the round committed (or found already committed).
+	PlanID string `json:"planId,omitempty"`
+	// NoPlan and Why say why the round made no plan; Error is a round that
+	// failed (the cluster, the commit).
+	NoPlan string `json:"noPlan,omitempty"`
+	Why    string `json:"why,omitempty"`
+	Error  string `json:"error,omitempty"`
+	// Blocked: the policy cannot be followed until someone acts (a location
+	// outside the roots, a listing or point that cannot be read, no point
+	// at all, a failed round); the alert fires on it.
+	Blocked bool `json:"blocked"`
+}
+
+// RetentionBlocks reports whether a round's reason for no plan needs an
+// operator: every reason but "the boundary is already there" and "the rise
+// is below --min-advance".
+func RetentionBlocks(noPlan string) bool {
+	return noPlan != "" && noPlan != protocol.NoPlanBelowAdvance && noPlan != protocol.NoPlanNothingToRise
+}
