@@ -203,16 +203,15 @@ func Follow(in FollowInput) FollowDecision {
 		d.NoPlan, d.Why = NoPlanBelowAdvance, fmt.Sprintf("no partition would rise by at least the minimum advance (%d)", in.Policy.MinAdvance)
 		return d
 	}
+	// The recovery point names what bounds the plan: the points, then the
+	// pins that hold a partition below every point.
 	slices.Sort(bounding)
-	rp := strings.Join(bounding, " + ")
-	if rp == "" { // every rise is held by a pin's offset: name the pins
-		var ids []string
-		for _, id := range pinned {
-			ids = append(ids, "pin "+id)
-		}
-		slices.Sort(ids)
-		rp = strings.Join(slices.Compact(ids), " + ")
+	var pins []string
+	for _, id := range pinned {
+		pins = append(pins, "pin "+id)
 	}
+	slices.Sort(pins)
+	rp := strings.Join(append(bounding, slices.Compact(pins)...), " + ")
 	plan := events.Plan{SourceRecoveryPoint: rp, Topic: in.Topic, TopicID: in.TopicID, Offsets: target.Clone()}
 	plan.PlanID = events.ComputePlanID(plan.SourceRecoveryPoint, plan.Topic, plan.TopicID, plan.Offsets)
 	d.Plan = &plan
