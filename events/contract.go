@@ -81,4 +81,8 @@ type Envelope struct {
 	// Pin is the body of a pin event (Pinned, Unpinned; SchemaVersion
 	// PinSchemaVersion, no plan); nil for the others.
 	Pin *Pin
+	// Retention is the body of a retention event (RetentionSet,
+	// RetentionCleared; SchemaVersion RetentionSchemaVersion, no plan);
+	// nil for the others.
+	Retention *Retention
 }

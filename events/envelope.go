@@ -89,6 +89,9 @@ func (e Envelope) Encode() (key, value []byte) {
 	if e.Pin != nil {
 		return e.encodePin()
 	}
+	if e.Retention != nil {
+		return e.encodeRetention()
+	}
 	b := make([]byte, 0, 256+32*(len(e.Plan.Offsets)+len(e.Boundary)+len(e.LogStart)))
 	b = append(b, `{"schemaVersion":`...)
 	b = strconv.AppendInt(b, SchemaVersion, 10)
@@ -238,6 +241,9 @@ func strictDecode(d *Decoder, key, value []byte) (Envelope, error) {
 	}
 	if IsPinKey(key) {
 		return decodePin(key, value)
+	}
+	if IsRetentionKey(key) {
+		return decodeRetention(key, value)
 	}
 	keyID, keyEvent, keyErr := ParseKey(key)
 	w := envelopeJSON{Plan: planField{d: d, keyID: keyID}}

@@ -81,6 +81,7 @@ type State struct {
 
 	mirror mirrors // the Flink Agents mirror events (mirror.go)
 	pin    pins    // the pinned recovery points (pins.go)
+	policy *Policy // the latest retention policy (retention.go)
 	clock  clock   // the broker's clock as the records show it (clock.go)
 }
 

@@ -284,6 +284,17 @@ func TestEveryCommandsBadInput(t *testing.T) {
 		{"unpin: no pin ID", []string{"unpin", "--topic", "t", "--reason", "r"}, exitUsage, "accepts 1 arg"},
 		{"unpin: which control topic", []string{"unpin", "0123456789abcdef", "--reason", "r"}, exitUsage, "which control topic"},
 		{"unpin: unreachable cluster", append(down, "unpin", "0123456789abcdef", "--topic", "t", "--reason", "r"), exitError, "127.0.0.1:1"},
+
+		{"retention set: no --watch", []string{"retention", "set", "--topic", "t", "--reason", "r"}, exitUsage, `"watch" not set`},
+		{"retention set: no --topic", []string{"retention", "set", "--watch", "/c", "--reason", "r"}, exitUsage, "--topic is required"},
+		{"retention set: --every below a second", []string{"retention", "set", "--topic", "t", "--watch", "/c", "--every", "500ms", "--reason", "r"}, exitUsage, "at least 1s"},
+		{"retention set: negative --min-advance", []string{"retention", "set", "--topic", "t", "--watch", "/c", "--min-advance", "-1", "--reason", "r"}, exitUsage, "minAdvance is -1"},
+		{"retention set: bad --operator-uid-hash", []string{"retention", "set", "--topic", "t", "--watch", "/c", "--operator-uid-hash", "xyz", "--reason", "r"}, exitUsage, "32 lowercase hex"},
+		{"retention set: --watch twice", []string{"retention", "set", "--topic", "t", "--watch", "/c", "--watch", "/c", "--reason", "r"}, exitUsage, "given twice"},
+		{"retention set: unreachable cluster", append(down, "retention", "set", "--topic", "t", "--watch", "/c", "--reason", "r"), exitError, "127.0.0.1:1"},
+		{"retention clear: blank --reason", []string{"retention", "clear", "--topic", "t", "--reason", " "}, exitUsage, "--reason is given but blank"},
+		{"retention show: which control topic", []string{"retention", "show"}, exitUsage, "which control topic"},
+		{"retention show: relative --checkpoint-root", append(down, "retention", "show", "--topic", "t", "--checkpoint-root", "rel/dir"), exitUsage, "checkpoint-root"},
 	}
 	// Every command has a row.
 	tested := map[string]bool{}
@@ -638,20 +649,23 @@ func TestBlankControlTopicIsAUsageErrorEverywhere(t *testing.T) {
 	// Nothing listens on port 1: a command that got past the check would fail with exit 1.
 	down := []string{"-b", "127.0.0.1:1", "--timeout", "2s"}
 	commands := map[string][]string{
-		"init":          {"init", "--topic", "t"},
-		"doctor":        {"doctor", "--topic", "t"},
-		"plan":          {"plan", "--markers", good, "--recovery-point", "c", "--out", filepath.Join(dir, "p.json")},
-		"submit":        {"submit", planFile},
-		"apply":         {"apply", planFile},
-		"status":        {"status", "--topic", "t"},
-		"history":       {"history", "--topic", "t"},
-		"validate":      {"validate", "--markers", good},
-		"worker":        {"worker", "--control-topics", "c"},
-		"adopt":         {"adopt", "--from", "x"},
-		"mirror attach": {"mirror", "attach", "m", "--topic", "t"},
-		"mirror sync":   {"mirror", "sync", "--topic", "t"},
-		"pin":           {"pin", "--markers", good, "--recovery-point", "sp", "--reason", "r"},
-		"unpin":         {"unpin", "0123456789abcdef", "--topic", "t", "--reason", "r"},
+		"init":            {"init", "--topic", "t"},
+		"doctor":          {"doctor", "--topic", "t"},
+		"plan":            {"plan", "--markers", good, "--recovery-point", "c", "--out", filepath.Join(dir, "p.json")},
+		"submit":          {"submit", planFile},
+		"apply":           {"apply", planFile},
+		"status":          {"status", "--topic", "t"},
+		"history":         {"history", "--topic", "t"},
+		"validate":        {"validate", "--markers", good},
+		"worker":          {"worker", "--control-topics", "c"},
+		"adopt":           {"adopt", "--from", "x"},
+		"mirror attach":   {"mirror", "attach", "m", "--topic", "t"},
+		"mirror sync":     {"mirror", "sync", "--topic", "t"},
+		"pin":             {"pin", "--markers", good, "--recovery-point", "sp", "--reason", "r"},
+		"unpin":           {"unpin", "0123456789abcdef", "--topic", "t", "--reason", "r"},
+		"retention set":   {"retention", "set", "--topic", "t", "--watch", "/c", "--reason", "r"},
+		"retention clear": {"retention", "clear", "--topic", "t", "--reason", "r"},
+		"retention show":  {"retention", "show", "--topic", "t"},
 	}
 	for name, args := range commands {
 		for _, blank := range []struct{ flag, env string }{{flagControlTopic, envControlTopic}, {flagCommandConfig, envCommandConfig}} {
@@ -679,8 +693,8 @@ func TestBlankControlTopicIsAUsageErrorEverywhere(t *testing.T) {
 		switch c.Name() {
 		case "version", "completion", "help", "demo", "markers": // markers reads a checkpoint, not Kafka
 			continue
-		case "mirror":
-			continue // its subcommands are rows
+		case "mirror", "retention":
+			continue // their subcommands are rows
 		}
 		if _, ok := commands[c.Name()]; !ok {
 			t.Errorf("command %s has no row: add it", c.Name())

@@ -29,6 +29,7 @@ func newRootCmd() *cobra.Command {
 		newMirrorCmd(g),
 		newPinCmd(g),
 		newUnpinCmd(g),
+		newRetentionCmd(g),
 		newStatusCmd(g),
 		newHistoryCmd(g),
 		newValidateCmd(g),
