@@ -172,7 +172,8 @@ public class ActionStateWriter extends RichMapFunction<Long, Long> implements Ch
         int p = owned.get((int) (value % owned.size()));
         long n = next.get(p);
         next.put(p, n + 1);
-        producer.send(new ProducerRecord<>(spec.topic, p, null, self + ":" + p + ":" + n), (md, err) -> {
+        String key = self + ":" + p + ":" + n; // keyed and unique: the data topic may be compacted
+        producer.send(new ProducerRecord<>(spec.topic, p, key, key), (md, err) -> {
             if (err != null) {
                 failed.compareAndSet(null, err);
             } else {
