@@ -54,15 +54,17 @@ func TestFlinkJobInTheLoop(t *testing.T) {
 	}
 	w := startFollowingWorker(t, e, protocol.ControlTopicFor(topic), dir)
 
-	// A checkpoint retained now and subsumed later: its copy, outside the watched locations,
-	// is what a careless operator might restore from.
-	first := s.points(t)[0]
-	firstMin := s.minimum(t, first)
+	// A checkpoint retained now and subsumed later: its copy, outside the watched locations, is
+	// what a careless operator might restore from. The newest, so that Flink does not subsume it
+	// while it is copied; the markers are read from the copy, so a copy missing a file fails here.
+	points := s.points(t)
+	first := points[len(points)-1]
 	copied := filepath.Join(copies, filepath.Base(first))
 	if err := os.MkdirAll(copied, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	copyDir(t, first, copied)
+	firstMin := s.minimum(t, copied)
 
 	// The worker dies (SIGKILL) the moment it logs a committed plan, its deletion perhaps still
 	// to run; a replacement takes over and finishes it.
@@ -110,9 +112,8 @@ func TestFlinkJobInTheLoop(t *testing.T) {
 
 	// Restored from its oldest retained checkpoint, the job finds every record it reads.
 	job.command(t, "stop", "stopped")
-	points := s.points(t)
 	s.during(t, 3*time.Second)
-	oldest := points[0]
+	oldest := s.points(t)[0]
 	restored := startFlinkJob(t, e, topic, chk, "--restore", oldest)
 	checks := restored.until(t, "running ", 3*time.Minute)
 	var ok int
