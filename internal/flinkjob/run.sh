@@ -22,9 +22,11 @@ hash=$( (cd "$here" && find . -path ./target -prune -o -type f ! -name '*.md' -p
 cache="${KCLEANUP_CACHE:-$HOME/.cache/kcleanup}/flinkjob"
 build="$cache/build-$hash"
 
+command -v "$java" >/dev/null || die "Java 17 or newer is needed (none found; set JAVA_HOME)"
+v=$("$java" -XshowSettings:properties -version 2>&1 | sed -n 's/ *java.specification.version = //p')
+[[ ${v%%.*} -ge 17 ]] 2>/dev/null || die "Java 17 or newer is needed, found $v (set JAVA_HOME)"
 if [[ ! -f $build/built ]]; then
   command -v mvn >/dev/null || die "Maven is needed to build the job (apt-get install maven)"
-  command -v "$java" >/dev/null || die "Java 17 or newer is needed (none found; set JAVA_HOME)"
   mkdir -p "$cache"
   exec 9>"$cache/$hash.lock"
   flock 9 # another run of the same inputs builds first; then its build is used

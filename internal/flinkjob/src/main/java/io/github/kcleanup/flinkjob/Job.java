@@ -54,10 +54,17 @@ public class Job {
 
     private static void run(String[] argv) throws Exception {
         Map<String, String> a = new HashMap<>(Map.of("parallelism", "2", "rate", "200"));
-        for (int i = 0; i + 1 < argv.length; i += 2) {
+        for (int i = 0; i < argv.length; i += 2) {
             if (!argv[i].startsWith("--")) usage("unexpected argument " + argv[i]);
+            if (i + 1 == argv.length) usage(argv[i] + " needs a value");
             a.put(argv[i].substring(2), argv[i + 1]);
         }
+        for (String k : a.keySet()) {
+            if (!List.of("bootstrap", "topic", "checkpoints", "parallelism", "rate", "client-props",
+                    "restore", "create").contains(k)) usage("unknown flag --" + k);
+        }
+        int parallelism = positive(a, "parallelism");
+        double rate = positive(a, "rate");
         for (String k : List.of("bootstrap", "topic", "checkpoints")) {
             if (!a.containsKey(k)) usage("--" + k + " is required");
         }
@@ -98,12 +105,11 @@ public class Job {
         if (a.containsKey("restore")) {
             conf.setString("execution.state-recovery.path", a.get("restore"));
         }
-        int parallelism = Integer.parseInt(a.get("parallelism"));
         StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment(conf);
         env.setParallelism(parallelism);
         var source = new DataGeneratorSource<>(
                 n -> n, Long.MAX_VALUE,
-                RateLimiterStrategy.perSecond(Double.parseDouble(a.get("rate"))), Types.LONG);
+                RateLimiterStrategy.perSecond(rate), Types.LONG);
         env.fromSource(source, WatermarkStrategy.noWatermarks(), "sequence").uid("sequence")
                 .map(new ActionStateWriter(new WriterSpec(client, topic, topicId, partitions)))
                 .uid("action-state").name("action-state")
@@ -174,6 +180,17 @@ public class Job {
         if (!job.getJobStatus().get().isGloballyTerminalState()) {
             job.cancel().get();
         }
+    }
+
+    private static int positive(Map<String, String> a, String k) {
+        try {
+            int n = Integer.parseInt(a.get(k));
+            if (n > 0) return n;
+        } catch (NumberFormatException e) {
+            // said below
+        }
+        usage("--" + k + " must be a positive whole number, not '" + a.get(k) + "'");
+        return 0;
     }
 
     private static void usage(String why) {
