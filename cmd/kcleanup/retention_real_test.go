@@ -110,6 +110,13 @@ func TestRetentionFollowsRealCheckpoints(t *testing.T) {
 		t.Fatalf("retention set: exit %d\n%s\n%s", code, stdout, stderr)
 	}
 
+	if code, stdout, _ := e.run(t, "status", "--topic", topic); code != exitOK || !strings.Contains(stdout, "Retention policy retention@0") || !strings.Contains(stdout, "follows "+base+" every 1s") {
+		t.Errorf("status does not show the policy (exit %d):\n%s", code, stdout)
+	}
+	if st := e.status(t, control); st.RetentionPolicy == nil || !st.RetentionPolicy.Active || st.RetentionPolicy.Reason != "follow the job" {
+		t.Errorf("status -o json retentionPolicy: %+v", st.RetentionPolicy)
+	}
+
 	// The dry run: every point, the bounding one, the plan; nothing written or deleted.
 	var show retentionShow
 	code, stdout, stderr = e.run(t, "-o", "json", "retention", "show", "--topic", topic, "--checkpoint-root", base)
