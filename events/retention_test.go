@@ -2,6 +2,8 @@ package events
 
 import (
 	"errors"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -75,5 +77,29 @@ func TestRetentionDecodeErrors(t *testing.T) {
 		if !errors.Is(err, c.want) || !strings.Contains(err.Error(), c.says) {
 			t.Errorf("Decode(%s, %s) = %v, want %v saying %q", c.key, c.value, err, c.want, c.says)
 		}
+	}
+}
+
+func TestRetentionEventSchemaMatchesEncoder(t *testing.T) {
+	s := loadSchema(t, "retention-event.schema.json")
+	if got := strs(t, at(t, s, "properties", "event", "enum")); !slices.Equal(got, []string{string(RetentionSet), string(RetentionCleared)}) {
+		t.Errorf("event enum = %v", got)
+	}
+	if v := at(t, s, "properties", "schemaVersion", "const"); v != float64(RetentionSchemaVersion) {
+		t.Errorf("schemaVersion const = %v, want %d", v, RetentionSchemaVersion)
+	}
+	props := slices.Sorted(maps.Keys(at(t, s, "properties").(map[string]any)))
+	all := []string{"schemaVersion", "event", "topic", "watch", "everyMs", "minAdvance", "operatorUid", "operatorUidHash", "at", "actor", "reason"}
+	if want := slices.Sorted(slices.Values(all)); !slices.Equal(props, want) {
+		t.Errorf("properties = %v, want %v", props, want)
+	}
+	at0 := time.Date(2026, 12, 6, 10, 0, 0, 0, time.UTC)
+	_, value := NewRetentionSet(Retention{Topic: "t", Watch: []string{"/c"}, Every: time.Second, MinAdvance: 5, OperatorUID: "op", Reason: "r"}, at0, "a").Encode()
+	if got, want := written(t, value), slices.DeleteFunc(slices.Clone(all), func(f string) bool { return f == "operatorUidHash" }); !slices.Equal(got, want) {
+		t.Errorf("RETENTION_SET: Encode writes %v, want %v", got, want)
+	}
+	_, value = NewRetentionClear("t", "done", at0, "a").Encode()
+	if got, want := written(t, value), strs(t, at(t, s, "required")); !slices.Equal(got, want) {
+		t.Errorf("RETENTION_CLEARED: Encode writes %v, schema requires %v", got, want)
 	}
 }

@@ -132,6 +132,10 @@ func TestREADMEAgreesWithTheBinary(t *testing.T) {
 				continue
 			}
 			_, cmdHelp, _ := runCLI(t, fields[0], "--help")
+			if len(fields) > 1 && fields[1] == strings.ToLower(fields[1]) && !strings.HasPrefix(fields[1], "-") {
+				_, sub, _ := runCLI(t, fields[0], fields[1], "--help") // a subcommand's flags (retention set)
+				cmdHelp += sub
+			}
 			for _, f := range flag.FindAllString(m[1], -1) {
 				if !strings.Contains(cmdHelp, "  "+f+" ") && !strings.Contains(cmdHelp, ", "+f+" ") {
 					t.Errorf("docs/operator-guide.md shows `%s`, but %s has no flag %s", m[1], fields[0], f)
