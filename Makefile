@@ -126,6 +126,11 @@ image: buildah ## build the OCI image (FROM scratch, with buildah, no Docker) in
 flinkgen: ## generate (or reuse) the Flink 1.20/2.0/2.2 checkpoints and savepoints; prints their directory
 	@internal/flinkgen/generate.sh
 
+.PHONY: flinkjob
+# The Flink job TestFlinkJobInTheLoop runs (issue 32 item 4); the test builds it itself too.
+flinkjob: ## build (or reuse) the Flink 2.2 job in the loop (internal/flinkjob); prints its build directory
+	@internal/flinkjob/run.sh build
+
 # Benchmark B9's checkpoint (100 keyed operators, parallelism 128, RocksDB incremental; issue 31).
 # Its peer row: internal/flinkgen/generate.sh peer-read DIR/PATH UID (PATH and UID in DIR/b9.json).
 flinkgen-b9: ## generate (or reuse) benchmark B9's Flink checkpoint (~1.5 min); prints the directory holding b9.json

@@ -313,12 +313,14 @@ func workerScrape(t *testing.T) map[string][]map[string]string {
 	return out
 }
 
-// mirrorFamilies are exported only while a Flink Agents mirror is attached, and the data
-// families once the data topic's offsets were listed, so a replica that serves a bare control
+// mirrorFamilies are exported only while a Flink Agents mirror is attached, the data
+// families once the data topic's offsets were listed, and the retention families by the
+// owner of a control topic with a retention policy (cmd/kcleanup's
+// TestRetentionFollowsRealCheckpoints scrapes kcleanup_retention_blocked), so a replica that serves a bare control
 // topic and connects to nothing does not show them; worker/daemon's
 // TestWorkerReportsAMirrorItCannotWrite and TestTombstoneWatch scrape them with their labels,
 // and TestAlertRulesUseExportedMetrics finds them in metrics.go.
-var mirrorFamilies = regexp.MustCompile(`^kcleanup_(mirror|data)_`)
+var mirrorFamilies = regexp.MustCompile(`^kcleanup_(mirror|data|retention)_`)
 
 var seriesLabel = regexp.MustCompile(`([a-zA-Z_][a-zA-Z0-9_]*)\s*(=~|!~|!=|=)\s*"([^"]*)"`)
 

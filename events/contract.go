@@ -90,4 +90,8 @@ type Envelope struct {
 	// (NoTombstonesDeclared, NoTombstonesWithdrawn; SchemaVersion
 	// DeclarationSchemaVersion, no plan); nil for the others.
 	Declaration *Declaration
+	// Retention is the body of a retention event (RetentionSet,
+	// RetentionCleared; SchemaVersion RetentionSchemaVersion, no plan);
+	// nil for the others.
+	Retention *Retention
 }

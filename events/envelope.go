@@ -94,6 +94,9 @@ func (e Envelope) Encode() (key, value []byte) {
 	if e.Declaration != nil {
 		return e.encodeDeclaration()
 	}
+	if e.Retention != nil {
+		return e.encodeRetention()
+	}
 	b := make([]byte, 0, 256+len(e.Reason)+32*(len(e.Plan.Offsets)+len(e.Boundary)+len(e.LogStart)))
 	b = append(b, `{"schemaVersion":`...)
 	b = strconv.AppendInt(b, int64(e.planVersion()), 10)
@@ -269,6 +272,9 @@ func strictDecode(d *Decoder, key, value []byte) (Envelope, error) {
 	}
 	if IsDeclarationKey(key) {
 		return decodeDeclaration(key, value)
+	}
+	if IsRetentionKey(key) {
+		return decodeRetention(key, value)
 	}
 	keyID, keyEvent, keyErr := ParseKey(key)
 	w := envelopeJSON{Plan: planField{d: d, keyID: keyID}}

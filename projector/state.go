@@ -86,6 +86,7 @@ type State struct {
 	mirror mirrors      // the Flink Agents mirror events (mirror.go)
 	pin    pins         // the pinned recovery points (pins.go)
 	decl   *Declaration // the latest no-tombstones declaration (declaration.go)
+	policy *Policy      // the latest retention policy (retention.go)
 	clock  clock        // the broker's clock as the records show it (clock.go)
 }
 

@@ -100,6 +100,9 @@ func (s *State) fold(r Record, env events.Envelope, decodeErr error) Verdict {
 	if events.IsDeclarationKey(r.Key) {
 		return s.foldDeclaration(r, env, decodeErr)
 	}
+	if events.IsRetentionKey(r.Key) {
+		return s.foldRetention(r, env, decodeErr)
+	}
 	s.next = r.Offset + 1
 	v, step := s.decide(r, env, decodeErr)
 	oi := int32(-1)

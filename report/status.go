@@ -122,6 +122,10 @@ type Status struct {
 	// NoTombstones is the operator's no-tombstones declaration, in force or
 	// withdrawn (DeclarationOf; absent when the log holds none).
 	NoTombstones *DeclarationStatus `json:"noTombstones,omitempty"`
+	// RetentionPolicy is the latest retention policy the log holds, active
+	// or cleared (absent when none was ever set); what the owner's last
+	// round of it decided is the worker's (TopicStatus.Retention).
+	RetentionPolicy *RetentionStatus `json:"retentionPolicy,omitempty"`
 	// PinHolds lists the operations whose deletion a pin holds back by the
 	// broker's clock (PinHoldsOf; absent when none).
 	PinHolds []PinHoldStatus `json:"pinHolds,omitempty"`
@@ -309,6 +313,10 @@ func statusOf(src Source, complete bool) Status {
 	st.Topic, st.TopicID, _ = s.Binding()
 	st.Pins = PinsOf(s)
 	st.NoTombstones = DeclarationOf(s)
+	if p, ok := s.Retention(); ok {
+		rs := RetentionStatusOf(p)
+		st.RetentionPolicy = &rs
+	}
 	st.PinHolds = PinHoldsOf(s)
 	if ahead := ClockAheadOf(s, src.AheadTolerance); len(ahead) > 0 {
 		st.ClockAhead = ahead

@@ -24,6 +24,9 @@ type TopicStatus struct {
 	// watermarks as this replica last listed them (absent until the control
 	// topic is bound and listed once).
 	DataTopic *DataTopicOffsets `json:"dataTopic,omitempty"`
+	// Retention is the owner's last round of the control topic's retention
+	// policy (owner only; absent without a policy).
+	Retention *RetentionFollow `json:"retention,omitempty"`
 }
 
 // DataTopicOffsets is where the data topic's partitions stand: records

@@ -80,7 +80,7 @@ func openS3(ctx context.Context, ref Ref, c *confinement) (checkpoint.Store, Loc
 	}
 	for _, key := range candidates {
 		obj := Ref{Scheme: "s3", Bucket: ref.Bucket, Path: key}
-		_, _, written, err := s.head(ctx, obj)
+		size, _, written, err := s.head(ctx, obj)
 		if errors.Is(err, ErrNotFound) {
 			continue
 		}
@@ -92,7 +92,7 @@ func openS3(ctx context.Context, ref Ref, c *confinement) (checkpoint.Store, Loc
 			dir = ""
 		}
 		s.dir = Ref{Scheme: "s3", Bucket: ref.Bucket, Path: dir}
-		return s, Location{Metadata: obj, Dir: s.dir, Written: written}, nil
+		return s, Location{Metadata: obj, Dir: s.dir, Written: written, Size: size}, nil
 	}
 	if err := s.bucketExists(ctx, ref.Bucket); err != nil {
 		return nil, Location{}, err

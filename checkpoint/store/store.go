@@ -41,6 +41,9 @@ type Location struct {
 	// Last-Modified): Flink writes it last, so this is when the checkpoint completed. Zero
 	// when the store does not say.
 	Written time.Time
+	// Size is the size of _metadata in bytes (-1 when the store does not say): with Metadata
+	// and Written, what tells a _metadata already read from a new one.
+	Size int64
 }
 
 // Open resolves PATH as an operator gives it — a checkpoint directory (chk-N), a savepoint
@@ -168,8 +171,9 @@ func openLocal(raw string, c *confinement) (checkpoint.Store, Location, error) {
 	default:
 		return nil, Location{}, errors.Newf("checkpoint path %s is neither a directory nor a regular file: expected a checkpoint directory (chk-N), a savepoint directory or its _metadata file", raw)
 	}
+	loc.Size = -1
 	if mi, err := os.Stat(loc.Metadata.Path); err == nil {
-		loc.Written = mi.ModTime()
+		loc.Written, loc.Size = mi.ModTime(), mi.Size()
 	}
 	return &localStore{dir: loc.Dir, c: c}, loc, nil
 }

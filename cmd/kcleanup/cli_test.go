@@ -132,6 +132,10 @@ func TestREADMEAgreesWithTheBinary(t *testing.T) {
 				continue
 			}
 			_, cmdHelp, _ := runCLI(t, fields[0], "--help")
+			if len(fields) > 1 && fields[1] == strings.ToLower(fields[1]) && !strings.HasPrefix(fields[1], "-") {
+				_, sub, _ := runCLI(t, fields[0], fields[1], "--help") // a subcommand's flags (retention set)
+				cmdHelp += sub
+			}
 			for _, f := range flag.FindAllString(m[1], -1) {
 				if !strings.Contains(cmdHelp, "  "+f+" ") && !strings.Contains(cmdHelp, ", "+f+" ") {
 					t.Errorf("docs/operator-guide.md shows `%s`, but %s has no flag %s", m[1], fields[0], f)
@@ -292,6 +296,16 @@ func TestEveryCommandsBadInput(t *testing.T) {
 		{"tombstones declare-none: unreachable cluster", append(down, "tombstones", "declare-none", "--topic", "t", "--reason", "r"), exitError, "127.0.0.1:1"},
 		{"tombstones withdraw: which control topic", []string{"tombstones", "withdraw", "--reason", "r"}, exitUsage, "which control topic"},
 		{"tombstones withdraw: unreachable cluster", append(down, "tombstones", "withdraw", "--topic", "t", "--reason", "r"), exitError, "127.0.0.1:1"},
+		{"retention set: no --watch", []string{"retention", "set", "--topic", "t", "--reason", "r"}, exitUsage, `"watch" not set`},
+		{"retention set: no --topic", []string{"retention", "set", "--watch", "/c", "--reason", "r"}, exitUsage, "--topic is required"},
+		{"retention set: --every below a second", []string{"retention", "set", "--topic", "t", "--watch", "/c", "--every", "500ms", "--reason", "r"}, exitUsage, "at least 1s"},
+		{"retention set: negative --min-advance", []string{"retention", "set", "--topic", "t", "--watch", "/c", "--min-advance", "-1", "--reason", "r"}, exitUsage, "minAdvance is -1"},
+		{"retention set: bad --operator-uid-hash", []string{"retention", "set", "--topic", "t", "--watch", "/c", "--operator-uid-hash", "xyz", "--reason", "r"}, exitUsage, "32 lowercase hex"},
+		{"retention set: --watch twice", []string{"retention", "set", "--topic", "t", "--watch", "/c", "--watch", "/c", "--reason", "r"}, exitUsage, "given twice"},
+		{"retention set: unreachable cluster", append(down, "retention", "set", "--topic", "t", "--watch", "/c", "--reason", "r"), exitError, "127.0.0.1:1"},
+		{"retention clear: blank --reason", []string{"retention", "clear", "--topic", "t", "--reason", " "}, exitUsage, "--reason is given but blank"},
+		{"retention show: which control topic", []string{"retention", "show"}, exitUsage, "which control topic"},
+		{"retention show: relative --checkpoint-root", append(down, "retention", "show", "--topic", "t", "--checkpoint-root", "rel/dir"), exitUsage, "checkpoint-root"},
 	}
 	// Every command has a row.
 	tested := map[string]bool{}
@@ -662,6 +676,9 @@ func TestBlankControlTopicIsAUsageErrorEverywhere(t *testing.T) {
 		"unpin":               {"unpin", "0123456789abcdef", "--topic", "t", "--reason", "r"},
 		"tombstones":          {"tombstones", "declare-none", "--topic", "t", "--reason", "r"},
 		"tombstones withdraw": {"tombstones", "withdraw", "--topic", "t", "--reason", "r"},
+		"retention set":       {"retention", "set", "--topic", "t", "--watch", "/c", "--reason", "r"},
+		"retention clear":     {"retention", "clear", "--topic", "t", "--reason", "r"},
+		"retention show":      {"retention", "show", "--topic", "t"},
 	}
 	for name, args := range commands {
 		for _, blank := range []struct{ flag, env string }{{flagControlTopic, envControlTopic}, {flagCommandConfig, envCommandConfig}} {
@@ -689,8 +706,8 @@ func TestBlankControlTopicIsAUsageErrorEverywhere(t *testing.T) {
 		switch c.Name() {
 		case "version", "completion", "help", "demo", "markers": // markers reads a checkpoint, not Kafka
 			continue
-		case "mirror":
-			continue // its subcommands are rows
+		case "mirror", "retention":
+			continue // their subcommands are rows
 		}
 		if _, ok := commands[c.Name()]; !ok {
 			t.Errorf("command %s has no row: add it", c.Name())

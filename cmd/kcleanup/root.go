@@ -30,6 +30,7 @@ func newRootCmd() *cobra.Command {
 		newPinCmd(g),
 		newUnpinCmd(g),
 		newTombstonesCmd(g),
+		newRetentionCmd(g),
 		newStatusCmd(g),
 		newHistoryCmd(g),
 		newValidateCmd(g),

@@ -202,6 +202,11 @@ func printStatus(w io.Writer, st report.Status, full bool) error {
 			return err
 		}
 	}
+	if p := st.RetentionPolicy; p != nil && p.Active {
+		fmt.Fprintln(w)
+		fmt.Fprintf(w, "Retention policy %s (set %s by %s: %s):\n  the owner follows %s every %s, min advance %d; its last round: /v1/status on the owner, or kcleanup retention show\n",
+			p.Name, p.At.Format(time.RFC3339), p.Actor, clip(p.Reason, report.TextLimit), strings.Join(p.Watch, ", "), p.Every, p.MinAdvance)
+	}
 
 	fmt.Fprintln(w)
 	if len(st.Operations) == 0 && st.OperationsOmitted == 0 {

@@ -180,7 +180,7 @@ Never set it in production. Steps (after-committed is apply's alone):
 	f.String(flagWorkerTLSCert, "", "serve the HTTP API over TLS with this PEM certificate `file` (env "+envWorkerTLSCert+")")
 	f.String(flagWorkerTLSKey, "", "the PEM private key `file` of --"+flagWorkerTLSCert+" (env "+envWorkerTLSKey+")")
 	f.String(flagWorkerClientCA, "", "authenticate callers by client certificates signed by the CA in this PEM `file` (mutual TLS; env "+envWorkerClientCA+")")
-	f.StringArray(flagWorkerCkptRoot, nil, "a `location` under which POST /v1/validate may read a checkpoint named in a request (repeatable: an absolute directory, file:///dir, s3://bucket or s3://bucket/prefix; none by default: such requests are refused)")
+	f.StringArray(flagWorkerCkptRoot, nil, "a `location` under which POST /v1/validate may read a checkpoint named in a request, and the owner may list and read the locations a retention policy watches (repeatable: an absolute directory, file:///dir, s3://bucket or s3://bucket/prefix; none by default: such requests are refused, and a policy is blocked)")
 	f.Bool(flagWorkerProtect, false, "the read-only endpoints (status, validation, console, metrics) need an authenticated caller too; the probes stay open")
 	return cmd
 }

@@ -44,3 +44,26 @@ func TestConsoleShowsARestoreGraceWaitNotAStuckOperation(t *testing.T) {
 		}
 	}
 }
+
+// TestConsoleShowsABlockedRetentionPolicy: the owner's blocked round is an alert on the topic,
+// with its reason; a round that only waits for --min-advance is not.
+func TestConsoleShowsABlockedRetentionPolicy(t *testing.T) {
+	for _, blocked := range []bool{true, false} {
+		ts := report.TopicStatus{Owned: true, Retention: &report.RetentionFollow{Policy: "retention@3", At: time.Now(), NoPlan: "no-point",
+			Why: "no completed recovery point of topic t in /c", Blocked: blocked}}
+		if !blocked {
+			ts.Retention.NoPlan, ts.Retention.Why = "below-advance", "no partition would rise"
+		}
+		ts.ControlTopic = "t.kcleanup"
+		v := FromWorker(report.WorkerStatus{ControlTopics: []report.TopicStatus{ts}}, time.Now())
+		found := false
+		for _, a := range v.Topics[0].Alerts {
+			if strings.HasPrefix(a.Title, "Retention policy blocked") {
+				found = strings.Contains(a.Text, "no completed recovery point")
+			}
+		}
+		if found != blocked {
+			t.Errorf("blocked=%v: alerts %+v", blocked, v.Topics[0].Alerts)
+		}
+	}
+}

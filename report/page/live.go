@@ -161,6 +161,15 @@ func liveTopic(ts report.TopicStatus, now time.Time) Topic {
 				a.PlanID, a.Offset, report.FormatTime(a.At), time.Duration(a.AheadSeconds*float64(time.Second)).Round(time.Second), report.FormatTime(a.Appended)),
 			Hint: "put that host on NTP: the log judged pins at its \"at\"; nothing above a pin is deleted until the broker's clock passes it"})
 	}
+	if r := ts.Retention; r != nil && r.Blocked {
+		why := r.Why
+		if r.Error != "" {
+			why = r.Error
+		}
+		t.Alerts = append(t.Alerts, Alert{Level: "warn", Title: "Retention policy blocked: " + r.NoPlan,
+			Text: fmt.Sprintf("the owner's round of %s at %s made no plan: %s", r.Policy, report.FormatTime(r.At), report.SingleLine(why)),
+			Hint: "kcleanup retention show shows the same round as a dry run; docs/operator-guide.md, \"Follow the job\", says what each reason needs"})
+	}
 	// Rejected records show on their plan's lane, except the fleet's own
 	// retraction tombstones (listed under maintenance).
 	rejectedBy := map[string][]report.RejectedRecord{}

@@ -240,6 +240,20 @@ func (c snapshotCollector) Collect(ch chan<- prometheus.Metric) {
 		_, found := tombstones[t]
 		gauge("kcleanup_tombstones_above_boundary", "1 when the owner's watch found a tombstone (null value) in the data topic at or above the committed boundary: the job writes tombstones again and no deletion starts, by a worker or by kcleanup apply; /readyz says where and the fix (only the owner knows).", b2f(found), "control_topic", t)
 	}
+	for i, t := range topics {
+		// Only the owner follows the policy, and only it exports the gauge.
+		if owners[i] == nil {
+			continue
+		}
+		if f := owners[i].retentionFollow(); f != nil {
+			why := f.NoPlan
+			if f.Error != "" {
+				why = "error"
+			}
+			gauge("kcleanup_retention_blocked", "1 when the owner's last round of the control topic's retention policy made no plan for a reason that needs an operator (a watched location outside --checkpoint-root, a listing or recovery point it cannot read, no completed recovery point, a failed round); /v1/status says why.", b2f(f.Blocked), "control_topic", t, "reason", why)
+			gauge("kcleanup_retention_last_round_timestamp_seconds", "When the owner last ran a round of the control topic's retention policy (Unix time).", float64(f.At.UnixNano())/1e9, "control_topic", t)
+		}
+	}
 	mirrors := make([]*mirrorState, len(topics))
 	for i, t := range topics {
 		mirrors[i] = d.view(t).mirror.Load()

@@ -55,6 +55,8 @@ type owner struct {
 	// finding for /readyz and metrics, under mu.
 	tombstones      tombstoneWatch
 	tombstoneReason string
+	// retention follows the control topic's retention policy (retention.go).
+	retention retentionRound
 }
 
 // pinHeldMargin is added to a pin hold's gap before the retry: the
@@ -111,7 +113,7 @@ func (d *Daemon) own(topic string) {
 	if d.stopping || d.owners[topic] != nil || d.runCtx == nil {
 		return
 	}
-	o := &owner{topic: topic, since: time.Now(), done: make(chan struct{}), attempts: map[string]*attempt{}}
+	o := &owner{topic: topic, since: time.Now(), done: make(chan struct{}), attempts: map[string]*attempt{}, retention: retentionRound{policy: -1}}
 	o.soft, o.stopSoft = context.WithCancel(d.runCtx)
 	o.hard, o.stopHard = context.WithCancel(context.WithoutCancel(d.runCtx))
 	d.owners[topic] = o
@@ -203,6 +205,10 @@ func (d *Daemon) runOwner(o *owner) {
 				cancel()
 				d.releaseRead()
 			}
+			if o.retentionDue(proj) && d.readSlot(o.soft) {
+				d.followRetention(o, proj, opts)
+				d.releaseRead()
+			}
 			sleep(o.soft, wait)
 			continue
 		}
@@ -221,6 +227,10 @@ func (d *Daemon) runOwner(o *owner) {
 			log.Warn("cannot read control topic; will retry", errAttr(err), "attempt", readFailures, "retry_in", wait.String())
 		} else {
 			readFailures, passedAt = 0, began
+			if o.retentionDue(proj) && d.readSlot(o.soft) {
+				d.followRetention(o, proj, opts)
+				d.releaseRead()
+			}
 			if due := o.nextDue(); !due.IsZero() {
 				wait = min(wait, max(time.Until(due), 0))
 			}
