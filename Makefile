@@ -3,6 +3,8 @@ SHELL := /usr/bin/env bash
 GO    ?= go
 PKGS  := ./...
 KAFKA := cmd/kafkadev/kafka.sh
+# The three-broker cluster gets three proxied client listeners per broker (network-fault tests).
+export KAFKA_CLUSTER_LINKS ?= 3
 S3    := cmd/s3dev/s3.sh
 # Integration tests read the broker address from here; `make test` fills it in.
 export KCLEANUP_TEST_BOOTSTRAP ?=
