@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -183,3 +184,65 @@ func (h *hangAfterToxic) Pipe(stub *toxics.ToxicStub) {
 }
 
 func init() { toxics.Register(hangAfter, new(hangAfterToxic)) }
+
+// PartitionOn partitions the whole link (as Partition) the moment a request with Kafka API key
+// api reaches one of its proxies; that request is swallowed, never reaching the broker. With
+// DeleteRecords (21) it cuts a process off between what it wrote before (a COMMITTED) and the
+// deletion.
+func PartitionOn(api int16, name string) Fault {
+	return Fault{"partition at the first " + name, func(t testing.TB, l *Link, nodes []int32) {
+		triggers.Lock()
+		triggers.n++
+		key := fmt.Sprintf("%s-%d", l.Name, triggers.n)
+		triggers.m[key] = func() { go Partition.apply(t, l, nil) }
+		triggers.Unlock()
+		l.add(t, nodes, partitionOnRequest, "upstream", map[string]any{"api_key": api, "trigger": key})
+	}}
+}
+
+// triggers holds the link-wide actions of PartitionOn's toxics (a toxic is built from JSON
+// attributes, so it names its action instead of holding it).
+var triggers = struct {
+	sync.Mutex
+	n int
+	m map[string]func()
+}{m: map[string]func(){}}
+
+const partitionOnRequest = "kafka_partition_on_request"
+
+// partitionOnRequestToxic forwards bytes until a chunk starts a request of ApiKey (see
+// resetOnRequestToxic), then fires its trigger once and swallows everything after, never closing.
+type partitionOnRequestToxic struct {
+	ApiKey  int16  `json:"api_key"`
+	Trigger string `json:"trigger"`
+}
+
+func (p *partitionOnRequestToxic) Pipe(stub *toxics.ToxicStub) {
+	cut := false
+	for {
+		select {
+		case <-stub.Interrupt:
+			return
+		case c := <-stub.Input:
+			if c == nil {
+				stub.Close()
+				return
+			}
+			if !cut && len(c.Data) >= 6 && int16(binary.BigEndian.Uint16(c.Data[4:6])) == p.ApiKey {
+				cut = true
+				triggers.Lock()
+				fire := triggers.m[p.Trigger]
+				delete(triggers.m, p.Trigger)
+				triggers.Unlock()
+				if fire != nil {
+					fire()
+				}
+			}
+			if !cut {
+				stub.Output <- c
+			}
+		}
+	}
+}
+
+func init() { toxics.Register(partitionOnRequest, new(partitionOnRequestToxic)) }

@@ -196,3 +196,48 @@ func contains(out string, words ...string) bool {
 	}
 	return false
 }
+
+// logStart is the data topic's partition 0 log start (direct path).
+func (s *scene) logStart() int64 {
+	s.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	offs, err := kafkatest.Admin(s.t, s.cl).ListStartOffsets(ctx, s.topic)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	o, ok := offs.Lookup(s.topic, 0)
+	if !ok || o.Err != nil {
+		s.t.Fatalf("log start of %s/0: %v", s.topic, o.Err)
+	}
+	return o.Offset
+}
+
+// startWorker starts `kcleanup worker` on the scene's control topic through bootstrap, in a
+// consumer group of the test's own; its log is printed when the test fails. It is killed when
+// the test ends; stop kills it earlier.
+func (s *scene) startWorker(name, bootstrap string) (stop func()) {
+	s.t.Helper()
+	log, err := os.Create(filepath.Join(s.t.TempDir(), name+".log"))
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	cmd := exec.Command(kcleanupBinary(s.t), "worker", "-b", bootstrap, "--control-topic", s.ctl,
+		"--group", "kcleanup-"+s.topic, "--replica-name", name, "--http-addr", "127.0.0.1:0", "--log-format", "json")
+	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "KCLEANUP_") })
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		s.t.Fatal(err)
+	}
+	var once sync.Once
+	stop = func() { once.Do(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }) }
+	s.t.Cleanup(func() {
+		stop()
+		_ = log.Close()
+		if s.t.Failed() {
+			b, _ := os.ReadFile(log.Name())
+			s.t.Logf("worker %s's log:\n%s", name, b)
+		}
+	})
+	return stop
+}
