@@ -69,6 +69,7 @@ type scene struct {
 	topic string
 	id    string
 	ctl   string
+	logs  map[string]string // a worker's name: its log file
 }
 
 func newScene(t *testing.T) *scene {
@@ -229,6 +230,10 @@ func (s *scene) startWorker(name, bootstrap string) (stop func()) {
 	if err := cmd.Start(); err != nil {
 		s.t.Fatal(err)
 	}
+	if s.logs == nil {
+		s.logs = map[string]string{}
+	}
+	s.logs[name] = log.Name()
 	var once sync.Once
 	stop = func() { once.Do(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }) }
 	s.t.Cleanup(func() {
