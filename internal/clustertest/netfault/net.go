@@ -47,6 +47,7 @@ func Start(t testing.TB, k *kafkatest.Cluster, want int) *Net {
 		t.Fatalf("%v\n%s", err, noLinksHint)
 	}
 	defer f.Close()
+	zerolog.SetGlobalLevel(zerolog.WarnLevel) // the toxics trace every interruption to the global logger
 	server := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(prometheus.NewRegistry()), zerolog.Nop())
 	n := &Net{links: map[string]*Link{}}
 	sc := bufio.NewScanner(f)
