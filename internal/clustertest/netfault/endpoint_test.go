@@ -2,6 +2,7 @@ package netfault_test
 
 import (
 	"bytes"
+	"fmt"
 	"context"
 	"io"
 	"log/slog"
@@ -25,10 +26,12 @@ import (
 const endpointRead = 4 * time.Second
 
 // TestValidateEndpointUnderNetworkFaults: a worker whose every byte crosses link A serves POST
-// /v1/validate; with a committed and applied boundary at 100, under every fault on link A
-// (every broker, and a partition from the control topic's leader only) each request is
-// answered within two reads plus slack, never 200 (ALLOWED) below the boundary, 200 or 503
+// /v1/validate. Under every fault on link A (every broker, and a partition from the control
+// topic's leader only and from the data topic's leader only), after a new, higher boundary was
+// committed over the direct path (the worker's view of the log is now old), each request is
+// answered within two reads plus slack, never 200 (ALLOWED) below the new boundary, 200 or 503
 // (cannot tell) above it, never another status; after the heal the one above is ALLOWED again.
+// Fails with a worker that answers from its cached view when the refresh fails.
 func TestValidateEndpointUnderNetworkFaults(t *testing.T) {
 	s := newScene(t)
 	_, file := s.planFile("rp-100", 100)
@@ -50,8 +53,9 @@ func TestValidateEndpointUnderNetworkFaults(t *testing.T) {
 	t.Cleanup(func() { cancel(); <-ran })
 	srv := httptest.NewServer(d.Handler())
 	t.Cleanup(srv.Close)
-	below := events.Marker{Topic: s.topic, TopicID: s.id, Offsets: events.Offsets{0: 50}}.Encode()
-	above := events.Marker{Topic: s.topic, TopicID: s.id, Offsets: events.Offsets{0: 200}}.Encode()
+	marker := func(o int64) []byte { return events.Marker{Topic: s.topic, TopicID: s.id, Offsets: events.Offsets{0: o}}.Encode() }
+	boundary := int64(100)
+	above := marker(280)
 	ask := func(body []byte) (int, string, time.Duration, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
@@ -69,7 +73,7 @@ func TestValidateEndpointUnderNetworkFaults(t *testing.T) {
 		code, _, _, err := ask(above)
 		return err == nil && code == http.StatusOK
 	})
-	ctlLeader := s.leader(s.ctl)
+	ctlLeader, dataLeader := s.separateLeaders()
 	type target struct {
 		name  string
 		nodes []int32
@@ -77,10 +81,16 @@ func TestValidateEndpointUnderNetworkFaults(t *testing.T) {
 	for _, f := range netfault.Faults() {
 		ts := []target{{"every broker", nil}}
 		if f.Name == netfault.Partition.Name {
-			ts = append(ts, target{"the control topic's leader only", []int32{ctlLeader}})
+			ts = append(ts, target{"the control topic's leader only", []int32{ctlLeader}},
+				target{"the data topic's leader only", []int32{dataLeader}})
 		}
 		for _, tg := range ts {
 			f.Apply(t, link, tg.nodes...)
+			// A higher boundary, committed where the worker cannot see it (or only slowly).
+			boundary += 15
+			_, file := s.planFile(fmt.Sprintf("rp-%d", boundary), boundary)
+			s.must(s.k.Bootstrap, "apply", file, "--no-wait", "--timeout", "60s")
+			below := marker(boundary - 5)
 			for _, q := range []struct {
 				name    string
 				body    []byte

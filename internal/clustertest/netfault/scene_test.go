@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kcleanup/kcleanup/events"
@@ -245,4 +246,44 @@ func (s *scene) startWorker(name, bootstrap string) (stop func()) {
 		}
 	})
 	return stop
+}
+
+// separateLeaders moves the data topic's leadership off the control topic's leader (a
+// reassignment that puts another node first, then a preferred-leader election), so that a
+// partition from one broker cuts a process off from one topic's leader but not the other's.
+// It returns the control topic's leader and the data topic's.
+func (s *scene) separateLeaders() (ctl, data int32) {
+	s.t.Helper()
+	ctl, data = s.leader(s.ctl), s.leader(s.topic)
+	if ctl != data {
+		return ctl, data
+	}
+	want := kafkatest.Nodes[0]
+	for _, n := range kafkatest.Nodes {
+		if n != ctl {
+			want = n
+			break
+		}
+	}
+	replicas := []int32{want}
+	for _, n := range kafkatest.Nodes {
+		if n != want {
+			replicas = append(replicas, n)
+		}
+	}
+	adm := kafkatest.Admin(s.t, s.cl)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var req kadm.AlterPartitionAssignmentsReq
+	req.Assign(s.topic, 0, replicas)
+	if rs, err := adm.AlterPartitionAssignments(ctx, req); err != nil || rs.Error() != nil {
+		s.t.Fatalf("reassigning %s/0 to %v: %v %v", s.topic, replicas, err, rs.Error())
+	}
+	kafkatest.Eventually(s.t, time.Minute, fmt.Sprintf("%s/0 led by node %d", s.topic, want), func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, _ = adm.ElectLeaders(ctx, kadm.ElectPreferredReplica, kadm.TopicsSet{s.topic: {0: {}}})
+		return s.leader(s.topic) == want
+	})
+	return s.leader(s.ctl), want
 }

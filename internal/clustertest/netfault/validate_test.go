@@ -28,7 +28,7 @@ func TestValidateUnderNetworkFaults(t *testing.T) {
 	s.must(s.k.Bootstrap, "apply", file, "--timeout", "60s")
 	below, above := s.markersFile(50), s.markersFile(200)
 	link := s.net.Links()[0]
-	ctlLeader, dataLeader := s.leader(s.ctl), s.leader(s.topic)
+	ctlLeader, dataLeader := s.separateLeaders()
 	type target struct {
 		name  string
 		nodes []int32
@@ -38,10 +38,8 @@ func TestValidateUnderNetworkFaults(t *testing.T) {
 	for _, f := range netfault.Faults() {
 		ts := targets
 		if f.Name == netfault.Partition.Name {
-			ts = append(ts, target{fmt.Sprintf("the control topic's leader %d only", ctlLeader), []int32{ctlLeader}})
-			if dataLeader != ctlLeader {
-				ts = append(ts, target{fmt.Sprintf("the data topic's leader %d only", dataLeader), []int32{dataLeader}})
-			}
+			ts = append(ts, target{fmt.Sprintf("the control topic's leader %d only", ctlLeader), []int32{ctlLeader}},
+				target{fmt.Sprintf("the data topic's leader %d only", dataLeader), []int32{dataLeader}})
 		}
 		for _, tg := range ts {
 			f.Apply(t, link, tg.nodes...)
