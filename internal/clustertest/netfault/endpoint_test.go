@@ -2,8 +2,8 @@ package netfault_test
 
 import (
 	"bytes"
-	"fmt"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -53,7 +53,9 @@ func TestValidateEndpointUnderNetworkFaults(t *testing.T) {
 	t.Cleanup(func() { cancel(); <-ran })
 	srv := httptest.NewServer(d.Handler())
 	t.Cleanup(srv.Close)
-	marker := func(o int64) []byte { return events.Marker{Topic: s.topic, TopicID: s.id, Offsets: events.Offsets{0: o}}.Encode() }
+	marker := func(o int64) []byte {
+		return events.Marker{Topic: s.topic, TopicID: s.id, Offsets: events.Offsets{0: o}}.Encode()
+	}
 	boundary := int64(100)
 	above := marker(280)
 	ask := func(body []byte) (int, string, time.Duration, error) {
