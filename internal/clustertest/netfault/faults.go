@@ -83,10 +83,10 @@ func Faults() []Fault {
 }
 
 // on returns l's proxies to nodes (all when nodes is empty).
-func (l *Link) on(nodes []int32) map[int32]*proxyT {
+func (l *Link) on(nodes []int32) map[int32]*toxiproxy.Proxy {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	out := map[int32]*proxyT{}
+	out := map[int32]*toxiproxy.Proxy{}
 	for id, p := range l.proxies {
 		if len(nodes) == 0 || slices.Contains(nodes, id) {
 			out[id] = p

@@ -32,7 +32,7 @@ type Net struct {
 type Link struct {
 	Name    string
 	mu      sync.Mutex
-	proxies map[int32]*proxyT
+	proxies map[int32]*toxiproxy.Proxy
 	// Bootstrap lists the link's proxied addresses (give it to one process only).
 	Bootstrap string
 	toxics    int // names toxics uniquely
@@ -63,7 +63,7 @@ func Start(t testing.TB, k *kafkatest.Cluster, want int) *Net {
 		}
 		l := n.links[fs[0]]
 		if l == nil {
-			l = &Link{Name: fs[0], proxies: map[int32]*proxyT{}}
+			l = &Link{Name: fs[0], proxies: map[int32]*toxiproxy.Proxy{}}
 			n.links[fs[0]] = l
 		}
 		// The proxy listens on the advertised address and forwards to the broker's listener.
@@ -73,7 +73,10 @@ func Start(t testing.TB, k *kafkatest.Cluster, want int) *Net {
 		}
 		t.Cleanup(p.Stop)
 		l.proxies[int32(node)] = p
-		l.Bootstrap += map[bool]string{true: "", false: ","}[l.Bootstrap == ""] + fs[3]
+		if l.Bootstrap != "" {
+			l.Bootstrap += ","
+		}
+		l.Bootstrap += fs[3]
 	}
 	if len(n.links) < want {
 		t.Fatalf("the cluster has %d proxied links, this test needs %d\n%s", len(n.links), want, noLinksHint)
@@ -102,5 +105,3 @@ func (n *Net) HealAll(t testing.TB) {
 		l.Heal(t)
 	}
 }
-
-type proxyT = toxiproxy.Proxy
