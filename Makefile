@@ -3,6 +3,8 @@ SHELL := /usr/bin/env bash
 GO    ?= go
 PKGS  := ./...
 KAFKA := cmd/kafkadev/kafka.sh
+# The three-broker cluster gets three proxied client listeners per broker (network-fault tests).
+export KAFKA_CLUSTER_LINKS ?= 3
 S3    := cmd/s3dev/s3.sh
 # Integration tests read the broker address from here; `make test` fills it in.
 export KCLEANUP_TEST_BOOTSTRAP ?=
@@ -19,7 +21,7 @@ OTHER := $(filter-out $(PURE) $(CLUSTER) $(S3PKGS),$(shell $(GO) list $(PKGS)))
 # kafka-up and kafka-down: 1 (the single-node broker) or 3 (the three-broker cluster).
 BROKERS ?= 1
 
-.PHONY: help build demo test test-all test-broker test-cluster test-unit sim lint fuzz flinkgen flinkgen-b9 bench bench-quick bench-cluster bench-go \
+.PHONY: help build demo test test-all test-broker test-cluster test-unit soak sim lint fuzz flinkgen flinkgen-b9 bench bench-quick bench-cluster bench-go \
         kafka-up kafka-down kafka-cli test-s3 s3-up s3-down docs screenshots chromium buildah promtool image clean
 
 help: ## list the targets
@@ -152,6 +154,9 @@ docs: ## regenerate generated docs (state diagram)
 
 screenshots: chromium ## regenerate docs/images/*.png, the console and the report in a real browser
 	KCLEANUP_SCREENSHOTS=$(CURDIR)/docs/images $(KAFKA) test $(GO) test -count=1 -run 'TestBrowser|TestScreenshots' ./worker/console/
+
+soak: ## random network faults on the three-broker cluster for DURATION (default 30m) while plans, pins and validations run (internal/clustertest/netfault)
+	KCLEANUP_SOAK_DURATION=$${DURATION:-30m} $(KAFKA) test --brokers 3 $(GO) test -count=1 -timeout 0 -v -run TestSoakUnderRandomNetworkFaults ./internal/clustertest/netfault/
 
 fuzz: ## fuzz every decoder for FUZZTIME each (default 30s)
 	@for pkg in ./events/ ./projector/ ./projector/flinkagents/ ./fsm/ ./cmd/kcleanup/ ./clientconfig/ ./checkpoint/ ./checkpoint/store/; do \

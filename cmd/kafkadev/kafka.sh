@@ -11,6 +11,8 @@
 #   kafka.sh up --brokers 3, down --brokers 3, test --brokers 3 CMD...: the same for a
 #   three-broker cluster (.kafka/cluster/; tests see KCLEANUP_TEST_CLUSTER, its directory)
 #   kafka.sh node stop|kill|start|wipe ID   act on one broker of that cluster (ID 1..3)
+#   KAFKA_CLUSTER_LINKS=N kafka.sh up --brokers 3: each broker also gets N proxied client
+#   listeners (LINKA, LINKB, ...) for the network-fault tests (.kafka/cluster/links; default 0)
 #
 # State: the jars in .cache/kafka/<version>/lib, the running broker in .kafka/broker/
 # (config, data, logs/server.log, pid) and its address in .kafka/bootstrap. Besides PLAINTEXT
@@ -317,8 +319,16 @@ release() {
 # .kafka/cluster/kafka.sh names this script, which tests call for node operations
 # (internal/kafkatest.Cluster). Each JVM is small (-Xmx256m, 128m for the controller, SerialGC,
 # C1 only): four fit on two cores beside the tests.
+#
+# KAFKA_CLUSTER_LINKS=N (0 by default) gives each broker N more PLAINTEXT client listeners,
+# LINKA, LINKB, ...: listener LINKx of node I listens on a port of its own and advertises another
+# one, on which the network-fault tests (internal/clustertest/netfault) run a TCP proxy to it. A
+# client bootstrapped through LINKx's proxies learns only LINKx's proxied addresses, so all its
+# bytes cross those proxies, while inter-broker and controller traffic stays direct.
+# .kafka/cluster/links has a line "LINKx NODE LISTEN_ADDR ADVERTISED_ADDR" per listener.
 cluster="$state/cluster"
 cluster_size=3
+cluster_links="${KAFKA_CLUSTER_LINKS:-0}"
 
 cluster_lock() { mkdir -p "$state"; exec 9>"$state/cluster.lock"; flock 9; }
 
@@ -415,11 +425,28 @@ cluster_up() {
   echo "${ports[0]}" >"$cluster/node0/controller-port"
   sed -e "s|@NODE_ID@|0|g" -e "s|@VOTERS@|$voters|g" -e "s|@CONTROLLER_PORT@|${ports[0]}|g" \
     -e "s|@DATA_DIR@|$cluster/node0/data|g" "$here/cluster-controller.properties.in" >"$cluster/node0/server.properties"
+  [[ $cluster_links =~ ^[0-9]$ ]] || die "KAFKA_CLUSTER_LINKS takes 0..9 (proxied client listeners per broker), not '$cluster_links'"
+  : >"$cluster/links"
   for id in $(seq 1 "$cluster_size"); do
     mkdir -p "$cluster/node$id"
     echo "${ports[$id]}" >"$cluster/node$id/port"
     addrs+="${addrs:+,}127.0.0.1:${ports[$id]}"
+    local li listen adv name lls="" lad="" lpr=""
+    for li in $(seq 1 "$cluster_links"); do
+      name="LINK$(printf "\\x$(printf %x $((64 + li)))")"
+      listen=$(free_port)
+      while [[ " ${ports[*]} " == *" $listen "* ]]; do listen=$(free_port); done
+      ports+=("$listen")
+      adv=$(free_port)
+      while [[ " ${ports[*]} " == *" $adv "* ]]; do adv=$(free_port); done
+      ports+=("$adv")
+      lls+=",$name://127.0.0.1:$listen"
+      lad+=",$name://127.0.0.1:$adv"
+      lpr+=",$name:PLAINTEXT"
+      echo "$name $id 127.0.0.1:$listen 127.0.0.1:$adv" >>"$cluster/links"
+    done
     sed -e "s|@NODE_ID@|$id|g" -e "s|@VOTERS@|$voters|g" -e "s|@PORT@|${ports[$id]}|g" \
+      -e "s|@LINK_LISTENERS@|$lls|g" -e "s|@LINK_ADVERTISED@|$lad|g" -e "s|@LINK_PROTOCOLS@|$lpr|g" \
       -e "s|@DATA_DIR@|$cluster/node$id/data|g" "$here/cluster.properties.in" >"$cluster/node$id/server.properties"
   done
   head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=' >"$cluster/cluster-id"

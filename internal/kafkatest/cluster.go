@@ -79,6 +79,9 @@ func NewCluster(t testing.TB) *Cluster {
 	return c
 }
 
+// Dir is the cluster's directory (KCLEANUP_TEST_CLUSTER): bootstrap, kafka.sh, links.
+func (c *Cluster) Dir() string { return c.dir }
+
 // Seeds are kgo options naming every node.
 func (c *Cluster) Seeds() kgo.Opt { return kgo.SeedBrokers(strings.Split(c.Bootstrap, ",")...) }
 
