@@ -52,7 +52,7 @@ type AdoptionSource struct {
 }
 
 // PrepareAdoption reads a Flink Agents control topic and checks it for
-// Adopt. It writes nothing. Every refusal is marked ErrRejected and says
+// Adopt. It writes nothing. Every refusal is marked protocol.ErrRejected and says
 // precisely why: the job's own fold or topic check fails, there is no plan,
 // or a plan cannot be held by kcleanup (flinkagents.Plan.Kcleanup); never
 // is a plan left out.
@@ -62,7 +62,7 @@ func (c *Cluster) PrepareAdoption(ctx context.Context, flinkTopic string) (*Adop
 		return nil, err
 	}
 	refuse := func(err error, hint string) (*AdoptionSource, error) {
-		return nil, errors.Mark(errors.WithHint(errors.Wrapf(err, "adopt Flink Agents control topic %q: nothing written", flinkTopic), hint), ErrRejected)
+		return nil, errors.Mark(errors.WithHint(errors.Wrapf(err, "adopt Flink Agents control topic %q: nothing written", flinkTopic), hint), protocol.ErrRejected)
 	}
 	if err := ft.Check(); err != nil {
 		return refuse(err, flinkHint(err))

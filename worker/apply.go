@@ -15,16 +15,6 @@ import (
 	"github.com/kcleanup/kcleanup/report"
 )
 
-// ErrRejected and ErrSuperseded are protocol's, re-exported only until
-// cmd/kcleanup's apply and submit and worker's adopt (rewritten in parallel
-// on branch i34a, issue 34 item 2) read them from protocol; remove them then.
-// Every other caller reads protocol.ErrRejected, ErrSuperseded, ErrBlocked
-// and ErrDegraded.
-var (
-	ErrSuperseded = protocol.ErrSuperseded
-	ErrRejected   = protocol.ErrRejected
-)
-
 // Options tune Apply and Finish.
 type Options struct {
 	// Actor names the writer in control records; default Actor().

@@ -162,7 +162,7 @@ func runApply(ctx context.Context, g globalOptions, path string, o applyOptions,
 				"the boundary is committed and recovery enforces it; nothing more is needed for safety. "+
 					"To finish the deletion, remove the cause and run kcleanup apply %s%s again, or let a kcleanup worker finish it", path, graceArg(o.grace))
 		}
-		if !errors.Is(err, worker.ErrRejected) && !errors.Is(err, worker.ErrSuperseded) {
+		if !errors.Is(err, protocol.ErrRejected) && !errors.Is(err, protocol.ErrSuperseded) {
 			err = errors.WithHintf(err, "running kcleanup apply %s%s again is safe: it resumes where this run stopped", path, graceArg(o.grace))
 		}
 		return err

@@ -199,7 +199,7 @@ func planError(g globalOptions, err error) error {
 	err = g.unreachable(err)
 	// A COMMITTED that was written and rejected (a pin landed first) is not "nothing was
 	// committed": its error says what happened and that it changed nothing.
-	if errors.Is(err, worker.ErrRejected) && !errors.Is(err, protocol.ErrCommitRejected) {
+	if errors.Is(err, protocol.ErrRejected) && !errors.Is(err, protocol.ErrCommitRejected) {
 		err = errors.WithHint(err, "nothing was committed or deleted")
 	}
 	return err
