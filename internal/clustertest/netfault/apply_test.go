@@ -18,7 +18,8 @@ const liveness = 6*time.Second + 30*time.Second
 
 // TestApplyPartitionedBetweenCommittedAndDeleteRecords: `kcleanup apply` whose link is
 // partitioned (bytes stop, no reset) at its first DeleteRecords, for longer than its --timeout,
-// exits 1 within --timeout with an error that says the plan is committed and left for the
+// exits 1 within its documented bound (apply --help: --timeout bounds each of its three phases
+// separately, so a whole apply may take three times as long) with an error that says the plan is committed and left for the
 // workers; nothing was deleted; once the link heals, a worker finishes the plan (APPLIED,
 // log start at the boundary) within the liveness bound, and the invariants hold.
 func TestApplyPartitionedBetweenCommittedAndDeleteRecords(t *testing.T) {
@@ -32,8 +33,8 @@ func TestApplyPartitionedBetweenCommittedAndDeleteRecords(t *testing.T) {
 	if code != 1 {
 		t.Errorf("apply: exit %d, want 1", code)
 	}
-	if took > timeout+slack {
-		t.Errorf("apply took %s with --timeout %s", took, timeout)
+	if took > 3*timeout+slack { // the partitioned phase itself ends at its own --timeout
+		t.Errorf("apply took %s with --timeout %s: beyond its three phases' bound (3 x --timeout)", took, timeout)
 	}
 	if !contains(strings.ToLower(out), "worker") {
 		t.Errorf("apply's error does not say that the workers finish the plan:\n%s", out)
