@@ -4,8 +4,10 @@ package flinkgentest
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/kcleanup/kcleanup/events"
@@ -42,9 +44,19 @@ func Cases(t testing.TB) []Case {
 		}
 		t.Skip(how)
 	}
-	raw, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
+	out, err := Load(dir)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return out
+}
+
+// Load reads the manifest of dir, the generator's output (internal/flinkgen/generate.sh prints
+// it), for a program that is not a test (kcbench).
+func Load(dir string) ([]Case, error) {
+	raw, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
+	if err != nil {
+		return nil, err
 	}
 	type expected struct {
 		Markers []events.Marker `json:"markers"`
@@ -60,7 +72,7 @@ func Cases(t testing.TB) []Case {
 		}
 	}
 	if err := json.Unmarshal(raw, &m); err != nil {
-		t.Fatalf("%s/manifest.json: %v", dir, err)
+		return nil, fmt.Errorf("%s/manifest.json: %w", dir, err)
 	}
 	var out []Case
 	for _, c := range m.Cases {
@@ -77,7 +89,7 @@ func Cases(t testing.TB) []Case {
 				for p, v := range l {
 					var n int32
 					if err := json.Unmarshal([]byte(p), &n); err != nil {
-						t.Fatalf("legacy partition %q: %v", p, err)
+						return nil, fmt.Errorf("%s/manifest.json: legacy partition %q: %w", dir, p, err)
 					}
 					o[n] = v
 				}
@@ -88,7 +100,38 @@ func Cases(t testing.TB) []Case {
 		out = append(out, k)
 	}
 	if len(out) == 0 {
-		t.Fatalf("%s/manifest.json lists no case", dir)
+		return nil, fmt.Errorf("%s/manifest.json lists no case", dir)
 	}
-	return out
+	return out, nil
+}
+
+// JobID is the job directory LayOutCheckpoints writes its checkpoints under.
+const JobID = "c799859f5eeb76d63173c73f0df79c67"
+
+// FollowMetadata is the _metadata a watched location of many checkpoints is laid out from: a
+// real Flink 2.0 checkpoint's (hashmap, parallelism 1), the smallest kind a job writes.
+func FollowMetadata(cases []Case) ([]byte, error) {
+	for _, c := range cases {
+		if c.Kind == "checkpoint" && c.Backend == "hashmap" && c.FlinkVersion == "2.0.0" && strings.HasSuffix(c.Name, "/p1") {
+			return os.ReadFile(filepath.Join(c.Path, "_metadata"))
+		}
+	}
+	return nil, fmt.Errorf("no Flink 2.0 hashmap p1 checkpoint among the %d generated cases", len(cases))
+}
+
+// LayOutCheckpoints lays out n completed checkpoints as Flink does, <base>/<JobID>/chk-1 … chk-n,
+// each holding metadata as its _metadata: the watched location of a retention policy (the
+// worker's BenchmarkFollowRound10000 and kcbench's B10 measure a round over it).
+func LayOutCheckpoints(base string, n int, metadata []byte) error {
+	job := filepath.Join(base, JobID)
+	for i := 1; i <= n; i++ {
+		dir := filepath.Join(job, fmt.Sprintf("chk-%d", i))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, "_metadata"), metadata, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
 }
