@@ -3,6 +3,7 @@
 package flinkgentest
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -134,4 +135,51 @@ func LayOutCheckpoints(base string, n int, metadata []byte) error {
 		}
 	}
 	return nil
+}
+
+// FollowCases are three recovery points one Flink job wrote, with one subtask's markers of
+// topic "actions" on 4 partitions: a checkpoint (offsets 1100-1103), a canonical savepoint
+// (2100-2103) and a native one (3100-3103), all of one Flink version (2.0, hashmap, p1).
+func FollowCases(cases []Case) ([]Case, error) {
+	byKind := map[string]Case{}
+	for _, c := range cases {
+		if c.Backend == "hashmap" && c.Parallelism == 1 && c.FlinkVersion == "2.0.0" && strings.HasSuffix(c.Name, "/p1") {
+			byKind[c.Kind] = c
+		}
+	}
+	var out []Case
+	for _, k := range []string{"checkpoint", "savepoint-canonical", "savepoint-native"} {
+		c, ok := byKind[k]
+		if !ok {
+			return nil, fmt.Errorf("the generated checkpoints have no Flink 2.0 hashmap p1 %s", k)
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// CopyAs writes the _metadata of a generated recovery point to dir/_metadata with its markers'
+// topic name and topic ID replaced by another topic's of the same lengths (Kryo writes an ASCII
+// string as its bytes, the last with its high bit set): real Flink bytes, naming a topic the
+// test broker holds.
+func CopyAs(c Case, dir, topic, topicID string) error {
+	b, err := os.ReadFile(filepath.Join(c.Path, "_metadata"))
+	if err != nil {
+		return err
+	}
+	if len(c.Operators) == 0 || len(c.Operators[0].Markers) == 0 {
+		return fmt.Errorf("%s: no markers to rename", c.Name)
+	}
+	kryo := func(s string) []byte { k := []byte(s); k[len(k)-1] |= 0x80; return k }
+	m := c.Operators[0].Markers[0]
+	for _, r := range [][2]string{{m.Topic, topic}, {m.TopicID, topicID}} {
+		if len(r[0]) != len(r[1]) || bytes.Count(b, kryo(r[0])) != 1 {
+			return fmt.Errorf("%s: cannot replace %q by %q in its _metadata", c.Name, r[0], r[1])
+		}
+		b = bytes.Replace(b, kryo(r[0]), kryo(r[1]), 1)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "_metadata"), b, 0o644)
 }
