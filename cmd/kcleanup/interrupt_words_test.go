@@ -22,22 +22,22 @@ func TestTimeoutWordsSayWhatHappened(t *testing.T) {
 		message     string
 		hint, never []string
 	}{
-		{"never answered", timeoutFacts{Timeout: 2 * time.Second, Unanswered: []brokerWait{wait(b1, 2 * time.Second)}},
+		{"never answered", timeoutFacts{Timeout: 2 * time.Second, Unanswered: []brokerWait{wait(b1, 2*time.Second)}},
 			false, "", []string{"no answer from B within --timeout 2s", "check the address (-b)"}, []string{"raise --timeout", "stopped"}},
 		{"answered throughout", timeoutFacts{Answered: true, Timeout: 3 * time.Second},
 			false, "did not finish within --timeout 3s", []string{"raise --timeout (or KCLEANUP_TIMEOUT): the cluster answered, but the command needed longer", wrote}, []string{"no answer from", "stopped"}},
-		{"a request in flight, answered recently", timeoutFacts{Answered: true, Timeout: 3 * time.Second, Unanswered: []brokerWait{wait(b1, 1400 * time.Millisecond)}},
+		{"a request in flight, answered recently", timeoutFacts{Answered: true, Timeout: 3 * time.Second, Unanswered: []brokerWait{wait(b1, 1400*time.Millisecond)}},
 			false, "did not finish within --timeout 3s", []string{"raise --timeout"}, []string{"stopped"}},
-		{"stopped for half of --timeout", timeoutFacts{Answered: true, Timeout: 3 * time.Second, Unanswered: []brokerWait{wait(b1, 1500 * time.Millisecond)}},
+		{"stopped for half of --timeout", timeoutFacts{Answered: true, Timeout: 3 * time.Second, Unanswered: []brokerWait{wait(b1, 1500*time.Millisecond)}},
 			true, "did not finish within --timeout 3s: the cluster stopped answering",
 			[]string{"the cluster answered at first, then a request got no answer from 10.0.0.1:9092 for the last 1.5s", "a network partition or a broker that hangs", "a longer --timeout does not help", wrote},
 			[]string{"raise --timeout", "the cluster answered, but", "no answer from B"}},
-		{"a short --timeout: at least a second of silence", timeoutFacts{Answered: true, Timeout: time.Second, Unanswered: []brokerWait{wait(b1, 900 * time.Millisecond)}},
+		{"a short --timeout: at least a second of silence", timeoutFacts{Answered: true, Timeout: time.Second, Unanswered: []brokerWait{wait(b1, 900*time.Millisecond)}},
 			false, "did not finish within --timeout 1s", []string{"raise --timeout"}, []string{"stopped"}},
 		{"a short --timeout, a second of silence", timeoutFacts{Answered: true, Timeout: time.Second, Unanswered: []brokerWait{wait(b1, time.Second)}},
 			true, "did not finish within --timeout 1s: the cluster stopped answering", []string{"10.0.0.1:9092 for the last 1s"}, []string{"raise --timeout"}},
 		{"two brokers silent, one answering", timeoutFacts{Answered: true, Timeout: 4 * time.Second,
-			Unanswered: []brokerWait{wait(b1, 2100 * time.Millisecond), wait(b2, 3900 * time.Millisecond), wait(brokerWait{Addr: "10.0.0.3:9092"}, 10 * time.Millisecond)}},
+			Unanswered: []brokerWait{wait(b1, 2100*time.Millisecond), wait(b2, 3900*time.Millisecond), wait(brokerWait{Addr: "10.0.0.3:9092"}, 10*time.Millisecond)}},
 			true, "did not finish within --timeout 4s: the cluster stopped answering",
 			[]string{"no answer from 10.0.0.2:9092 for the last 3.9s, 10.0.0.1:9092 for the last 2.1s:"}, []string{"10.0.0.3", "raise --timeout"}},
 	} {
