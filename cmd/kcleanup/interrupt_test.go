@@ -91,39 +91,57 @@ func TestATimeoutIsNotAnUnreachableCluster(t *testing.T) {
 // partitioned cases fail: their hint says "raise --timeout".
 func TestAPartitionIsNotASlowCommand(t *testing.T) {
 	e := opTestEnv(t)
-	topic, id := e.dataTopic(t, 2, 100, opGoodDataConfigs())
-	control := protocol.ControlTopicFor(topic)
-	if code, _, stderr := e.run(t, "init", "--topic", topic); code != exitOK {
-		t.Fatalf("init: exit %d\n%s", code, stderr)
+	// Each case its own data topic, control topic and plan: an apply cut off leaves its plan
+	// COMMITTED, which the next apply of it would resume rather than write.
+	fresh := func(t *testing.T) (topic, control string, plan events.Plan, path string) {
+		topic, id := e.dataTopic(t, 2, 100, opGoodDataConfigs())
+		if code, _, stderr := e.run(t, "init", "--topic", topic); code != exitOK {
+			t.Fatalf("init: exit %d\n%s", code, stderr)
+		}
+		plan, path = opTestPlan(t, t.TempDir(), "chk-1", topic, id, events.Offsets{0: 30, 1: 20})
+		return topic, protocol.ControlTopicFor(topic), plan, path
 	}
-	plan, path := opTestPlan(t, t.TempDir(), "chk-1", topic, id, events.Offsets{0: 30, 1: 20})
 	const timeout = 3 * time.Second
 	for _, tc := range []struct {
 		name string
-		args []string
-		cut  func(*blackHole) kgo.Hook // when the partition begins
-		want []string
+		// args, the hook that begins the partition (nil: blackHole.onKey does), and what the
+		// error must say beside the words of a cluster that stopped answering.
+		setup func(t *testing.T, h *blackHole) (args []string, cut kgo.Hook, want []string)
 	}{
-		{"status, after the first answer", []string{"status", "--topic", topic}, func(h *blackHole) kgo.Hook { return cutAfterAnswer{h} },
-			[]string{"nothing was written to Kafka"}},
-		{"apply, at its DeleteRecords", []string{"apply", path}, func(h *blackHole) kgo.Hook { h.onKey = int16(kmsg.DeleteRecords); return nil },
-			[]string{"COMMITTED of plan " + plan.PlanID[:12], "DELETING of plan " + plan.PlanID[:12], "of " + control, "sent DeleteRecords"}},
+		{"status, after the first answer", func(t *testing.T, h *blackHole) ([]string, kgo.Hook, []string) {
+			topic, _, _, _ := fresh(t)
+			return []string{"status", "--topic", topic}, cutAfterAnswer{h}, []string{"nothing was written to Kafka"}
+		}},
+		// franz-go's idempotent producer never abandons a record in flight: before
+		// worker.produceWithin this apply was still waiting after 150 s.
+		{"apply, as its DELETING is sent", func(t *testing.T, h *blackHole) ([]string, kgo.Hook, []string) {
+			_, control, plan, path := fresh(t)
+			return []string{"apply", path}, cutBefore{h, plan.PlanID + "/" + string(events.Deleting)},
+				[]string{"COMMITTED of plan " + plan.PlanID[:12], "of " + control, "no acknowledgement (the record may still be appended)", "sent no DeleteRecords"}
+		}},
+		{"apply, at its DeleteRecords", func(t *testing.T, h *blackHole) ([]string, kgo.Hook, []string) {
+			_, control, plan, path := fresh(t)
+			h.onKey = int16(kmsg.DeleteRecords)
+			return []string{"apply", path}, nil,
+				[]string{"COMMITTED of plan " + plan.PlanID[:12], "DELETING of plan " + plan.PlanID[:12], "of " + control, "sent DeleteRecords"}
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := &blackHole{}
+			args, cut, want := tc.setup(t, h)
 			testOpts = []kgo.Opt{kgo.Dialer(h.dial)}
-			if hook := tc.cut(h); hook != nil {
-				testOpts = append(testOpts, kgo.WithHooks(hook))
+			if cut != nil {
+				testOpts = append(testOpts, kgo.WithHooks(cut))
 			}
 			defer func() { testOpts = nil }()
 			began := time.Now()
-			code, _, stderr := runCLI(t, append([]string{"-b", e.bootstrap, "--timeout", timeout.String()}, tc.args...)...)
+			code, _, stderr := runCLI(t, append([]string{"-b", e.bootstrap, "--timeout", timeout.String()}, args...)...)
 			t.Logf("exit %d after %s, partitioned for its last %s:\n%s", code, time.Since(began).Round(time.Millisecond), h.since().Round(time.Millisecond), stderr)
 			if h.cutAt.Load() == 0 {
 				t.Fatalf("the partition never began:\n%s", stderr)
 			}
 			opWantFailure(t, code, stderr, exitError, append([]string{"did not finish within --timeout 3s: the cluster stopped answering",
-				"Hint: the cluster answered at first, then a request got no answer from ", "a network partition or a broker that hangs"}, tc.want...)...)
+				"Hint: the cluster answered at first, then a request got no answer from ", "a network partition or a broker that hangs"}, want...)...)
 			for _, never := range []string{"raise --timeout", "the cluster answered, but", "within --timeout 3s: check the address"} {
 				if strings.Contains(stderr, never) {
 					t.Errorf("a cluster that stopped answering is worded %q:\n%s", never, stderr)
@@ -132,6 +150,7 @@ func TestAPartitionIsNotASlowCommand(t *testing.T) {
 		})
 	}
 
+	topic, _, _, _ := fresh(t)
 	silent := opSilentListener(t)
 	code, _, errText := runCLI(t, "-b", silent, "--timeout", "2s", "status", "--topic", topic)
 	opWantFailure(t, code, errText, exitError, "no answer from "+silent+" within --timeout 2s")
@@ -197,6 +216,18 @@ type cutAfterAnswer struct{ h *blackHole }
 
 func (c cutAfterAnswer) OnBrokerRead(_ kgo.BrokerMetadata, _ int16, _ int, _, _ time.Duration, err error) {
 	if err == nil {
+		c.h.cut()
+	}
+}
+
+// cutBefore cuts the network when the record keyed key is buffered, before it is sent.
+type cutBefore struct {
+	h   *blackHole
+	key string
+}
+
+func (c cutBefore) OnProduceRecordBuffered(r *kgo.Record) {
+	if string(r.Key) == c.key {
 		c.h.cut()
 	}
 }
