@@ -85,17 +85,8 @@ func unknownEvent(field, ev string) *DecodeError {
 // check the envelope; Validate does (text that is not valid UTF-8 is written
 // as U+FFFD, so only an envelope Validate accepts decodes to itself).
 func (e Envelope) Encode() (key, value []byte) {
-	if e.Mirror != nil {
-		return e.encodeMirror()
-	}
-	if e.Pin != nil {
-		return e.encodePin()
-	}
-	if e.Declaration != nil {
-		return e.encodeDeclaration()
-	}
-	if e.Retention != nil {
-		return e.encodeRetention()
+	if f := familyOf(e); f != nil {
+		return f.encode(e)
 	}
 	b := make([]byte, 0, 256+len(e.Reason)+32*(len(e.Plan.Offsets)+len(e.Boundary)+len(e.LogStart)))
 	b = append(b, `{"schemaVersion":`...)
@@ -264,17 +255,8 @@ func strictDecode(d *Decoder, key, value []byte) (Envelope, error) {
 	if !utf8.Valid(value) {
 		return Envelope{}, malformed(&fieldError{Reason: "is not valid UTF-8"})
 	}
-	if IsMirrorKey(key) {
-		return decodeMirror(key, value)
-	}
-	if IsPinKey(key) {
-		return decodePin(key, value)
-	}
-	if IsDeclarationKey(key) {
-		return decodeDeclaration(key, value)
-	}
-	if IsRetentionKey(key) {
-		return decodeRetention(key, value)
+	if f := familyOfKey(key); f != nil {
+		return f.decode(key, value)
 	}
 	keyID, keyEvent, keyErr := ParseKey(key)
 	w := envelopeJSON{Plan: planField{d: d, keyID: keyID}}
