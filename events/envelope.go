@@ -140,11 +140,10 @@ func (e Envelope) EncodeValid() (key, value []byte, err error) {
 	if e.Reason != "" && e.Mirror == nil && e.Pin == nil && !e.Event.CarriesReason() {
 		return nil, nil, malformed(fieldErrorf("reason", "is set on %s: only a PLANNED or COMMITTED carries an operator's reason", e.Event))
 	}
-	if e.Mirror != nil && !utf8.ValidString(e.Mirror.Reason) {
-		return nil, nil, malformed(fieldErrorf("reason", "is not valid UTF-8: Encode would write U+FFFD for its invalid bytes, and the record would decode to another reason"))
-	}
-	if e.Declaration != nil && !utf8.ValidString(e.Declaration.Reason) {
-		return nil, nil, malformed(fieldErrorf("reason", "is not valid UTF-8: Encode would write U+FFFD for its invalid bytes, and the record would decode to another reason"))
+	if f := familyOf(e); f != nil {
+		if err := f.checkTexts(e); err != nil {
+			return nil, nil, err
+		}
 	}
 	if e.Mirror != nil && e.Mirror.HasGrace && e.Event == MirrorAttached {
 		if err := CheckRestoreGrace(e.Mirror.RestoreGrace); err != nil {

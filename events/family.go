@@ -38,8 +38,9 @@ type family struct {
 	body   func(Envelope) bool
 	encode func(Envelope) (key, value []byte)
 	decode func(key, value []byte) (Envelope, error)
-	// texts are the body's strings, which Validate requires to be UTF-8.
-	texts func(Envelope) []string
+	// texts are the body's strings by field, reason first, which Validate
+	// requires to be UTF-8 (Encode writes U+FFFD for invalid bytes).
+	texts func(Envelope) []text
 }
 
 // families is every side-event family, in the order Encode asks them.
@@ -47,21 +48,43 @@ var families []*family
 
 func init() {
 	mirrorFamily.body, mirrorFamily.encode, mirrorFamily.decode = func(e Envelope) bool { return e.Mirror != nil }, Envelope.encodeMirror, decodeMirror
-	mirrorFamily.texts = func(e Envelope) []string { return []string{e.Mirror.Topic, e.Mirror.TopicID, e.Mirror.Reason} }
+	mirrorFamily.texts = func(e Envelope) []text {
+		return []text{{"reason", e.Mirror.Reason}, {"mirrorTopic", e.Mirror.Topic}, {"mirrorTopicId", e.Mirror.TopicID}}
+	}
 	pinFamily.body, pinFamily.encode, pinFamily.decode = func(e Envelope) bool { return e.Pin != nil }, Envelope.encodePin, decodePin
-	pinFamily.texts = func(e Envelope) []string {
-		return []string{e.Pin.PinID, e.Pin.RecoveryPoint, e.Pin.Topic, e.Pin.TopicID, e.Pin.Reason}
+	pinFamily.texts = func(e Envelope) []text {
+		p := e.Pin
+		return []text{{"reason", p.Reason}, {"pinId", p.PinID}, {"recoveryPoint", p.RecoveryPoint}, {"topic", p.Topic}, {"topicId", p.TopicID}}
 	}
 	declarationFamily.body, declarationFamily.encode, declarationFamily.decode = func(e Envelope) bool { return e.Declaration != nil }, Envelope.encodeDeclaration, decodeDeclaration
-	declarationFamily.texts = func(e Envelope) []string {
-		return []string{e.Declaration.Topic, e.Declaration.TopicID, e.Declaration.Reason}
+	declarationFamily.texts = func(e Envelope) []text {
+		return []text{{"reason", e.Declaration.Reason}, {"topic", e.Declaration.Topic}, {"topicId", e.Declaration.TopicID}}
 	}
 	retentionFamily.body, retentionFamily.encode, retentionFamily.decode = func(e Envelope) bool { return e.Retention != nil }, Envelope.encodeRetention, decodeRetention
-	retentionFamily.texts = func(e Envelope) []string {
+	retentionFamily.texts = func(e Envelope) []text {
 		r := e.Retention
-		return append([]string{r.Topic, r.OperatorUID, r.OperatorUIDHash, r.Reason}, r.Watch...)
+		out := []text{{"reason", r.Reason}, {"topic", r.Topic}, {"operatorUid", r.OperatorUID}, {"operatorUidHash", r.OperatorUIDHash}}
+		for _, w := range r.Watch {
+			out = append(out, text{"watch", w})
+		}
+		return out
 	}
 	families = []*family{&mirrorFamily, &pinFamily, &declarationFamily, &retentionFamily}
+}
+
+// text is one string of a family's body and the field it is written to.
+type text struct{ field, value string }
+
+// checkTexts refuses a body string that is not valid UTF-8: Encode would
+// write U+FFFD for its invalid bytes, and the record would decode to
+// another value (or, for retention, not encode at all).
+func (f *family) checkTexts(e Envelope) error {
+	for _, t := range f.texts(e) {
+		if !utf8.ValidString(t.value) {
+			return malformed(fieldErrorf(t.field, "is not valid UTF-8: Encode would write U+FFFD for its invalid bytes, and the record would decode to another %s", t.field))
+		}
+	}
+	return nil
 }
 
 // familyOf is the family of an envelope's body; nil for a plan event.

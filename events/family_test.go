@@ -83,3 +83,38 @@ func TestEveryFamilyRoundTripsThroughItsDescriptor(t *testing.T) {
 		}
 	}
 }
+
+// TestValidateRefusesInvalidUTF8InEveryFamily: a string of any family's body
+// that is not UTF-8 is refused with its field named, and nothing panics
+// (retention's encoder cannot write it at all).
+func TestValidateRefusesInvalidUTF8InEveryFamily(t *testing.T) {
+	for _, tc := range []struct {
+		field string
+		env   func() Envelope
+	}{
+		{"reason", func() Envelope { e := sideSamples()[11]; r := *e.Retention; r.Reason = "stop\xff"; e.Retention = &r; return e }},
+		{"topic", func() Envelope { e := sideSamples()[11]; r := *e.Retention; r.Topic = "t\xff"; e.Retention = &r; return e }},
+		{"watch", func() Envelope {
+			e := sideSamples()[9]
+			r := *e.Retention
+			r.Watch = []string{"/ok", "/chk\xff"}
+			e.Retention = &r
+			return e
+		}},
+		{"reason", func() Envelope { e := sideSamples()[6]; p := *e.Pin; p.Reason = "released\xff"; e.Pin = &p; return e }},
+		{"recoveryPoint", func() Envelope { e := sideSamples()[4]; p := *e.Pin; p.RecoveryPoint = "sp\xff"; e.Pin = &p; return e }},
+		{"topicId", func() Envelope {
+			e := sideSamples()[7]
+			d := *e.Declaration
+			d.TopicID = "x\xff"
+			e.Declaration = &d
+			return e
+		}},
+	} {
+		err := tc.env().Validate()
+		var de *DecodeError
+		if !errors.As(err, &de) || de.Field != tc.field || !errors.Is(err, ErrMalformed) || !strings.Contains(de.Reason, "not valid UTF-8") {
+			t.Errorf("%s: Validate = %v, want the field refused as not UTF-8", tc.field, err)
+		}
+	}
+}
