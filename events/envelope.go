@@ -309,25 +309,12 @@ func classify(sh shape, keyID string, keyEvent Event, keyErr error) error {
 			return err
 		}
 	}
-	if keyErr != nil && keyEvent == "" {
-		return keyErr
-	}
-	ev, ferr := requiredString("event", sh.event)
-	if ferr != nil {
-		return malformed(ferr)
-	}
-	if ev != string(keyEvent) {
-		return malformed(keyMismatch("event", ev, string(keyEvent)))
-	}
-	id, ferr := requiredString("planId", sh.planID)
-	if ferr != nil {
-		return malformed(ferr)
-	}
-	if id != keyID {
-		return malformed(keyMismatch("planId", id, keyID))
+	planMismatch := func(body, key string) *fieldError { return keyMismatch("planId", body, key) }
+	if err := keyAgrees(sh, "planId", sh.planID, keyID, keyEvent, keyErr, planMismatch); err != nil {
+		return err
 	}
 	if keyErr != nil { // well-formed, consistent, and from a newer kcleanup
-		return unknownEvent("event", ev)
+		return unknownEvent("event", string(keyEvent))
 	}
 	if sh.plan == kindObject {
 		return checkVersion("plan.schemaVersion", sh.planSchemaVersion)

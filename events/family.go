@@ -225,6 +225,22 @@ func (f *family) classify(k keyed, value []byte, keyID string, keyEvent Event, k
 	if perr != nil {
 		return perr
 	}
+	if err := keyAgrees(sh, k.id, k.idOf(sh), keyID, keyEvent, keyErr, k.mismatch); err != nil {
+		return err
+	}
+	if keyErr != nil { // well-formed, consistent, and from a newer kcleanup
+		return keyErr
+	}
+	if err == nil { // only the kind can have failed
+		return malformed(wrongKind("value", firstKind(value), "a JSON object"))
+	}
+	return malformed(fromLibrary(err, k.fields))
+}
+
+// keyAgrees applies, in order, the rules on a record's key before its
+// strict ones: a key that names no event is its error; the body's event
+// and its id field (planId, pinId, mirrorTopic) must be the key's.
+func keyAgrees(sh shape, idField string, id scalar, keyID string, keyEvent Event, keyErr error, mismatch func(body, key string) *fieldError) error {
 	if keyErr != nil && keyEvent == "" {
 		return keyErr
 	}
@@ -235,20 +251,14 @@ func (f *family) classify(k keyed, value []byte, keyID string, keyEvent Event, k
 	if ev != string(keyEvent) {
 		return malformed(keyMismatch("event", ev, string(keyEvent)))
 	}
-	id, ferr := requiredString(k.id, k.idOf(sh))
+	got, ferr := requiredString(idField, id)
 	if ferr != nil {
 		return malformed(ferr)
 	}
-	if id != keyID {
-		return malformed(k.mismatch(id, keyID))
+	if got != keyID {
+		return malformed(mismatch(got, keyID))
 	}
-	if keyErr != nil { // well-formed, consistent, and from a newer kcleanup
-		return keyErr
-	}
-	if err == nil { // only the kind can have failed
-		return malformed(wrongKind("value", firstKind(value), "a JSON object"))
-	}
-	return malformed(fromLibrary(err, k.fields))
+	return nil
 }
 
 // appendHead starts a family record: {"schemaVersion":v,"event":e.

@@ -92,8 +92,20 @@ func TestValidateRefusesInvalidUTF8InEveryFamily(t *testing.T) {
 		field string
 		env   func() Envelope
 	}{
-		{"reason", func() Envelope { e := sideSamples()[11]; r := *e.Retention; r.Reason = "stop\xff"; e.Retention = &r; return e }},
-		{"topic", func() Envelope { e := sideSamples()[11]; r := *e.Retention; r.Topic = "t\xff"; e.Retention = &r; return e }},
+		{"reason", func() Envelope {
+			e := sideSamples()[11]
+			r := *e.Retention
+			r.Reason = "stop\xff"
+			e.Retention = &r
+			return e
+		}},
+		{"topic", func() Envelope {
+			e := sideSamples()[11]
+			r := *e.Retention
+			r.Topic = "t\xff"
+			e.Retention = &r
+			return e
+		}},
 		{"watch", func() Envelope {
 			e := sideSamples()[9]
 			r := *e.Retention
