@@ -14,6 +14,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/kcleanup/kcleanup/internal/repo"
 )
 
 // Server is the S3-compatible server of KCLEANUP_TEST_S3.
@@ -29,13 +31,27 @@ func Need(t testing.TB) Server {
 		if os.Getenv("CI") == "true" {
 			t.Fatal("KCLEANUP_TEST_S3 is not set: run the tests through cmd/s3dev/s3.sh test (make test does)")
 		}
-		t.Skip("no S3 server: run through cmd/s3dev/s3.sh test go test ...")
+		t.Skip("no S3 server (KCLEANUP_TEST_S3): run " + command(t))
 	}
 	Isolate(t)
 	t.Setenv("AWS_ENDPOINT_URL", srv.Endpoint)
 	t.Setenv("AWS_ACCESS_KEY_ID", srv.Key)
 	t.Setenv("AWS_SECRET_ACCESS_KEY", srv.Secret)
 	return srv
+}
+
+// command is the command line that runs t with the server: from the repository's root,
+// cmd/s3dev/s3.sh test go test -run '^T$' ./PKG.
+func command(t testing.TB) string {
+	pkg := "./..."
+	if root, err := repo.Root(); err == nil {
+		if wd, err := os.Getwd(); err == nil {
+			if rel, err := filepath.Rel(root, wd); err == nil {
+				pkg = "./" + filepath.ToSlash(rel)
+			}
+		}
+	}
+	return fmt.Sprintf("cmd/s3dev/s3.sh test go test -count=1 -run '^%s$' %s (from the repository's root)", strings.SplitN(t.Name(), "/", 2)[0], pkg)
 }
 
 // Isolate empties the AWS chain: every variable the SDK reads unset, shared files that do not
