@@ -40,7 +40,7 @@ build: ## build bin/kcleanup (BIN=path for elsewhere), naming the commit in its 
 demo: build ## walk the C0/C1 example end to end on an embedded broker
 	$(BIN) demo
 
-test: chromium buildah promtool ## all tests: the pure packages (in full, then -short under -race), the S3 reads against a real S3-compatible server, then the rest against a real Kafka broker, then the cluster tests on three brokers (each started if needed), with the checkpoints real Flink jobs wrote (make flinkgen)
+test: chromium buildah promtool ## all tests: the pure packages (in full, then -short under -race), the S3 reads against a real S3-compatible server, then the rest against a real Kafka broker (and the S3 server), then the cluster tests on three brokers (each started if needed), with the checkpoints real Flink jobs wrote (make flinkgen)
 	@dir=$${KCLEANUP_FLINKGEN_DIR:-}; \
 	if [ -z "$$dir" ]; then dir=$$(internal/flinkgen/generate.sh) || exit 1; dir=$$(tail -n 1 <<<"$$dir"); fi; \
 	echo "checkpoints of real Flink jobs: $$dir"; \
@@ -51,10 +51,11 @@ test-all:
 	$(GO) test -count=1 $(PURE)
 	$(GO) test -race -short -count=1 $(PURE)
 	$(S3) test $(MAKE) --no-print-directory test-s3
-	$(KAFKA) test $(MAKE) --no-print-directory test-broker
+	$(S3) test $(KAFKA) test $(MAKE) --no-print-directory test-broker
 	$(KAFKA) test --brokers 3 $(MAKE) --no-print-directory test-cluster
 
-# The packages that need the broker, and cmd/kcbench (a module of its own), under one broker.
+# The packages that need the broker, and cmd/kcbench (a module of its own), under one broker;
+# with the S3 server too, for cmd/kcleanup's Flink job checkpointing to s3:// (s3.sh test).
 test-broker:
 	$(GO) test -count=1 -timeout 25m $(OTHER)
 	cd cmd/kcbench && $(GO) test -count=1 ./...

@@ -85,17 +85,8 @@ func unknownEvent(field, ev string) *DecodeError {
 // check the envelope; Validate does (text that is not valid UTF-8 is written
 // as U+FFFD, so only an envelope Validate accepts decodes to itself).
 func (e Envelope) Encode() (key, value []byte) {
-	if e.Mirror != nil {
-		return e.encodeMirror()
-	}
-	if e.Pin != nil {
-		return e.encodePin()
-	}
-	if e.Declaration != nil {
-		return e.encodeDeclaration()
-	}
-	if e.Retention != nil {
-		return e.encodeRetention()
+	if f := familyOf(e); f != nil {
+		return f.encode(e)
 	}
 	b := make([]byte, 0, 256+len(e.Reason)+32*(len(e.Plan.Offsets)+len(e.Boundary)+len(e.LogStart)))
 	b = append(b, `{"schemaVersion":`...)
@@ -149,11 +140,10 @@ func (e Envelope) EncodeValid() (key, value []byte, err error) {
 	if e.Reason != "" && e.Mirror == nil && e.Pin == nil && !e.Event.CarriesReason() {
 		return nil, nil, malformed(fieldErrorf("reason", "is set on %s: only a PLANNED or COMMITTED carries an operator's reason", e.Event))
 	}
-	if e.Mirror != nil && !utf8.ValidString(e.Mirror.Reason) {
-		return nil, nil, malformed(fieldErrorf("reason", "is not valid UTF-8: Encode would write U+FFFD for its invalid bytes, and the record would decode to another reason"))
-	}
-	if e.Declaration != nil && !utf8.ValidString(e.Declaration.Reason) {
-		return nil, nil, malformed(fieldErrorf("reason", "is not valid UTF-8: Encode would write U+FFFD for its invalid bytes, and the record would decode to another reason"))
+	if f := familyOf(e); f != nil {
+		if err := f.checkTexts(e); err != nil {
+			return nil, nil, err
+		}
 	}
 	if e.Mirror != nil && e.Mirror.HasGrace && e.Event == MirrorAttached {
 		if err := CheckRestoreGrace(e.Mirror.RestoreGrace); err != nil {
@@ -264,17 +254,8 @@ func strictDecode(d *Decoder, key, value []byte) (Envelope, error) {
 	if !utf8.Valid(value) {
 		return Envelope{}, malformed(&fieldError{Reason: "is not valid UTF-8"})
 	}
-	if IsMirrorKey(key) {
-		return decodeMirror(key, value)
-	}
-	if IsPinKey(key) {
-		return decodePin(key, value)
-	}
-	if IsDeclarationKey(key) {
-		return decodeDeclaration(key, value)
-	}
-	if IsRetentionKey(key) {
-		return decodeRetention(key, value)
+	if f := familyOfKey(key); f != nil {
+		return f.decode(key, value)
 	}
 	keyID, keyEvent, keyErr := ParseKey(key)
 	w := envelopeJSON{Plan: planField{d: d, keyID: keyID}}
@@ -328,25 +309,12 @@ func classify(sh shape, keyID string, keyEvent Event, keyErr error) error {
 			return err
 		}
 	}
-	if keyErr != nil && keyEvent == "" {
-		return keyErr
-	}
-	ev, ferr := requiredString("event", sh.event)
-	if ferr != nil {
-		return malformed(ferr)
-	}
-	if ev != string(keyEvent) {
-		return malformed(keyMismatch("event", ev, string(keyEvent)))
-	}
-	id, ferr := requiredString("planId", sh.planID)
-	if ferr != nil {
-		return malformed(ferr)
-	}
-	if id != keyID {
-		return malformed(keyMismatch("planId", id, keyID))
+	planMismatch := func(body, key string) *fieldError { return keyMismatch("planId", body, key) }
+	if err := keyAgrees(sh, "planId", sh.planID, keyID, keyEvent, keyErr, planMismatch); err != nil {
+		return err
 	}
 	if keyErr != nil { // well-formed, consistent, and from a newer kcleanup
-		return unknownEvent("event", ev)
+		return unknownEvent("event", string(keyEvent))
 	}
 	if sh.plan == kindObject {
 		return checkVersion("plan.schemaVersion", sh.planSchemaVersion)

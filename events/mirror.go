@@ -1,13 +1,9 @@
 package events
 
 import (
-	"bytes"
 	"strconv"
-	"strings"
 	"time"
-	"unicode/utf8"
 
-	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 )
 
@@ -43,7 +39,18 @@ const (
 )
 
 // IsMirror reports whether e is one of the mirror events.
-func (e Event) IsMirror() bool { return e == MirrorAttached || e == MirrorDetached }
+func (e Event) IsMirror() bool { return mirrorFamily.knows(e) }
+
+// mirrorFamily describes the mirror events (family.go). No plan key can
+// start with its prefix, "mirror/" (plan keys start with 64 hex digits),
+// nor a Flink Agents key (a bare plan ID).
+var mirrorFamily = family{name: "mirror", prefix: "mirror/", events: [2]Event{MirrorAttached, MirrorDetached},
+	versions: []int{MirrorSchemaVersion, MirrorGraceSchemaVersion},
+	expected: strconv.Itoa(MirrorSchemaVersion) + ", or " + strconv.Itoa(MirrorGraceSchemaVersion) + " for a MIRROR_ATTACHED with its restore grace"}
+
+type mirrorRule struct{}
+
+func (mirrorRule) family() *family { return &mirrorFamily }
 
 // Mirror is the body of a mirror event: which topic, which incarnation of
 // it, and why (for the audit).
@@ -61,40 +68,26 @@ type Mirror struct {
 	RestoreGrace time.Duration
 }
 
-// mirrorKeyPrefix starts every mirror event's key. No plan key can start
-// with it (plan keys start with 64 hex digits), nor a Flink Agents key (a
-// bare plan ID).
-const mirrorKeyPrefix = "mirror/"
-
 // MirrorKey is the control-record key of a mirror event:
 // "mirror/<topic>/<EVENT>". One key per topic and event, so compaction
 // keeps the latest attach and the latest detach of each mirror topic, and
 // the fold decides by their offsets. A Kafka topic name has no '/', so the
 // key splits one way.
 func MirrorKey(topic string, e Event) string {
-	return mirrorKeyPrefix + topic + "/" + string(e)
+	return mirrorFamily.prefix + topic + "/" + string(e)
 }
 
 // IsMirrorKey reports whether a record key is a mirror event's key (by its
 // prefix: whether the rest is well-formed is ParseMirrorKey's question).
-func IsMirrorKey(key []byte) bool { return bytes.HasPrefix(key, []byte(mirrorKeyPrefix)) }
+func IsMirrorKey(key []byte) bool { return mirrorFamily.isKey(key) }
 
 // ParseMirrorKey splits a mirror event's key into topic and event. A
 // well-formed key whose event this build does not know returns both parts
 // with an error matching ErrUnknownEvent; any other bad key matches
 // ErrMalformed.
 func ParseMirrorKey(key []byte) (topic string, e Event, err error) {
-	s := string(key)
-	rest, ok := strings.CutPrefix(s, mirrorKeyPrefix)
-	t, ev, ok2 := strings.Cut(rest, "/")
-	if !ok || !ok2 || !utf8.ValidString(s) || checkTopic("", t) != nil || !isEventName(ev) {
-		return "", "", &DecodeError{Field: "key", Reason: "is " + strconv.Quote(s) + ": expected mirror/<topic>/<EVENT>, a Kafka topic name and an event such as MIRROR_ATTACHED"}
-	}
-	if !Event(ev).IsMirror() {
-		return t, Event(ev), &DecodeError{Field: "key", Reason: "names mirror event " + strconv.Quote(ev) +
-			", which this kcleanup does not know (it knows MIRROR_ATTACHED and MIRROR_DETACHED): upgrade kcleanup", class: ErrUnknownEvent}
-	}
-	return t, Event(ev), nil
+	return mirrorFamily.splitKey(key, func(t string) bool { return checkTopic("", t) == nil },
+		"mirror/<topic>/<EVENT>, a Kafka topic name and an event such as MIRROR_ATTACHED")
 }
 
 // mirrorFields are the fields of a mirror event, in the order Encode writes
@@ -110,15 +103,11 @@ var (
 func (e Envelope) encodeMirror() (key, value []byte) {
 	m := e.Mirror
 	grace := m.HasGrace && e.Event == MirrorAttached
-	b := make([]byte, 0, 256)
-	b = append(b, `{"schemaVersion":`...)
+	v := MirrorSchemaVersion
 	if grace {
-		b = strconv.AppendInt(b, MirrorGraceSchemaVersion, 10)
-	} else {
-		b = strconv.AppendInt(b, MirrorSchemaVersion, 10)
+		v = MirrorGraceSchemaVersion
 	}
-	b = append(b, `,"event":`...)
-	b = appendString(b, string(e.Event))
+	b := appendHead(make([]byte, 0, 256), v, e.Event)
 	b = append(b, `,"mirrorTopic":`...)
 	b = appendString(b, m.Topic)
 	b = append(b, `,"mirrorTopicId":`...)
@@ -127,14 +116,7 @@ func (e Envelope) encodeMirror() (key, value []byte) {
 		b = append(b, `,"restoreGraceSeconds":`...)
 		b = strconv.AppendInt(b, int64(m.RestoreGrace/time.Second), 10)
 	}
-	b = append(b, `,"at":`...)
-	b = appendString(b, e.At.UTC().Format(time.RFC3339Nano))
-	b = append(b, `,"actor":`...)
-	b = appendString(b, e.Actor)
-	b = append(b, `,"reason":`...)
-	b = appendString(b, m.Reason)
-	b = append(b, '}')
-	return []byte(MirrorKey(m.Topic, e.Event)), b
+	return []byte(MirrorKey(m.Topic, e.Event)), appendTail(b, e, m.Reason)
 }
 
 // NewMirrorEvent is the envelope of a mirror event (Validate it before
@@ -164,14 +146,14 @@ func CheckRestoreGrace(d time.Duration) error {
 
 // mirrorJSON is a mirror event as decoded; each field checks itself.
 type mirrorJSON struct {
-	SchemaVersion mirrorVersion     `json:"schemaVersion"`
-	Event         str[anyText]      `json:"event"`
-	MirrorTopic   str[topicRule]    `json:"mirrorTopic"`
-	MirrorTopicID str[topicIDRule]  `json:"mirrorTopicId"`
-	RestoreGrace  graceSeconds      `json:"restoreGraceSeconds"`
-	At            timeField         `json:"at"`
-	Actor         str[actor]        `json:"actor"`
-	Reason        str[mirrorReason] `json:"reason"`
+	SchemaVersion versionField[mirrorRule] `json:"schemaVersion"`
+	Event         str[anyText]             `json:"event"`
+	MirrorTopic   str[topicRule]           `json:"mirrorTopic"`
+	MirrorTopicID str[topicIDRule]         `json:"mirrorTopicId"`
+	RestoreGrace  graceSeconds             `json:"restoreGraceSeconds"`
+	At            timeField                `json:"at"`
+	Actor         str[actor]               `json:"actor"`
+	Reason        str[mirrorReason]        `json:"reason"`
 }
 
 // decodeMirror reads a record under a mirror key (value not nil, UTF-8).
@@ -179,123 +161,45 @@ type mirrorJSON struct {
 // the key, the body's event and mirrorTopic against the key, an unknown
 // mirror event (ErrUnknownEvent), then every field strictly.
 func decodeMirror(key, value []byte) (Envelope, error) {
-	keyTopic, keyEvent, keyErr := ParseMirrorKey(key)
-	var w mirrorJSON
-	err := json.Unmarshal(value, &w, strict)
-	if err == nil && firstKind(value) == kindObject && keyErr == nil {
-		seen := [...]bool{w.SchemaVersion.set, w.Event.set, w.MirrorTopic.set, w.MirrorTopicID.set, w.At.set, w.Actor.set, w.Reason.set}
-		for i, ok := range seen {
-			if !ok {
-				return Envelope{}, malformed(missingField(mirrorFields[i]))
-			}
-		}
-		// Version 4 is a MIRROR_ATTACHED with its restore grace; version 2
-		// has none.
-		switch {
-		case w.SchemaVersion.v == MirrorGraceSchemaVersion && keyEvent != MirrorAttached:
-			return Envelope{}, malformed(fieldErrorf("schemaVersion", "is %d: only a MIRROR_ATTACHED carries a restore grace; %s is version %d", MirrorGraceSchemaVersion, keyEvent, MirrorSchemaVersion))
-		case w.SchemaVersion.v == MirrorGraceSchemaVersion && !w.RestoreGrace.set:
-			return Envelope{}, malformed(missingField("restoreGraceSeconds"))
-		case w.SchemaVersion.v == MirrorSchemaVersion && w.RestoreGrace.set:
-			return Envelope{}, malformed(fieldErrorf("restoreGraceSeconds", "is in a mirror event of schema version %d: expected it only in version %d", MirrorSchemaVersion, MirrorGraceSchemaVersion))
-		}
-		if Event(w.Event.v) != keyEvent {
-			return Envelope{}, malformed(keyMismatch("event", w.Event.v, string(keyEvent)))
-		}
-		if w.MirrorTopic.v != keyTopic {
-			return Envelope{}, malformed(mirrorKeyMismatch(w.MirrorTopic.v, keyTopic))
-		}
-		return Envelope{SchemaVersion: w.SchemaVersion.v, Event: keyEvent, At: w.At.v, Actor: w.Actor.v,
-			Mirror: &Mirror{Topic: w.MirrorTopic.v, TopicID: w.MirrorTopicID.v, Reason: w.Reason.v,
-				HasGrace: w.RestoreGrace.set, RestoreGrace: w.RestoreGrace.d}}, nil
-	}
-	sh, sferr := scan(value)
-	if sferr != nil {
-		return Envelope{}, malformed(sferr)
-	}
-	if sh.kind != kindObject {
-		return Envelope{}, malformed(wrongKind("value", sh.kind, "a JSON object"))
-	}
-	if err := checkMirrorVersion(sh.schemaVersion); err != nil {
-		return Envelope{}, err
-	}
-	if keyErr != nil && keyEvent == "" {
-		return Envelope{}, keyErr
-	}
-	ev, ferr := requiredString("event", sh.event)
-	if ferr != nil {
-		return Envelope{}, malformed(ferr)
-	}
-	if ev != string(keyEvent) {
-		return Envelope{}, malformed(keyMismatch("event", ev, string(keyEvent)))
-	}
-	t, ferr := requiredString("mirrorTopic", sh.mirrorTopic)
-	if ferr != nil {
-		return Envelope{}, malformed(ferr)
-	}
-	if t != keyTopic {
-		return Envelope{}, malformed(mirrorKeyMismatch(t, keyTopic))
-	}
-	if keyErr != nil { // well-formed, consistent, and from a newer kcleanup
-		return Envelope{}, keyErr
-	}
-	if err == nil { // only the kind can have failed
-		return Envelope{}, malformed(wrongKind("value", firstKind(value), "a JSON object"))
-	}
-	return Envelope{}, malformed(fromLibrary(err, mirrorFields))
+	return decodeKeyed(&mirrorFamily, mirrorKeyed, key, value, (*mirrorJSON).envelope)
 }
+
+// envelope checks what no single field can.
+func (w *mirrorJSON) envelope(keyTopic string, keyEvent Event) (Envelope, *fieldError) {
+	seen := [...]bool{w.SchemaVersion.set, w.Event.set, w.MirrorTopic.set, w.MirrorTopicID.set, w.At.set, w.Actor.set, w.Reason.set}
+	for i, ok := range seen {
+		if !ok {
+			return Envelope{}, missingField(mirrorFields[i])
+		}
+	}
+	// Version 4 is a MIRROR_ATTACHED with its restore grace; version 2
+	// has none.
+	switch {
+	case w.SchemaVersion.v == MirrorGraceSchemaVersion && keyEvent != MirrorAttached:
+		return Envelope{}, fieldErrorf("schemaVersion", "is %d: only a MIRROR_ATTACHED carries a restore grace; %s is version %d", MirrorGraceSchemaVersion, keyEvent, MirrorSchemaVersion)
+	case w.SchemaVersion.v == MirrorGraceSchemaVersion && !w.RestoreGrace.set:
+		return Envelope{}, missingField("restoreGraceSeconds")
+	case w.SchemaVersion.v == MirrorSchemaVersion && w.RestoreGrace.set:
+		return Envelope{}, fieldErrorf("restoreGraceSeconds", "is in a mirror event of schema version %d: expected it only in version %d", MirrorSchemaVersion, MirrorGraceSchemaVersion)
+	}
+	if Event(w.Event.v) != keyEvent {
+		return Envelope{}, keyMismatch("event", w.Event.v, string(keyEvent))
+	}
+	if w.MirrorTopic.v != keyTopic {
+		return Envelope{}, mirrorKeyMismatch(w.MirrorTopic.v, keyTopic)
+	}
+	return Envelope{SchemaVersion: w.SchemaVersion.v, Event: keyEvent, At: w.At.v, Actor: w.Actor.v,
+		Mirror: &Mirror{Topic: w.MirrorTopic.v, TopicID: w.MirrorTopicID.v, Reason: w.Reason.v,
+			HasGrace: w.RestoreGrace.set, RestoreGrace: w.RestoreGrace.d}}, nil
+}
+
+// mirrorKeyed: a mirror's key names its mirrorTopic.
+var mirrorKeyed = keyed{parse: ParseMirrorKey, id: "mirrorTopic", idOf: func(sh shape) scalar { return sh.mirrorTopic }, mismatch: mirrorKeyMismatch, fields: mirrorFields}
 
 func mirrorKeyMismatch(body, key string) *fieldError {
 	f := fieldErrorf("mirrorTopic", "is %q but the key names %q: expected the key to be mirror/<mirrorTopic>/<event>", body, key)
 	f.detail = ErrKeyMismatch
 	return f
-}
-
-// checkMirrorVersion: nil for 2 and 4, ErrNewerSchema for any other
-// integer above 2 (3 as before: a build before pins read it so), else
-// ErrMalformed (1 included: the mirror events do not exist in version 1).
-func checkMirrorVersion(v scalar) error {
-	const field = "schemaVersion"
-	if !v.present {
-		return malformed(missingField(field))
-	}
-	if v.kind != kindNumber {
-		return malformed(wrongKind(field, v.kind, "2"))
-	}
-	if v.text == "2" || v.text == "4" {
-		return nil
-	}
-	if isDigits(v.text) && v.text[0] != '0' && v.text != "1" {
-		return newDecodeError(ErrNewerSchema, fieldErrorf(field, "is %s: this kcleanup understands mirror events of schema versions %d and %d only: upgrade kcleanup", v.text, MirrorSchemaVersion, MirrorGraceSchemaVersion))
-	}
-	return malformed(fieldErrorf(field, "is %s: expected %d, or %d for a MIRROR_ATTACHED with its restore grace", v.text, MirrorSchemaVersion, MirrorGraceSchemaVersion))
-}
-
-// mirrorVersion is a mirror event's schemaVersion: exactly the literal 2
-// or 4.
-type mirrorVersion struct {
-	set bool
-	v   int
-}
-
-func (f *mirrorVersion) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	if f.set {
-		return twice
-	}
-	f.set = true
-	v, err := dec.ReadValue()
-	if err != nil {
-		return err
-	}
-	switch {
-	case v.Kind() == '0' && string(v) == "2":
-		f.v = MirrorSchemaVersion
-	case v.Kind() == '0' && string(v) == "4":
-		f.v = MirrorGraceSchemaVersion
-	default:
-		return atValue(dec, fieldErrorf("", "is %s: expected %d, or %d for a MIRROR_ATTACHED with its restore grace", v, MirrorSchemaVersion, MirrorGraceSchemaVersion))
-	}
-	return nil
 }
 
 // graceSeconds is a MIRROR_ATTACHED's restoreGraceSeconds: an integer
@@ -326,8 +230,5 @@ func (f *graceSeconds) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 type mirrorReason struct{}
 
 func (mirrorReason) check(s string) *fieldError {
-	if strings.TrimSpace(s) == "" {
-		return fieldErrorf("", "is blank: expected why the mirror was attached or detached, for the audit")
-	}
-	return checkActor("", s)
+	return auditReason(s, "why the mirror was attached or detached")
 }

@@ -1,12 +1,8 @@
 package events
 
 import (
-	"bytes"
 	"strconv"
-	"strings"
 	"time"
-
-	"github.com/go-json-experiment/json/jsontext"
 )
 
 // DeclarationSchemaVersion is the envelope version of the no-tombstones
@@ -29,7 +25,17 @@ const (
 )
 
 // IsDeclaration reports whether e is one of the declaration events.
-func (e Event) IsDeclaration() bool { return e == NoTombstonesDeclared || e == NoTombstonesWithdrawn }
+func (e Event) IsDeclaration() bool { return declarationFamily.knows(e) }
+
+// declarationFamily describes the declaration events (family.go): one key,
+// DeclarationKey, under the prefix "tombstones/", which no plan, mirror,
+// pin or retention key starts with; the event is the body's.
+var declarationFamily = family{name: "declaration", prefix: "tombstones/", events: [2]Event{NoTombstonesDeclared, NoTombstonesWithdrawn},
+	versions: []int{DeclarationSchemaVersion}, expected: strconv.Itoa(DeclarationSchemaVersion) + ", the schema version of declaration events"}
+
+type declarationRule struct{}
+
+func (declarationRule) family() *family { return &declarationFamily }
 
 // Declaration is the body of a declaration event. A NO_TOMBSTONES_DECLARED
 // carries every field; a NO_TOMBSTONES_WITHDRAWN only Reason.
@@ -54,7 +60,7 @@ const DeclarationKey = "tombstones/declaration"
 // IsDeclarationKey reports whether a record key is under the declaration
 // prefix (whether it is exactly DeclarationKey is decodeDeclaration's
 // question). No plan, mirror, pin or retention key starts with it.
-func IsDeclarationKey(key []byte) bool { return bytes.HasPrefix(key, []byte("tombstones/")) }
+func IsDeclarationKey(key []byte) bool { return declarationFamily.isKey(key) }
 
 // NewDeclaration is the NO_TOMBSTONES_DECLARED envelope (Validate it before
 // producing it).
@@ -77,11 +83,7 @@ var declarationFields = []string{"schemaVersion", "event", "topic", "topicId", "
 //	{"schemaVersion":6,"event":"NO_TOMBSTONES_WITHDRAWN","at":…,"actor":…,"reason":…}
 func (e Envelope) encodeDeclaration() (key, value []byte) {
 	d := e.Declaration
-	b := make([]byte, 0, 256+32*len(d.Since))
-	b = append(b, `{"schemaVersion":`...)
-	b = strconv.AppendInt(b, DeclarationSchemaVersion, 10)
-	b = append(b, `,"event":`...)
-	b = appendString(b, string(e.Event))
+	b := appendHead(make([]byte, 0, 256+32*len(d.Since)), DeclarationSchemaVersion, e.Event)
 	if e.Event == NoTombstonesDeclared {
 		b = append(b, `,"topic":`...)
 		b = appendString(b, d.Topic)
@@ -90,26 +92,19 @@ func (e Envelope) encodeDeclaration() (key, value []byte) {
 		b = append(b, `,"since":`...)
 		b = appendOffsets(b, d.Since, "")
 	}
-	b = append(b, `,"at":`...)
-	b = appendString(b, e.At.UTC().Format(time.RFC3339Nano))
-	b = append(b, `,"actor":`...)
-	b = appendString(b, e.Actor)
-	b = append(b, `,"reason":`...)
-	b = appendString(b, d.Reason)
-	b = append(b, '}')
-	return []byte(DeclarationKey), b
+	return []byte(DeclarationKey), appendTail(b, e, d.Reason)
 }
 
 // declarationJSON is a declaration event as decoded; each field checks itself.
 type declarationJSON struct {
-	Version declarationVersion   `json:"schemaVersion"`
-	Event   str[anyText]         `json:"event"`
-	Topic   str[topicRule]       `json:"topic"`
-	TopicID str[topicIDRule]     `json:"topicId"`
-	Since   offsetsField         `json:"since"`
-	At      timeField            `json:"at"`
-	Actor   str[actor]           `json:"actor"`
-	Reason  str[declarationText] `json:"reason"`
+	Version versionField[declarationRule] `json:"schemaVersion"`
+	Event   str[anyText]                  `json:"event"`
+	Topic   str[topicRule]                `json:"topic"`
+	TopicID str[topicIDRule]              `json:"topicId"`
+	Since   offsetsField                  `json:"since"`
+	At      timeField                     `json:"at"`
+	Actor   str[actor]                    `json:"actor"`
+	Reason  str[declarationText]          `json:"reason"`
 }
 
 // decodeDeclaration reads a record under a declaration key (value not nil,
@@ -117,14 +112,8 @@ type declarationJSON struct {
 // ErrNewerSchema), the key, an unknown event under it (ErrUnknownEvent),
 // then every field strictly and which fields the event carries.
 func decodeDeclaration(key, value []byte) (Envelope, error) {
-	sh, sferr := scan(value)
-	if sferr != nil {
-		return Envelope{}, malformed(sferr)
-	}
-	if sh.kind != kindObject {
-		return Envelope{}, malformed(wrongKind("value", sh.kind, "a JSON object"))
-	}
-	if err := checkDeclarationVersion(sh.schemaVersion); err != nil {
+	sh, err := declarationFamily.prelude(value)
+	if err != nil {
 		return Envelope{}, err
 	}
 	if string(key) != DeclarationKey {
@@ -134,7 +123,7 @@ func decodeDeclaration(key, value []byte) (Envelope, error) {
 	if ferr != nil {
 		return Envelope{}, malformed(ferr)
 	}
-	if !Event(ev).IsDeclaration() {
+	if !declarationFamily.knows(Event(ev)) {
 		if isEventName(ev) {
 			return Envelope{}, &DecodeError{Field: "event", Reason: "is " + strconv.Quote(ev) +
 				", which this kcleanup does not know under " + DeclarationKey + " (it knows NO_TOMBSTONES_DECLARED and NO_TOMBSTONES_WITHDRAWN): upgrade kcleanup", class: ErrUnknownEvent}
@@ -168,51 +157,10 @@ func decodeDeclaration(key, value []byte) (Envelope, error) {
 	return Envelope{SchemaVersion: DeclarationSchemaVersion, Event: e, Declaration: &d, At: w.At.v, Actor: w.Actor.v}, nil
 }
 
-// checkDeclarationVersion: nil for 6, ErrNewerSchema for any larger
-// integer, else ErrMalformed (the declaration events exist only in 6).
-func checkDeclarationVersion(v scalar) error {
-	const field = "schemaVersion"
-	if !v.present {
-		return malformed(missingField(field))
-	}
-	if v.kind != kindNumber {
-		return malformed(wrongKind(field, v.kind, "6"))
-	}
-	if v.text == "6" {
-		return nil
-	}
-	if isDigits(v.text) && v.text[0] != '0' && (len(v.text) > 1 || v.text[0] > '6') {
-		return newDecodeError(ErrNewerSchema, fieldErrorf(field, "is %s: this kcleanup understands declaration events of schema version %d only: upgrade kcleanup", v.text, DeclarationSchemaVersion))
-	}
-	return malformed(fieldErrorf(field, "is %s: expected %d, the schema version of declaration events", v.text, DeclarationSchemaVersion))
-}
-
-// declarationVersion is a declaration event's schemaVersion: exactly 6
-// (checkDeclarationVersion ran first; this only records that it was there).
-type declarationVersion struct{ set bool }
-
-func (f *declarationVersion) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	if f.set {
-		return twice
-	}
-	f.set = true
-	v, err := dec.ReadValue()
-	if err != nil {
-		return err
-	}
-	if v.Kind() != '0' || string(v) != "6" {
-		return atValue(dec, fieldErrorf("", "is %s: expected %d, the schema version of declaration events", v, DeclarationSchemaVersion))
-	}
-	return nil
-}
-
 // declarationText is the rule of a declaration event's reason: printable,
 // not blank.
 type declarationText struct{}
 
 func (declarationText) check(s string) *fieldError {
-	if strings.TrimSpace(s) == "" {
-		return fieldErrorf("", "is blank: expected why the job writes no tombstones, or why the declaration is withdrawn, for the audit")
-	}
-	return checkActor("", s)
+	return auditReason(s, "why the job writes no tombstones, or why the declaration is withdrawn")
 }

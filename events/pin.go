@@ -1,16 +1,10 @@
 package events
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"strconv"
-	"strings"
 	"time"
-	"unicode/utf8"
-
-	"github.com/go-json-experiment/json"
-	"github.com/go-json-experiment/json/jsontext"
 )
 
 // PinSchemaVersion is the envelope version of the pin events. They are
@@ -32,7 +26,17 @@ const (
 )
 
 // IsPin reports whether e is one of the pin events.
-func (e Event) IsPin() bool { return e == Pinned || e == Unpinned }
+func (e Event) IsPin() bool { return pinFamily.knows(e) }
+
+// pinFamily describes the pin events (family.go). Its key prefix, "pin/",
+// starts no plan key (64 hex digits), mirror key ("mirror/") or Flink
+// Agents key (a bare plan ID).
+var pinFamily = family{name: "pin", prefix: "pin/", events: [2]Event{Pinned, Unpinned}, versions: []int{PinSchemaVersion},
+	expected: strconv.Itoa(PinSchemaVersion) + ", the schema version of pin events"}
+
+type pinRule struct{}
+
+func (pinRule) family() *family { return &pinFamily }
 
 // Pin is the body of a pin event. A PINNED carries every field; an
 // UNPINNED only PinID and Reason.
@@ -53,34 +57,20 @@ type Pin struct {
 	Reason string
 }
 
-// pinKeyPrefix starts every pin event's key. No plan key (64 hex digits),
-// mirror key ("mirror/") or Flink Agents key (a bare plan ID) starts with it.
-const pinKeyPrefix = "pin/"
-
 // PinKey is the control-record key of a pin event: "pin/<pinId>/<EVENT>".
 // One key per pin and event: compaction keeps a pin's PINNED and its
 // UNPINNED, and the fold decides by their offsets.
-func PinKey(pinID string, e Event) string { return pinKeyPrefix + pinID + "/" + string(e) }
+func PinKey(pinID string, e Event) string { return pinFamily.prefix + pinID + "/" + string(e) }
 
 // IsPinKey reports whether a record key is a pin event's key (by its prefix:
 // whether the rest is well-formed is ParsePinKey's question).
-func IsPinKey(key []byte) bool { return bytes.HasPrefix(key, []byte(pinKeyPrefix)) }
+func IsPinKey(key []byte) bool { return pinFamily.isKey(key) }
 
 // ParsePinKey splits a pin event's key into pin ID and event. A well-formed
 // key whose event this build does not know returns both parts with an error
 // matching ErrUnknownEvent; any other bad key matches ErrMalformed.
 func ParsePinKey(key []byte) (pinID string, e Event, err error) {
-	s := string(key)
-	rest, _ := strings.CutPrefix(s, pinKeyPrefix)
-	id, ev, ok := strings.Cut(rest, "/")
-	if !IsPinKey(key) || !ok || !utf8.ValidString(s) || !isPinID(id) || !isEventName(ev) {
-		return "", "", &DecodeError{Field: "key", Reason: "is " + strconv.Quote(s) + ": expected pin/<pinId>/<EVENT>, a pin ID of 16 lowercase hex digits and an event such as PINNED"}
-	}
-	if !Event(ev).IsPin() {
-		return id, Event(ev), &DecodeError{Field: "key", Reason: "names pin event " + strconv.Quote(ev) +
-			", which this kcleanup does not know (it knows PINNED and UNPINNED): upgrade kcleanup", class: ErrUnknownEvent}
-	}
-	return id, Event(ev), nil
+	return pinFamily.splitKey(key, isPinID, "pin/<pinId>/<EVENT>, a pin ID of 16 lowercase hex digits and an event such as PINNED")
 }
 
 func isPinID(s string) bool {
@@ -148,11 +138,7 @@ var pinFields = []string{"schemaVersion", "event", "pinId", "recoveryPoint", "to
 //	{"schemaVersion":3,"event":"UNPINNED","pinId":…,"at":…,"actor":…,"reason":…}
 func (e Envelope) encodePin() (key, value []byte) {
 	p := e.Pin
-	b := make([]byte, 0, 256+32*len(p.Offsets))
-	b = append(b, `{"schemaVersion":`...)
-	b = strconv.AppendInt(b, PinSchemaVersion, 10)
-	b = append(b, `,"event":`...)
-	b = appendString(b, string(e.Event))
+	b := appendHead(make([]byte, 0, 256+32*len(p.Offsets)), PinSchemaVersion, e.Event)
 	b = append(b, `,"pinId":`...)
 	b = appendString(b, p.PinID)
 	if e.Event == Pinned {
@@ -169,29 +155,22 @@ func (e Envelope) encodePin() (key, value []byte) {
 			b = appendString(b, p.Expires.UTC().Format(time.RFC3339Nano))
 		}
 	}
-	b = append(b, `,"at":`...)
-	b = appendString(b, e.At.UTC().Format(time.RFC3339Nano))
-	b = append(b, `,"actor":`...)
-	b = appendString(b, e.Actor)
-	b = append(b, `,"reason":`...)
-	b = appendString(b, p.Reason)
-	b = append(b, '}')
-	return []byte(PinKey(p.PinID, e.Event)), b
+	return []byte(PinKey(p.PinID, e.Event)), appendTail(b, e, p.Reason)
 }
 
 // pinJSON is a pin event as decoded; each field checks itself.
 type pinJSON struct {
-	SchemaVersion pinVersion         `json:"schemaVersion"`
-	Event         str[anyText]       `json:"event"`
-	PinID         str[pinIDRule]     `json:"pinId"`
-	RecoveryPoint str[recoveryPoint] `json:"recoveryPoint"`
-	Topic         str[topicRule]     `json:"topic"`
-	TopicID       str[topicIDRule]   `json:"topicId"`
-	Offsets       offsetsField       `json:"offsets"`
-	Expires       timeField          `json:"expires"`
-	At            timeField          `json:"at"`
-	Actor         str[actor]         `json:"actor"`
-	Reason        str[pinReason]     `json:"reason"`
+	SchemaVersion versionField[pinRule] `json:"schemaVersion"`
+	Event         str[anyText]          `json:"event"`
+	PinID         str[pinIDRule]        `json:"pinId"`
+	RecoveryPoint str[recoveryPoint]    `json:"recoveryPoint"`
+	Topic         str[topicRule]        `json:"topic"`
+	TopicID       str[topicIDRule]      `json:"topicId"`
+	Offsets       offsetsField          `json:"offsets"`
+	Expires       timeField             `json:"expires"`
+	At            timeField             `json:"at"`
+	Actor         str[actor]            `json:"actor"`
+	Reason        str[pinReason]        `json:"reason"`
 }
 
 // decodePin reads a record under a pin key (value not nil, UTF-8). The
@@ -200,51 +179,11 @@ type pinJSON struct {
 // (ErrUnknownEvent), then every field strictly, which fields the event
 // carries, expires after at, and a PINNED's pinId against its content.
 func decodePin(key, value []byte) (Envelope, error) {
-	keyID, keyEvent, keyErr := ParsePinKey(key)
-	var w pinJSON
-	err := json.Unmarshal(value, &w, strict)
-	if err == nil && firstKind(value) == kindObject && keyErr == nil {
-		env, ferr := w.envelope(keyID, keyEvent)
-		if ferr != nil {
-			return Envelope{}, malformed(ferr)
-		}
-		return env, nil
-	}
-	sh, sferr := scan(value)
-	if sferr != nil {
-		return Envelope{}, malformed(sferr)
-	}
-	if sh.kind != kindObject {
-		return Envelope{}, malformed(wrongKind("value", sh.kind, "a JSON object"))
-	}
-	if err := checkPinVersion(sh.schemaVersion); err != nil {
-		return Envelope{}, err
-	}
-	if keyErr != nil && keyEvent == "" {
-		return Envelope{}, keyErr
-	}
-	ev, ferr := requiredString("event", sh.event)
-	if ferr != nil {
-		return Envelope{}, malformed(ferr)
-	}
-	if ev != string(keyEvent) {
-		return Envelope{}, malformed(keyMismatch("event", ev, string(keyEvent)))
-	}
-	id, ferr := requiredString("pinId", sh.pinID)
-	if ferr != nil {
-		return Envelope{}, malformed(ferr)
-	}
-	if id != keyID {
-		return Envelope{}, malformed(pinKeyMismatch(id, keyID))
-	}
-	if keyErr != nil { // well-formed, consistent, and from a newer kcleanup
-		return Envelope{}, keyErr
-	}
-	if err == nil { // only the kind can have failed
-		return Envelope{}, malformed(wrongKind("value", firstKind(value), "a JSON object"))
-	}
-	return Envelope{}, malformed(fromLibrary(err, pinFields))
+	return decodeKeyed(&pinFamily, pinKeyed, key, value, (*pinJSON).envelope)
 }
+
+// pinKeyed: a pin's key names its pinId.
+var pinKeyed = keyed{parse: ParsePinKey, id: "pinId", idOf: func(sh shape) scalar { return sh.pinID }, mismatch: pinKeyMismatch, fields: pinFields}
 
 // envelope checks what no single field can.
 func (w *pinJSON) envelope(keyID string, keyEvent Event) (Envelope, *fieldError) {
@@ -291,43 +230,6 @@ func pinKeyMismatch(body, key string) *fieldError {
 	return f
 }
 
-// checkPinVersion: nil for 3, ErrNewerSchema for any larger integer, else
-// ErrMalformed (1 and 2 included: the pin events do not exist in them).
-func checkPinVersion(v scalar) error {
-	const field = "schemaVersion"
-	if !v.present {
-		return malformed(missingField(field))
-	}
-	if v.kind != kindNumber {
-		return malformed(wrongKind(field, v.kind, "3"))
-	}
-	if v.text == "3" {
-		return nil
-	}
-	if isDigits(v.text) && v.text[0] != '0' && (len(v.text) > 1 || v.text[0] > '3') {
-		return newDecodeError(ErrNewerSchema, fieldErrorf(field, "is %s: this kcleanup understands pin events of schema version %d only: upgrade kcleanup", v.text, PinSchemaVersion))
-	}
-	return malformed(fieldErrorf(field, "is %s: expected %d, the schema version of pin events", v.text, PinSchemaVersion))
-}
-
-// pinVersion is a pin event's schemaVersion: exactly the literal 3.
-type pinVersion struct{ set bool }
-
-func (f *pinVersion) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	if f.set {
-		return twice
-	}
-	f.set = true
-	v, err := dec.ReadValue()
-	if err != nil {
-		return err
-	}
-	if v.Kind() != '0' || string(v) != "3" {
-		return atValue(dec, fieldErrorf("", "is %s: expected %d, the schema version of pin events", v, PinSchemaVersion))
-	}
-	return nil
-}
-
 type pinIDRule struct{}
 
 func (pinIDRule) check(s string) *fieldError {
@@ -341,10 +243,7 @@ func (pinIDRule) check(s string) *fieldError {
 type pinReason struct{}
 
 func (pinReason) check(s string) *fieldError {
-	if strings.TrimSpace(s) == "" {
-		return fieldErrorf("", "is blank: expected why the recovery point is pinned or unpinned, for the audit")
-	}
-	return checkActor("", s)
+	return auditReason(s, "why the recovery point is pinned or unpinned")
 }
 
 // Active reports whether the pin protects at time t, the "at" of a record

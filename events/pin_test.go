@@ -99,8 +99,8 @@ func TestPinEventsAreNewerSchemaToSchemaOneReaders(t *testing.T) {
 	if err := checkVersion("schemaVersion", scalar{present: true, kind: kindNumber, text: "3"}); !errors.Is(err, ErrNewerSchema) {
 		t.Fatalf("checkVersion(3) = %v, want ErrNewerSchema", err)
 	}
-	if err := checkMirrorVersion(scalar{present: true, kind: kindNumber, text: "3"}); !errors.Is(err, ErrNewerSchema) {
-		t.Fatalf("checkMirrorVersion(3) = %v, want ErrNewerSchema", err)
+	if err := mirrorFamily.checkVersion(scalar{present: true, kind: kindNumber, text: "3"}); !errors.Is(err, ErrNewerSchema) {
+		t.Fatalf("mirrorFamily.checkVersion(3) = %v, want ErrNewerSchema", err)
 	}
 	if !strings.Contains(string(value), `"schemaVersion":3`) {
 		t.Fatal(string(value))

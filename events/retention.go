@@ -1,7 +1,6 @@
 package events
 
 import (
-	"bytes"
 	"fmt"
 	"strconv"
 	"strings"
@@ -28,7 +27,12 @@ const (
 )
 
 // IsRetention reports whether e is one of the retention events.
-func (e Event) IsRetention() bool { return e == RetentionSet || e == RetentionCleared }
+func (e Event) IsRetention() bool { return retentionFamily.knows(e) }
+
+// retentionFamily describes the retention events (family.go); no plan,
+// mirror or pin key starts with its prefix, "retention/".
+var retentionFamily = family{name: "retention", prefix: "retention/", events: [2]Event{RetentionSet, RetentionCleared},
+	versions: []int{RetentionSchemaVersion}, expected: strconv.Itoa(RetentionSchemaVersion) + ", the schema version of retention events"}
 
 // MinRetentionEvery is the shortest interval between two rounds of a policy.
 const MinRetentionEvery = time.Second
@@ -55,17 +59,13 @@ type Retention struct {
 	Reason string
 }
 
-// retentionKeyPrefix starts every retention event's key; no plan, mirror or
-// pin key starts with it.
-const retentionKeyPrefix = "retention/"
-
 // RetentionKey is the control-record key of a retention event:
 // "retention/<EVENT>". One key per event: compaction keeps the latest SET
 // and the latest CLEARED, and the fold decides by their offsets.
-func RetentionKey(e Event) string { return retentionKeyPrefix + string(e) }
+func RetentionKey(e Event) string { return retentionFamily.prefix + string(e) }
 
 // IsRetentionKey reports whether a record key is a retention event's key.
-func IsRetentionKey(key []byte) bool { return bytes.HasPrefix(key, []byte(retentionKeyPrefix)) }
+func IsRetentionKey(key []byte) bool { return retentionFamily.isKey(key) }
 
 // NewRetentionSet is the RETENTION_SET envelope of policy r (Validate it
 // before producing it).
@@ -113,23 +113,15 @@ func (e Envelope) encodeRetention() (key, value []byte) {
 // ErrNewerSchema), the key's event (unknown: ErrUnknownEvent), then every
 // field strictly.
 func decodeRetention(key, value []byte) (Envelope, error) {
-	sh, sferr := scan(value)
-	if sferr != nil {
-		return Envelope{}, malformed(sferr)
-	}
-	if sh.kind != kindObject {
-		return Envelope{}, malformed(wrongKind("value", sh.kind, "a JSON object"))
-	}
-	if err := checkRetentionVersion(sh.schemaVersion); err != nil {
+	if _, err := retentionFamily.prelude(value); err != nil {
 		return Envelope{}, err
 	}
-	ev := Event(strings.TrimPrefix(string(key), retentionKeyPrefix))
+	ev := Event(strings.TrimPrefix(string(key), retentionFamily.prefix))
 	if !isEventName(string(ev)) {
 		return Envelope{}, &DecodeError{Field: "key", Reason: "is " + strconv.Quote(string(key)) + ": expected retention/<EVENT>, such as retention/RETENTION_SET"}
 	}
-	if !ev.IsRetention() {
-		return Envelope{}, &DecodeError{Field: "key", Reason: "names retention event " + strconv.Quote(string(ev)) +
-			", which this kcleanup does not know (it knows RETENTION_SET and RETENTION_CLEARED): upgrade kcleanup", class: ErrUnknownEvent}
+	if !retentionFamily.knows(ev) {
+		return Envelope{}, retentionFamily.unknownEvent(string(ev))
 	}
 	var w retentionJSON
 	if err := json.Unmarshal(value, &w, strict); err != nil {
@@ -211,26 +203,4 @@ func isOperatorHash(s string) bool {
 		}
 	}
 	return true
-}
-
-// checkRetentionVersion: nil for RetentionSchemaVersion, ErrNewerSchema for any larger integer,
-// else ErrMalformed.
-func checkRetentionVersion(v scalar) error {
-	const field = "schemaVersion"
-	if !v.present {
-		return malformed(missingField(field))
-	}
-	if v.kind != kindNumber {
-		return malformed(wrongKind(field, v.kind, strconv.Itoa(RetentionSchemaVersion)))
-	}
-	if v.text == strconv.Itoa(RetentionSchemaVersion) {
-		return nil
-	}
-	if n, err := strconv.Atoi(v.text); err == nil && n > RetentionSchemaVersion && v.text[0] != '0' {
-		return newDecodeError(ErrNewerSchema, fieldErrorf(field, "is %s: this kcleanup understands retention events of schema version %d only: upgrade kcleanup", v.text, RetentionSchemaVersion))
-	}
-	if isDigits(v.text) && len(v.text) > 2 && v.text[0] != '0' {
-		return newDecodeError(ErrNewerSchema, fieldErrorf(field, "is %s: this kcleanup understands retention events of schema version %d only: upgrade kcleanup", v.text, RetentionSchemaVersion))
-	}
-	return malformed(fieldErrorf(field, "is %s: expected %d, the schema version of retention events", v.text, RetentionSchemaVersion))
 }

@@ -60,7 +60,7 @@ const (
 
 // Kinds lists every kind, for documentation and coverage counts.
 func Kinds() []Kind {
-	return []Kind{Describe, Permissions, Append, CatchUp, Recheck, Delete, Verify, Done, Wait, Blocked, Refused}
+	return []Kind{Describe, Permissions, Append, CatchUp, Recheck, Delete, Verify, Identify, Done, Wait, Blocked, Refused}
 }
 
 // Terminal reports whether a step ends its run.

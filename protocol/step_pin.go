@@ -16,10 +16,6 @@ import (
 // request (Report.Topic, its ID and Partitions only): what a pin must match.
 const Identify Kind = "identify"
 
-// PinKinds are the step kinds only the pin mode uses (the simulation runs
-// no pin mode: its pins are written by other writers).
-func PinKinds() []Kind { return []Kind{Identify} }
-
 // NewPin appends rec, a PINNED the executor made (events.NewPin: its ID
 // covers its writer's clock and actor, so the executor's record is appended
 // as it is), after a catch-up, and reads it back (docs/design.md §12). It is

@@ -69,6 +69,29 @@ func CheckDataTopic(info Topic, bootstrap string) []Finding {
 	return out
 }
 
+// ControlTopicBlocked is the decision on a control topic's settings (the
+// rules of topicconfig.ControlTopic, the ones init, doctor and the recovery
+// gate apply): nil when none blocks, else an error marked ErrBlocked that
+// names every blocking problem, with each problem's fix as a hint. Deleting
+// while the log may lose the decision that allowed it is what the safety
+// argument forbids; repairs go on, since they are what protects the log.
+// The caller gathers partitions and configs (worker.Cluster.ControlTopicSafe).
+func ControlTopicBlocked(controlTopic string, partitions int, configs map[string]string, bootstrap string) error {
+	blocking := topicconfig.Blocking(topicconfig.ControlTopic(controlTopic, partitions, configs, bootstrap))
+	if len(blocking) == 0 {
+		return nil
+	}
+	msgs := make([]string, 0, len(blocking))
+	for _, p := range blocking {
+		msgs = append(msgs, p.Message)
+	}
+	err := errors.Mark(errors.Newf("control topic %s is unsafe, so no deletion starts: %s", controlTopic, strings.Join(msgs, "; ")), ErrBlocked)
+	for _, p := range blocking {
+		err = errors.WithHint(err, p.Fix)
+	}
+	return err
+}
+
 // ControlTopicFor is the default control topic of a data topic.
 func ControlTopicFor(dataTopic string) string { return dataTopic + ".kcleanup" }
 

@@ -2,20 +2,16 @@ package worker
 
 import (
 	"context"
-	"strings"
 
 	"github.com/cockroachdb/errors"
 
 	"github.com/kcleanup/kcleanup/gate"
 	"github.com/kcleanup/kcleanup/protocol"
-	"github.com/kcleanup/kcleanup/topicconfig"
 )
 
-// ControlTopicSafe blocks cleanup on a control topic whose settings let the
-// log cleaner outrun repairs (the rules of package topicconfig, the ones init,
-// doctor and the recovery gate apply): deleting while the log may lose the
-// decision that allowed it is what the safety argument forbids. Repairs go
-// on: they are what protects the log.
+// ControlTopicSafe gathers the control topic's partitions and settings and
+// returns protocol.ControlTopicBlocked's decision on them: cleanup is blocked
+// on a control topic whose settings let the log cleaner outrun repairs.
 func (c *Cluster) ControlTopicSafe(ctx context.Context, controlTopic, bootstrap string) error {
 	info, err := c.TopicMetadata(ctx, controlTopic)
 	if err != nil {
@@ -25,19 +21,7 @@ func (c *Cluster) ControlTopicSafe(ctx context.Context, controlTopic, bootstrap 
 		// Settings nobody can read are settings nobody checked: blocked.
 		return c.denied(err, permControlDescribeConfigs(controlTopic))
 	}
-	blocking := topicconfig.Blocking(topicconfig.ControlTopic(controlTopic, len(info.Partitions), info.Configs, bootstrap))
-	if len(blocking) == 0 {
-		return nil
-	}
-	var msgs []string
-	for _, p := range blocking {
-		msgs = append(msgs, p.Message)
-	}
-	err2 := errors.Mark(errors.Newf("control topic %s is unsafe, so no deletion starts: %s", controlTopic, strings.Join(msgs, "; ")), protocol.ErrBlocked)
-	for _, p := range blocking {
-		err2 = errors.WithHint(err2, p.Fix)
-	}
-	return err2
+	return protocol.ControlTopicBlocked(controlTopic, len(info.Partitions), info.Configs, bootstrap)
 }
 
 // ShapedAsControlTopics returns, of the topics given, those shaped like a

@@ -17,46 +17,24 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/cockroachdb/errors"
+
+	"github.com/kcleanup/kcleanup/internal/s3test"
 )
 
 // s3Server is the real S3-compatible server that cmd/s3dev/s3.sh starts (make test does):
 // its endpoint and credentials.
 type s3Server struct{ endpoint, key, secret string }
 
-// needS3 returns the server of KCLEANUP_TEST_S3, skipping without one (failing under
-// CI=true, where make test starts it), and points the AWS chain of this test at it alone:
-// no profile, no shared files, no instance metadata of the machine.
+// needS3 returns the server of KCLEANUP_TEST_S3 (internal/s3test: skipping without one, failing
+// under CI=true) with the AWS chain of this test pointed at it alone.
 func needS3(t *testing.T) s3Server {
 	t.Helper()
-	srv := s3Server{os.Getenv("KCLEANUP_TEST_S3"), os.Getenv("KCLEANUP_TEST_S3_ACCESS_KEY_ID"), os.Getenv("KCLEANUP_TEST_S3_SECRET_ACCESS_KEY")}
-	if srv.endpoint == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("KCLEANUP_TEST_S3 is not set: run the tests through cmd/s3dev/s3.sh test (make test does)")
-		}
-		t.Skip("no S3 server: run through cmd/s3dev/s3.sh test go test ./checkpoint/store")
-	}
-	isolateAWS(t)
-	t.Setenv("AWS_ENDPOINT_URL", srv.endpoint)
-	t.Setenv("AWS_ACCESS_KEY_ID", srv.key)
-	t.Setenv("AWS_SECRET_ACCESS_KEY", srv.secret)
-	return srv
+	srv := s3test.Need(t)
+	return s3Server{srv.Endpoint, srv.Key, srv.Secret}
 }
 
 // isolateAWS empties the chain: every variable the SDK reads, files that do not exist.
-func isolateAWS(t *testing.T) {
-	t.Helper()
-	for _, v := range []string{"AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3",
-		"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_ROLE_ARN", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
-		"AWS_CONTAINER_CREDENTIALS_FULL_URI", "AWS_DEFAULT_REGION"} {
-		t.Setenv(v, "")
-		os.Unsetenv(v)
-	}
-	dir := t.TempDir()
-	t.Setenv("AWS_CONFIG_FILE", filepath.Join(dir, "config"))
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(dir, "credentials"))
-	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
-	t.Setenv("AWS_REGION", "us-east-1")
-}
+func isolateAWS(t *testing.T) { s3test.Isolate(t) }
 
 // newBucket creates a bucket of its own for the test and puts objects (key → content).
 func newBucket(t *testing.T, objects map[string][]byte) string {

@@ -44,7 +44,7 @@ func TestFlinkJobInTheLoop(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	s := &flinkSampler{e: e, topic: topic, roots: []string{chk, sp}}
+	s := &flinkSampler{e: e, topic: topic, at: localPoints{chk, sp}, root: dir}
 
 	job := startFlinkJob(t, e, topic, chk)
 	job.expect(t, "running ", 3*time.Minute) // the first run may build the job with Maven
@@ -136,17 +136,27 @@ func TestFlinkJobInTheLoop(t *testing.T) {
 type flinkSampler struct {
 	e       *opEnv
 	topic   string
-	roots   []string // checkpoint base and savepoint directories
+	at      pointStore // where the job's checkpoints and savepoints are
+	root    string     // the workers' --checkpoint-root, for retention show
 	samples int
 	last    events.Offsets
 }
 
-// points lists the complete checkpoints and savepoints (a directory holding _metadata), sorted
-// by age: chk-N by N, savepoints after them.
-func (s *flinkSampler) points(t *testing.T) []string {
+// pointStore lists the complete checkpoints and savepoints (a directory holding _metadata) of
+// the watched locations, read on its own, not through kcleanup's lister.
+type pointStore interface {
+	list(t *testing.T) []string
+	// has says whether point's _metadata still exists.
+	has(t *testing.T, point string) bool
+}
+
+// localPoints are checkpoint base and savepoint directories on the local filesystem.
+type localPoints []string
+
+func (l localPoints) list(t *testing.T) []string {
 	t.Helper()
 	var out []string
-	for _, root := range s.roots {
+	for _, root := range l {
 		for _, pattern := range []string{"*/chk-*/_metadata", "savepoint-*/_metadata"} {
 			m, err := filepath.Glob(filepath.Join(root, pattern))
 			if err != nil {
@@ -157,6 +167,19 @@ func (s *flinkSampler) points(t *testing.T) []string {
 			}
 		}
 	}
+	return out
+}
+
+func (l localPoints) has(t *testing.T, point string) bool {
+	_, err := os.Stat(filepath.Join(point, "_metadata"))
+	return !os.IsNotExist(err)
+}
+
+// points lists the complete checkpoints and savepoints sorted by age: chk-N by N, savepoints
+// after them.
+func (s *flinkSampler) points(t *testing.T) []string {
+	t.Helper()
+	out := s.at.list(t)
 	sort.SliceStable(out, func(i, j int) bool { return chkNumber(out[i]) < chkNumber(out[j]) })
 	return out
 }
@@ -193,7 +216,7 @@ func (s *flinkSampler) minimumOK(t *testing.T, path string) (events.Offsets, boo
 			}
 			return min, true
 		}
-		if _, err := os.Stat(filepath.Join(path, "_metadata")); os.IsNotExist(err) {
+		if !s.at.has(t, path) {
 			return nil, false
 		}
 		if attempt == 3 { // not a _metadata still being written
@@ -245,7 +268,7 @@ func (s *flinkSampler) until(t *testing.T, within time.Duration, what string, co
 	deadline := time.Now().Add(within)
 	for !cond(s.sample(t)) {
 		if time.Now().After(deadline) {
-			_, show, showErr := s.e.run(t, "retention", "show", "--topic", s.topic, "--checkpoint-root", filepath.Dir(s.roots[0]))
+			_, show, showErr := s.e.run(t, "retention", "show", "--topic", s.topic, "--checkpoint-root", s.root)
 			t.Fatalf("not within %v: %s (log starts %v)\nretention show:\n%s%s", within, what, s.last, show, showErr)
 		}
 		time.Sleep(300 * time.Millisecond)

@@ -45,6 +45,7 @@ var layer = map[string]int{
 	"worker":                           6,
 	"internal/kafkatest":               6, // a real broker for tests
 	"internal/flinkgentest":            1, // real Flink checkpoints for tests (internal/flinkgen's output)
+	"internal/s3test":                  1, // the real S3-compatible server for tests (cmd/s3dev/s3.sh)
 	"worker/daemon":                    7,
 	"internal/workertest":              7, // fixtures over worker and kafkatest
 	"worker/console":                   8,
@@ -147,7 +148,7 @@ func TestProductImportsNoTestKit(t *testing.T) {
 			continue
 		}
 		for _, dep := range imports(t, root, pkg) {
-			if strings.HasPrefix(dep, "internal/kafkatest") || strings.HasPrefix(dep, "internal/workertest") || strings.HasPrefix(dep, "internal/flinkgentest") || strings.HasPrefix(dep, "internal/consoletest") {
+			if strings.HasPrefix(dep, "internal/kafkatest") || strings.HasPrefix(dep, "internal/workertest") || strings.HasPrefix(dep, "internal/flinkgentest") || strings.HasPrefix(dep, "internal/consoletest") || strings.HasPrefix(dep, "internal/s3test") {
 				t.Errorf("%s imports the test kit %s", pkg, dep)
 			}
 		}

@@ -28,6 +28,11 @@
 //   - with a mirror, a restore grace (docs/design.md §11) in three quarters
 //     of those seeds (1 to 90 ticks; a third with record times readers
 //     cannot know), and processes killed while they wait it out;
+//   - an operator pins with `kcleanup pin`, a process running the pin mode
+//     (protocol.NewPin) whose Identify (an uncached Metadata request) may
+//     fail or be denied; a quarter of the pins are ordered with markers of
+//     the data topic's previous incarnation (deleted and recreated: another
+//     topic ID), which the pin mode must refuse (no such PINNED may land);
 //   - Flink Agents' own cleanup tool writes the control topic now and then
 //     (a record keyed by a bare plan ID): a maintenance tombstone for such
 //     a key is a violation.

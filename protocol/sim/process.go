@@ -53,6 +53,10 @@ type process struct {
 	// skew is how far this process's clock runs ahead of the broker's: the
 	// "at" it stamps (a host off NTP, a frozen container).
 	skew time.Duration
+	// pin: the process is `kcleanup pin` (protocol.NewPin), pinning this;
+	// identified: its run's Identify answered.
+	pin        *pinOrder
+	identified bool
 }
 
 func (w *world) newWorker(i int) *process {
@@ -121,6 +125,9 @@ func (p *process) act(w *world) {
 // failed attempt); a worker catches up, repairs, and finishes the first
 // pending operation.
 func (p *process) start(w *world) bool {
+	if p.pin != nil {
+		return p.startPin(w)
+	}
 	if !p.worker {
 		if p.backoff > w.tick {
 			return false // apply waits out the restore grace in-process
@@ -194,6 +201,9 @@ func ticks(d time.Duration) int { return int(max(d+time.Second-1, 0) / time.Seco
 func (p *process) end(w *world, s protocol.Step) {
 	p.run = nil
 	p.step = protocol.Step{}
+	if p.pin != nil {
+		p.endPin(w, s)
+	}
 	if errors.Is(s.Err, protocol.ErrSuperseded) {
 		w.count(Conflicting)
 	}
@@ -342,6 +352,8 @@ func (p *process) execute(w *world, s protocol.Step) protocol.Report {
 		return p.deleteStep(w, s)
 	case protocol.ReadMirror:
 		return p.readMirror(w)
+	case protocol.Identify:
+		return p.identify(w, s)
 	case protocol.Verify:
 		if w.fault(Fail) == Fail {
 			return protocol.Report{Err: errors.New("sim: list offsets failed")}
@@ -377,7 +389,9 @@ func (w *world) snapshot() protocol.Topic {
 // by the fold's verdict on it, then repair.
 func (p *process) appendStep(w *world, s protocol.Step) protocol.Report {
 	env := s.Record
-	env.At, env.Actor = w.now().Add(p.skew), p.actor
+	if env.At.IsZero() { // a PINNED comes stamped: its ID covers its time and actor (as worker's executor)
+		env.At, env.Actor = w.now().Add(p.skew), p.actor
+	}
 	key, value := env.Encode()
 	switch w.fault(Fail, TimeoutAfter, Delayed) {
 	case Fail:

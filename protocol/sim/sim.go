@@ -80,9 +80,15 @@ type Result struct {
 	// disputed (projector.State.Disputed: the log cleaner showed a
 	// conflict the other way): the window docs/design.md §5 describes.
 	Disputed int
-	// Pins counts the PINNED and UNPINNED records the operator appended,
-	// PinRejected the COMMITTED records the fold rejected for a pin.
+	// Pins counts the PINNED and UNPINNED records appended (PINNED by the
+	// pin mode, protocol.NewPin), PinRejected the COMMITTED records the
+	// fold rejected for a pin.
 	Pins, PinRejected int
+	// StaleByBinding and StaleByIdentify count the pin runs, with markers
+	// of the data topic's previous incarnation, refused by the control
+	// topic's binding and by Identify's topic ID (the control topic still
+	// unbound).
+	StaleByBinding, StaleByIdentify int
 	// Grace is the seed's restore grace in ticks (0: off); GraceWaits
 	// counts the runs that stopped to wait it out, GraceKills the processes
 	// killed while waiting.
@@ -123,6 +129,13 @@ type world struct {
 	// inMirror: a mirror request is under way (for MirrorFaults).
 	mirror   *mirrorTopic
 	inMirror bool
+	// settledFold is settled's fold of the log when it had settledAt's
+	// next offset and length.
+	settledFold *projector.State
+	settledAt   [2]int64
+	// staleTopicID is the data topic's ID before it was recreated: some
+	// pins are ordered with markers of that incarnation.
+	staleTopicID string
 	// clocks draws the processes' clock skews, apart from rng so that the
 	// rest of a seed's schedule is what it was before skews were drawn.
 	clocks *rand.Rand
@@ -142,6 +155,8 @@ func Run(seed uint64, cfg Config) Result {
 	w.topic = protocol.Topic{Name: dataTopic, ID: base64.RawURLEncoding.EncodeToString(id[:]), Replicas: 3,
 		Configs: map[string]string{"cleanup.policy": "compact,delete", "retention.ms": "-1", "retention.bytes": "-1"},
 		Start:   events.Offsets{}, End: events.Offsets{}}
+	id[7] = 0x5b // the incarnation before the data topic was deleted and recreated
+	w.staleTopicID = base64.RawURLEncoding.EncodeToString(id[:])
 	for p := int32(0); p < int32(cfg.Partitions); p++ {
 		w.topic.Partitions = append(w.topic.Partitions, p)
 		w.topic.Start[p], w.topic.End[p] = 0, 1000
@@ -206,6 +221,11 @@ func Run(seed uint64, cfg Config) Result {
 	res.Errors = append(w.errs, w.check()...)
 	for _, pin := range invariant.Fold(w.full).Pins() {
 		res.PinRejected += len(pin.Rejected)
+	}
+	for _, r := range w.full {
+		if events.IsPinKey(r.Key) && r.Value != nil {
+			res.Pins++
+		}
 	}
 	if w.mirror != nil {
 		res.MirrorPlans = len(w.mirror.fold().Operations())
@@ -367,6 +387,9 @@ func (w *world) restartDead() {
 			continue
 		}
 		p.replaced = true
+		if p.pin != nil {
+			continue // an operator whose pin command died looks at status first
+		}
 		if p.worker {
 			w.procs[i] = w.newWorker(p.index)
 		} else if w.quiet || w.rng.IntN(2) == 0 {
@@ -387,7 +410,14 @@ func (w *world) settled() bool {
 			return false // its next pass reads the log afresh
 		}
 	}
-	st := invariant.Fold(w.records())
+	// The fold of the log as it is, again only when the log changed: a
+	// fleet held by a pin for hours of broker time waits thousands of ticks
+	// on an unchanged log. Appends raise next, compaction only shortens
+	// the log, so (next, length) names one log.
+	if w.settledFold == nil || w.settledAt != [2]int64{w.next, int64(len(w.log))} {
+		w.settledFold, w.settledAt = invariant.Fold(w.records()), [2]int64{w.next, int64(len(w.log))}
+	}
+	st := w.settledFold
 	return len(st.Pending()) == 0 && len(st.Repairs()) == 0 && w.mirrorInStep(st) == nil
 }
 
@@ -403,9 +433,10 @@ func (w *world) records() []projector.Record {
 // keeps the boundary of the full history.
 func (w *world) check() []error {
 	recs := w.records()
-	errs := invariant.Verify(invariant.Facts{Records: recs, Again: slices.Clone(recs), End: w.next,
+	errs := w.checkPins()
+	errs = append(errs, invariant.Verify(invariant.Facts{Records: recs, Again: slices.Clone(recs), End: w.next,
 		DataTopic: dataTopic, LiveTopicID: w.topic.ID, LogStart: w.topic.Start.Clone()},
-		invariant.WantAllApplied())
+		invariant.WantAllApplied())...)
 	if got, want := invariant.Fold(recs).Boundary(), invariant.Fold(w.full).Boundary(); !got.Equal(want) {
 		errs = append(errs, errors.Newf("compaction: the control topic's boundary is %s, its full history's %s", got, want))
 	}
@@ -510,10 +541,11 @@ func brokerHolds(pin projector.Pin, part int32, now time.Time) bool {
 
 // pinEvent is an operator pinning a recovery point around the boundary
 // (some partitions below it: partial or void pins), with an expiry or
-// none, or unpinning one (sometimes one the log does not hold).
+// none, by `kcleanup pin` (a process running the pin mode; a quarter of
+// them with markers of the data topic's previous incarnation), or
+// unpinning one (sometimes one the log does not hold).
 func (w *world) pinEvent() {
 	st := invariant.Fold(w.records())
-	w.res.Pins++
 	if pins := st.Pins(); len(pins) > 0 && w.rng.IntN(3) == 0 {
 		id := pins[w.rng.IntN(len(pins))].PinID
 		if w.rng.IntN(5) == 0 {
@@ -528,11 +560,12 @@ func (w *world) pinEvent() {
 	for _, p := range w.topic.Partitions {
 		offs[p] = max(0, b[p]+int64(w.rng.IntN(400))-50)
 	}
-	var expires time.Time
-	at := w.now().Add(w.drawSkew()) // the pinning host's clock
+	o := &pinOrder{recoveryPoint: fmt.Sprintf("sp-%d", w.tick), topicID: w.topic.ID, offsets: offs}
 	if w.rng.IntN(2) == 0 {
-		expires = at.Add(secs(1 + w.rng.IntN(300)))
+		o.lasts = secs(1 + w.rng.IntN(300))
 	}
-	k, v := events.NewPin(fmt.Sprintf("sp-%d", w.tick), dataTopic, w.topic.ID, offs, expires, "rollback", at, "operator").Encode()
-	w.appendRecord(k, v)
+	if w.rng.IntN(4) == 0 {
+		o.topicID = w.staleTopicID // markers of the incarnation before the topic was recreated
+	}
+	w.procs = append(w.procs, w.newPinner(o))
 }

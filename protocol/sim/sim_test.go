@@ -33,12 +33,15 @@ func TestSimulation(t *testing.T) {
 	var records int64
 	disputed, disputedSeeds := 0, 0
 	pins, pinRejected := 0, 0
+	staleByBinding, staleByIdentify := 0, 0
 	graceSeeds, graceWaits, graceKills := 0, 0, 0
 	skewed, pinHolds := 0, 0
 	for seed := first; seed <= last; seed++ {
 		res := Run(seed, cfg)
 		pins += res.Pins
 		pinRejected += res.PinRejected
+		staleByBinding += res.StaleByBinding
+		staleByIdentify += res.StaleByIdentify
 		skewed += res.Skewed
 		pinHolds += res.PinHolds
 		if res.Grace > 0 {
@@ -93,6 +96,10 @@ func TestSimulation(t *testing.T) {
 	}
 	if *only == 0 && n >= 50 && (pins == 0 || pinRejected == 0) {
 		t.Errorf("no pin rejected a commit in %d seeds (%d pin events): the pin rules were not exercised", n, pins)
+	}
+	t.Logf("%d pin runs with markers of the data topic's previous incarnation were refused by the control topic's binding, %d by Identify's topic ID", staleByBinding, staleByIdentify)
+	if *only == 0 && n >= 200 && (staleByBinding == 0 || staleByIdentify == 0) {
+		t.Errorf("in %d seeds, %d stale pins refused by the binding and %d by Identify: the recreated topic was not exercised", n, staleByBinding, staleByIdentify)
 	}
 	var lines []string
 	for _, f := range Faults() {

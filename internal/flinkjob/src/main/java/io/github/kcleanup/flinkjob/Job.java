@@ -17,6 +17,8 @@ import org.apache.flink.configuration.Configuration;
 import org.apache.flink.connector.datagen.source.DataGeneratorSource;
 import org.apache.flink.core.execution.JobClient;
 import org.apache.flink.core.execution.SavepointFormatType;
+import org.apache.flink.core.fs.FileStatus;
+import org.apache.flink.core.fs.FileSystem;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.streaming.api.functions.sink.v2.DiscardingSink;
 import org.apache.kafka.clients.admin.Admin;
@@ -27,12 +29,15 @@ import org.apache.kafka.clients.admin.NewTopic;
  *
  * <pre>
  *   Job --bootstrap HOST:PORT --topic T --checkpoints DIR [--parallelism 2] [--rate 200]
- *       [--client-props FILE] [--restore PATH] [--create PARTITIONS]
+ *       [--client-props FILE] [--restore PATH] [--create PARTITIONS] [--s3-endpoint URL]
  * </pre>
  *
  * A throttled sequence feeds {@link ActionStateWriter}, which writes to T (it must exist, or --create
  * makes it; every partition is written). Checkpoints every second into DIR/JOBID/chk-N, three retained, kept on
- * cancel. Driven on stdin, one command a line, each answered with one line on stdout:
+ * cancel. DIR is a local directory or an s3://bucket/prefix URI, written by Flink's S3 filesystem
+ * (flink-s3-fs-hadoop, found on the classpath): --s3-endpoint names an S3-compatible server (then
+ * addressed path-style), and AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, when set, are its
+ * credentials. Driven on stdin, one command a line, each answered with one line on stdout:
  *
  * <pre>
  *   savepoint DIR   "savepoint PATH"  a canonical savepoint under DIR
@@ -61,7 +66,7 @@ public class Job {
         }
         for (String k : a.keySet()) {
             if (!List.of("bootstrap", "topic", "checkpoints", "parallelism", "rate", "client-props",
-                    "restore", "create").contains(k)) usage("unknown flag --" + k);
+                    "restore", "create", "s3-endpoint").contains(k)) usage("unknown flag --" + k);
         }
         int parallelism = positive(a, "parallelism");
         double rate = positive(a, "rate");
@@ -91,11 +96,20 @@ public class Job {
             return;
         }
 
-        Path checkpoints = Path.of(a.get("checkpoints")).toAbsolutePath();
-        Files.createDirectories(checkpoints);
         Configuration conf = new Configuration();
+        String checkpoints = a.get("checkpoints");
+        if (checkpoints.contains("://")) {
+            s3(conf, a.get("s3-endpoint"));
+        } else {
+            Path local = Path.of(checkpoints).toAbsolutePath();
+            Files.createDirectories(local);
+            checkpoints = local.toUri().toString();
+        }
+        // A MiniCluster does not set up the file systems itself: the S3 settings reach Flink's
+        // S3 filesystem only through this (its factory is found on the classpath, no plugins dir).
+        FileSystem.initialize(conf, null);
         conf.setString("state.backend.type", "hashmap");
-        conf.setString("execution.checkpointing.dir", checkpoints.toUri().toString());
+        conf.setString("execution.checkpointing.dir", checkpoints);
         conf.setString("execution.checkpointing.interval", "1 s");
         conf.setString("execution.checkpointing.num-retained", "3");
         conf.setString("execution.checkpointing.externalized-checkpoint-retention", "RETAIN_ON_CANCELLATION");
@@ -122,7 +136,7 @@ public class Job {
             Thread.sleep(100);
         }
         // Running once the first checkpoint is complete: every task is up then.
-        Path jobDir = checkpoints.resolve(job.getJobID().toString());
+        var jobDir = new org.apache.flink.core.fs.Path(checkpoints, job.getJobID().toString());
         while (!firstCheckpoint(jobDir)) {
             if (job.getJobStatus().get().isGloballyTerminalState()) {
                 fail("the job ended: " + job.getJobExecutionResult().get());
@@ -140,7 +154,7 @@ public class Job {
                         System.out.println("error: savepoint DIR");
                         continue;
                     }
-                    String dir = Path.of(cmd[1]).toAbsolutePath().toUri().toString();
+                    String dir = cmd[1].contains("://") ? cmd[1] : Path.of(cmd[1]).toAbsolutePath().toUri().toString();
                     System.out.println("savepoint " + savepoint(job, dir));
                 }
                 case "stop" -> {
@@ -156,11 +170,35 @@ public class Job {
         System.exit(0);
     }
 
-    private static boolean firstCheckpoint(Path jobDir) throws Exception {
-        if (!Files.isDirectory(jobDir)) return false;
-        try (var s = Files.list(jobDir)) {
-            return s.anyMatch(d -> d.getFileName().toString().startsWith("chk-")
-                    && Files.exists(d.resolve("_metadata")));
+    /** Whether JOBDIR holds a complete checkpoint, through Flink's own file system (local or S3). */
+    private static boolean firstCheckpoint(org.apache.flink.core.fs.Path jobDir) throws Exception {
+        FileSystem fs = jobDir.getFileSystem();
+        if (!fs.exists(jobDir)) return false;
+        FileStatus[] entries = fs.listStatus(jobDir);
+        if (entries == null) return false;
+        for (FileStatus d : entries) {
+            if (d.getPath().getName().startsWith("chk-")
+                    && fs.exists(new org.apache.flink.core.fs.Path(d.getPath(), "_metadata"))) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** The settings of Flink's S3 filesystem: a server of one's own, path-style, its credentials. */
+    private static void s3(Configuration conf, String endpoint) {
+        if (endpoint != null) {
+            conf.setString("s3.endpoint", endpoint);
+            conf.setString("s3.path.style.access", "true");
+            conf.setString("s3.endpoint.region", "us-east-1"); // any region: an S3-compatible server ignores it
+        }
+        // Keep directory markers: deleting them after every write costs a multi-object delete
+        // that S3Proxy (filesystem backend) answered 20-30 s late, stalling every checkpoint.
+        conf.setString("s3.directory.marker.retention", "keep");
+        String key = System.getenv("AWS_ACCESS_KEY_ID"), secret = System.getenv("AWS_SECRET_ACCESS_KEY");
+        if (key != null && !key.isEmpty() && secret != null && !secret.isEmpty()) {
+            conf.setString("s3.access-key", key);
+            conf.setString("s3.secret-key", secret);
         }
     }
 
@@ -195,7 +233,8 @@ public class Job {
 
     private static void usage(String why) {
         fail(why + "\nusage: Job --bootstrap HOST:PORT --topic T --checkpoints DIR [--parallelism N]"
-                + " [--rate PER_SECOND] [--client-props FILE] [--restore PATH] [--create PARTITIONS]");
+                + " [--rate PER_SECOND] [--client-props FILE] [--restore PATH] [--create PARTITIONS]"
+                + " [--s3-endpoint URL]");
     }
 
     private static void fail(String why) {
