@@ -405,7 +405,7 @@ func (c *Cluster) Append(ctx context.Context, controlTopic string, env events.En
 		return 0, errors.Wrapf(err, "refuse to append %s to control topic %q", env.Event, controlTopic)
 	}
 	r := &kgo.Record{Topic: controlTopic, Partition: 0, Key: key, Value: value, Headers: headers}
-	if err := c.cl.ProduceSync(ctx, r).FirstErr(); err != nil {
+	if err := produceWithin(ctx, c.cl, r); err != nil {
 		if errors.Is(err, kerr.UnknownTopicOrPartition) {
 			// The client never asks the broker to create a topic (Connect): a control topic is
 			// made by kcleanup init, after its search for another that governs the data topic.
@@ -416,6 +416,29 @@ func (c *Cluster) Append(ctx context.Context, controlTopic string, env events.En
 			permControlWrite(controlTopic))
 	}
 	return r.Offset, nil
+}
+
+// produceWithin is ProduceSync bounded by ctx. franz-go's idempotent producer
+// neither fails nor abandons a record once it is in flight (its sequence
+// numbers), so a link that hangs without a reset held ProduceSync past any
+// deadline (an apply with --timeout 3s still waiting after 150 s). At ctx's
+// end it returns, the record perhaps appended later by the same producer, in
+// order: a writer learns what it wrote only by reading it back (Decide), and
+// a record written twice folds as a duplicate, which the protocol accepts.
+func produceWithin(ctx context.Context, cl *kgo.Client, r *kgo.Record) error {
+	done := make(chan error, 1)
+	cl.Produce(ctx, r, func(_ *kgo.Record, err error) { done <- err })
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		select {
+		case err := <-done: // answered as the deadline passed
+			return err
+		default:
+			return errors.Wrap(ctx.Err(), "no acknowledgement (the record may still be appended)")
+		}
+	}
 }
 
 // Decide appends a record and reads the control topic until it has folded

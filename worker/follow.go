@@ -12,6 +12,7 @@ import (
 	"github.com/kcleanup/kcleanup/checkpoint"
 	"github.com/kcleanup/kcleanup/checkpoint/store"
 	"github.com/kcleanup/kcleanup/events"
+	"github.com/kcleanup/kcleanup/fsm"
 	"github.com/kcleanup/kcleanup/projector"
 	"github.com/kcleanup/kcleanup/protocol"
 )
@@ -182,7 +183,10 @@ func (c *Cluster) FollowRound(ctx context.Context, proj *Projection, f *Follower
 	if err != nil || !ok || d.Plan == nil {
 		return d, ok, err
 	}
-	if _, known := proj.State.Operation(d.Plan.PlanID); known {
+	// A plan already on the control topic is left to the owner's pass, but
+	// one only PLANNED (a round that died before its COMMITTED) is this
+	// round's to commit: nothing else ever commits it.
+	if op, known := proj.State.Operation(d.Plan.PlanID); known && op.State != fsm.Planned {
 		return d, true, nil
 	}
 	o.Actor = protocol.FollowActor(policy, o.actor())

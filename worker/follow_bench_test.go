@@ -2,10 +2,8 @@ package worker
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -16,32 +14,17 @@ import (
 )
 
 // followBase lays out n checkpoints as Flink does, <base>/<job id>/chk-N, each a copy of a real
-// Flink 2.0 checkpoint's _metadata (hashmap, parallelism 1).
+// Flink 2.0 checkpoint's _metadata (hashmap, parallelism 1): flinkgentest's fixture, which
+// kcbench's B10 lays out too.
 func followBase(tb testing.TB, n int) string {
 	tb.Helper()
-	var src string
-	for _, c := range flinkgentest.Cases(tb) {
-		if c.Kind == "checkpoint" && c.Backend == "hashmap" && c.FlinkVersion == "2.0.0" && strings.HasSuffix(c.Name, "/p1") {
-			src = filepath.Join(c.Path, "_metadata")
-		}
-	}
-	if src == "" {
-		tb.Fatal("no Flink 2.0 hashmap p1 checkpoint among the generated ones")
-	}
-	meta, err := os.ReadFile(src)
+	meta, err := flinkgentest.FollowMetadata(flinkgentest.Cases(tb))
 	if err != nil {
 		tb.Fatal(err)
 	}
 	base := tb.TempDir()
-	job := filepath.Join(base, "c799859f5eeb76d63173c73f0df79c67")
-	for i := 0; i < n; i++ {
-		dir := filepath.Join(job, fmt.Sprintf("chk-%d", i+1))
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			tb.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, store.MetadataName), meta, 0o644); err != nil {
-			tb.Fatal(err)
-		}
+	if err := flinkgentest.LayOutCheckpoints(base, n, meta); err != nil {
+		tb.Fatal(err)
 	}
 	return base
 }
@@ -91,12 +74,12 @@ func TestFollowerSkipsMetadataAlreadyRead(t *testing.T) {
 	if got := f.Round(ctx, p); len(got[0].Points) != 3 || f.Reads != 3 || f.Hits != 3 || len(got[0].Points[1].Markers) != 1 {
 		t.Fatalf("second round: %d points, %d reads, %d hits", len(got[0].Points), f.Reads, f.Hits)
 	}
-	meta := filepath.Join(base, "c799859f5eeb76d63173c73f0df79c67", "chk-2", store.MetadataName)
+	meta := filepath.Join(base, flinkgentest.JobID, "chk-2", store.MetadataName)
 	later := time.Now().Add(time.Hour)
 	if err := os.Chtimes(meta, later, later); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.RemoveAll(filepath.Join(base, "c799859f5eeb76d63173c73f0df79c67", "chk-3")); err != nil {
+	if err := os.RemoveAll(filepath.Join(base, flinkgentest.JobID, "chk-3")); err != nil {
 		t.Fatal(err)
 	}
 	got := f.Round(ctx, p)

@@ -56,8 +56,9 @@ func runChildMode(args []string) error {
 	partitions := fs.Int("partitions", 0, "partitions")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the child here")
 	audit := fs.Bool("audit", false, "growth: keep the per-record audit, as history's projection does")
-	cpPath := fs.String("path", "", "checkpoint: a checkpoint directory or its _metadata")
+	cpPath := fs.String("path", "", "checkpoint: a checkpoint directory or its _metadata; follow: the watched location")
 	uid := fs.String("uid", "", "checkpoint: the marker operator's uid")
+	points := fs.Int("points", 0, "follow: the checkpoints laid out under -path")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -90,6 +91,8 @@ func runChildMode(args []string) error {
 		res, err = childPlan(*markers, *partitions, *runs)
 	case "checkpoint":
 		res, err = childCheckpoint(ctx, *cpPath, *uid)
+	case "follow":
+		res, err = childFollow(ctx, *cpPath, *points, *runs)
 	default:
 		return errors.Newf("child: unknown mode %q", args[0])
 	}

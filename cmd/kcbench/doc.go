@@ -41,6 +41,12 @@
 //	             child, vs Flink's State Processor API readUnionState
 //	             (generate.sh peer-read), run after run; no broker
 //	             (checkpoint.go)
+//	B10 follow   one round of a retention policy over a checkpoint base
+//	             directory of 10,000 completed checkpoints: worker.Follower
+//	             cold (every _metadata read) and warm (skipped by path, size
+//	             and mtime), vs the floor of the same walk with os.ReadDir and
+//	             os.Stat / os.ReadFile, and vs the smallest --every (1s), in a
+//	             child; no broker (follow.go)
 //
 // How it measures, and why:
 //
@@ -67,6 +73,6 @@
 // downloads. -cluster measures on the three-broker development cluster instead
 // ($KCLEANUP_TEST_CLUSTER/bootstrap; `make bench-cluster` runs B2 and B3 there, quick sizes):
 // its topics get replication factor 3 and min.insync.replicas=2 and its rows say
-// "(3 brokers)". -only B4,B5 runs without a broker; -keep leaves the topics
+// "(3 brokers)". -only B4,B5,B9,B10 runs without a broker; -keep leaves the topics
 // for profiling a child (`kcbench child project -topic T -cpuprofile F`).
 package main

@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// Goal is one figure issue #12 (or, where it says #23, issue #23) asks of kcleanup, next to what the run
+// Goal is one figure issue #12 (or, where it says #23, #31 or #32, that issue) asks of kcleanup, next to what the run
 // measured. Met is false too when nothing was measured (Measured says so).
 type Goal struct {
 	Bench    string `json:"bench"`
@@ -131,6 +131,17 @@ func (rep *Report) goals() []Goal {
 		missing("B9 checkpoint", b9Ratio)
 		missing("B9 checkpoint", b9Rate)
 		missing("B9 checkpoint", b9Mem)
+	}
+	// Issue 32 item 5: a round over 10,000 checkpoints stays within one round at the smallest --every.
+	for _, s := range []struct{ subject, goal string }{
+		{b10Cold, "a round over 10,000 checkpoints, every _metadata read, ≤ the smallest --every, 1 s (#32)"},
+		{b10Warm, "a round over 10,000 checkpoints, every _metadata skipped, ≤ the smallest --every, 1 s (#32)"},
+	} {
+		if r, ok := rep.largest("B10 follow", s.subject); ok && len(r.Runs) > 0 {
+			add("B10 follow", s.goal, r.Median <= smallestEvery.Seconds(), "%s median, %s worst (%s)", formatSeconds(r.Median), formatSeconds(r.Worst), r.Case)
+		} else {
+			missing("B10 follow", s.goal)
+		}
 	}
 	return out
 }

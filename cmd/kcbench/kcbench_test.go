@@ -13,6 +13,7 @@ import (
 
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/fsm"
+	"github.com/kcleanup/kcleanup/internal/flinkgentest"
 	"github.com/kcleanup/kcleanup/projector"
 )
 
@@ -269,5 +270,43 @@ func TestInProcessChildren(t *testing.T) {
 	}
 	if len(runsOf(res, "seconds")) != 2 || res["allocs"] <= 0 {
 		t.Fatalf("plan result %v", res)
+	}
+}
+
+// TestFollowChildMeasuresEachRound: B10's child over a few real checkpoints measures every
+// subject each run, the cold round reads every _metadata and the warm one none (else the rows
+// would measure another round than they name), and the rows carry their floors' ratios.
+func TestFollowChildMeasuresEachRound(t *testing.T) {
+	meta, err := flinkgentest.FollowMetadata(flinkgentest.Cases(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := t.TempDir()
+	const points, runs = 5, 3
+	if err := flinkgentest.LayOutCheckpoints(base, points, meta); err != nil {
+		t.Fatal(err)
+	}
+	res, err := childFollow(t.Context(), base, points, runs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res["coldReads"] != points || res["warmReads"] != 0 || res["warmHits"] != points {
+		t.Fatalf("cold read %v, warm read %v and skipped %v; want %d, 0, %d", res["coldReads"], res["warmReads"], res["warmHits"], points, points)
+	}
+	rows := followRows(res, points, len(meta), 1)
+	if len(rows) != len(b10Subjects) {
+		t.Fatalf("%d rows, want %d", len(rows), len(b10Subjects))
+	}
+	for _, r := range rows {
+		if len(r.Runs) != runs || r.Median <= 0 {
+			t.Errorf("%s: %d runs, median %v", r.Subject, len(r.Runs), r.Median)
+		}
+		if strings.HasPrefix(r.Subject, "worker.") && (len(r.Ratios) < 2 || r.Ratios[0].Value <= 0 || r.Ratios[1].To != "--every 1s") {
+			t.Errorf("%s: ratios %+v, want its floor's and --every's", r.Subject, r.Ratios)
+		}
+	}
+	// A layout the child was not told of is an error, not a row.
+	if _, err := childFollow(t.Context(), base, points+1, 1); err == nil {
+		t.Error("a round that found fewer points than laid out was measured")
 	}
 }

@@ -58,6 +58,7 @@ type config struct {
 	fleetTopics     int   // control topics the B6 fleet serves
 	// B8: measured kills of `kcleanup apply` per case (with and without a mirror)
 	mirrorKillTrials int
+	followPoints     int // B10: completed checkpoints in the watched location
 }
 
 func (c config) wants(bench string) bool { return len(c.only) == 0 || c.only[bench] }
@@ -85,13 +86,13 @@ func (c config) benchName(bench string) string {
 func fullConfig() config {
 	return config{runs: 5, replayRecords: 1_000_000, applySizes: []int{100, 1000, 10000}, failoverTrials: 10,
 		planMarkers: 1000, planPartitions: 10000, growthSizes: []int{10_000, 100_000, 1_000_000}, replayPlanParts: 3, fleetTopics: 1000,
-		mirrorKillTrials: 20}
+		mirrorKillTrials: 20, followPoints: 10000}
 }
 
 func quickConfig() config {
 	return config{quick: true, runs: 3, replayRecords: 100_000, applySizes: []int{100, 1000}, failoverTrials: 3,
 		planMarkers: 100, planPartitions: 10000, growthSizes: []int{10_000, 100_000}, replayPlanParts: 3, fleetTopics: 100,
-		mirrorKillTrials: 4}
+		mirrorKillTrials: 4, followPoints: 10000}
 }
 
 func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -101,7 +102,7 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	bootstrap := fs.String("bootstrap", os.Getenv("KCLEANUP_TEST_BOOTSTRAP"), "Kafka broker host:port (env KCLEANUP_TEST_BOOTSTRAP)")
 	kcleanup := fs.String("kcleanup", "bin/kcleanup", "the kcleanup binary to measure")
 	out := fs.String("out", "bench-results", "folder for the JSON results")
-	only := fs.String("only", "", "comma-separated subset of B1,B2,B3,B4,B5,B6,B7,B8,B9")
+	only := fs.String("only", "", "comma-separated subset of B1,B2,B3,B4,B5,B6,B7,B8,B9,B10")
 	runs := fs.Int("runs", 0, "runs per subject (default 5, quick 3)")
 	applySizes := fs.String("apply-sizes", "", "comma-separated partitions of B2's data topics (default 100,1000,10000; quick 100,1000)")
 	keep := fs.Bool("keep", false, "do not delete the topics the run created (to profile against them)")
@@ -156,7 +157,7 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	if cfg.bootstrap == "" && (cfg.wants("B1") || cfg.wants("B2") || cfg.wants("B3") || cfg.wants("B6") || cfg.wants("B7") || cfg.wants("B8")) {
 		return errors.WithHint(errors.New("no broker: B1, B2, B3, B6, B7 and B8 need a real Kafka broker"),
-			"run `make bench` (starts one if needed), or pass -bootstrap host:port, or -only B4,B5,B9")
+			"run `make bench` (starts one if needed), or pass -bootstrap host:port, or -only B4,B5,B9,B10")
 	}
 	return bench(ctx, cfg, stdout, stderr)
 }
@@ -200,7 +201,7 @@ func bench(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 		// B6 before the longer broker benchmarks: a run stopped at its
 		// deadline still has the fleet's figures.
 		{"B4", b.plan}, {"B5", b.growth}, {"B6", b.fleet}, {"B1", b.replay}, {"B2", b.apply}, {"B3", b.failover}, {"B7", b.validate}, {"B8", b.mirrorKill},
-		{"B9", b.checkpointRead},
+		{"B9", b.checkpointRead}, {"B10", b.follow},
 	}
 	for _, s := range suites {
 		if !cfg.wants(s.name) {

@@ -45,7 +45,8 @@
 //     (gate.Class); a refused plan or mirror is an error (exit 1), like everything else.
 //     Every error a RunE returns then goes through globalOptions.explain (interrupt.go, installed
 //     by root.go): Ctrl-C or SIGTERM makes it "interrupted" (exit 130) with what the invocation
-//     wrote (a trace of its clients), a --timeout says whether the cluster answered.
+//     wrote (a trace of its clients), a --timeout says whether the cluster answered throughout, stopped
+//     answering (timeoutWords) or was never reached.
 //   - Attach operator advice with errors.WithHint: it is printed as a "Hint:" line. Every error
 //     an operator can fix has one: TestEveryCommandsBadInput (cli_test.go) runs every command
 //     with bad input and fails for a command without a row or an error without a hint.

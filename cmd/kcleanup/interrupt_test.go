@@ -3,18 +3,22 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/internal/kafkatest"
@@ -75,6 +79,157 @@ func TestATimeoutIsNotAnUnreachableCluster(t *testing.T) {
 	silent := opSilentListener(t)
 	code, _, errText := runCLI(t, "-b", silent, "--timeout", "2s", "status", "--topic", topic)
 	opWantFailure(t, code, errText, exitError, "no answer from "+silent+" within --timeout 2s")
+}
+
+// TestAPartitionIsNotASlowCommand: a command the cluster answered at first and then never
+// again (a network partition, here a black hole in the process's own sockets: bytes written
+// vanish, nothing is read) says the cluster stopped answering, names the broker and what was
+// written, and does not tell the operator to raise --timeout nor that the cluster answered but
+// the command needed longer (issue 33); a bootstrap that accepts TCP and never answers (never
+// reached) still says "no answer from". The real broker, the command in process. With
+// silentAfter at an hour (a deadline after any answer read as a slow command, as before), both
+// partitioned cases fail: their hint says "raise --timeout".
+func TestAPartitionIsNotASlowCommand(t *testing.T) {
+	e := opTestEnv(t)
+	// Each case its own data topic, control topic and plan: an apply cut off leaves its plan
+	// COMMITTED, which the next apply of it would resume rather than write.
+	fresh := func(t *testing.T) (topic, control string, plan events.Plan, path string) {
+		topic, id := e.dataTopic(t, 2, 100, opGoodDataConfigs())
+		if code, _, stderr := e.run(t, "init", "--topic", topic); code != exitOK {
+			t.Fatalf("init: exit %d\n%s", code, stderr)
+		}
+		plan, path = opTestPlan(t, t.TempDir(), "chk-1", topic, id, events.Offsets{0: 30, 1: 20})
+		return topic, protocol.ControlTopicFor(topic), plan, path
+	}
+	const timeout = 3 * time.Second
+	for _, tc := range []struct {
+		name string
+		// args, the hook that begins the partition (nil: blackHole.onKey does), and what the
+		// error must say beside the words of a cluster that stopped answering.
+		setup func(t *testing.T, h *blackHole) (args []string, cut kgo.Hook, want []string)
+	}{
+		{"status, after the first answer", func(t *testing.T, h *blackHole) ([]string, kgo.Hook, []string) {
+			topic, _, _, _ := fresh(t)
+			return []string{"status", "--topic", topic}, cutAfterAnswer{h}, []string{"nothing was written to Kafka"}
+		}},
+		// franz-go's idempotent producer never abandons a record in flight: before
+		// worker.produceWithin this apply was still waiting after 150 s.
+		{"apply, as its DELETING is sent", func(t *testing.T, h *blackHole) ([]string, kgo.Hook, []string) {
+			_, control, plan, path := fresh(t)
+			return []string{"apply", path}, cutBefore{h, plan.PlanID + "/" + string(events.Deleting)},
+				[]string{"COMMITTED of plan " + plan.PlanID[:12], "of " + control, "no acknowledgement (the record may still be appended)", "sent no DeleteRecords"}
+		}},
+		{"apply, at its DeleteRecords", func(t *testing.T, h *blackHole) ([]string, kgo.Hook, []string) {
+			_, control, plan, path := fresh(t)
+			h.onKey = int16(kmsg.DeleteRecords)
+			return []string{"apply", path}, nil,
+				[]string{"COMMITTED of plan " + plan.PlanID[:12], "DELETING of plan " + plan.PlanID[:12], "of " + control, "sent DeleteRecords"}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := &blackHole{}
+			args, cut, want := tc.setup(t, h)
+			testOpts = []kgo.Opt{kgo.Dialer(h.dial)}
+			if cut != nil {
+				testOpts = append(testOpts, kgo.WithHooks(cut))
+			}
+			defer func() { testOpts = nil }()
+			began := time.Now()
+			code, _, stderr := runCLI(t, append([]string{"-b", e.bootstrap, "--timeout", timeout.String()}, args...)...)
+			t.Logf("exit %d after %s, partitioned for its last %s:\n%s", code, time.Since(began).Round(time.Millisecond), h.since().Round(time.Millisecond), stderr)
+			if h.cutAt.Load() == 0 {
+				t.Fatalf("the partition never began:\n%s", stderr)
+			}
+			opWantFailure(t, code, stderr, exitError, append([]string{"did not finish within --timeout 3s: the cluster stopped answering",
+				"Hint: the cluster answered at first, then a request got no answer from ", "a network partition or a broker that hangs"}, want...)...)
+			for _, never := range []string{"raise --timeout", "the cluster answered, but", "within --timeout 3s: check the address"} {
+				if strings.Contains(stderr, never) {
+					t.Errorf("a cluster that stopped answering is worded %q:\n%s", never, stderr)
+				}
+			}
+		})
+	}
+
+	topic, _, _, _ := fresh(t)
+	silent := opSilentListener(t)
+	code, _, errText := runCLI(t, "-b", silent, "--timeout", "2s", "status", "--topic", topic)
+	opWantFailure(t, code, errText, exitError, "no answer from "+silent+" within --timeout 2s")
+	if strings.Contains(errText, "stopped answering") || strings.Contains(errText, "did not finish") {
+		t.Errorf("a cluster never reached is worded as one that answered:\n%s", errText)
+	}
+}
+
+// blackHole is a network partition in this process's sockets: once cut, what its connections
+// write vanishes and nothing more is read from them (they wait for their deadline), as behind a
+// firewall that drops every packet. New connections open (the SYN is not what it drops) and are
+// as dead. With onKey set, the first request of that Kafka API key cuts it, unsent (as
+// netfault.PartitionOn does with toxiproxy).
+type blackHole struct {
+	cutAt atomic.Int64
+	onKey int16
+}
+
+func (h *blackHole) cut() { h.cutAt.CompareAndSwap(0, time.Now().UnixNano()) }
+
+func (h *blackHole) since() time.Duration {
+	if at := h.cutAt.Load(); at != 0 {
+		return time.Since(time.Unix(0, at))
+	}
+	return 0
+}
+
+func (h *blackHole) dial(ctx context.Context, network, host string) (net.Conn, error) {
+	c, err := (&net.Dialer{}).DialContext(ctx, network, host)
+	if err != nil {
+		return nil, err
+	}
+	return holeConn{c, h}, nil
+}
+
+type holeConn struct {
+	net.Conn
+	h *blackHole
+}
+
+func (c holeConn) Write(p []byte) (int, error) {
+	// franz-go writes a request in one Write: its size (4 bytes), then its API key.
+	if c.h.onKey != 0 && len(p) >= 6 && int16(binary.BigEndian.Uint16(p[4:6])) == c.h.onKey {
+		c.h.cut()
+	}
+	if c.h.cutAt.Load() != 0 {
+		return len(p), nil
+	}
+	return c.Conn.Write(p)
+}
+
+func (c holeConn) Read(p []byte) (int, error) {
+	for {
+		n, err := c.Conn.Read(p)
+		if err != nil || c.h.cutAt.Load() == 0 {
+			return n, err
+		}
+	}
+}
+
+// cutAfterAnswer cuts the network once a broker has answered a first request.
+type cutAfterAnswer struct{ h *blackHole }
+
+func (c cutAfterAnswer) OnBrokerRead(_ kgo.BrokerMetadata, _ int16, _ int, _, _ time.Duration, err error) {
+	if err == nil {
+		c.h.cut()
+	}
+}
+
+// cutBefore cuts the network when the record keyed key is buffered, before it is sent.
+type cutBefore struct {
+	h   *blackHole
+	key string
+}
+
+func (c cutBefore) OnProduceRecordBuffered(r *kgo.Record) {
+	if string(r.Key) == c.key {
+		c.h.cut()
+	}
 }
 
 // opStartProcess starts the built binary with -b for the test broker; stderr is collected.

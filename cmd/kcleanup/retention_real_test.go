@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -21,50 +20,21 @@ import (
 	"github.com/kcleanup/kcleanup/report"
 )
 
-// followCases are three recovery points one Flink job wrote, with one subtask's markers of
-// topic "actions" on 4 partitions: a checkpoint (offsets 1100-1103), a canonical savepoint
-// (2100-2103) and a native one (3100-3103), all of one Flink version.
+// followCases are flinkgentest.FollowCases: three recovery points of one Flink job, markers of
+// topic "actions" on 4 partitions (1100-1103, 2100-2103, 3100-3103).
 func followCases(t *testing.T) []flinkgentest.Case {
 	t.Helper()
-	byKind := map[string]flinkgentest.Case{}
-	for _, c := range flinkgentest.Cases(t) {
-		if c.Backend == "hashmap" && c.Parallelism == 1 && c.FlinkVersion == "2.0.0" && strings.HasSuffix(c.Name, "/p1") {
-			byKind[c.Kind] = c
-		}
-	}
-	var out []flinkgentest.Case
-	for _, k := range []string{"checkpoint", "savepoint-canonical", "savepoint-native"} {
-		c, ok := byKind[k]
-		if !ok {
-			t.Fatalf("the generated checkpoints have no Flink 2.0 hashmap p1 %s", k)
-		}
-		out = append(out, c)
+	out, err := flinkgentest.FollowCases(flinkgentest.Cases(t))
+	if err != nil {
+		t.Fatal(err)
 	}
 	return out
 }
 
-// copyAs writes the _metadata of a generated recovery point to dir/_metadata with its
-// markers' topic name and topic ID replaced by another topic's of the same lengths (Kryo
-// writes an ASCII string as its bytes, the last with its high bit set): real Flink bytes,
-// naming a topic the test broker holds.
+// copyAs is flinkgentest.CopyAs: real Flink bytes naming a topic the test broker holds.
 func copyAs(t *testing.T, c flinkgentest.Case, dir, topic, topicID string) {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(c.Path, "_metadata"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	kryo := func(s string) []byte { k := []byte(s); k[len(k)-1] |= 0x80; return k }
-	m := c.Operators[0].Markers[0]
-	for _, r := range [][2]string{{m.Topic, topic}, {m.TopicID, topicID}} {
-		if len(r[0]) != len(r[1]) || bytes.Count(b, kryo(r[0])) != 1 {
-			t.Fatalf("%s: cannot replace %q by %q in its _metadata", c.Name, r[0], r[1])
-		}
-		b = bytes.Replace(b, kryo(r[0]), kryo(r[1]), 1)
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "_metadata"), b, 0o644); err != nil {
+	if err := flinkgentest.CopyAs(c, dir, topic, topicID); err != nil {
 		t.Fatal(err)
 	}
 }
