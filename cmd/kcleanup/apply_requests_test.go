@@ -148,7 +148,7 @@ func (r *requestCounter) request(frame []byte) {
 }
 
 // TestApplyDescribesTheControlTopicOnce reads the requests of one `kcleanup apply` of a first
-// plan on the real broker off the wire (issue 34 item 3): the control topic's configs are
+// plan, then of a second, on the real broker off the wire (issue 34 item 3): the control topic's configs are
 // described once (worker.PrepareControlTopic, whose description also serves the shape check;
 // before, the session's read described it again: 2), the control topic is read once (one
 // reader opened on it, one Fetch from its offset 0: the catch-ups of the run read on with the
@@ -167,33 +167,40 @@ func TestApplyDescribesTheControlTopicOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	count := &requestCounter{names: map[[16]byte]string{}}
-	for name, d := range td {
-		count.names[d.ID] = name
-	}
-	testOpts = []kgo.Opt{kgo.WithHooks(count), kgo.Dialer(count.dial)}
-	t.Cleanup(func() { testOpts = nil })
-	code, _, stderr := e.run(t, "apply", path)
-	testOpts = nil
-	if code != exitOK {
-		t.Fatalf("apply: exit %d\n%s", code, stderr)
-	}
-	t.Logf("requests of one apply: %s; by topic: DescribeConfigs %v, ListOffsets %v, readers opened %v, Fetches from offset 0 %v",
-		count, count.described, count.listed, count.opened, count.fromStart)
-	if n := count.described[control]; n != 1 {
-		t.Errorf("apply described control topic %s's configs %d times, want once", control, n)
-	}
-	// Describe, Recheck before DELETING and before the deletion.
-	if n := count.described[topic]; n != 3 {
-		t.Errorf("apply described data topic %s's configs %d times, want 3 (describe and two rechecks)", topic, n)
-	}
-	if n := count.opened[control]; n != 1 {
-		t.Errorf("apply opened %d readers on control topic %s, want one", n, control)
-	}
-	if n := count.fromStart[control]; n != 1 {
-		t.Errorf("apply fetched control topic %s from offset 0 %d times, want once", control, n)
-	}
-	if n := strings.Count(stderr, "[check] "); n != 1 {
-		t.Errorf("apply ran Preflight %d times (its [check] step), want once:\n%s", n, stderr)
+	// A first plan (the control topic empty: its first read fetches nothing), then a second
+	// (the read fetches PLANNED, COMMITTED, DELETING and APPLIED of the first).
+	for i, offs := range []events.Offsets{{0: 30, 1: 20}, {0: 40, 1: 30}} {
+		if i > 0 {
+			_, path = opTestPlan(t, t.TempDir(), "chk-req2", topic, id, offs)
+		}
+		count := &requestCounter{names: map[[16]byte]string{}}
+		for name, d := range td {
+			count.names[d.ID] = name
+		}
+		testOpts = []kgo.Opt{kgo.WithHooks(count), kgo.Dialer(count.dial)}
+		t.Cleanup(func() { testOpts = nil })
+		code, _, stderr := e.run(t, "apply", path)
+		testOpts = nil
+		if code != exitOK {
+			t.Fatalf("apply %d: exit %d\n%s", i+1, code, stderr)
+		}
+		t.Logf("requests of apply %d: %s; by topic: DescribeConfigs %v, ListOffsets %v, readers opened %v, Fetches from offset 0 %v",
+			i+1, count, count.described, count.listed, count.opened, count.fromStart)
+		if n := count.described[control]; n != 1 {
+			t.Errorf("apply %d described control topic %s's configs %d times, want once", i+1, control, n)
+		}
+		// Describe, Recheck before DELETING and before the deletion.
+		if n := count.described[topic]; n != 3 {
+			t.Errorf("apply %d described data topic %s's configs %d times, want 3 (describe and two rechecks)", i+1, topic, n)
+		}
+		if n := count.opened[control]; n != 1 {
+			t.Errorf("apply %d opened %d readers on control topic %s, want one", i+1, n, control)
+		}
+		if n := count.fromStart[control]; n != 1 {
+			t.Errorf("apply %d fetched control topic %s from offset 0 %d times, want once", i+1, control, n)
+		}
+		if n := strings.Count(stderr, "[check] "); n != 1 {
+			t.Errorf("apply %d ran Preflight %d times (its [check] step), want once:\n%s", i+1, n, stderr)
+		}
 	}
 }
