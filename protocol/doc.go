@@ -144,6 +144,11 @@
 // (step_adopt.go: a Flink Agents control topic's plans taken over) and
 // NewPin (step_pin.go: kcleanup pin and validate --pin-for).
 //
+// A run whose Config carries Governors (the other control topics governing
+// the incarnation it writes about, which the executor gathered once) refuses
+// before its first step while one does: GovernedElsewhere, the one-governor
+// rule (issue 35) of every writer (governors.go).
+//
 // The package also holds the pure checks the steps use and doctor and init
 // show: Topic (what the cluster reported), Finding and CheckDataTopic. The
 // recovery gate's rules and the control-topic settings are package gate's.

@@ -244,6 +244,8 @@ type Run struct {
 	// them (pause.go).
 	paused Step
 	pauses int
+	// governed: the one-governor rule was decided (Config.Governors).
+	governed bool
 }
 
 // NewApply runs the whole protocol for plan: checks, PLANNED, COMMITTED
@@ -282,7 +284,18 @@ func (r *Run) Next(st *projector.State, rep Report) Step {
 	if r.phase == phaseEnded {
 		return r.end
 	}
-	s := r.next(st, rep)
+	var s Step
+	if g := r.cfg.Governors; g != nil && !r.governed {
+		// Before anything is read or written: another control topic
+		// governing the incarnation refuses every write here.
+		r.governed = true
+		if err := GovernedElsewhere(st, r.cfg.ControlTopic, *g, r.cfg.Bootstrap); err != nil {
+			s = Step{Kind: Refused, Err: err}
+		}
+	}
+	if s.Kind == "" {
+		s = r.next(st, rep)
+	}
 	if s.Kind == Pause {
 		s.Result.State = r.state
 		r.phase, r.paused = phasePaused, s

@@ -60,6 +60,12 @@ type Options struct {
 	// Without it a Pause ends the run, and Outcome.Paused hands it to the
 	// caller's scheduler (a worker holds no goroutine for a grace).
 	Sleep func(ctx context.Context, p protocol.Paused) error
+	// Governors is the other control topics governing the incarnation a
+	// writer writes about, gathered once (Cluster.Governors): the run
+	// refuses while one does (protocol.Config.Governors), and so do the
+	// writers that are no run (Unpin, AttachMirror, Declare). nil: not
+	// gathered (a worker's finishing run).
+	Governors *protocol.Governors
 }
 
 func (o Options) say(step, format string, args ...any) {
@@ -80,7 +86,7 @@ func (o Options) actor() string {
 func (c *Cluster) config(proj *Projection, o Options) protocol.Config {
 	return protocol.Config{ControlTopic: proj.Topic, Bootstrap: o.Bootstrap, NoWait: o.NoWait,
 		Principal: c.principal, AllowTombstones: o.AllowTombstones, Now: time.Now().UTC(),
-		RestoreGrace: o.RestoreGrace, GraceSeen: o.GraceSeen}
+		RestoreGrace: o.RestoreGrace, GraceSeen: o.GraceSeen, Governors: o.Governors}
 }
 
 // Outcome is where an operation ended up.

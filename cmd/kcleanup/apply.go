@@ -141,6 +141,9 @@ func runApply(ctx context.Context, g globalOptions, path string, o applyOptions,
 	out, err := s.cluster.Apply(ctx, s.proj, plan, opts)
 	if err != nil {
 		err = planError(g, err)
+		if errors.Is(err, protocol.ErrGovernedElsewhere) {
+			return err // the run's first step: this run wrote nothing, and apply again would not help
+		}
 		if op, ok := s.proj.State.Operation(plan.PlanID); ok && op.State.Unfinished() {
 			return errors.WithHintf(err,
 				"the boundary is committed and recovery enforces it; nothing more is needed for safety. "+
