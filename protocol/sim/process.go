@@ -228,8 +228,9 @@ func (p *process) end(w *world, s protocol.Step) {
 		w.count(Conflicting)
 	}
 	// The owner's decision on the run's end (protocol.OwnerRetry.After),
-	// which worker/daemon makes too; an apply process waits out a grace
-	// and a pin hold as well (its tries do not count).
+	// which worker/daemon makes too. An apply process's run ends so on a
+	// hold the broker's clock cannot judge (Blocked) or after MaxPauses:
+	// it waits that out and tries again (its tries do not count).
 	r := ownerRetry.After(s.Err, 0, s.Pause, 1, w.now())
 	switch r.Outcome {
 	case protocol.Waiting:
