@@ -286,10 +286,3 @@ func (c *Cluster) OneGovernor(ctx context.Context, g protocol.Governance, bootst
 	g.Others = others
 	return g.Check(bootstrap)
 }
-
-// Governance is what the caller knows of proj's control topic for
-// OneGovernor: it exists (it was read) and whether it is bound.
-func (p *Projection) Governance(topic, topicID string) protocol.Governance {
-	_, _, bound := p.State.Binding()
-	return protocol.Governance{Self: p.Topic, Exists: true, Bound: bound, Topic: topic, TopicID: topicID}
-}
