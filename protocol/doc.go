@@ -87,10 +87,11 @@
 // whose expiry the broker's clock (projector.State.BrokerTime, the
 // LogAppendTime of the newest record read) has not passed, counted as
 // BrokerExpiry says; a pin whose PINNED carries no broker time (a
-// CreateTime control topic) holds until unpinned. The run then ends
-// Blocked, marked ErrPinHeld too; PinHeldOf gives the gap after which the
-// executor tries again. The daemon, apply and the simulation execute this
-// one decision.
+// CreateTime control topic) holds until unpinned. The run then takes a
+// Pause step (Step.Pause.Hold: the pin, the broker's time, the gap), its
+// error marked ErrPinHeld and ErrBlocked; a hold with no gap (no broker
+// time) ends Blocked with the same Pause. The daemon, apply and the
+// simulation execute this one decision.
 //
 // # The restore grace (grace.go; docs/design.md §11)
 //
@@ -100,11 +101,25 @@
 // the plan covered decides with RestoreGrace whether D has passed since the
 // brokers made the mirror's first covering record readable (its commit
 // marker's time, MirrorView.Visible; never a reader's clock, which only
-// judges MirrorView.ReadAt against it). Until then it ends with Wait,
-// before DELETING: the error is marked ErrRestoreGrace and GraceOf says
-// until when, so the executor retries then without holding anything. A
-// record time that cannot be known counts from Config.GraceSeen, when the
-// executor first saw it.
+// judges MirrorView.ReadAt against it). Until then it takes a Pause step
+// before DELETING: Step.Pause.Grace says until when, the error (marked
+// ErrRestoreGrace) says it for people. A record time that cannot be known
+// counts from Config.GraceSeen, when the executor first saw it.
+//
+// # Pause (pause.go)
+//
+// A Pause is the one step an executor may either take or end on. kcleanup
+// apply's executor (worker.Options.Sleep) sleeps until Paused.Wait is over,
+// bounded by its context, and reports back; the same run then starts over
+// as a finishing run from a catch-up, so the mirror, the grace and the
+// broker's time of a fresh DELETING are read again (a later mirror record
+// may move the grace: it pauses again, MaxPauses times at most, then ends
+// with Wait). A worker's executor ends the run on it and its owner retries
+// when it is over (OwnerRetry.After reads Step.Pause: Waiting or Held),
+// holding no goroutine meanwhile. The simulation does both (an apply
+// process sleeps through, a worker hands it to the owner's schedule), and
+// transcripts show both (run ... sleep: testdata/mirror/grace,
+// testdata/pinclock).
 //
 // A request that fails as a whole ends the run with Wait (retry later: it
 // may have taken effect, and the next run re-reads everything), unless its
@@ -128,6 +143,11 @@
 // cleaner erased, only where nothing more would be deleted), NewAdopt
 // (step_adopt.go: a Flink Agents control topic's plans taken over) and
 // NewPin (step_pin.go: kcleanup pin and validate --pin-for).
+//
+// A run whose Config carries Governors (the other control topics governing
+// the incarnation it writes about, which the executor gathered once) refuses
+// before its first step while one does: GovernedElsewhere, the one-governor
+// rule (issue 35) of every writer (governors.go).
 //
 // The package also holds the pure checks the steps use and doctor and init
 // show: Topic (what the cluster reported), Finding and CheckDataTopic. The

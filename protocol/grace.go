@@ -69,7 +69,7 @@ type GraceWait struct {
 }
 
 // graceError is the error of a run that waits out the grace (Step.Err of
-// a Wait); GraceOf finds it under any wrapping.
+// its Pause), for people: executors read Step.Pause.
 type graceError struct{ g GraceWait }
 
 func (e *graceError) Error() string {
@@ -83,15 +83,6 @@ func (e *graceError) Error() string {
 
 // ErrRestoreGrace marks a run that stopped to wait out the restore grace.
 var ErrRestoreGrace = errors.New("waiting out the restore grace")
-
-// GraceOf returns the grace a run's error waits out, if it is one.
-func GraceOf(err error) (GraceWait, bool) {
-	var e *graceError
-	if errors.As(err, &e) {
-		return e.g, true
-	}
-	return GraceWait{}, false
-}
 
 // RestoreGrace decides, on the mirror as read (v.ReadAt is the reader's
 // clock when the read ended), whether plan's deletion must still wait out
@@ -151,10 +142,10 @@ func coversPlan(offs, plan events.Offsets) bool {
 	return true
 }
 
-// graceStep is the Wait of a run that must wait out the grace.
+// graceStep is the Pause of a run that must wait out the grace.
 func graceStep(g GraceWait) Step {
 	err := errors.WithHintf(errors.Mark(&graceError{g: g}, ErrRestoreGrace),
 		"nothing to do: the plan is committed and recovery enforces it; the deletion follows at %s (a worker retries then; kcleanup apply waits in-process). The mirror's attachment sets the grace (kcleanup mirror grace); --restore-grace may only lengthen it",
 		g.Until.UTC().Format(time.RFC3339))
-	return Step{Kind: Wait, Err: err}
+	return pauseStep(Pause, Paused{Grace: &g}, err)
 }

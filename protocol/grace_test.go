@@ -85,8 +85,8 @@ func TestRestoreGrace(t *testing.T) {
 }
 
 // TestRestoreGraceHoldsTheRunBeforeDeleting drives a finishing run with a
-// mirror attached that shows the plan: inside the grace it ends in Wait
-// (GraceOf: until when) before DELETING, so nothing is deleted; a run
+// mirror attached that shows the plan: inside the grace it takes a Pause
+// (Step.Pause.Grace: until when) before DELETING, so nothing is deleted; a run
 // whose reader's clock is past the record's time plus the grace appends
 // DELETING and deletes. A second run in the grace (a worker that resumed
 // the operation after the first one died) waits until the same instant.
@@ -125,7 +125,7 @@ func TestRestoreGraceHoldsTheRunBeforeDeleting(t *testing.T) {
 			case Delete:
 				return step, kinds
 			}
-			if step.Kind.Terminal() {
+			if step.Kind.Terminal() || step.Kind == Pause {
 				return step, kinds
 			}
 		}
@@ -135,11 +135,10 @@ func TestRestoreGraceHoldsTheRunBeforeDeleting(t *testing.T) {
 
 	for _, readAt := range []time.Time{t0.Add(time.Second), t0.Add(d - time.Second)} {
 		step, kinds := finish(readAt)
-		g, ok := GraceOf(step.Err)
-		if step.Kind != Wait || !ok || !errors.Is(step.Err, ErrRestoreGrace) {
-			t.Fatalf("read at %s: run ended %s (%v) after %v, want Wait for the grace", readAt, step.Kind, step.Err, kinds)
+		if step.Kind != Pause || step.Pause == nil || step.Pause.Grace == nil || !errors.Is(step.Err, ErrRestoreGrace) {
+			t.Fatalf("read at %s: run ended %s (%v) after %v, want a Pause for the grace", readAt, step.Kind, step.Err, kinds)
 		}
-		if !g.Until.Equal(t0.Add(d)) || !g.Known {
+		if g := step.Pause.Grace; !g.Until.Equal(t0.Add(d)) || !g.Known {
 			t.Fatalf("read at %s: waits until %s (known %v), want %s", readAt, g.Until, g.Known, t0.Add(d))
 		}
 		for _, k := range kinds {

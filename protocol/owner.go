@@ -100,29 +100,30 @@ type OwnerResult struct {
 // (Held or BlockedOutcome): /v1/status lists it as blocked.
 func (r OwnerResult) Blocked() bool { return r.Outcome == Held || r.Outcome == BlockedOutcome }
 
-// After decides, from an attempt's error (nil: applied; code: the Kafka
-// error code in its chain, 0 when none) and the failures of the current
+// After decides, from how an attempt ended (err: nil when it applied;
+// code: the Kafka error code in its chain, 0 when none; pause: the run's
+// last step's Pause, nil when it had none) and the failures of the current
 // streak including this one, what the attempt was and when to try again.
 // A restore grace is waited out to its end; a pin the broker's clock still
 // holds is retried once that clock should have passed its expiry, or on the
 // blocked schedule if sooner (an unpin ends the hold).
-func (p OwnerRetry) After(err error, code int16, failures int, now time.Time) OwnerResult {
+func (p OwnerRetry) After(err error, code int16, pause *Paused, failures int, now time.Time) OwnerResult {
 	if err == nil {
 		return OwnerResult{Outcome: Applied}
 	}
-	if g, ok := GraceOf(err); ok {
-		return OwnerResult{Outcome: Waiting, Next: g.Until, Grace: g}
+	if pause != nil && pause.Grace != nil {
+		return OwnerResult{Outcome: Waiting, Next: pause.Grace.Until, Grace: *pause.Grace}
 	}
-	if Permanent(err, code) {
+	if pause != nil && pause.Hold != nil {
+		h := *pause.Hold
 		next := now.Add(p.Blocked)
-		h, held := PinHeldOf(err)
-		if held && h.Gap() > 0 {
+		if h.Gap() > 0 {
 			next = now.Add(min(h.Gap()+p.PinMargin, p.Blocked))
 		}
-		if held {
-			return OwnerResult{Outcome: Held, Next: next, Hold: h}
-		}
-		return OwnerResult{Outcome: BlockedOutcome, Next: next}
+		return OwnerResult{Outcome: Held, Next: next, Hold: h}
+	}
+	if Permanent(err, code) {
+		return OwnerResult{Outcome: BlockedOutcome, Next: now.Add(p.Blocked)}
 	}
 	return OwnerResult{Outcome: Retry, Next: now.Add(p.Backoff(failures))}
 }

@@ -122,7 +122,7 @@ func committedAt(op projector.Operation) time.Time {
 
 // ErrPinHeld marks a run stopped before DeleteRecords by a pin the
 // broker's clock still holds (a kind of ErrBlocked that passes by itself:
-// PinHeldOf says when).
+// the step's Pause says when).
 var ErrPinHeld = errors.New("deletion held by a pin the broker's clock still holds")
 
 type pinHeldError struct{ h PinHold }
@@ -153,21 +153,16 @@ func (e *pinHeldError) Error() string {
 // the broker's time and the gap.
 func PinHoldReason(h PinHold) string { return (&pinHeldError{h: h}).Error() }
 
-// PinHeldOf returns the hold a run's error reports, if it is one.
-func PinHeldOf(err error) (PinHold, bool) {
-	var e *pinHeldError
-	if errors.As(err, &e) {
-		return e.h, true
-	}
-	return PinHold{}, false
-}
-
-// pinHeldStep is the Blocked end of a run held by h.
+// pinHeldStep is the Pause of a run held by h until the broker's clock
+// passes the pin's expiry, or its Blocked end when that clock cannot judge it.
 func pinHeldStep(h PinHold, controlTopic string) Step {
 	hint := "the deletion follows by itself once the broker's clock passes the pin's expiry (a worker retries then; kcleanup apply waits in-process); the boundary is committed and recovery enforces it. To delete sooner, once the pinned recovery point is no longer needed: " + h.Pin.UnpinCommand(controlTopic)
 	if h.Expires.IsZero() {
 		hint = "the boundary is committed and recovery enforces it; nothing above the pin is deleted until it is unpinned (" + h.Pin.UnpinCommand(controlTopic) + "), or the control topic is set to message.timestamp.type=LogAppendTime and the pin written again"
 	}
 	err := errors.WithHint(errors.Mark(errors.Mark(&pinHeldError{h: h}, ErrPinHeld), ErrBlocked), hint)
-	return Step{Kind: Blocked, Err: err}
+	if h.Gap() > 0 {
+		return pauseStep(Pause, Paused{Hold: &h}, err)
+	}
+	return pauseStep(Blocked, Paused{Hold: &h}, err)
 }

@@ -39,6 +39,12 @@ type Config struct {
 	// without knowing the record's time (zero: not yet); RestoreGrace waits
 	// from it then.
 	GraceSeen time.Time
+	// Governors, when set, is the fact the executor gathered of the other
+	// control topics governing the incarnation written about: the run
+	// refuses before its first step while one does (GovernedElsewhere).
+	// nil: not gathered (a worker's finishing run, whose owner's Gate
+	// checks the bindings it serves; the simulation's single control topic).
+	Governors *Governors
 }
 
 // CommitRetries is how often a COMMITTED rejected as boundary-mismatch (a

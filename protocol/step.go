@@ -43,6 +43,14 @@ const (
 	Delete Kind = "delete"
 	// Verify: list the log starts (Report.Starts) to check the deletion.
 	Verify Kind = "verify"
+	// Pause: nothing may be deleted before Step.Pause is over (the restore
+	// grace, or a pin the broker's clock still holds); Step.Err says so
+	// for people. An executor that can sleep reports back once it is over
+	// (the zero Report) and the run goes on from a fresh catch-up; one that
+	// must not (a worker) ends the run here and retries then
+	// (OwnerRetry.After). Not Wait, which ends a run on a condition that
+	// passes at no known time.
+	Pause Kind = "pause"
 
 	// Done: the run succeeded; Step.Result says where the operation is.
 	Done Kind = "done"
@@ -60,7 +68,7 @@ const (
 
 // Kinds lists every kind, for documentation and coverage counts.
 func Kinds() []Kind {
-	return []Kind{Describe, Permissions, Append, CatchUp, Recheck, Delete, Verify, Identify, Done, Wait, Blocked, Refused}
+	return []Kind{Describe, Permissions, Append, CatchUp, Recheck, Delete, Verify, Identify, Pause, Done, Wait, Blocked, Refused}
 }
 
 // Terminal reports whether a step ends its run.
@@ -108,6 +116,10 @@ type Step struct {
 	// written (--allow-tombstones): the executor appends it to the
 	// record's actor, so that history shows it.
 	Acknowledge string
+	// Pause is what a Pause step waits for; a Blocked step held by a pin
+	// with no judgeable expiry, and the Wait of a run that paused
+	// MaxPauses times, carry it too.
+	Pause *Paused
 }
 
 // Result is where a run left its operation.
@@ -197,6 +209,7 @@ const (
 	phaseMirrorSync
 	phaseMirrorRead
 	phaseMirrorWritten
+	phasePaused
 	phaseEnded
 )
 
@@ -227,6 +240,12 @@ type Run struct {
 	adopt *adoptRun
 	// pin is the PINNED a pin run appends (step_pin.go).
 	pin events.Envelope
+	// paused is the Pause step the executor sleeps through; pauses counts
+	// them (pause.go).
+	paused Step
+	pauses int
+	// governed: the one-governor rule was decided (Config.Governors).
+	governed bool
 }
 
 // NewApply runs the whole protocol for plan: checks, PLANNED, COMMITTED
@@ -265,7 +284,22 @@ func (r *Run) Next(st *projector.State, rep Report) Step {
 	if r.phase == phaseEnded {
 		return r.end
 	}
-	s := r.next(st, rep)
+	var s Step
+	if g := r.cfg.Governors; g != nil && !r.governed {
+		// Before anything is read or written: another control topic
+		// governing the incarnation refuses every write here.
+		r.governed = true
+		if err := GovernedElsewhere(st, r.cfg.ControlTopic, *g, r.cfg.Bootstrap); err != nil {
+			s = Step{Kind: Refused, Err: err}
+		}
+	}
+	if s.Kind == "" {
+		s = r.next(st, rep)
+	}
+	if s.Kind == Pause {
+		s.Result.State = r.state
+		r.phase, r.paused = phasePaused, s
+	}
 	if s.Kind.Terminal() {
 		s.Result.State = r.state
 		r.phase, r.end = phaseEnded, s
@@ -274,6 +308,12 @@ func (r *Run) Next(st *projector.State, rep Report) Step {
 }
 
 func (r *Run) next(st *projector.State, rep Report) Step {
+	if r.phase == phasePaused {
+		if rep.Err != nil {
+			return r.failed(rep)
+		}
+		return r.resume(r.paused.Pause)
+	}
 	switch r.mode {
 	case modeRecommit:
 		return r.recommitNext(st, rep)

@@ -394,7 +394,7 @@ func (h *harness) runProtocol(t *testing.T, d *datadriven.TestData) string {
 	var mode, name string
 	d.MaybeScanArgs(t, "plan", &name)
 	for _, a := range d.CmdArgs {
-		if len(a.Vals) == 0 && a.Key != "nowait" && a.Key != "finishafter" && a.Key != "acls" && a.Key != "allowtombstones" && a.Key != "owner" {
+		if len(a.Vals) == 0 && a.Key != "nowait" && a.Key != "finishafter" && a.Key != "acls" && a.Key != "allowtombstones" && a.Key != "owner" && a.Key != "sleep" {
 			mode = a.Key
 		}
 	}
@@ -458,12 +458,23 @@ func (h *harness) runProtocol(t *testing.T, d *datadriven.TestData) string {
 		for _, note := range step.Notes {
 			fmt.Fprintf(&b, "  [%s] %s\n", note.Step, note.Message)
 		}
-		if step.Kind.Terminal() {
+		// With sleep, the executor sleeps through a Pause as kcleanup apply
+		// does (both clocks run on) and reports back; without, a Pause ends
+		// the transcript's run as it ends a worker's: the executor hands it
+		// to its scheduler (OwnerRetry.After).
+		if step.Kind == Pause && d.HasArg("sleep") {
+			w := step.Pause.Wait(h.clockNow())
+			fmt.Fprintf(&b, "%d pause: the executor sleeps %s\n", n, w)
+			h.clock, h.waited = h.clockNow().Add(w), h.waited+w
+			rep = Report{}
+			continue
+		}
+		if step.Kind.Terminal() || step.Kind == Pause {
 			b.WriteString(h.terminal(step))
 			if d.HasArg("owner") {
 				failures := 1
 				d.MaybeScanArgs(t, "failures", &failures)
-				b.WriteString(ownerLine(ownerRetry.After(step.Err, 0, failures, cfg.Now), cfg.Now))
+				b.WriteString(ownerLine(ownerRetry.After(step.Err, 0, step.Pause, failures, cfg.Now), cfg.Now))
 			}
 			return h.names.Replace(b.String())
 		}

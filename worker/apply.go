@@ -55,6 +55,17 @@ type Options struct {
 	// it the attachment carries none (schema version 2).
 	AttachGrace     time.Duration
 	AttachWithGrace bool
+	// Sleep, when set, sleeps through a protocol.Pause step (bounded by
+	// ctx, saying why) and the run goes on; an error ends the run with it.
+	// Without it a Pause ends the run, and Outcome.Paused hands it to the
+	// caller's scheduler (a worker holds no goroutine for a grace).
+	Sleep func(ctx context.Context, p protocol.Paused) error
+	// Governors is the other control topics governing the incarnation a
+	// writer writes about, gathered once (Cluster.Governors): the run
+	// refuses while one does (protocol.Config.Governors), and so do the
+	// writers that are no run (Unpin, AttachMirror, Declare). nil: not
+	// gathered (a worker's finishing run).
+	Governors *protocol.Governors
 }
 
 func (o Options) say(step, format string, args ...any) {
@@ -75,7 +86,7 @@ func (o Options) actor() string {
 func (c *Cluster) config(proj *Projection, o Options) protocol.Config {
 	return protocol.Config{ControlTopic: proj.Topic, Bootstrap: o.Bootstrap, NoWait: o.NoWait,
 		Principal: c.principal, AllowTombstones: o.AllowTombstones, Now: time.Now().UTC(),
-		RestoreGrace: o.RestoreGrace, GraceSeen: o.GraceSeen}
+		RestoreGrace: o.RestoreGrace, GraceSeen: o.GraceSeen, Governors: o.Governors}
 }
 
 // Outcome is where an operation ended up.
@@ -88,6 +99,9 @@ type Outcome struct {
 	Deleted []DeleteResult `json:"-"`
 	// LogStart holds the verified log-start offsets reported in APPLIED.
 	LogStart events.Offsets `json:"logStart,omitempty"`
+	// Paused is what the run ended waiting for (a Pause it did not sleep
+	// through, or a Blocked pin hold), nil when nothing.
+	Paused *protocol.Paused `json:"-"`
 }
 
 // EnsureControlTopic creates the control topic when it is missing (as
@@ -169,6 +183,16 @@ func (c *Cluster) execute(ctx context.Context, proj *Projection, run *protocol.R
 			armed = ""
 		}
 		rep = protocol.Report{}
+		if step.Kind == protocol.Pause && o.Sleep != nil {
+			// The pause is waited out under the whole run's context, not a
+			// phase's: the steps after it get a phase of their own.
+			if err := o.Sleep(phases.whole, *step.Pause); err != nil {
+				out.State, out.Paused = step.Result.State, step.Pause
+				return out, err
+			}
+			phases.restart()
+			continue
+		}
 		stepBegan := time.Now()
 		switch step.Kind {
 		case protocol.CatchUp:
@@ -231,9 +255,10 @@ func (c *Cluster) execute(ctx context.Context, proj *Projection, run *protocol.R
 			if rep.Err == nil {
 				armed = mirrorFailpoint(step.Mirror.Status)
 			}
-		default: // terminal
+		default: // terminal, or a Pause this executor does not sleep through
 			res := step.Result
 			out.State, out.Already, out.LogStart, out.verdict = res.State, res.Already, res.LogStart, res.Verdict
+			out.Paused = step.Pause
 			return out, step.Err
 		}
 		if o.StepTook != nil {
@@ -264,6 +289,12 @@ func (p *phaseDeadlines) ctx(committed bool) context.Context {
 		p.committed = committed
 	}
 	return p.current
+}
+
+// restart gives the next step a new deadline (after a pause).
+func (p *phaseDeadlines) restart() {
+	p.stop()
+	p.current = nil
 }
 
 func (p *phaseDeadlines) stop() {

@@ -35,6 +35,9 @@ func (c *Cluster) Declare(ctx context.Context, proj *Projection, req Declaration
 	if err := proj.CatchUp(ctx); err != nil {
 		return projector.Declaration{}, err
 	}
+	if err := governed(proj, o); err != nil {
+		return projector.Declaration{}, err
+	}
 	if err := degraded(proj); err != nil {
 		return projector.Declaration{}, err
 	}

@@ -168,6 +168,9 @@ func (c *Cluster) AttachMirror(ctx context.Context, proj *Projection, mirror, re
 	if err := proj.CatchUp(ctx); err != nil {
 		return projector.Mirror{}, err
 	}
+	if err := governed(proj, o); err != nil {
+		return projector.Mirror{}, err
+	}
 	if err := degraded(proj); err != nil {
 		return projector.Mirror{}, err
 	}

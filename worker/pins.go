@@ -46,6 +46,9 @@ func (c *Cluster) Unpin(ctx context.Context, proj *Projection, pinID, reason str
 	if err := proj.CatchUp(ctx); err != nil {
 		return projector.Pin{}, err
 	}
+	if err := governed(proj, o); err != nil {
+		return projector.Pin{}, err
+	}
 	if err := degraded(proj); err != nil {
 		return projector.Pin{}, err
 	}

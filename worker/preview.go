@@ -42,12 +42,13 @@ func (c *Cluster) Preview(ctx context.Context, controlTopic string, plan events.
 		return pv, err
 	}
 	pv.Partitions = report.PartitionsPreview(plan, info, proj.State)
-	// apply's first check: the control topic exists and no other governs the topic.
-	gov := protocol.Governance{Self: controlTopic, Topic: plan.Topic, TopicID: plan.TopicID}
-	if exists {
-		gov = proj.Governance(plan.Topic, plan.TopicID)
+	// apply's first check: the control topic exists and no other governs the topic (the
+	// Preflight run decides it on the fact gathered here, as apply's run does).
+	if !exists {
+		pv.Refusal = c.OneGovernor(ctx, protocol.Governance{Self: controlTopic, Topic: plan.Topic, TopicID: plan.TopicID}, o.Bootstrap)
+	} else {
+		o.Governors, pv.Refusal = c.Governors(ctx, proj, plan.Topic, plan.TopicID)
 	}
-	pv.Refusal = c.OneGovernor(ctx, gov, o.Bootstrap)
 	if pv.Refusal == nil {
 		pv.Refusal = c.Preflight(ctx, proj, plan, o)
 	}
@@ -66,8 +67,8 @@ func (c *Cluster) Preview(ctx context.Context, controlTopic string, plan events.
 // settings); one that does not is refused with the fix (kcleanup init, or
 // the --control-topic that governs the plan's topic: protocol.Governance).
 // It also makes CheckControlShape's check, so the caller reads the topic
-// without describing it again; it still runs OneGovernor and Preflight on the
-// projection it reads afterwards.
+// without describing it again; it still gathers the Governors of the
+// projection it reads afterwards, for the run to decide on.
 func (c *Cluster) PrepareControlTopic(ctx context.Context, controlTopic string, plan events.Plan, o Options) error {
 	info, err := c.TopicMetadata(ctx, controlTopic)
 	if errors.Is(err, ErrTopicNotFound) {

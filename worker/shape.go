@@ -240,6 +240,38 @@ func (p *Projection) readBinding(ctx context.Context) error {
 	return nil
 }
 
+// Governors gathers, in one listing (GovernorsOf), the fact every writer of
+// proj's control topic hands to its decision (Options.Governors): the other
+// control topics, under any name, bound to the incarnation (topic, topicID),
+// or, with topic "", to the one proj's control topic is bound to (an
+// unbound one names none: nothing to search for). A search that fails is an
+// error, never "none".
+func (c *Cluster) Governors(ctx context.Context, proj *Projection, topic, topicID string) (*protocol.Governors, error) {
+	if topic == "" {
+		var bound bool
+		if topic, topicID, bound = proj.State.Binding(); !bound {
+			return &protocol.Governors{}, nil
+		}
+	}
+	others, err := c.GovernorsOf(ctx, topic, topicID, proj.Topic)
+	if err != nil {
+		return nil, errors.WithHint(errors.Wrapf(err, "look for the control topics that govern topic %s before writing to %s", topic, proj.Topic),
+			"the principal needs Describe on the cluster's topics and Read on those with one partition; nothing was written")
+	}
+	return &protocol.Governors{Topic: topic, TopicID: topicID, Others: others}, nil
+}
+
+// Governed is protocol.GovernedElsewhere for a writer that is no run, on
+// the fact its caller gathered (o.Governors; nil: none gathered).
+func Governed(proj *Projection, o Options) error { return governed(proj, o) }
+
+func governed(proj *Projection, o Options) error {
+	if o.Governors == nil {
+		return nil
+	}
+	return protocol.GovernedElsewhere(proj.State, proj.Topic, *o.Governors, o.Bootstrap)
+}
+
 // OneGovernor gathers the rest of what protocol.Governance.Check judges and
 // judges it, before a write to g.Self about the incarnation (g.Topic,
 // g.TopicID): the caller says whether g.Self exists and is bound, and this
@@ -253,11 +285,4 @@ func (c *Cluster) OneGovernor(ctx context.Context, g protocol.Governance, bootst
 	}
 	g.Others = others
 	return g.Check(bootstrap)
-}
-
-// Governance is what the caller knows of proj's control topic for
-// OneGovernor: it exists (it was read) and whether it is bound.
-func (p *Projection) Governance(topic, topicID string) protocol.Governance {
-	_, _, bound := p.State.Binding()
-	return protocol.Governance{Self: p.Topic, Exists: true, Bound: bound, Topic: topic, TopicID: topicID}
 }

@@ -102,7 +102,7 @@ func runAdopt(ctx context.Context, g globalOptions, from string, attach bool, gr
 		return err
 	}
 	defer proj.Close()
-	if err := governedHere(ctx, g, c, proj, data, src.TopicID); err != nil {
+	if opts.Governors, err = governors(ctx, g, c, proj, data, src.TopicID); err != nil {
 		return err
 	}
 	ad, err := c.Adopt(ctx, src, proj, opts)

@@ -133,30 +133,17 @@ func runApply(ctx context.Context, g globalOptions, path string, o applyOptions,
 	// One run of the protocol: check and commit (or find the plan already committed or
 	// applied), then, without --no-wait, delete and verify; --timeout bounds each phase.
 	opts.NoWait, opts.PhaseTimeout, opts.RestoreGrace, opts.Reason = o.noWait, g.timeout, o.grace, o.reason.text
+	// The restore grace, and a pin the broker's clock still holds, are waited out here, in
+	// process (a Pause step of the run), not in a phase: the deletion then runs with its own
+	// --timeout. The run reads everything again after each; a later mirror record may move
+	// the grace, so it pauses again, a few times at most (protocol.MaxPauses).
+	opts.Sleep = func(ctx context.Context, p protocol.Paused) error { return sleepThrough(ctx, p, opts.Observe) }
 	out, err := s.cluster.Apply(ctx, s.proj, plan, opts)
-	// The restore grace is waited out here, not in a phase: the deletion then runs with its
-	// own --timeout. A later mirror record may move the grace: wait again, a few times at most.
-	// So is a pin the broker's clock still holds (protocol.PinHeld): the run is blocked until
-	// that clock passes the pin's expiry, then the deletion follows.
-	for waits := 0; waits < 8; waits++ {
-		if g, ok := protocol.GraceOf(err); ok {
-			if !g.Known && opts.GraceSeen.IsZero() {
-				opts.GraceSeen = g.From
-			}
-			if err = waitGrace(ctx, g, opts.Observe); err != nil {
-				break
-			}
-		} else if h, ok := protocol.PinHeldOf(err); ok && h.Gap() > 0 {
-			if err = waitPinHold(ctx, h, opts.Observe); err != nil {
-				break
-			}
-		} else {
-			break
-		}
-		out, err = s.cluster.Finish(ctx, s.proj, plan.PlanID, opts)
-	}
 	if err != nil {
 		err = planError(g, err)
+		if errors.Is(err, protocol.ErrGovernedElsewhere) {
+			return err // the run's first step: this run wrote nothing, and apply again would not help
+		}
 		if op, ok := s.proj.State.Operation(plan.PlanID); ok && op.State.Unfinished() {
 			return errors.WithHintf(err,
 				"the boundary is committed and recovery enforces it; nothing more is needed for safety. "+

@@ -19,11 +19,18 @@ import (
 )
 
 // requestCounter counts the requests an invocation's clients send, by API key (a franz-go hook),
-// and, reading the requests off the wire (a dialer), the DescribeConfigs that name each topic.
+// and, reading the requests off the wire (a dialer), per topic: the DescribeConfigs that name it,
+// the ListOffsets that ask its offsets, and its reads: the fetch sessions opened on it (a Fetch of
+// session epoch 0 or -1, the first request of each new reader) and the Fetches from its offset 0.
 type requestCounter struct {
 	mu        sync.Mutex
 	byKey     map[int16]int
 	described map[string]int
+	listed    map[string]int
+	opened    map[string]int
+	fromStart map[string]int
+	// names maps topic IDs to names, for Fetch requests that name topics by ID (v13+).
+	names map[[16]byte]string
 }
 
 func (r *requestCounter) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, _ int, _, _ time.Duration, err error) {
@@ -80,16 +87,19 @@ func (c *readConn) Write(b []byte) (int, error) {
 	return c.Conn.Write(b)
 }
 
-// request notes the topics a DescribeConfigs request names.
+// request notes the topics a DescribeConfigs, ListOffsets or Fetch request names.
 func (r *requestCounter) request(frame []byte) {
 	if len(frame) < 10 {
 		return
 	}
 	key, version := int16(binary.BigEndian.Uint16(frame)), int16(binary.BigEndian.Uint16(frame[2:]))
-	if kmsg.Key(key) != kmsg.DescribeConfigs {
+	var req kmsg.Request
+	switch kmsg.Key(key) {
+	case kmsg.DescribeConfigs, kmsg.ListOffsets, kmsg.Fetch:
+		req = kmsg.RequestForKey(key)
+	default:
 		return
 	}
-	req := kmsg.NewPtrDescribeConfigsRequest()
 	req.SetVersion(version)
 	body := frame[8:]
 	idLen := int(int16(binary.BigEndian.Uint16(body)))
@@ -102,41 +112,95 @@ func (r *requestCounter) request(frame []byte) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.described == nil {
-		r.described = map[string]int{}
+	inc := func(m *map[string]int, topic string) {
+		if *m == nil {
+			*m = map[string]int{}
+		}
+		(*m)[topic]++
 	}
-	for _, res := range req.Resources {
-		if res.ResourceType == kmsg.ConfigResourceTypeTopic {
-			r.described[res.ResourceName]++
+	switch req := req.(type) {
+	case *kmsg.DescribeConfigsRequest:
+		for _, res := range req.Resources {
+			if res.ResourceType == kmsg.ConfigResourceTypeTopic {
+				inc(&r.described, res.ResourceName)
+			}
+		}
+	case *kmsg.ListOffsetsRequest:
+		for _, t := range req.Topics {
+			inc(&r.listed, t.Topic)
+		}
+	case *kmsg.FetchRequest:
+		for _, t := range req.Topics {
+			name := t.Topic
+			if n, ok := r.names[t.TopicID]; ok && name == "" {
+				name = n
+			}
+			if req.SessionEpoch <= 0 {
+				inc(&r.opened, name)
+			}
+			for _, p := range t.Partitions {
+				if p.FetchOffset == 0 {
+					inc(&r.fromStart, name)
+				}
+			}
 		}
 	}
 }
 
 // TestApplyDescribesTheControlTopicOnce reads the requests of one `kcleanup apply` of a first
-// plan on the real broker off the wire (issue 34 item 3): its configs are described once
-// (worker.PrepareControlTopic, whose description also serves the shape check). Before, the
-// session's read described it again (CheckControlShape): 2. The per-API totals are logged; they
-// vary with the shared broker's other topics (the search for another governor reads them).
+// plan, then of a second, on the real broker off the wire (issue 34 item 3): the control topic's configs are
+// described once (worker.PrepareControlTopic, whose description also serves the shape check;
+// before, the session's read described it again: 2), the control topic is read once (one
+// reader opened on it, one Fetch from its offset 0: the catch-ups of the run read on with the
+// same reader), and Preflight runs once (one "check" step). The per-API totals and per-topic
+// counts are logged; the totals vary with the shared broker's other topics (the search for
+// another governor reads them).
 func TestApplyDescribesTheControlTopicOnce(t *testing.T) {
 	e := opTestEnv(t)
 	topic, id := e.governedTopic(t, 2, 50, opGoodDataConfigs())
 	control := protocol.ControlTopicFor(topic)
 	_, path := opTestPlan(t, t.TempDir(), "chk-req", topic, id, events.Offsets{0: 30, 1: 20})
+	ctx, cancel := context.WithTimeout(context.Background(), opTestTimeout)
+	defer cancel()
+	td, err := e.adm.ListTopics(ctx, topic, control)
+	if err != nil {
+		t.Fatal(err)
+	}
 
-	count := &requestCounter{}
-	testOpts = []kgo.Opt{kgo.WithHooks(count), kgo.Dialer(count.dial)}
-	t.Cleanup(func() { testOpts = nil })
-	code, _, stderr := e.run(t, "apply", path)
-	testOpts = nil
-	if code != exitOK {
-		t.Fatalf("apply: exit %d\n%s", code, stderr)
-	}
-	t.Logf("requests of one apply: %s; DescribeConfigs by topic: %v", count, count.described)
-	if n := count.described[control]; n != 1 {
-		t.Errorf("apply described control topic %s's configs %d times, want once", control, n)
-	}
-	// Describe, Recheck before DELETING and before the deletion.
-	if n := count.described[topic]; n != 3 {
-		t.Errorf("apply described data topic %s's configs %d times, want 3 (describe and two rechecks)", topic, n)
+	// A first plan (the control topic empty: its first read fetches nothing), then a second
+	// (the read fetches PLANNED, COMMITTED, DELETING and APPLIED of the first).
+	for i, offs := range []events.Offsets{{0: 30, 1: 20}, {0: 40, 1: 30}} {
+		if i > 0 {
+			_, path = opTestPlan(t, t.TempDir(), "chk-req2", topic, id, offs)
+		}
+		count := &requestCounter{names: map[[16]byte]string{}}
+		for name, d := range td {
+			count.names[d.ID] = name
+		}
+		testOpts = []kgo.Opt{kgo.WithHooks(count), kgo.Dialer(count.dial)}
+		t.Cleanup(func() { testOpts = nil })
+		code, _, stderr := e.run(t, "apply", path)
+		testOpts = nil
+		if code != exitOK {
+			t.Fatalf("apply %d: exit %d\n%s", i+1, code, stderr)
+		}
+		t.Logf("requests of apply %d: %s; by topic: DescribeConfigs %v, ListOffsets %v, readers opened %v, Fetches from offset 0 %v",
+			i+1, count, count.described, count.listed, count.opened, count.fromStart)
+		if n := count.described[control]; n != 1 {
+			t.Errorf("apply %d described control topic %s's configs %d times, want once", i+1, control, n)
+		}
+		// Describe, Recheck before DELETING and before the deletion.
+		if n := count.described[topic]; n != 3 {
+			t.Errorf("apply %d described data topic %s's configs %d times, want 3 (describe and two rechecks)", i+1, topic, n)
+		}
+		if n := count.opened[control]; n != 1 {
+			t.Errorf("apply %d opened %d readers on control topic %s, want one", i+1, n, control)
+		}
+		if n := count.fromStart[control]; n != 1 {
+			t.Errorf("apply %d fetched control topic %s from offset 0 %d times, want once", i+1, control, n)
+		}
+		if n := strings.Count(stderr, "[check] "); n != 1 {
+			t.Errorf("apply %d ran Preflight %d times (its [check] step), want once:\n%s", i+1, n, stderr)
+		}
 	}
 }

@@ -73,6 +73,14 @@ func parseGrace(raw, src string) (time.Duration, error) {
 	return d, nil
 }
 
+// sleepThrough is kcleanup apply's executor for a Pause: it waits in-process.
+func sleepThrough(ctx context.Context, p protocol.Paused, say func(protocol.Progress)) error {
+	if p.Grace != nil {
+		return waitGrace(ctx, *p.Grace, say)
+	}
+	return waitPinHold(ctx, *p.Hold, say)
+}
+
 // waitGrace waits, in this process, until the restore grace g is out, saying so first.
 func waitGrace(ctx context.Context, g protocol.GraceWait, say func(protocol.Progress)) error {
 	since := "its record was acknowledged at " + g.From.UTC().Format(time.RFC3339)
@@ -99,7 +107,7 @@ func waitGrace(ctx context.Context, g protocol.GraceWait, say func(protocol.Prog
 // this host's monotonic clock, and a second): the next run judges again on
 // the broker's time of its own DELETING.
 func waitPinHold(ctx context.Context, h protocol.PinHold, say func(protocol.Progress)) error {
-	wait := h.Gap() + time.Second
+	wait := protocol.Paused{Hold: &h}.Wait(time.Now())
 	say(protocol.Progress{Step: "pin", Message: fmt.Sprintf(
 		"waiting %s for pin %s: the broker's clock reads %s and the pin expires at %s by it; nothing above the pin is deleted before (Ctrl-C stops the wait: the plan stays committed, and a worker or apply again deletes after it)",
 		wait.Round(time.Second), h.Pin.PinID, h.Broker.UTC().Format(time.RFC3339), h.Expires.UTC().Format(time.RFC3339))})

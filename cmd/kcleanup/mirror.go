@@ -61,7 +61,8 @@ exit 1 and nothing is written (exits 3 and 4 are the recovery gate's). Create th
 					if err := protocol.MirrorOwnTopic(proj.State, proj.Topic, args[0]); err != nil {
 						return projector.Mirror{}, err // a refusal (exit 1), before AttachMirror's own check
 					}
-					if err := governedHere(ctx, *g, c, proj, "", ""); err != nil {
+					var err error
+					if o.Governors, err = governors(ctx, *g, c, proj, "", ""); err != nil {
 						return projector.Mirror{}, err
 					}
 					o.AttachGrace, o.AttachWithGrace = grace, true

@@ -204,16 +204,18 @@ func pinSession(ctx context.Context, g globalOptions, control, topic, topicID st
 		return projector.Pin{}, err
 	}
 	defer proj.Close()
-	if err := governedHere(ctx, g, c, proj, topic, topicID); err != nil {
+	gov, err := governors(ctx, g, c, proj, topic, topicID)
+	if err != nil {
 		return projector.Pin{}, err
 	}
 	o := worker.Options{
 		Bootstrap: g.bootstrap(),
 		Observe:   func(p protocol.Progress) { fmt.Fprintf(stderr, "[%s] %s\n", p.Step, p.Message) },
+		Governors: gov,
 	}
 	pin, err := do(ctx, c, proj, o)
 	if err != nil {
-		return projector.Pin{}, g.unreachable(err)
+		return projector.Pin{}, governedError(g, err)
 	}
 	return pin, nil
 }

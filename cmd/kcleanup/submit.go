@@ -80,6 +80,10 @@ func runSubmit(ctx context.Context, g globalOptions, path string, t tombstoneOpt
 
 	rep := submitReport{PlanID: plan.PlanID, ControlTopic: s.proj.Topic, Offset: -1}
 	if op, ok := s.proj.State.Operation(plan.PlanID); ok {
+		// No run writes here, but the plan writers' rule still refuses beside another governor.
+		if err := worker.Governed(s.proj, s.opts); err != nil {
+			return planError(g, err)
+		}
 		rep.State = op.State
 		fmt.Fprintf(stderr, "plan %s is already on control topic %s (%s): nothing written\n", plan.PlanID, s.proj.Topic, op.State)
 	} else {
@@ -129,9 +133,10 @@ type planSession struct {
 	opts    worker.Options
 }
 
-// openPlanSession connects, checks the control topic of plan's data topic (it must exist, and
-// be the only one governing the topic: worker.PrepareControlTopic, oneGovernor) and reads it to its end, all
-// within --timeout. Progress lines go to stderr.
+// openPlanSession connects, checks the control topic of plan's data topic (it must exist:
+// worker.PrepareControlTopic), reads it to its end and gathers the other control topics governing
+// the plan's topic (worker.Cluster.Governors: the run refuses while one does), all within
+// --timeout. Progress lines go to stderr.
 func openPlanSession(ctx context.Context, g globalOptions, plan events.Plan, t tombstoneOptions, stderr io.Writer) (*planSession, error) {
 	control, err := g.controlTopicOf(plan.Topic)
 	if err != nil {
@@ -158,7 +163,9 @@ func openPlanSession(ctx context.Context, g globalOptions, plan events.Plan, t t
 		c.Close()
 		return nil, err
 	}
-	if err := oneGovernor(ctx, c, proj, plan, g.bootstrap()); err != nil {
+	// The other control topics governing the plan's topic, gathered once: the run refuses
+	// before its first step while one does (protocol.GovernedElsewhere).
+	if opts.Governors, err = c.Governors(ctx, proj, plan.Topic, plan.TopicID); err != nil {
 		proj.Close()
 		c.Close()
 		return nil, planError(g, err)
@@ -166,25 +173,22 @@ func openPlanSession(ctx context.Context, g globalOptions, plan events.Plan, t t
 	return &planSession{cluster: c, proj: proj, opts: opts}, nil
 }
 
-// oneGovernor refuses to write about plan's topic on a control topic while another control
-// topic, under any name, is bound to the same topic incarnation (protocol.Governance): each
-// would be blind to the other's boundary. A plan already committed here is refused too: the
-// operator must first choose the control topic that governs (issue 35).
-func oneGovernor(ctx context.Context, c *worker.Cluster, proj *worker.Projection, plan events.Plan, bootstrap string) error {
-	return c.OneGovernor(ctx, proj.Governance(plan.Topic, plan.TopicID), bootstrap)
+// governors is worker.Cluster.Governors for the commands that write no plan (pin, unpin,
+// mirror attach, a tombstones declaration, adopt): the fact their writer decides on (the
+// incarnation (topic, topicID), or, with topic "", the one proj's control topic is bound to).
+func governors(ctx context.Context, g globalOptions, c *worker.Cluster, proj *worker.Projection, topic, topicID string) (*protocol.Governors, error) {
+	gov, err := c.Governors(ctx, proj, topic, topicID)
+	return gov, planError(g, err)
 }
 
-// governedHere is oneGovernor for the commands that write no plan (pin, unpin, mirror attach):
-// the incarnation is (topic, topicID), or the one proj's control topic is bound to when topic is
-// "" (an unbound control topic records nothing about a topic yet: nothing to check).
-func governedHere(ctx context.Context, g globalOptions, c *worker.Cluster, proj *worker.Projection, topic, topicID string) error {
-	if topic == "" {
-		var bound bool
-		if topic, topicID, bound = proj.State.Binding(); !bound {
-			return nil
-		}
+// governedError is how a writer that writes no plan words its error: a refusal because another
+// control topic governs the topic as the plan writers do (planError: nothing was written), any
+// other error as before.
+func governedError(g globalOptions, err error) error {
+	if errors.Is(err, protocol.ErrGovernedElsewhere) {
+		return planError(g, err)
 	}
-	return planError(g, c.OneGovernor(ctx, proj.Governance(topic, topicID), g.bootstrap()))
+	return g.unreachable(err)
 }
 
 func (s *planSession) close() {

@@ -193,16 +193,18 @@ func declarationSession(ctx context.Context, g globalOptions, control, topic str
 		}
 		topicID = live.ID
 	}
-	if err := governedHere(ctx, g, c, proj, topic, topicID); err != nil {
+	gov, err := governors(ctx, g, c, proj, topic, topicID)
+	if err != nil {
 		return projector.Declaration{}, err
 	}
 	o := worker.Options{
 		Bootstrap: g.bootstrap(),
 		Observe:   func(p protocol.Progress) { fmt.Fprintf(stderr, "[%s] %s\n", p.Step, p.Message) },
+		Governors: gov,
 	}
 	d, err := do(ctx, c, proj, o)
 	if err != nil {
-		return projector.Declaration{}, g.unreachable(err)
+		return projector.Declaration{}, governedError(g, err)
 	}
 	return d, nil
 }

@@ -27,7 +27,11 @@
 //     transaction, and read_committed reads fail while one is open;
 //   - with a mirror, a restore grace (docs/design.md §11) in three quarters
 //     of those seeds (1 to 90 ticks; a third with record times readers
-//     cannot know), and processes killed while they wait it out;
+//     cannot know), and processes killed while they wait it out: a run's
+//     Pause step (the grace, or a pin the broker's clock holds) is slept
+//     through by an apply process, whose same run then goes on, as
+//     kcleanup apply does, and ends a worker's run for the owner's
+//     schedule (protocol.OwnerRetry.After), as worker/daemon does;
 //   - an operator pins with `kcleanup pin`, a process running the pin mode
 //     (protocol.NewPin) whose Identify (an uncached Metadata request) may
 //     fail or be denied; a quarter of the pins are ordered with markers of

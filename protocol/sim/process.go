@@ -50,6 +50,9 @@ type process struct {
 	// out a restore grace (until backoff).
 	graceSeen map[string]time.Time
 	waiting   bool
+	// paused: an apply process sleeps through its run's Pause step (until
+	// backoff), as kcleanup apply does, and the same run goes on.
+	paused bool
 	// skew is how far this process's clock runs ahead of the broker's: the
 	// "at" it stamps (a host off NTP, a frozen container).
 	skew time.Duration
@@ -96,6 +99,14 @@ func (p *process) act(w *world) {
 		}
 		return
 	}
+	if p.paused {
+		if p.backoff > w.tick {
+			return
+		}
+		p.paused, p.waiting = false, false
+		p.rep = protocol.Report{}
+		p.step = p.run.Next(p.proj, p.rep)
+	}
 	if p.run == nil && !p.start(w) {
 		return
 	}
@@ -104,7 +115,13 @@ func (p *process) act(w *world) {
 	}
 	s := p.step
 	w.res.Steps[s.Kind]++
-	if s.Kind.Terminal() {
+	if s.Kind == protocol.Pause && !p.worker {
+		p.sleep(w, s)
+		return
+	}
+	// A worker's executor ends its run on a Pause and hands it to the
+	// owner's schedule (worker/daemon does the same).
+	if s.Kind.Terminal() || s.Kind == protocol.Pause {
 		p.end(w, s)
 		return
 	}
@@ -198,6 +215,19 @@ var ownerRetry = protocol.OwnerRetry{BackoffMin: 3 * time.Second, BackoffMax: 3 
 // ticks is d in whole ticks, rounded up.
 func ticks(d time.Duration) int { return int(max(d+time.Second-1, 0) / time.Second) }
 
+// sleep is kcleanup apply's executor for a Pause: it waits, in-process,
+// as long as the pause says (protocol.Paused.Wait), then reports back.
+func (p *process) sleep(w *world, s protocol.Step) {
+	if s.Pause.Grace != nil {
+		w.res.GraceWaits++
+		p.waiting = true
+	} else {
+		w.res.PinHolds++
+	}
+	p.paused = true
+	p.backoff = w.tick + ticks(s.Pause.Wait(w.now()))
+}
+
 func (p *process) end(w *world, s protocol.Step) {
 	p.run = nil
 	p.step = protocol.Step{}
@@ -208,9 +238,10 @@ func (p *process) end(w *world, s protocol.Step) {
 		w.count(Conflicting)
 	}
 	// The owner's decision on the run's end (protocol.OwnerRetry.After),
-	// which worker/daemon makes too; an apply process waits out a grace
-	// and a pin hold as well (its tries do not count).
-	r := ownerRetry.After(s.Err, 0, 1, w.now())
+	// which worker/daemon makes too. An apply process's run ends so on a
+	// hold the broker's clock cannot judge (Blocked) or after MaxPauses:
+	// it waits that out and tries again (its tries do not count).
+	r := ownerRetry.After(s.Err, 0, s.Pause, 1, w.now())
 	switch r.Outcome {
 	case protocol.Waiting:
 		w.res.GraceWaits++

@@ -424,12 +424,12 @@ func (d *Daemon) finish(o *owner, proj *worker.Projection, op projector.Operatio
 	opts.RestoreGrace, opts.GraceSeen = d.cfg.restoreGrace, o.graceSeen(op.PlanID)
 	out, err := d.cluster.Finish(ctx, proj, op.PlanID, opts)
 	took := time.Since(began).Round(time.Millisecond)
-	if _, waiting := protocol.GraceOf(err); err != nil && !waiting && o.hard.Err() != nil {
+	if waiting := out.Paused != nil && out.Paused.Grace != nil; err != nil && !waiting && o.hard.Err() != nil {
 		log.Info("step in flight abandoned; the next owner resumes it", errAttr(err))
 		return
 	}
 	a := o.record(op.PlanID, err, func(failures int) protocol.OwnerResult {
-		return d.cfg.retry().After(err, worker.KafkaCode(err), failures, time.Now())
+		return d.cfg.retry().After(err, worker.KafkaCode(err), out.Paused, failures, time.Now())
 	})
 	switch r := a.result; r.Outcome {
 	case protocol.Waiting:
