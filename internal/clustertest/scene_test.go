@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -27,36 +26,8 @@ import (
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if binary.dir != "" {
-		_ = os.RemoveAll(binary.dir)
-	}
+	workertest.RemoveBinary()
 	os.Exit(code)
-}
-
-// binary is the kcleanup executable of this test run, built on first use.
-var binary struct {
-	once      sync.Once
-	dir, path string
-	err       error
-}
-
-func kcleanupBinary(t *testing.T) string {
-	t.Helper()
-	binary.once.Do(func() {
-		binary.dir, binary.err = os.MkdirTemp("", "kcleanup-bin-")
-		if binary.err != nil {
-			return
-		}
-		binary.path = filepath.Join(binary.dir, "kcleanup")
-		out, err := exec.Command("go", "build", "-o", binary.path, "github.com/kcleanup/kcleanup/cmd/kcleanup").CombinedOutput()
-		if err != nil {
-			binary.err = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if binary.err != nil {
-		t.Fatal(binary.err)
-	}
-	return binary.path
 }
 
 // scene is one test's cluster, data topic (one partition of 300 records, three replicas,
@@ -111,7 +82,7 @@ func (s *scene) deleteAtEnd(topic string) {
 // kcleanup runs the CLI against the cluster and returns its output and exit code.
 func (s *scene) kcleanup(env []string, args ...string) (string, int) {
 	s.t.Helper()
-	cmd := exec.Command(kcleanupBinary(s.t), append(args, "-b", s.k.Bootstrap)...)
+	cmd := exec.Command(workertest.Binary(s.t), append(args, "-b", s.k.Bootstrap)...)
 	cmd.Env = cleanEnv(env...)
 	out, err := cmd.CombinedOutput()
 	var exit *exec.ExitError

@@ -35,36 +35,8 @@ import (
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if binary.dir != "" {
-		_ = os.RemoveAll(binary.dir)
-	}
+	workertest.RemoveBinary()
 	os.Exit(code)
-}
-
-// binary is the kcleanup executable of this test run, built on first use.
-var binary struct {
-	once      sync.Once
-	dir, path string
-	err       error
-}
-
-func kcleanupBinary(t *testing.T) string {
-	t.Helper()
-	binary.once.Do(func() {
-		binary.dir, binary.err = os.MkdirTemp("", "kcleanup-bin-")
-		if binary.err != nil {
-			return
-		}
-		binary.path = filepath.Join(binary.dir, "kcleanup")
-		out, err := exec.Command("go", "build", "-o", binary.path, "github.com/kcleanup/kcleanup/cmd/kcleanup").CombinedOutput()
-		if err != nil {
-			binary.err = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if binary.err != nil {
-		t.Fatal(binary.err)
-	}
-	return binary.path
 }
 
 // fleet is a data topic governed by a control topic `kcleanup init` made, and idle control
@@ -128,7 +100,7 @@ func randomHex() string {
 // kcleanup runs the CLI on the cluster and fails the test unless it exits 0.
 func (f *fleet) kcleanup(args ...string) string {
 	f.t.Helper()
-	cmd := exec.Command(kcleanupBinary(f.t), append(args, "-b", f.k.Bootstrap)...)
+	cmd := exec.Command(workertest.Binary(f.t), append(args, "-b", f.k.Bootstrap)...)
 	cmd.Env = cleanEnv()
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -228,7 +200,7 @@ func (f *fleet) startWorker(name string, env ...string) *proc {
 // startWorkerVia starts a worker whose every connection goes to bootstrap (a proxied link's).
 func (f *fleet) startWorkerVia(name, bootstrap string, env ...string) *proc {
 	f.t.Helper()
-	cmd := exec.Command(kcleanupBinary(f.t), "worker", "-b", bootstrap, "--control-topic-regex", f.regex,
+	cmd := exec.Command(workertest.Binary(f.t), "worker", "-b", bootstrap, "--control-topic-regex", f.regex,
 		"--discovery-interval", "1s", "--group", "kcleanup-"+f.prefix, "--replica-name", name,
 		"--http-addr", "127.0.0.1:0", "--log-format", "json")
 	cmd.Env = cleanEnv(env...)

@@ -28,35 +28,8 @@ import (
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if binary.dir != "" {
-		_ = os.RemoveAll(binary.dir)
-	}
+	workertest.RemoveBinary()
 	os.Exit(code)
-}
-
-var binary struct {
-	once      sync.Once
-	dir, path string
-	err       error
-}
-
-func kcleanupBinary(t *testing.T) string {
-	t.Helper()
-	binary.once.Do(func() {
-		binary.dir, binary.err = os.MkdirTemp("", "kcleanup-bin-")
-		if binary.err != nil {
-			return
-		}
-		binary.path = filepath.Join(binary.dir, "kcleanup")
-		out, err := exec.Command("go", "build", "-o", binary.path, "github.com/kcleanup/kcleanup/cmd/kcleanup").CombinedOutput()
-		if err != nil {
-			binary.err = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if binary.err != nil {
-		t.Fatal(binary.err)
-	}
-	return binary.path
 }
 
 // scene is one test's cluster with its proxied links, a data topic (one partition of 300
@@ -107,7 +80,7 @@ func newScene(t *testing.T) *scene {
 // code and how long it took.
 func (s *scene) run(env []string, bootstrap string, args ...string) (string, int, time.Duration) {
 	s.t.Helper()
-	cmd := exec.Command(kcleanupBinary(s.t), append(args, "-b", bootstrap)...)
+	cmd := exec.Command(workertest.Binary(s.t), append(args, "-b", bootstrap)...)
 	cmd.Env = append(slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "KCLEANUP_") }), env...)
 	start := time.Now()
 	out, err := cmd.CombinedOutput()
@@ -224,7 +197,7 @@ func (s *scene) startWorker(name, bootstrap string) (stop func()) {
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	cmd := exec.Command(kcleanupBinary(s.t), "worker", "-b", bootstrap, "--control-topic", s.ctl,
+	cmd := exec.Command(workertest.Binary(s.t), "worker", "-b", bootstrap, "--control-topic", s.ctl,
 		"--group", "kcleanup-"+s.topic, "--replica-name", name, "--http-addr", "127.0.0.1:0", "--log-format", "json")
 	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "KCLEANUP_") })
 	cmd.Stdout, cmd.Stderr = log, log
