@@ -99,13 +99,7 @@ func TestApplyAsksAgainThroughALeaderElection(t *testing.T) {
 		t.Fatalf("DeleteRecords asked %d times, want 3 (two NOT_LEADER_OR_FOLLOWER, then the answer)", len(reqs))
 	}
 	for i, r := range reqs {
-		got := events.Offsets{}
-		for _, tp := range r.(*kmsg.DeleteRecordsRequest).Topics {
-			for _, p := range tp.Partitions {
-				got[p.Partition] = p.Offset
-			}
-		}
-		if want := (events.Offsets{0: 150, 1: 120}); !got.Equal(want) {
+		if got, want := deleteOffsets(r), (events.Offsets{0: 150, 1: 120}); !got.Equal(want) {
 			t.Errorf("DeleteRecords %d asked for %v, want the plan's %v every time", i+1, got, want)
 		}
 	}
@@ -165,17 +159,22 @@ func TestDeleteRecordsAskedAgainOnlyWithTheSameOffsets(t *testing.T) {
 		t.Fatalf("DeleteRecords asked %d times, want 3 (two NOT_LEADER_OR_FOLLOWER handed back by franz-go, then the answer)", len(reqs))
 	}
 	for i, r := range reqs {
-		got := events.Offsets{}
-		for _, tp := range r.(*kmsg.DeleteRecordsRequest).Topics {
-			for _, p := range tp.Partitions {
-				got[p.Partition] = p.Offset
-			}
-		}
-		if !got.Equal(plan.Offsets) {
+		if got := deleteOffsets(r); !got.Equal(plan.Offsets) {
 			t.Errorf("DeleteRecords %d asked for %v, want the plan's %v every time", i+1, got, plan.Offsets)
 		}
 	}
 	if out.State != fsm.Applied || !out.LogStart.Equal(plan.Offsets) {
 		t.Fatalf("apply ended %s with log start %v, want APPLIED with the plan's offsets %v", out.State, out.LogStart, plan.Offsets)
 	}
+}
+
+// deleteOffsets are the offsets a DeleteRecords request asks for, by partition.
+func deleteOffsets(r kmsg.Request) events.Offsets {
+	got := events.Offsets{}
+	for _, tp := range r.(*kmsg.DeleteRecordsRequest).Topics {
+		for _, p := range tp.Partitions {
+			got[p.Partition] = p.Offset
+		}
+	}
+	return got
 }

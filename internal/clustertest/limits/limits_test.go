@@ -153,8 +153,8 @@ func TestWorkerWithFewFileDescriptors(t *testing.T) {
 	})
 	r := watch(t, w, f.ctl, 20*time.Second, "at 256 descriptors")
 	t.Logf("at 256 descriptors /readyz says: %s", r.Descriptors)
-	ok, took := f.applied(time.Minute)
-	t.Logf("a plan committed at 256 descriptors: APPLIED %v after %s", ok, took.Round(100*time.Millisecond))
+	ok, took := f.applied(30 * time.Second)
+	t.Logf("a plan committed at 256 descriptors: APPLIED %v after %s (%s)", ok, took.Round(100*time.Millisecond), w.statusOf(f.ctl))
 
 	w.setNofile(t, w.hardNofile(t))
 	lifted := time.Now()
