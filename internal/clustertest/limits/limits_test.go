@@ -10,10 +10,12 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"golang.org/x/sys/unix"
 
 	"github.com/kcleanup/kcleanup/fsm"
 	"github.com/kcleanup/kcleanup/internal/clustertest/netfault"
 	"github.com/kcleanup/kcleanup/internal/kafkatest"
+	"github.com/kcleanup/kcleanup/protocol"
 	"github.com/kcleanup/kcleanup/report"
 )
 
@@ -143,6 +145,9 @@ func TestWorkerWithFewFileDescriptors(t *testing.T) {
 	w := f.startWorker("w1")
 	kafkatest.Eventually(t, time.Minute, "the worker ready with one control topic", func() bool { _, code, _ := w.ready(); return code == 200 })
 	t.Logf("one control topic: %d descriptors open, hard limit %d", w.fds(), w.hardNofile(t))
+	if why := protocol.DescriptorShortfall(w.hardNofile(t), n); why != "" {
+		t.Fatalf("the hard open-file limit cannot be raised to what the test lifts the worker to: %s", why)
+	}
 	const soft = 256
 	w.setNofile(t, soft)
 	f.addIdle(n - 1)
@@ -219,6 +224,11 @@ func TestWorkerWithASmallGOMEMLIMIT(t *testing.T) {
 func TestWorkerWhileTheBrokersRefuseConnections(t *testing.T) {
 	f := newFleet(t)
 	n := controlTopics(t)
+	// The proxies hold two descriptors for each of the worker's connections.
+	var lim unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err != nil || lim.Cur < uint64(5*n) {
+		t.Fatalf("the test process may open %d files (%v): its proxies need about %d for %d control topics; raise ulimit -n (the hard limit)", lim.Cur, err, 5*n, n)
+	}
 	link := netfault.Start(t, f.k, 1).Links()[0]
 	f.addIdle(n - 1)
 	key := "listener.name." + strings.ToLower(link.Name) + ".max.connections"
