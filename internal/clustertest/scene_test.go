@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -114,40 +113,19 @@ func (s *scene) mustKcleanup(args ...string) string {
 // planFile writes a plan that deletes partition 0 below boundary and returns it and its file.
 func (s *scene) planFile(rp string, boundary int64) (events.Plan, string) {
 	s.t.Helper()
-	p, err := events.BuildPlan(rp, []events.Marker{{Topic: s.topic, TopicID: s.id, Offsets: events.Offsets{0: boundary}}})
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	file := filepath.Join(s.t.TempDir(), p.PlanID+".plan.json")
-	if err := os.WriteFile(file, p.Encode(), 0o600); err != nil {
-		s.t.Fatal(err)
-	}
-	return p, file
+	return workertest.PlanFile(s.t, rp, s.topic, s.id, events.Offsets{0: boundary})
 }
 
 // markersFile writes a recovery point's marker (partition 0 at offset) and returns its file.
 func (s *scene) markersFile(offset int64) string {
 	s.t.Helper()
-	m := events.Marker{Topic: s.topic, TopicID: s.id, Offsets: events.Offsets{0: offset}}
-	file := filepath.Join(s.t.TempDir(), fmt.Sprintf("markers-%d.json", offset))
-	if err := os.WriteFile(file, m.Encode(), 0o600); err != nil {
-		s.t.Fatal(err)
-	}
-	return file
+	return workertest.MarkersFile(s.t, s.topic, s.id, events.Offsets{0: offset})
 }
 
 // operation reads the control topic afresh: a plan's operation.
 func (s *scene) operation(planID string) (fsm.State, events.Offsets) {
 	s.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	proj, err := s.c.Project(ctx, s.ctl)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	defer proj.Close()
-	op, _ := proj.State.Operation(planID)
-	return op.State, op.LogStart
+	return workertest.Operation(s.t, s.c, s.ctl, planID)
 }
 
 func (s *scene) check() {

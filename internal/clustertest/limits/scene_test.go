@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -146,32 +145,16 @@ func (f *fleet) addIdle(n int) {
 	f.t.Logf("created %d idle control topics in %s", n, time.Since(start).Round(time.Millisecond))
 }
 
-// plan writes a plan that deletes partition 0 below boundary and returns it and its file.
+// planFile writes a plan that deletes partition 0 below boundary and returns it and its file.
 func (f *fleet) planFile(rp string, boundary int64) (events.Plan, string) {
 	f.t.Helper()
-	p, err := events.BuildPlan(rp, []events.Marker{{Topic: f.topic, TopicID: f.id, Offsets: events.Offsets{0: boundary}}})
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	file := filepath.Join(f.t.TempDir(), p.PlanID+".plan.json")
-	if err := os.WriteFile(file, p.Encode(), 0o600); err != nil {
-		f.t.Fatal(err)
-	}
-	return p, file
+	return workertest.PlanFile(f.t, rp, f.topic, f.id, events.Offsets{0: boundary})
 }
 
 // operation reads the control topic afresh: a plan's operation.
 func (f *fleet) operation(planID string) (fsm.State, events.Offsets) {
 	f.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	proj, err := f.c.Project(ctx, f.ctl)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	defer proj.Close()
-	op, _ := proj.State.Operation(planID)
-	return op.State, op.LogStart
+	return workertest.Operation(f.t, f.c, f.ctl, planID)
 }
 
 func (f *fleet) check() {
