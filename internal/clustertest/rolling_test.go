@@ -151,7 +151,7 @@ func (s *scene) startWorker(name string) {
 	}
 	cmd := exec.Command(workertest.Binary(s.t), "worker", "-b", s.k.Bootstrap, "--control-topic", s.ctl,
 		"--group", "kcleanup-"+s.topic, "--replica-name", name, "--http-addr", "127.0.0.1:0", "--log-format", "json")
-	cmd.Env = cleanEnv()
+	cmd.Env = workertest.CleanEnv()
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		s.t.Fatal(err)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -82,7 +81,7 @@ func (s *scene) deleteAtEnd(topic string) {
 func (s *scene) kcleanup(env []string, args ...string) (string, int) {
 	s.t.Helper()
 	cmd := exec.Command(workertest.Binary(s.t), append(args, "-b", s.k.Bootstrap)...)
-	cmd.Env = cleanEnv(env...)
+	cmd.Env = workertest.CleanEnv(env...)
 	out, err := cmd.CombinedOutput()
 	var exit *exec.ExitError
 	switch {
@@ -94,11 +93,6 @@ func (s *scene) kcleanup(env []string, args ...string) (string, int) {
 		s.t.Errorf("kcleanup %s: %v", strings.Join(args, " "), err)
 		return "", -2
 	}
-}
-
-// cleanEnv is this process's environment without KCLEANUP_ variables, and env.
-func cleanEnv(env ...string) []string {
-	return append(slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "KCLEANUP_") }), env...)
 }
 
 func (s *scene) mustKcleanup(args ...string) string {

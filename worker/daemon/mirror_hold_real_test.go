@@ -242,7 +242,7 @@ func TestMirrorApplyKilledInsideItsTransaction(t *testing.T) {
 func (s *scene) run(args ...string) (stdout, stderr string, code int) {
 	s.t.Helper()
 	cmd := exec.Command(workertest.Binary(s.t), append(args, "-b", s.bootstrap)...)
-	cmd.Env = cleanEnv()
+	cmd.Env = workertest.CleanEnv()
 	var o, e strings.Builder
 	cmd.Stdout, cmd.Stderr = &o, &e
 	err := cmd.Run()

@@ -123,15 +123,8 @@ func (s *scene) applyCmd(p events.Plan, args ...string) *exec.Cmd {
 		s.t.Fatal(err)
 	}
 	cmd := exec.Command(workertest.Binary(s.t), append([]string{"apply", file, "-b", s.bootstrap, "--control-topic", s.ctl}, args...)...)
-	cmd.Env = cleanEnv()
+	cmd.Env = workertest.CleanEnv()
 	return cmd
-}
-
-// cleanEnv is the environment without any KCLEANUP_ setting of the caller.
-func cleanEnv(extra ...string) []string {
-	return append(slices.DeleteFunc(os.Environ(), func(kv string) bool {
-		return strings.HasPrefix(kv, "KCLEANUP_")
-	}), extra...)
 }
 
 // state reads the control topic afresh: a plan's state.
@@ -192,7 +185,7 @@ func (s *scene) startWorkerServing(name string, serve []string, env ...string) *
 	s.t.Helper()
 	args := append([]string{"worker", "-b", s.bootstrap}, serve...)
 	cmd := exec.Command(workertest.Binary(s.t), append(args, "--group", s.group, "--http-addr", "127.0.0.1:0", "--log-format", "json")...)
-	cmd.Env = cleanEnv(env...)
+	cmd.Env = workertest.CleanEnv(env...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		s.t.Fatal(err)
@@ -429,7 +422,7 @@ func TestWorkerDiesAtEachStepAndASurvivorFinishes(t *testing.T) {
 func (s *scene) startApply(plan events.Plan, step string) *proc {
 	s.t.Helper()
 	cmd := s.applyCmd(plan)
-	cmd.Env = cleanEnv(worker.FailpointEnv + "=" + step)
+	cmd.Env = workertest.CleanEnv(worker.FailpointEnv + "=" + step)
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {

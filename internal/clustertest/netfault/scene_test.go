@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -81,7 +80,7 @@ func newScene(t *testing.T) *scene {
 func (s *scene) run(env []string, bootstrap string, args ...string) (string, int, time.Duration) {
 	s.t.Helper()
 	cmd := exec.Command(workertest.Binary(s.t), append(args, "-b", bootstrap)...)
-	cmd.Env = append(slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "KCLEANUP_") }), env...)
+	cmd.Env = workertest.CleanEnv(env...)
 	start := time.Now()
 	out, err := cmd.CombinedOutput()
 	took := time.Since(start)
@@ -178,7 +177,7 @@ func (s *scene) startWorker(name, bootstrap string) (stop func()) {
 	}
 	cmd := exec.Command(workertest.Binary(s.t), "worker", "-b", bootstrap, "--control-topic", s.ctl,
 		"--group", "kcleanup-"+s.topic, "--replica-name", name, "--http-addr", "127.0.0.1:0", "--log-format", "json")
-	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "KCLEANUP_") })
+	cmd.Env = workertest.CleanEnv()
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		s.t.Fatal(err)
