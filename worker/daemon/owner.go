@@ -104,15 +104,17 @@ type attempt struct {
 // it cannot tell yet whether the topic is a control topic, it asks again in
 // the background (retryOwn) until the group takes the topic away.
 func (d *Daemon) own(topic string) {
-	if d.tryOwn(topic, false) == protocol.RetryAssigned && d.startRetry(topic) {
-		go d.retryOwn(topic)
+	if d.tryOwn(topic, nil) == protocol.RetryAssigned {
+		if u := d.startRetry(topic); u != nil {
+			go d.retryOwn(topic, u)
+		}
 	}
 }
 
 // tryOwn serves and owns an assigned control topic, or says why not. A
-// retry owns it only while the group still leaves it the topic (revoked and
-// lost forget it, under d.mu).
-func (d *Daemon) tryOwn(topic string, retry bool) protocol.Assignment {
+// retry (u, the entry it retries for) acts only while that entry stands:
+// revoked and lost drop it under d.mu, and a new assignment makes another.
+func (d *Daemon) tryOwn(topic string, u *unownedTopic) protocol.Assignment {
 	// The group may assign a topic its regex matches before discovery
 	// found it: serve it first (status, readiness and metrics read the view).
 	if d.view(topic) == nil {
@@ -131,7 +133,11 @@ func (d *Daemon) tryOwn(topic string, retry bool) protocol.Assignment {
 			d.log.Warn("assigned a control topic it cannot serve; not owning it", "control_topic", topic)
 			return a
 		case protocol.RetryAssigned:
-			if d.setUnowned(topic, why) {
+			if u != nil {
+				if !d.stillUnowned(topic, u, why) {
+					return protocol.RefuseAssigned // revoked meanwhile: the retry ends
+				}
+			} else if d.setUnowned(topic, why) {
 				d.log.Warn("assigned a control topic whose settings cannot be read now; not owning it until they are (asking again)",
 					"control_topic", topic, "err", why)
 			}
@@ -140,7 +146,7 @@ func (d *Daemon) tryOwn(topic string, retry bool) protocol.Assignment {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if _, pending := d.unowned[topic]; retry && !pending {
+	if u != nil && d.unowned[topic] != u {
 		return protocol.RefuseAssigned // revoked meanwhile
 	}
 	if _, was := d.unowned[topic]; was {
@@ -190,16 +196,28 @@ func (d *Daemon) setUnowned(topic, why string) bool {
 	return false
 }
 
-// startRetry reports whether the caller is to start retryOwn for the topic
-// (none runs yet).
-func (d *Daemon) startRetry(topic string) bool {
+// startRetry returns the entry the caller is to start retryOwn for, nil
+// when one runs already (or none is needed).
+func (d *Daemon) startRetry(topic string) *unownedTopic {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	u := d.unowned[topic]
 	if u == nil || u.retrying || d.stopping {
-		return false
+		return nil
 	}
 	u.retrying = true
+	return u
+}
+
+// stillUnowned updates why a retry's topic is not owned, and reports
+// whether its entry u still stands.
+func (d *Daemon) stillUnowned(topic string, u *unownedTopic, why string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.unowned[topic] != u {
+		return false
+	}
+	u.why = why
 	return true
 }
 
@@ -230,14 +248,14 @@ func (d *Daemon) unownedTopics() map[string]string {
 // retryOwn asks again, with the owners' backoff, for an assigned control
 // topic whose settings could not be read, until it is owned, refused, or no
 // longer assigned.
-func (d *Daemon) retryOwn(topic string) {
+func (d *Daemon) retryOwn(topic string, u *unownedTopic) {
 	wait := d.cfg.backoffMin
 	for sleep(d.runCtxOrBackground(), wait) {
 		d.mu.Lock()
-		_, pending := d.unowned[topic]
+		pending := d.unowned[topic] == u
 		stopping := d.stopping
 		d.mu.Unlock()
-		if !pending || stopping || d.tryOwn(topic, true) != protocol.RetryAssigned {
+		if !pending || stopping || d.tryOwn(topic, u) != protocol.RetryAssigned {
 			return
 		}
 		wait = min(2*wait, d.cfg.backoffMax)
