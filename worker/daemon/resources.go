@@ -21,7 +21,7 @@ func (d *Daemon) checkDescriptors() {
 	old := d.descriptors.Swap(&why)
 	switch {
 	case why != "" && (old == nil || *old == ""):
-		d.log.Warn("degraded: "+why, "nofile", lim.Cur)
+		d.log.Warn("degraded: the open-file limit is below what the control topics served need", "nofile", lim.Cur, "why", why)
 	case why == "" && old != nil && *old != "":
 		d.log.Info("the open-file limit suffices again for the control topics served", "nofile", lim.Cur)
 	}
@@ -42,7 +42,7 @@ func (d *Daemon) checkMemory() {
 	old := d.memory.Swap(&why)
 	switch {
 	case why != "" && (old == nil || *old == ""):
-		d.log.Warn("degraded: "+why, "gomemlimit", limit, "live_heap", live)
+		d.log.Warn("degraded: the live heap is above GOMEMLIMIT", "gomemlimit", limit, "live_heap", live, "why", why)
 	case why == "" && old != nil && *old != "":
 		d.log.Info("the live heap is below GOMEMLIMIT again", "gomemlimit", limit, "live_heap", live)
 	}
