@@ -35,24 +35,58 @@ func (c *Cluster) ControlTopicSafe(ctx context.Context, controlTopic, bootstrap 
 // them. notShaped lists those whose settings say they are not control
 // topics; a topic whose settings cannot be read is in neither list.
 func (c *Cluster) ShapedAsControlTopics(ctx context.Context, topics []string) (shaped, notShaped []string, err error) {
+	sh, err := c.ControlTopicShapes(ctx, topics)
+	return sh.Shaped, sh.NotShaped, err
+}
+
+// Shapes is what ControlTopicShapes learned of each topic asked: shaped like
+// a control topic, not shaped, or unread (and why: a broker that did not
+// answer, a process out of file descriptors).
+type Shapes struct {
+	Shaped, NotShaped []string
+	Unread            map[string]error
+}
+
+// ControlTopicShapes is ShapedAsControlTopics with the topics it could not
+// read and why, so that a caller can say why and ask again rather than
+// take "unread" for "not a control topic".
+func (c *Cluster) ControlTopicShapes(ctx context.Context, topics []string) (Shapes, error) {
+	var out Shapes
 	if len(topics) == 0 {
-		return nil, nil, nil
+		return out, nil
 	}
 	td, err := c.adm.ListTopics(ctx, topics...)
 	if err != nil {
-		return nil, nil, errors.Wrap(err, "list the candidate control topics")
+		return out, errors.Wrap(err, "list the candidate control topics")
 	}
 	rcs, err := c.adm.DescribeTopicConfigs(ctx, topics...)
 	if err != nil && len(rcs) == 0 {
-		return nil, nil, errors.Wrap(err, "describe the configs of the candidate control topics")
+		return out, errors.Wrap(err, "describe the configs of the candidate control topics")
+	}
+	unread := func(t string, why error) {
+		if out.Unread == nil {
+			out.Unread = map[string]error{}
+		}
+		out.Unread[t] = why
 	}
 	for _, t := range topics {
 		d, ok := td[t]
 		if !ok || d.Err != nil {
+			why := errors.Newf("topic %s: not in the metadata", t)
+			if ok {
+				why = errors.Wrapf(d.Err, "topic %s", t)
+			}
+			unread(t, why)
 			continue
 		}
-		rc, err := rcs.On(t, nil)
-		if err != nil || rc.Err != nil {
+		rc, rerr := rcs.On(t, nil)
+		if rerr != nil && err != nil {
+			rerr = err // not answered: the request's error says why
+		} else if rerr == nil {
+			rerr = rc.Err
+		}
+		if rerr != nil {
+			unread(t, errors.Wrapf(rerr, "describe the configs of topic %s", t))
 			continue
 		}
 		configs := make(map[string]string, len(rc.Configs))
@@ -60,10 +94,10 @@ func (c *Cluster) ShapedAsControlTopics(ctx context.Context, topics []string) (s
 			configs[cfg.Key] = cfg.MaybeValue()
 		}
 		if gate.ShapeOf(t, len(d.Partitions), configs).Misfit() == "" {
-			shaped = append(shaped, t)
+			out.Shaped = append(out.Shaped, t)
 		} else {
-			notShaped = append(notShaped, t)
+			out.NotShaped = append(out.NotShaped, t)
 		}
 	}
-	return shaped, notShaped, nil
+	return out, nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kcleanup/kcleanup/events"
@@ -98,13 +99,7 @@ func TestApplyAsksAgainThroughALeaderElection(t *testing.T) {
 		t.Fatalf("DeleteRecords asked %d times, want 3 (two NOT_LEADER_OR_FOLLOWER, then the answer)", len(reqs))
 	}
 	for i, r := range reqs {
-		got := events.Offsets{}
-		for _, tp := range r.(*kmsg.DeleteRecordsRequest).Topics {
-			for _, p := range tp.Partitions {
-				got[p.Partition] = p.Offset
-			}
-		}
-		if want := (events.Offsets{0: 150, 1: 120}); !got.Equal(want) {
+		if got, want := deleteOffsets(r), (events.Offsets{0: 150, 1: 120}); !got.Equal(want) {
 			t.Errorf("DeleteRecords %d asked for %v, want the plan's %v every time", i+1, got, want)
 		}
 	}
@@ -128,4 +123,58 @@ func TestApplyDoesNotAskAgainOnALastingAnswer(t *testing.T) {
 	if n := len(deletes()); n != 1 {
 		t.Errorf("DeleteRecords asked %d times on POLICY_VIOLATION, want once", n)
 	}
+}
+
+// TestDeleteRecordsAskedAgainOnlyWithTheSameOffsets: when franz-go gives a transient answer
+// back (here: it retries nothing itself, kgo.RequestRetries(0)), kcleanup's own ask again
+// (worker.askAgain) re-sends DeleteRecords, and only with the plan's offsets: a retry that
+// re-sent other offsets would delete past the boundary. TestApplyAsksAgainThroughALeaderElection
+// does not reach this path: franz-go retries NOT_LEADER_OR_FOLLOWER with the same request
+// itself, and so does every network-fault test (docs/testing.md, the fault table's mutations).
+func TestDeleteRecordsAskedAgainOnlyWithTheSameOffsets(t *testing.T) {
+	fk, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(fk.Close)
+	c, err := worker.Connect(kgo.SeedBrokers(fk.ListenAddrs()...), kgo.RequestRetries(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	id := workertest.DataTopic(t, c, "action-state", 2, 200)
+	ctl := protocol.ControlTopicFor("action-state")
+	proj := workertest.ControlProjection(t, ctx, c, ctl, "action-state")
+	plan := workertest.MustPlan(t, "C1", "action-state", id, events.Offsets{0: 150, 1: 120})
+
+	deletes := answerFirst(fk, kmsg.DeleteRecords, 2, kerr.NotLeaderForPartition.Code)
+	out, err := c.Apply(ctx, proj, plan, worker.Options{})
+	if err != nil {
+		t.Fatalf("apply: %+v", err)
+	}
+	reqs := deletes()
+	if len(reqs) != 3 {
+		t.Fatalf("DeleteRecords asked %d times, want 3 (two NOT_LEADER_OR_FOLLOWER handed back by franz-go, then the answer)", len(reqs))
+	}
+	for i, r := range reqs {
+		if got := deleteOffsets(r); !got.Equal(plan.Offsets) {
+			t.Errorf("DeleteRecords %d asked for %v, want the plan's %v every time", i+1, got, plan.Offsets)
+		}
+	}
+	if out.State != fsm.Applied || !out.LogStart.Equal(plan.Offsets) {
+		t.Fatalf("apply ended %s with log start %v, want APPLIED with the plan's offsets %v", out.State, out.LogStart, plan.Offsets)
+	}
+}
+
+// deleteOffsets are the offsets a DeleteRecords request asks for, by partition.
+func deleteOffsets(r kmsg.Request) events.Offsets {
+	got := events.Offsets{}
+	for _, tp := range r.(*kmsg.DeleteRecordsRequest).Topics {
+		for _, p := range tp.Partitions {
+			got[p.Partition] = p.Offset
+		}
+	}
+	return got
 }

@@ -56,6 +56,7 @@ var layer = map[string]int{
 	"internal/architecture":            9,
 	"internal/clustertest":             9, // tests on the three-broker cluster
 	"internal/clustertest/netfault":    9, // network faults (toxiproxy) on the three-broker cluster
+	"internal/clustertest/limits":      9, // resource limits (descriptors, GOMEMLIMIT, max.connections) on the three-broker cluster
 	"deploy":                           9, // tests of the deploy files, the image and the alert rules
 }
 

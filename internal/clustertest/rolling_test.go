@@ -14,6 +14,7 @@ import (
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/fsm"
 	"github.com/kcleanup/kcleanup/internal/kafkatest"
+	"github.com/kcleanup/kcleanup/internal/workertest"
 	"github.com/kcleanup/kcleanup/worker"
 )
 
@@ -148,9 +149,9 @@ func (s *scene) startWorker(name string) {
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	cmd := exec.Command(kcleanupBinary(s.t), "worker", "-b", s.k.Bootstrap, "--control-topic", s.ctl,
+	cmd := exec.Command(workertest.Binary(s.t), "worker", "-b", s.k.Bootstrap, "--control-topic", s.ctl,
 		"--group", "kcleanup-"+s.topic, "--replica-name", name, "--http-addr", "127.0.0.1:0", "--log-format", "json")
-	cmd.Env = cleanEnv()
+	cmd.Env = workertest.CleanEnv()
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		s.t.Fatal(err)

@@ -6,10 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -27,36 +24,8 @@ import (
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if binary.dir != "" {
-		_ = os.RemoveAll(binary.dir)
-	}
+	workertest.RemoveBinary()
 	os.Exit(code)
-}
-
-// binary is the kcleanup executable of this test run, built on first use.
-var binary struct {
-	once      sync.Once
-	dir, path string
-	err       error
-}
-
-func kcleanupBinary(t *testing.T) string {
-	t.Helper()
-	binary.once.Do(func() {
-		binary.dir, binary.err = os.MkdirTemp("", "kcleanup-bin-")
-		if binary.err != nil {
-			return
-		}
-		binary.path = filepath.Join(binary.dir, "kcleanup")
-		out, err := exec.Command("go", "build", "-o", binary.path, "github.com/kcleanup/kcleanup/cmd/kcleanup").CombinedOutput()
-		if err != nil {
-			binary.err = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if binary.err != nil {
-		t.Fatal(binary.err)
-	}
-	return binary.path
 }
 
 // scene is one test's cluster, data topic (one partition of 300 records, three replicas,
@@ -111,8 +80,8 @@ func (s *scene) deleteAtEnd(topic string) {
 // kcleanup runs the CLI against the cluster and returns its output and exit code.
 func (s *scene) kcleanup(env []string, args ...string) (string, int) {
 	s.t.Helper()
-	cmd := exec.Command(kcleanupBinary(s.t), append(args, "-b", s.k.Bootstrap)...)
-	cmd.Env = cleanEnv(env...)
+	cmd := exec.Command(workertest.Binary(s.t), append(args, "-b", s.k.Bootstrap)...)
+	cmd.Env = workertest.CleanEnv(env...)
 	out, err := cmd.CombinedOutput()
 	var exit *exec.ExitError
 	switch {
@@ -124,11 +93,6 @@ func (s *scene) kcleanup(env []string, args ...string) (string, int) {
 		s.t.Errorf("kcleanup %s: %v", strings.Join(args, " "), err)
 		return "", -2
 	}
-}
-
-// cleanEnv is this process's environment without KCLEANUP_ variables, and env.
-func cleanEnv(env ...string) []string {
-	return append(slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "KCLEANUP_") }), env...)
 }
 
 func (s *scene) mustKcleanup(args ...string) string {
@@ -143,40 +107,19 @@ func (s *scene) mustKcleanup(args ...string) string {
 // planFile writes a plan that deletes partition 0 below boundary and returns it and its file.
 func (s *scene) planFile(rp string, boundary int64) (events.Plan, string) {
 	s.t.Helper()
-	p, err := events.BuildPlan(rp, []events.Marker{{Topic: s.topic, TopicID: s.id, Offsets: events.Offsets{0: boundary}}})
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	file := filepath.Join(s.t.TempDir(), p.PlanID+".plan.json")
-	if err := os.WriteFile(file, p.Encode(), 0o600); err != nil {
-		s.t.Fatal(err)
-	}
-	return p, file
+	return workertest.PlanFile(s.t, rp, s.topic, s.id, events.Offsets{0: boundary})
 }
 
 // markersFile writes a recovery point's marker (partition 0 at offset) and returns its file.
 func (s *scene) markersFile(offset int64) string {
 	s.t.Helper()
-	m := events.Marker{Topic: s.topic, TopicID: s.id, Offsets: events.Offsets{0: offset}}
-	file := filepath.Join(s.t.TempDir(), fmt.Sprintf("markers-%d.json", offset))
-	if err := os.WriteFile(file, m.Encode(), 0o600); err != nil {
-		s.t.Fatal(err)
-	}
-	return file
+	return workertest.MarkersFile(s.t, s.topic, s.id, events.Offsets{0: offset})
 }
 
 // operation reads the control topic afresh: a plan's operation.
 func (s *scene) operation(planID string) (fsm.State, events.Offsets) {
 	s.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	proj, err := s.c.Project(ctx, s.ctl)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	defer proj.Close()
-	op, _ := proj.State.Operation(planID)
-	return op.State, op.LogStart
+	return workertest.Operation(s.t, s.c, s.ctl, planID)
 }
 
 func (s *scene) check() {

@@ -62,13 +62,16 @@ type Daemon struct {
 	reads chan struct{}
 
 	mu       sync.Mutex
-	group    groupState        // whether the consumer group admitted this member
-	owners   map[string]*owner // control topics this replica owns now
-	stopping bool              // shutdown began: take no new work, not ready
-	wg       sync.WaitGroup    // runners
-	runCtx   context.Context   // parent of runners and views; ends after they stopped
+	group    groupState               // whether the consumer group admitted this member
+	owners   map[string]*owner        // control topics this replica owns now
+	unowned  map[string]*unownedTopic // assigned, not owned: settings unread (retryOwn)
+	stopping bool                     // shutdown began: take no new work, not ready
+	wg       sync.WaitGroup           // runners
+	runCtx   context.Context          // parent of runners and views; ends after they stopped
 
 	groupDenied atomic.Pointer[string]             // why the group refused us (missing ACL); nil once assigned
+	descriptors atomic.Pointer[string]             // protocol.DescriptorShortfall at the last check
+	memory      atomic.Pointer[string]             // protocol.MemoryShortfall at the last check
 	fleet       atomic.Pointer[report.FleetStatus] // the group as last described, for /v1/status
 }
 
@@ -659,6 +662,7 @@ func (d *Daemon) assigned(_ context.Context, member *kgo.Client, m map[string][]
 // steady state at most one replica acts on a control topic.
 func (d *Daemon) revoked(_ context.Context, _ *kgo.Client, m map[string][]int32) {
 	for topic := range m {
+		d.forgetUnowned(topic)
 		d.disown(topic, d.cfg.grace, "revoked")
 	}
 }
@@ -666,6 +670,7 @@ func (d *Daemon) revoked(_ context.Context, _ *kgo.Client, m map[string][]int32)
 // lost means another replica may already own the topic: abandon at once.
 func (d *Daemon) lost(_ context.Context, _ *kgo.Client, m map[string][]int32) {
 	for topic := range m {
+		d.forgetUnowned(topic)
 		d.disown(topic, 0, "lost")
 	}
 }

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"time"
 )
@@ -131,31 +132,35 @@ func (d *Daemon) discoverOnce(ctx context.Context) {
 			candidates = append(candidates, t)
 		}
 	}
-	shaped, _, err := d.cluster.ShapedAsControlTopics(ctx, candidates)
+	sh, err := d.cluster.ControlTopicShapes(ctx, candidates)
 	if err != nil {
 		if ctx.Err() == nil {
 			d.log.Warn("cannot read the settings of new topics the control topic regex matches", "regex", d.cfg.regex.String(), errAttr(err))
 		}
 		return
 	}
-	for _, t := range shaped {
+	for _, t := range sh.Shaped {
 		d.addView(t)
 	}
-	if len(shaped) < len(candidates) {
-		d.warnNotShaped(candidates, shaped)
+	d.warnNotShaped(sh.NotShaped)
+	if len(sh.Unread) > 0 {
+		// Unread is not "not a control topic": the next discovery asks again.
+		first := slices.Sorted(maps.Keys(sh.Unread))[0]
+		d.log.Warn("cannot read the settings of topics the control topic regex matches; asking again at the next discovery",
+			"regex", d.cfg.regex.String(), "topics", len(sh.Unread), "control_topic", first, errAttr(sh.Unread[first]))
 	}
 }
 
 // warnNotShaped logs, once per topic, a topic the regex matches that is not
 // shaped like a control topic: it is not served (and not owned).
-func (d *Daemon) warnNotShaped(candidates, shaped []string) {
+func (d *Daemon) warnNotShaped(notShaped []string) {
 	d.viewsMu.Lock()
 	defer d.viewsMu.Unlock()
 	if d.notShaped == nil {
 		d.notShaped = map[string]bool{}
 	}
-	for _, t := range candidates {
-		if !slices.Contains(shaped, t) && !d.notShaped[t] {
+	for _, t := range notShaped {
+		if !d.notShaped[t] {
 			d.notShaped[t] = true
 			d.log.Warn("the control topic regex matches a topic that is not a control topic (not one partition with cleanup.policy=compact); it is not served",
 				"topic", t, "regex", d.cfg.regex.String())
@@ -170,6 +175,8 @@ func (d *Daemon) warnNotShaped(candidates, shaped []string) {
 // idle control topics sends one request a poll instead of two thousand.
 func (d *Daemon) watchEnds(ctx context.Context) {
 	for {
+		d.checkDescriptors() // as often: a limit raised on the running process is seen at once
+		d.checkMemory()
 		topics := d.servedTopics()
 		if len(topics) == 0 { // ListOffsets of no topic would list every topic
 			if !sleep(ctx, d.cfg.pollInterval) {
@@ -209,10 +216,17 @@ func (d *Daemon) runCtxOrBackground() context.Context {
 }
 
 // shaped reports whether a topic the group assigned before discovery found
-// it is shaped like a control topic (see discover).
-func (d *Daemon) shaped(topic string) bool {
+// it is shaped like a control topic (see discover), or why its settings
+// could not be read.
+func (d *Daemon) shaped(topic string) (bool, string) {
 	ctx, cancel := context.WithTimeout(d.runCtxOrBackground(), d.cfg.readTimeout)
 	defer cancel()
-	ok, _, err := d.cluster.ShapedAsControlTopics(ctx, []string{topic})
-	return err == nil && len(ok) == 1
+	sh, err := d.cluster.ControlTopicShapes(ctx, []string{topic})
+	if err == nil {
+		err = sh.Unread[topic]
+	}
+	if err != nil {
+		return false, err.Error()
+	}
+	return len(sh.Shaped) == 1, ""
 }

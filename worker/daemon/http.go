@@ -139,6 +139,19 @@ type readiness struct {
 	// on either (protocol.SharedGovernance). Like Mirror it does not fail
 	// readiness.
 	Governance map[string]string `json:"governance,omitempty"`
+	// Unowned says, per control topic the group assigned this replica, why
+	// the replica does not own it yet (its settings could not be read: a
+	// broker that did not answer, no file descriptor left); it asks again
+	// with backoff. Nobody finishes its operations meanwhile, but status and
+	// validation stay correct, so it does not fail readiness.
+	Unowned map[string]string `json:"unowned,omitempty"`
+	// Descriptors says that the open-file limit is below what the control
+	// topics served need (protocol.DescriptorShortfall), and the fix. The
+	// replica keeps running, degraded; it does not fail readiness by itself.
+	Descriptors string `json:"descriptors,omitempty"`
+	// Memory says that the live heap is above GOMEMLIMIT
+	// (protocol.MemoryShortfall): slower, not failing readiness.
+	Memory string `json:"memory,omitempty"`
 }
 
 func (d *Daemon) serveReady(w http.ResponseWriter, _ *http.Request) {
@@ -165,6 +178,7 @@ func (d *Daemon) serveReady(w http.ResponseWriter, _ *http.Request) {
 	if g := d.sharedGovernances(); len(g) > 0 {
 		r.Governance = g
 	}
+	r.Unowned, r.Descriptors, r.Memory = d.unownedTopics(), d.descriptorShortfall(), d.memoryShortfall()
 	for _, t := range d.servedTopics() {
 		if ok, why := d.view(t).snap.Load().caughtUp(d.cfg.readyWindow); !ok {
 			if r.NotReady == nil {

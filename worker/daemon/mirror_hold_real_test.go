@@ -22,6 +22,7 @@ import (
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/fsm"
 	"github.com/kcleanup/kcleanup/internal/kafkatest"
+	"github.com/kcleanup/kcleanup/internal/workertest"
 	"github.com/kcleanup/kcleanup/projector/flinkagents"
 	"github.com/kcleanup/kcleanup/projector/invariant"
 	"github.com/kcleanup/kcleanup/protocol"
@@ -240,8 +241,8 @@ func TestMirrorApplyKilledInsideItsTransaction(t *testing.T) {
 // then its standard error, and its exit code.
 func (s *scene) run(args ...string) (stdout, stderr string, code int) {
 	s.t.Helper()
-	cmd := exec.Command(kcleanupBinary(s.t), append(args, "-b", s.bootstrap)...)
-	cmd.Env = cleanEnv()
+	cmd := exec.Command(workertest.Binary(s.t), append(args, "-b", s.bootstrap)...)
+	cmd.Env = workertest.CleanEnv()
 	var o, e strings.Builder
 	cmd.Stdout, cmd.Stderr = &o, &e
 	err := cmd.Run()

@@ -100,18 +100,61 @@ type attempt struct {
 	result protocol.OwnerResult
 }
 
-// own starts a runner for a control topic this replica was assigned.
+// own starts a runner for a control topic this replica was assigned; when
+// it cannot tell yet whether the topic is a control topic, it asks again in
+// the background (retryOwn) until the group takes the topic away.
 func (d *Daemon) own(topic string) {
+	if d.tryOwn(topic, nil) == protocol.RetryAssigned {
+		if u := d.startRetry(topic); u != nil {
+			go d.retryOwn(topic, u)
+		}
+	}
+}
+
+// tryOwn serves and owns an assigned control topic, or says why not. A
+// retry (u, the entry it retries for) acts only while that entry stands:
+// revoked and lost drop it under d.mu, and a new assignment makes another.
+func (d *Daemon) tryOwn(topic string, u *unownedTopic) protocol.Assignment {
 	// The group may assign a topic its regex matches before discovery
 	// found it: serve it first (status, readiness and metrics read the view).
-	if d.view(topic) == nil && (!d.matches(topic) || !d.shaped(topic) || !d.addView(topic)) {
-		d.log.Warn("assigned a control topic it cannot serve; not owning it", "control_topic", topic)
-		return
+	if d.view(topic) == nil {
+		matches, read, shaped, why := d.matches(topic), true, false, ""
+		if matches {
+			shaped, why = d.shaped(topic)
+			read = why == ""
+		}
+		a := protocol.AssignedTopic(matches, read, shaped)
+		if a == protocol.OwnAssigned && !d.addView(topic) {
+			a, why = protocol.RetryAssigned, "its reader could not be created"
+		}
+		switch a {
+		case protocol.RefuseAssigned:
+			d.forgetUnowned(topic)
+			d.log.Warn("assigned a control topic it cannot serve; not owning it", "control_topic", topic)
+			return a
+		case protocol.RetryAssigned:
+			if u != nil {
+				if !d.stillUnowned(topic, u, why) {
+					return protocol.RefuseAssigned // revoked meanwhile: the retry ends
+				}
+			} else if d.setUnowned(topic, why) {
+				d.log.Warn("assigned a control topic whose settings cannot be read now; not owning it until they are (asking again)",
+					"control_topic", topic, "err", why)
+			}
+			return a
+		}
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if u != nil && d.unowned[topic] != u {
+		return protocol.RefuseAssigned // revoked meanwhile
+	}
+	if _, was := d.unowned[topic]; was {
+		delete(d.unowned, topic)
+		d.log.Info("assigned control topic readable again; owning it", "control_topic", topic)
+	}
 	if d.stopping || d.owners[topic] != nil || d.runCtx == nil {
-		return
+		return protocol.OwnAssigned
 	}
 	o := &owner{topic: topic, since: time.Now(), done: make(chan struct{}), attempts: map[string]*attempt{}, retention: retentionRound{policy: -1}}
 	o.soft, o.stopSoft = context.WithCancel(d.runCtx)
@@ -126,6 +169,97 @@ func (d *Daemon) own(topic string) {
 		defer o.stopHard()
 		d.runOwner(o)
 	}()
+	return protocol.OwnAssigned
+}
+
+// unownedTopic is an assigned control topic this replica does not own yet,
+// and why.
+type unownedTopic struct {
+	why      string
+	retrying bool // a retryOwn runs for it
+}
+
+// setUnowned records why an assigned topic is not owned; it reports whether
+// that is news (to log once, not at every retry).
+func (d *Daemon) setUnowned(topic, why string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.unowned == nil {
+		d.unowned = map[string]*unownedTopic{}
+	}
+	u := d.unowned[topic]
+	if u == nil {
+		d.unowned[topic] = &unownedTopic{why: why}
+		return true
+	}
+	u.why = why
+	return false
+}
+
+// startRetry returns the entry the caller is to start retryOwn for, nil
+// when one runs already (or none is needed).
+func (d *Daemon) startRetry(topic string) *unownedTopic {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	u := d.unowned[topic]
+	if u == nil || u.retrying || d.stopping {
+		return nil
+	}
+	u.retrying = true
+	return u
+}
+
+// stillUnowned updates why a retry's topic is not owned, and reports
+// whether its entry u still stands.
+func (d *Daemon) stillUnowned(topic string, u *unownedTopic, why string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.unowned[topic] != u {
+		return false
+	}
+	u.why = why
+	return true
+}
+
+// forgetUnowned drops an unowned topic (revoked, lost, refused): its retry
+// ends. It reports whether it was there.
+func (d *Daemon) forgetUnowned(topic string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	_, ok := d.unowned[topic]
+	delete(d.unowned, topic)
+	return ok
+}
+
+// unownedTopics is, per assigned control topic not owned yet, why (/readyz).
+func (d *Daemon) unownedTopics() map[string]string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.unowned) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(d.unowned))
+	for t, u := range d.unowned {
+		out[t] = "assigned to this replica but not owned (its operations wait): " + u.why
+	}
+	return out
+}
+
+// retryOwn asks again, with the owners' backoff, for an assigned control
+// topic whose settings could not be read, until it is owned, refused, or no
+// longer assigned.
+func (d *Daemon) retryOwn(topic string, u *unownedTopic) {
+	wait := d.cfg.backoffMin
+	for sleep(d.runCtxOrBackground(), wait) {
+		d.mu.Lock()
+		pending := d.unowned[topic] == u
+		stopping := d.stopping
+		d.mu.Unlock()
+		if !pending || stopping || d.tryOwn(topic, u) != protocol.RetryAssigned {
+			return
+		}
+		wait = min(2*wait, d.cfg.backoffMax)
+	}
 }
 
 // disown stops the runner of a control topic: no new step starts, the step

@@ -36,45 +36,11 @@ import (
 	"github.com/kcleanup/kcleanup/worker/daemon"
 )
 
-// envBinary points at a prebuilt kcleanup binary; otherwise it is built once.
-const envBinary = "KCLEANUP_TEST_BINARY"
-
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if binary.dir != "" {
-		_ = os.RemoveAll(binary.dir)
-	}
+	workertest.RemoveBinary()
 	kafkatest.Cleanup()
 	os.Exit(code)
-}
-
-// binary is the kcleanup executable of this test run, built on first use.
-var binary struct {
-	once      sync.Once
-	dir, path string
-	err       error
-}
-
-func kcleanupBinary(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv(envBinary); p != "" {
-		return p
-	}
-	binary.once.Do(func() {
-		binary.dir, binary.err = os.MkdirTemp("", "kcleanup-bin-")
-		if binary.err != nil {
-			return
-		}
-		binary.path = filepath.Join(binary.dir, "kcleanup")
-		out, err := exec.Command("go", "build", "-o", binary.path, "github.com/kcleanup/kcleanup/cmd/kcleanup").CombinedOutput()
-		if err != nil {
-			binary.err = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if binary.err != nil {
-		t.Fatal(binary.err)
-	}
-	return binary.path
 }
 
 // scene is one scenario's broker, topics and consumer group.
@@ -156,16 +122,9 @@ func (s *scene) applyCmd(p events.Plan, args ...string) *exec.Cmd {
 	if err := os.WriteFile(file, p.Encode(), 0o600); err != nil {
 		s.t.Fatal(err)
 	}
-	cmd := exec.Command(kcleanupBinary(s.t), append([]string{"apply", file, "-b", s.bootstrap, "--control-topic", s.ctl}, args...)...)
-	cmd.Env = cleanEnv()
+	cmd := exec.Command(workertest.Binary(s.t), append([]string{"apply", file, "-b", s.bootstrap, "--control-topic", s.ctl}, args...)...)
+	cmd.Env = workertest.CleanEnv()
 	return cmd
-}
-
-// cleanEnv is the environment without any KCLEANUP_ setting of the caller.
-func cleanEnv(extra ...string) []string {
-	return append(slices.DeleteFunc(os.Environ(), func(kv string) bool {
-		return strings.HasPrefix(kv, "KCLEANUP_")
-	}), extra...)
 }
 
 // state reads the control topic afresh: a plan's state.
@@ -225,8 +184,8 @@ func (s *scene) startWorker(name string, env ...string) *proc {
 func (s *scene) startWorkerServing(name string, serve []string, env ...string) *proc {
 	s.t.Helper()
 	args := append([]string{"worker", "-b", s.bootstrap}, serve...)
-	cmd := exec.Command(kcleanupBinary(s.t), append(args, "--group", s.group, "--http-addr", "127.0.0.1:0", "--log-format", "json")...)
-	cmd.Env = cleanEnv(env...)
+	cmd := exec.Command(workertest.Binary(s.t), append(args, "--group", s.group, "--http-addr", "127.0.0.1:0", "--log-format", "json")...)
+	cmd.Env = workertest.CleanEnv(env...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		s.t.Fatal(err)
@@ -463,7 +422,7 @@ func TestWorkerDiesAtEachStepAndASurvivorFinishes(t *testing.T) {
 func (s *scene) startApply(plan events.Plan, step string) *proc {
 	s.t.Helper()
 	cmd := s.applyCmd(plan)
-	cmd.Env = cleanEnv(worker.FailpointEnv + "=" + step)
+	cmd.Env = workertest.CleanEnv(worker.FailpointEnv + "=" + step)
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {

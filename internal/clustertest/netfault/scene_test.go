@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -28,35 +27,8 @@ import (
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if binary.dir != "" {
-		_ = os.RemoveAll(binary.dir)
-	}
+	workertest.RemoveBinary()
 	os.Exit(code)
-}
-
-var binary struct {
-	once      sync.Once
-	dir, path string
-	err       error
-}
-
-func kcleanupBinary(t *testing.T) string {
-	t.Helper()
-	binary.once.Do(func() {
-		binary.dir, binary.err = os.MkdirTemp("", "kcleanup-bin-")
-		if binary.err != nil {
-			return
-		}
-		binary.path = filepath.Join(binary.dir, "kcleanup")
-		out, err := exec.Command("go", "build", "-o", binary.path, "github.com/kcleanup/kcleanup/cmd/kcleanup").CombinedOutput()
-		if err != nil {
-			binary.err = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if binary.err != nil {
-		t.Fatal(binary.err)
-	}
-	return binary.path
 }
 
 // scene is one test's cluster with its proxied links, a data topic (one partition of 300
@@ -107,8 +79,8 @@ func newScene(t *testing.T) *scene {
 // code and how long it took.
 func (s *scene) run(env []string, bootstrap string, args ...string) (string, int, time.Duration) {
 	s.t.Helper()
-	cmd := exec.Command(kcleanupBinary(s.t), append(args, "-b", bootstrap)...)
-	cmd.Env = append(slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "KCLEANUP_") }), env...)
+	cmd := exec.Command(workertest.Binary(s.t), append(args, "-b", bootstrap)...)
+	cmd.Env = workertest.CleanEnv(env...)
 	start := time.Now()
 	out, err := cmd.CombinedOutput()
 	took := time.Since(start)
@@ -136,40 +108,19 @@ func (s *scene) must(bootstrap string, args ...string) string {
 // planFile writes a plan that deletes partition 0 below boundary and returns it and its file.
 func (s *scene) planFile(rp string, boundary int64) (events.Plan, string) {
 	s.t.Helper()
-	p, err := events.BuildPlan(rp, []events.Marker{{Topic: s.topic, TopicID: s.id, Offsets: events.Offsets{0: boundary}}})
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	file := filepath.Join(s.t.TempDir(), p.PlanID+".plan.json")
-	if err := os.WriteFile(file, p.Encode(), 0o600); err != nil {
-		s.t.Fatal(err)
-	}
-	return p, file
+	return workertest.PlanFile(s.t, rp, s.topic, s.id, events.Offsets{0: boundary})
 }
 
 // markersFile writes a recovery point's marker (partition 0 at offset) and returns its file.
 func (s *scene) markersFile(offset int64) string {
 	s.t.Helper()
-	m := events.Marker{Topic: s.topic, TopicID: s.id, Offsets: events.Offsets{0: offset}}
-	file := filepath.Join(s.t.TempDir(), fmt.Sprintf("markers-%d.json", offset))
-	if err := os.WriteFile(file, m.Encode(), 0o600); err != nil {
-		s.t.Fatal(err)
-	}
-	return file
+	return workertest.MarkersFile(s.t, s.topic, s.id, events.Offsets{0: offset})
 }
 
-// operation reads the control topic afresh (direct path): a plan's operation.
+// operation reads the control topic afresh: a plan's operation.
 func (s *scene) operation(planID string) (fsm.State, events.Offsets) {
 	s.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	proj, err := s.c.Project(ctx, s.ctl)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	defer proj.Close()
-	op, _ := proj.State.Operation(planID)
-	return op.State, op.LogStart
+	return workertest.Operation(s.t, s.c, s.ctl, planID)
 }
 
 func (s *scene) check() {
@@ -224,9 +175,9 @@ func (s *scene) startWorker(name, bootstrap string) (stop func()) {
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	cmd := exec.Command(kcleanupBinary(s.t), "worker", "-b", bootstrap, "--control-topic", s.ctl,
+	cmd := exec.Command(workertest.Binary(s.t), "worker", "-b", bootstrap, "--control-topic", s.ctl,
 		"--group", "kcleanup-"+s.topic, "--replica-name", name, "--http-addr", "127.0.0.1:0", "--log-format", "json")
-	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "KCLEANUP_") })
+	cmd.Env = workertest.CleanEnv()
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		s.t.Fatal(err)
