@@ -161,7 +161,12 @@ func TestPinRacingACommitFromTwoProcesses(t *testing.T) {
 			switch {
 			case p.code == exitOK && a.code == exitError:
 				orders["pin first"]++
-				opWantFailure(t, a.code, a.stderr, exitError, "above pin "+doc.PinID)
+				// The pin landed before apply's check (refused in step 1: "above pin"), or between
+				// its PLANNED and COMMITTED (the log rejects the COMMITTED as pinned): both are the
+				// pin first, and either way the error names the pin.
+				if !strings.Contains(a.stderr, "above pin "+doc.PinID) && !strings.Contains(a.stderr, "(reason pinned): pin "+doc.PinID) {
+					t.Errorf("round %d: pin first, but apply's error names neither refusal for pin %s:\n%s", round, doc.PinID, a.stderr)
+				}
 				if st.Pins[0].State != projector.PinActive || op.State == fsm.Committed || op.State == fsm.Applied || !st.Boundary.Equal(events.Offsets{0: 10}) {
 					t.Errorf("round %d reader %d: pin first, but the log says pin %s, plan %s, boundary %v", round, i, st.Pins[0].State, op.State, st.Boundary)
 				}
