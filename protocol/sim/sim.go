@@ -98,6 +98,12 @@ type Result struct {
 	// the broker's; PinHolds the runs a pin the broker's clock still held
 	// stopped before DeleteRecords.
 	Skewed, PinHolds int
+	// AtRiskLower, AtRiskHigher and AtRiskStates count the compactions
+	// after which a fresh fold of the control topic as it is had a lower
+	// boundary, a higher one, or other operation states than the full
+	// history's while it was at risk (State.AtRisk: the gate says "cannot
+	// tell", no worker deletes on it). Not at risk, each is a violation.
+	AtRiskLower, AtRiskHigher, AtRiskStates int
 }
 
 // entry is one record on the simulated control topic.
@@ -324,17 +330,32 @@ func (w *world) compact() {
 	if removed {
 		// A fresh reader may read the log at any moment, not only once the
 		// fleet settled: check it after every run that removed something.
-		w.errs = append(w.errs, w.compactionAgrees(fmt.Sprintf("tick %d", w.tick))...)
+		w.errs = append(w.errs, w.compactionAgrees(fmt.Sprintf("tick %d", w.tick), false)...)
 	}
 }
 
-// compactionAgrees compares a fold of the control topic as it is with a
+// compactionAgrees (at the end: final) compares a fold of the control topic as it is with a
 // fold of its full history: the boundary on every partition (a lower one
 // is what lets a gate allow what is deleted or about to be, a higher one
 // what lets a worker delete too much) and every operation's state.
-func (w *world) compactionAgrees(when string) []error {
+func (w *world) compactionAgrees(when string, final bool) (errs []error) {
 	got, want := invariant.Fold(w.records()), invariant.Fold(w.full)
-	var errs []error
+	risk, _ := got.AtRisk()
+	var lower, higher, differ bool
+	var boundaryErrs []error
+	defer func() {
+		if !risk {
+			return
+		}
+		// Fail-closed: every reader of this log is told it cannot tell.
+		// At the end the boundary must agree all the same, as it always did.
+		if errs = nil; final && (lower || higher) {
+			errs = boundaryErrs
+		}
+		w.res.AtRiskLower += b2i(lower)
+		w.res.AtRiskHigher += b2i(higher)
+		w.res.AtRiskStates += b2i(differ)
+	}()
 	gb, wb := got.Boundary(), want.Boundary()
 	parts := map[int32]bool{}
 	for p := range gb {
@@ -349,25 +370,37 @@ func (w *world) compactionAgrees(when string) []error {
 		switch {
 		case gok == fok && g == f:
 		case !gok || (fok && g < f):
+			lower = true
 			errs = append(errs, errors.Newf("compaction LOWER: %s: a fresh fold of the control topic as it is has partition %d's boundary at %s, its full history's at %s (%s vs %s)", when, p, offset(g, gok), offset(f, fok), gb, wb))
 		default:
+			higher = true
 			errs = append(errs, errors.Newf("compaction HIGHER: %s: a fresh fold of the control topic as it is has partition %d's boundary at %s, its full history's at %s (%s vs %s)", when, p, offset(g, gok), offset(f, fok), gb, wb))
 		}
 	}
+	boundaryErrs = slices.Clone(errs)
 	states := map[string]fsm.State{}
 	for _, op := range got.Operations() {
 		states[op.PlanID] = op.State
 	}
 	for _, op := range want.Operations() {
 		if s, ok := states[op.PlanID]; !ok || s != op.State {
+			differ = true
 			errs = append(errs, errors.Newf("compaction state: %s: plan %s is %s in a fresh fold of the control topic as it is (present: %t), %s in its full history's", when, op.PlanID, s, ok, op.State))
 		}
 		delete(states, op.PlanID)
 	}
 	for id, s := range states {
+		differ = true
 		errs = append(errs, errors.Newf("compaction state: %s: plan %s is %s in a fresh fold of the control topic as it is, absent from its full history's", when, id, s))
 	}
 	return errs
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func offset(o int64, ok bool) string {
@@ -493,7 +526,7 @@ func (w *world) check() []error {
 	errs = append(errs, invariant.Verify(invariant.Facts{Records: recs, Again: slices.Clone(recs), End: w.next,
 		DataTopic: dataTopic, LiveTopicID: w.topic.ID, LogStart: w.topic.Start.Clone()},
 		invariant.WantAllApplied())...)
-	errs = append(errs, w.compactionAgrees("at the end")...)
+	errs = append(errs, w.compactionAgrees("at the end", true)...)
 	// The mirror: the job's fold never fails; once everything settled, its
 	// boundary is the control topic's.
 	if w.mirror != nil {

@@ -36,6 +36,7 @@ func TestSimulation(t *testing.T) {
 	staleByBinding, staleByIdentify := 0, 0
 	graceSeeds, graceWaits, graceKills := 0, 0, 0
 	skewed, pinHolds := 0, 0
+	atRiskLower, atRiskHigher, atRiskStates := 0, 0, 0
 	for seed := first; seed <= last; seed++ {
 		res := Run(seed, cfg)
 		pins += res.Pins
@@ -44,6 +45,9 @@ func TestSimulation(t *testing.T) {
 		staleByIdentify += res.StaleByIdentify
 		skewed += res.Skewed
 		pinHolds += res.PinHolds
+		atRiskLower += res.AtRiskLower
+		atRiskHigher += res.AtRiskHigher
+		atRiskStates += res.AtRiskStates
 		if res.Grace > 0 {
 			graceSeeds++
 		}
@@ -85,6 +89,7 @@ func TestSimulation(t *testing.T) {
 	t.Logf("%d seeds (%d with a Flink Agents mirror attached, %d of them ending with plans on it), %d failed; %d control records in all",
 		n, mirrored, mirrorHeld, failed, records)
 	t.Logf("%d worker passes in %d seeds read a disputed conflict (docs/design.md §5) and repaired neither side", disputed, disputedSeeds)
+	t.Logf("after a compaction, a fresh fold of the control topic as it is disagreed with the full history's while at risk (the gate cannot tell; docs/design.md §5): %d times with a lower boundary, %d with a higher one, %d with other operation states", atRiskLower, atRiskHigher, atRiskStates)
 	t.Logf("%d pin events (PINNED, UNPINNED) appended; %d COMMITTED records rejected for a pin (docs/design.md §12)", pins, pinRejected)
 	t.Logf("%d seeds ran with a restore grace; %d runs stopped to wait it out, %d processes were killed while waiting (docs/design.md §11)", graceSeeds, graceWaits, graceKills)
 	if *only == 0 && n >= 200 && (graceWaits == 0 || graceKills == 0) {
