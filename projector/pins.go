@@ -40,8 +40,13 @@ type Pin struct {
 	after int64
 	// Unpinned is the UNPINNED that ended it, nil while none has.
 	Unpinned *PinEnd
-	// Rejected lists the offsets of the COMMITTED records it rejected.
-	Rejected []int64
+	// Rejected lists the offsets of the COMMITTED records it rejected;
+	// rejectedKeys their keys, in the same order.
+	Rejected     []int64
+	rejectedKeys []string
+	// repaired is the offset of the latest copy of its PINNED that a
+	// worker re-appended (header kcleanup-maintenance: repair); 0: none.
+	repaired int64
 }
 
 // Voided is why a pin protects nothing on one partition: the boundary was
@@ -177,8 +182,10 @@ func (s *State) pinRule(v Verdict, env events.Envelope) (Verdict, bool) {
 		if !above {
 			continue
 		}
+		key := events.Key(env.PlanID, events.Committed) // v.Key is set later (the fold builds it only when it must)
 		p.Rejected = append(p.Rejected, v.Offset)
-		s.pin.rejectedKeys[events.Key(env.PlanID, events.Committed)] = true // v.Key is set later (the fold builds it only when it must)
+		p.rejectedKeys = append(p.rejectedKeys, key)
+		s.pin.rejectedKeys[key] = true
 		expiry := "no expiry"
 		if !p.Expires.IsZero() {
 			expiry = "expires " + p.Expires.Format(time.RFC3339)
@@ -227,6 +234,13 @@ func (s *State) foldPin(r Record, env events.Envelope, err error) Verdict {
 	}
 	_, held := s.pin.held[key]
 	v = s.keepVerdict(r, v, held)
+	if m := v.Maintenance; m != nil && m.Kind == MaintenanceRepair && v.Event == events.Pinned && v.Outcome == Duplicate {
+		if id, _, err := events.ParsePinKey(r.Key); err == nil {
+			if i, ok := s.pin.byID[id]; ok {
+				s.pin.list[i].repaired = r.Offset
+			}
+		}
+	}
 	if s.lean && v.Outcome == Accepted {
 		v.Key, v.Detail = "", "" // as for every accepted record in StepDecodedLean
 	}
@@ -380,10 +394,56 @@ func (s *State) pinRepairs(from int64) []Record {
 	return out
 }
 
+// A pin dispute (docs/design.md §12, "Compaction"): a COMMITTED this view
+// rejected for a pin, still unretracted, before a worker's repair of that
+// pin's PINNED. Workers retract the commits a pin rejected before they
+// re-append the pin (Retraction.Now comes first), so the worker that
+// repaired it did not reject this commit: in the full log the commit came
+// first, voided the pin, and a later copy of it moved past the pin, which
+// Repairs then re-appended after the copy; the log cleaner has removed the
+// commit's first record but not yet the pin's. This view cannot tell the
+// full log's order: it is at risk (its boundary may be below the one
+// committed), it never retracts the commit (that would erase a commit the
+// full log accepted), and a worker reads the log afresh once the cleaner
+// has removed the pin's first record.
+type pinDispute struct {
+	key    string // the COMMITTED's
+	pinID  string
+	offset int64 // of the rejected COMMITTED
+}
+
+// pinDisputes returns the pin disputes of this view, in pin order.
+func (s *State) pinDisputes() []pinDispute {
+	var out []pinDispute
+	for _, p := range s.pin.list {
+		if p.repaired == 0 {
+			continue
+		}
+		for i, k := range p.rejectedKeys {
+			if r, ok := s.rejectedOnly[k]; ok && r.offset < p.repaired && p.Rejected[i] < p.repaired &&
+				!slices.ContainsFunc(out, func(d pinDispute) bool { return d.key == k }) {
+				out = append(out, pinDispute{key: k, pinID: p.PinID, offset: r.offset})
+			}
+		}
+	}
+	return out
+}
+
+// pinDisputed reports whether the rejected COMMITTED under key is in a pin
+// dispute: retracting it could erase a commit the full log accepted.
+func (s *State) pinDisputed(key string) bool {
+	return slices.ContainsFunc(s.pinDisputes(), func(d pinDispute) bool { return d.key == key })
+}
+
 // pinAtRisk is the pins' part of AtRisk: an accepted pin event overwritten
 // and not repaired.
 func (s *State) pinAtRisk() []string {
 	var risks []string
+	for _, d := range s.pinDisputes() {
+		risks = append(risks, fmt.Sprintf(
+			"key %s holds a COMMITTED (offset %d) rejected for pin %s, and a worker re-appended that pin after it: workers retract the commits a pin rejected before they re-append it, so in the full log this commit may have come first and the log cleaner removed its first record but not yet the pin's; this reader cannot tell the boundary, retracts nothing and deletes nothing (read the control topic afresh, e.g. restart the worker, once the cleaner has removed the pin's first record)",
+			d.key, d.offset, d.pinID))
+	}
 	for _, k := range slices.Sorted(maps.Keys(s.pin.overwritten)) {
 		risks = append(risks, fmt.Sprintf(
 			"key %s holds a pin event accepted at offset %d, overwritten at offset %d and not repaired yet: if the log cleaner runs first, the pins read from this control topic change (a running worker re-appends it)",

@@ -1,0 +1,74 @@
+package projector
+
+import (
+	"maps"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/kcleanup/kcleanup/events"
+)
+
+// A later copy of an accepted COMMITTED (a re-run apply's, or a duplicated
+// delivery) lands after a pin the commit had voided; Repairs re-appends the
+// pin after the copy. Kafka's cleaner may remove the first COMMITTED (its
+// copy is lag-old) before the first PINNED (the pin's repair is not): a
+// fresh reader then folds the pin first, active, and the copy rejected by
+// it. Found by the simulation (seed 4454, docs/design.md §12).
+func TestPinRepairWindowAfterACommitCopy(t *testing.T) {
+	topic, tid := "action-state", testTopicID(1)
+	plan := newPlan("chk-0", topic, tid, events.Offsets{0: 296})
+	committed := func(offset int64) Record {
+		env := envelope(plan, events.Committed, 1, "apply")
+		env.Boundary = plan.Offsets
+		return record(offset, env)
+	}
+	pin := events.NewPin("sp-1", topic, tid, events.Offsets{0: 0}, time.Time{}, "rollback", testEpoch.Add(2*time.Second), "pinner")
+	log := []Record{
+		record(0, envelope(plan, events.Planned, 0, "apply")),
+		committed(1),
+		record(2, pin), // void on partition 0: the commit landed first
+		committed(3),   // the later copy
+	}
+	full := fold(log)
+	if got := full.Boundary(); got[0] != 296 {
+		t.Fatalf("full history's boundary %s, want 0=296", got)
+	}
+	reps := full.Repairs()
+	if len(reps) == 0 {
+		t.Fatalf("no repair re-appends the pin after the commit's copy")
+	}
+	for i, r := range reps {
+		r.Offset = int64(4 + i)
+		r.Headers = []Header{{Key: HeaderMaintenance, Value: []byte(MaintenanceRepair)}} // as a worker writes it
+		log = append(log, r)
+	}
+	full = fold(log)
+	if risk, why := full.AtRisk(); risk || len(full.Repairs()) > 0 || len(full.Retractions()) > 0 || len(full.Disputed()) > 0 {
+		t.Fatalf("the full history after the repair is not settled: at risk %v (%s), %d repairs, %d retractions, disputed %v",
+			risk, why, len(full.Repairs()), len(full.Retractions()), full.Disputed())
+	}
+	// The cleaner with offsets below 4 lag-old: the first COMMITTED goes
+	// (its copy at 3 is old enough), the first PINNED stays (its repair at
+	// 4 is not).
+	fresh := fold(compactBelow(log, 4))
+	risk, why := fresh.AtRisk()
+	t.Logf("in the window: boundary %s (full history %s); at risk %v: %s", fresh.Boundary(), full.Boundary(), risk, why)
+	if fresh.Boundary()[0] < full.Boundary()[0] && !risk {
+		t.Fatalf("a fresh reader of the partly compacted log folds the boundary %s, below the full history's %s, and is not at risk: a gate would allow what is about to be deleted", fresh.Boundary(), full.Boundary())
+	}
+	for _, r := range fresh.Retractions() {
+		if string(r.Key) == events.Key(plan.PlanID, events.Committed) {
+			t.Fatalf("a fresh reader in the window retracts the COMMITTED the full log accepted (offset %d, now %v)", r.Offset, r.Now)
+		}
+	}
+	if got := fresh.Disputed(); !slices.Equal(got, []string{plan.PlanID}) {
+		t.Fatalf("Disputed() = %v, want the plan %s (a worker reads the log afresh)", got, plan.PlanID)
+	}
+	// Once the cleaner removed the first PINNED too, a fresh read agrees.
+	after := fold(compactBelow(log, 5))
+	if risk, why := after.AtRisk(); risk || !after.Boundary().Equal(full.Boundary()) || !maps.Equal(opStates(after), opStates(full)) {
+		t.Fatalf("after the window: boundary %s (full %s), states %v (full %v), at risk %v: %s",
+			after.Boundary(), full.Boundary(), opStates(after), opStates(full), risk, why)
+	}
+}
