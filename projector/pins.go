@@ -130,6 +130,11 @@ type pins struct {
 	// Now: were a repair to move the pin past one of them, the compacted
 	// log would accept it.
 	rejectedKeys map[string]bool
+	// retracted: the keys of rejectedKeys a tombstone retracted once. Such
+	// a commit was rejected in a view that read the full order, so a later
+	// record under its key is never a pin dispute (pinDisputes): a dispute
+	// would stop every view from retracting it.
+	retracted map[string]bool
 }
 
 // Pins returns every accepted pin in log order (copies).
@@ -420,7 +425,7 @@ func (s *State) pinDisputes() []pinDispute {
 			continue
 		}
 		for i, k := range p.rejectedKeys {
-			if r, ok := s.rejectedOnly[k]; ok && r.offset < p.repaired && p.Rejected[i] < p.repaired &&
+			if r, ok := s.rejectedOnly[k]; ok && r.offset < p.repaired && p.Rejected[i] < p.repaired && !s.pin.retracted[k] &&
 				!slices.ContainsFunc(out, func(d pinDispute) bool { return d.key == k }) {
 				out = append(out, pinDispute{key: k, pinID: p.PinID, offset: r.offset})
 			}

@@ -72,3 +72,43 @@ func TestPinRepairWindowAfterACommitCopy(t *testing.T) {
 			after.Boundary(), full.Boundary(), opStates(after), opStates(full), risk, why)
 	}
 }
+
+// The other order, which the pin-dispute rule must leave alone: a commit
+// the pin rejected, retracted, then a late duplicate of it lands just
+// before a worker's repair of the pin (that worker read the log before the
+// duplicate). Every view that read the full order saw the commit rejected
+// and retracted: none is disputed, and the duplicate is retracted at once,
+// as before, or the cleaner would let it land before the pin's repair.
+func TestPinRepairAfterARetractedCommitIsNoDispute(t *testing.T) {
+	topic, tid := "action-state", testTopicID(1)
+	plan := newPlan("chk-0", topic, tid, events.Offsets{0: 296})
+	committed := func(offset int64) Record {
+		env := envelope(plan, events.Committed, 2, "apply")
+		env.Boundary = plan.Offsets
+		return record(offset, env)
+	}
+	pin := events.NewPin("sp-1", topic, tid, events.Offsets{0: 0}, time.Time{}, "rollback", testEpoch.Add(time.Second), "pinner")
+	repairPin := record(5, pin)
+	repairPin.Headers = []Header{{Key: HeaderMaintenance, Value: []byte(MaintenanceRepair)}}
+	retract := Record{Offset: 3, Key: []byte(events.Key(plan.PlanID, events.Committed)),
+		Headers: []Header{{Key: HeaderMaintenance, Value: []byte(MaintenanceRetraction)}}}
+	log := []Record{
+		record(0, envelope(plan, events.Planned, 0, "apply")),
+		record(1, pin),
+		committed(2), // rejected: above the pin
+		retract,
+		committed(4), // a late duplicate delivery
+		repairPin,
+	}
+	st := fold(log)
+	if risk, why := st.AtRisk(); risk || len(st.Disputed()) > 0 {
+		t.Fatalf("a view that read the full order is at risk (%v: %s) or disputed (%v)", risk, why, st.Disputed())
+	}
+	rs := st.Retractions()
+	if len(rs) != 1 || string(rs[0].Key) != events.Key(plan.PlanID, events.Committed) || rs[0].Offset != 4 || !rs[0].Now {
+		t.Fatalf("retractions %+v, want the duplicate COMMITTED at offset 4, at once", rs)
+	}
+	if b := st.Boundary(); len(b) != 0 {
+		t.Fatalf("boundary %s, want none: the pin rejected the only commit", b)
+	}
+}
