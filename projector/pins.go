@@ -44,9 +44,6 @@ type Pin struct {
 	// rejectedKeys their keys, in the same order.
 	Rejected     []int64
 	rejectedKeys []string
-	// repaired is the offset of the latest copy of its PINNED that a
-	// worker re-appended (header kcleanup-maintenance: repair); 0: none.
-	repaired int64
 }
 
 // Voided is why a pin protects nothing on one partition: the boundary was
@@ -135,6 +132,9 @@ type pins struct {
 	// record under its key is never a pin dispute (pinDisputes): a dispute
 	// would stop every view from retracting it.
 	retracted map[string]bool
+	// disputed: the keys of rejectedKeys in a pin dispute (pinDisputes),
+	// with the pin; it lasts while the key holds only rejected records.
+	disputed map[string]string
 }
 
 // Pins returns every accepted pin in log order (copies).
@@ -242,7 +242,7 @@ func (s *State) foldPin(r Record, env events.Envelope, err error) Verdict {
 	if m := v.Maintenance; m != nil && m.Kind == MaintenanceRepair && v.Event == events.Pinned && v.Outcome == Duplicate {
 		if id, _, err := events.ParsePinKey(r.Key); err == nil {
 			if i, ok := s.pin.byID[id]; ok {
-				s.pin.list[i].repaired = r.Offset
+				s.pinRepaired(s.pin.list[i])
 			}
 		}
 	}
@@ -417,18 +417,29 @@ type pinDispute struct {
 	offset int64 // of the rejected COMMITTED
 }
 
-// pinDisputes returns the pin disputes of this view, in pin order.
+// pinRepaired notes a worker's repair of p's PINNED: every
+// commit p rejected whose key still holds only rejected records, and that
+// no tombstone retracted yet, is disputed from now on (a later copy of it
+// is a copy of the commit the full log may have accepted).
+func (s *State) pinRepaired(p *Pin) {
+	for _, k := range p.rejectedKeys {
+		if _, ok := s.rejectedOnly[k]; ok && !s.pin.retracted[k] {
+			if s.pin.disputed == nil {
+				s.pin.disputed = map[string]string{}
+			}
+			if _, ok := s.pin.disputed[k]; !ok {
+				s.pin.disputed[k] = p.PinID
+			}
+		}
+	}
+}
+
+// pinDisputes returns the pin disputes of this view, by key.
 func (s *State) pinDisputes() []pinDispute {
 	var out []pinDispute
-	for _, p := range s.pin.list {
-		if p.repaired == 0 {
-			continue
-		}
-		for i, k := range p.rejectedKeys {
-			if r, ok := s.rejectedOnly[k]; ok && r.offset < p.repaired && p.Rejected[i] < p.repaired && !s.pin.retracted[k] &&
-				!slices.ContainsFunc(out, func(d pinDispute) bool { return d.key == k }) {
-				out = append(out, pinDispute{key: k, pinID: p.PinID, offset: r.offset})
-			}
+	for _, k := range slices.Sorted(maps.Keys(s.pin.disputed)) {
+		if r, ok := s.rejectedOnly[k]; ok {
+			out = append(out, pinDispute{key: k, pinID: s.pin.disputed[k], offset: r.offset})
 		}
 	}
 	return out
@@ -437,7 +448,11 @@ func (s *State) pinDisputes() []pinDispute {
 // pinDisputed reports whether the rejected COMMITTED under key is in a pin
 // dispute: retracting it could erase a commit the full log accepted.
 func (s *State) pinDisputed(key string) bool {
-	return slices.ContainsFunc(s.pinDisputes(), func(d pinDispute) bool { return d.key == key })
+	if _, ok := s.pin.disputed[key]; !ok {
+		return false
+	}
+	_, ok := s.rejectedOnly[key]
+	return ok
 }
 
 // pinAtRisk is the pins' part of AtRisk: an accepted pin event overwritten

@@ -14,7 +14,7 @@ import (
 // pin after the copy. Kafka's cleaner may remove the first COMMITTED (its
 // copy is lag-old) before the first PINNED (the pin's repair is not): a
 // fresh reader then folds the pin first, active, and the copy rejected by
-// it. Found by the simulation (seed 4454, docs/design.md §12).
+// it. Found by the simulation (seeds 4454 and 9629, docs/design.md §12).
 func TestPinRepairWindowAfterACommitCopy(t *testing.T) {
 	topic, tid := "action-state", testTopicID(1)
 	plan := newPlan("chk-0", topic, tid, events.Offsets{0: 296})
@@ -64,6 +64,19 @@ func TestPinRepairWindowAfterACommitCopy(t *testing.T) {
 	}
 	if got := fresh.Disputed(); !slices.Equal(got, []string{plan.PlanID}) {
 		t.Fatalf("Disputed() = %v, want the plan %s (a worker reads the log afresh)", got, plan.PlanID)
+	}
+	// A further copy of the commit (its writer's late duplicate) lands
+	// after the pin's repair: still a copy of what the full log may have
+	// accepted, still not retracted (seed 9629 retracted it, the other
+	// workers repaired it, for as long as the seed ran).
+	again := fold(append(compactBelow(log, 4), committed(5)))
+	for _, r := range again.Retractions() {
+		if string(r.Key) == events.Key(plan.PlanID, events.Committed) {
+			t.Fatalf("after a later copy, a fresh reader in the window retracts the COMMITTED the full log accepted (offset %d)", r.Offset)
+		}
+	}
+	if risk, _ := again.AtRisk(); !risk {
+		t.Fatalf("after a later copy, the fresh reader in the window is no longer at risk (boundary %s)", again.Boundary())
 	}
 	// Once the cleaner removed the first PINNED too, a fresh read agrees.
 	after := fold(compactBelow(log, 5))

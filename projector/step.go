@@ -632,6 +632,7 @@ func (s *State) track(r Record, v Verdict, accepted int32) {
 					s.pin.retracted = map[string]bool{}
 				}
 				s.pin.retracted[string(r.Key)] = true // pins.go, pinDisputes
+				delete(s.pin.disputed, string(r.Key))
 			}
 			delete(s.rejectedOnly, string(r.Key))
 			return
