@@ -163,6 +163,20 @@
 //	    COMMITTED keys a pin rejected are retracted at once (Retraction.Now).
 //	    TestPropertyCompaction generates pins, expiries and unpins among its
 //	    random logs; testdata/pins shows each rule.
+//	    The repair lands after the copy it answers, so for a while the
+//	    cleaner may remove the COMMITTED's first record (its copy is old
+//	    enough) and not yet the pin's: a fresh reader then folds the pin
+//	    first, active, and the copy rejected by it, a boundary below the
+//	    committed one. Since workers retract the commits a pin rejected
+//	    before they re-append the pin, a worker's repair of a PINNED (header
+//	    kcleanup-maintenance: repair) after a COMMITTED that pin rejected,
+//	    never retracted, says the full log may have had that commit first:
+//	    the key is in a pin dispute (pins.go) for as long as it holds only
+//	    rejected records. The view is AtRisk (the gate cannot tell, nothing
+//	    is deleted on it), never retracts that key, and lists the plan in
+//	    Disputed (a worker reads afresh); a key a tombstone already retracted
+//	    is never disputed. TestPinRepairWindowAfterACommitCopy,
+//	    TestPinRepairAfterARetractedCommitIsNoDispute.
 //
 // # Degraded
 //

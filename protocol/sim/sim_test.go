@@ -37,6 +37,7 @@ func TestSimulation(t *testing.T) {
 	graceSeeds, graceWaits, graceKills := 0, 0, 0
 	skewed, pinHolds := 0, 0
 	atRiskLower, atRiskHigher, atRiskStates := 0, 0, 0
+	var atRiskSeeds []uint64
 	for seed := first; seed <= last; seed++ {
 		res := Run(seed, cfg)
 		pins += res.Pins
@@ -48,6 +49,9 @@ func TestSimulation(t *testing.T) {
 		atRiskLower += res.AtRiskLower
 		atRiskHigher += res.AtRiskHigher
 		atRiskStates += res.AtRiskStates
+		if res.AtRiskLower+res.AtRiskHigher+res.AtRiskStates > 0 {
+			atRiskSeeds = append(atRiskSeeds, seed)
+		}
 		if res.Grace > 0 {
 			graceSeeds++
 		}
@@ -89,7 +93,7 @@ func TestSimulation(t *testing.T) {
 	t.Logf("%d seeds (%d with a Flink Agents mirror attached, %d of them ending with plans on it), %d failed; %d control records in all",
 		n, mirrored, mirrorHeld, failed, records)
 	t.Logf("%d worker passes in %d seeds read a disputed conflict (docs/design.md §5) and repaired neither side", disputed, disputedSeeds)
-	t.Logf("after a compaction, a fresh fold of the control topic as it is disagreed with the full history's while at risk (the gate cannot tell; docs/design.md §5): %d times with a lower boundary, %d with a higher one, %d with other operation states", atRiskLower, atRiskHigher, atRiskStates)
+	t.Logf("after a compaction, a fresh fold of the control topic as it is disagreed with the full history's while at risk (the gate cannot tell; docs/design.md §5): %d times with a lower boundary, %d with a higher one, %d with other operation states (seeds %v)", atRiskLower, atRiskHigher, atRiskStates, atRiskSeeds)
 	t.Logf("%d pin events (PINNED, UNPINNED) appended; %d COMMITTED records rejected for a pin (docs/design.md §12)", pins, pinRejected)
 	t.Logf("%d seeds ran with a restore grace; %d runs stopped to wait it out, %d processes were killed while waiting (docs/design.md §11)", graceSeeds, graceWaits, graceKills)
 	if *only == 0 && n >= 200 && (graceWaits == 0 || graceKills == 0) {
