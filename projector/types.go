@@ -22,9 +22,11 @@ type Record struct {
 	// Headers are the record's Kafka headers. The fold reads only the
 	// maintenance headers (HeaderMaintenance, HeaderActor, HeaderReason),
 	// to describe a record and, for a retraction tombstone over an accepted
-	// COMMITTED, to tell a disputed conflict (State.Disputed), which changes
-	// only what Repairs and Retractions list: they never change a verdict's
-	// outcome, the boundary or an operation's state.
+	// COMMITTED, to tell a disputed conflict (State.Disputed), and for a
+	// repair of a PINNED after a commit that pin rejected, a pin dispute
+	// (pins.go), which change only what Repairs and Retractions list, AtRisk
+	// and Disputed: they never change a verdict's outcome, the boundary or an
+	// operation's state.
 	Headers []Header
 }
 
