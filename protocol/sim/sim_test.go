@@ -32,6 +32,7 @@ func TestSimulation(t *testing.T) {
 	failed := 0
 	var records int64
 	disputed, disputedSeeds := 0, 0
+	var disputedIn []uint64
 	pins, pinRejected := 0, 0
 	staleByBinding, staleByIdentify := 0, 0
 	graceSeeds, graceWaits, graceKills := 0, 0, 0
@@ -76,6 +77,7 @@ func TestSimulation(t *testing.T) {
 		if res.Disputed > 0 {
 			disputed += res.Disputed
 			disputedSeeds++
+			disputedIn = append(disputedIn, seed)
 		}
 		if len(res.Errors) > 0 {
 			failed++
@@ -92,7 +94,7 @@ func TestSimulation(t *testing.T) {
 	n := last - first + 1
 	t.Logf("%d seeds (%d with a Flink Agents mirror attached, %d of them ending with plans on it), %d failed; %d control records in all",
 		n, mirrored, mirrorHeld, failed, records)
-	t.Logf("%d worker passes in %d seeds read a disputed conflict (docs/design.md §5) and repaired neither side", disputed, disputedSeeds)
+	t.Logf("%d worker passes in %d seeds (%v) read a disputed conflict (docs/design.md §5) or a pin dispute (§12) and repaired neither side", disputed, disputedSeeds, disputedIn)
 	t.Logf("after a compaction, a fresh fold of the control topic as it is disagreed with the full history's while at risk (the gate cannot tell; docs/design.md §5): %d times with a lower boundary, %d with a higher one, %d with other operation states (seeds %v)", atRiskLower, atRiskHigher, atRiskStates, atRiskSeeds)
 	t.Logf("%d pin events (PINNED, UNPINNED) appended; %d COMMITTED records rejected for a pin (docs/design.md §12)", pins, pinRejected)
 	t.Logf("%d seeds ran with a restore grace; %d runs stopped to wait it out, %d processes were killed while waiting (docs/design.md §11)", graceSeeds, graceWaits, graceKills)
