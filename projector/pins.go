@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -242,7 +243,9 @@ func (s *State) foldPin(r Record, env events.Envelope, err error) Verdict {
 	if m := v.Maintenance; m != nil && m.Kind == MaintenanceRepair && v.Event == events.Pinned && v.Outcome == Duplicate {
 		if id, _, err := events.ParsePinKey(r.Key); err == nil {
 			if i, ok := s.pin.byID[id]; ok {
-				s.pinRepaired(s.pin.list[i])
+				if read, ok := readHeader(r); ok {
+					s.pinRepaired(s.pin.list[i], read)
+				}
 			}
 		}
 	}
@@ -400,12 +403,13 @@ func (s *State) pinRepairs(from int64) []Record {
 }
 
 // A pin dispute (docs/design.md §12, "Compaction"): a COMMITTED this view
-// rejected for a pin, still unretracted, before a worker's repair of that
-// pin's PINNED. Workers retract the commits a pin rejected before they
-// re-append the pin (Retraction.Now comes first), so the worker that
-// repaired it did not reject this commit: in the full log the commit came
-// first, voided the pin, and a later copy of it moved past the pin, which
-// Repairs then re-appended after the copy; the log cleaner has removed the
+// rejected for a pin, still unretracted, that a worker had read (header
+// kcleanup-read) before it re-appended that pin's PINNED (header
+// kcleanup-maintenance: repair). Workers retract the commits a pin rejected
+// before they re-append the pin (Retraction.Now comes first), so that
+// worker did not reject this commit: in the full log the commit came first,
+// voided the pin, and a later copy of it moved past the pin, which Repairs
+// then re-appended after the copy; the log cleaner has removed the
 // commit's first record but not yet the pin's. This view cannot tell the
 // full log's order: it is at risk (its boundary may be below the one
 // committed), it never retracts the commit (that would erase a commit the
@@ -417,13 +421,16 @@ type pinDispute struct {
 	offset int64 // of the rejected COMMITTED
 }
 
-// pinRepaired notes a worker's repair of p's PINNED: every
-// commit p rejected whose key still holds only rejected records, and that
-// no tombstone retracted yet, is disputed from now on (a later copy of it
-// is a copy of the commit the full log may have accepted).
-func (s *State) pinRepaired(p *Pin) {
+// pinRepaired notes a worker's repair of p's PINNED, written by a view
+// that had folded the log below offset read: every commit p rejected that
+// this writer had read (its record below read), whose key still holds only
+// rejected records and that no tombstone retracted yet, is disputed from
+// now on (a later copy of it is a copy of the commit the full log may have
+// accepted). A commit the writer had not read yet proves nothing: it may
+// have landed between that writer's read and its repair.
+func (s *State) pinRepaired(p *Pin, read int64) {
 	for _, k := range p.rejectedKeys {
-		if _, ok := s.rejectedOnly[k]; ok && !s.pin.retracted[k] {
+		if r, ok := s.rejectedOnly[k]; ok && r.offset < read && !s.pin.retracted[k] {
 			if s.pin.disputed == nil {
 				s.pin.disputed = map[string]string{}
 			}
@@ -432,6 +439,18 @@ func (s *State) pinRepaired(p *Pin) {
 			}
 		}
 	}
+}
+
+// readHeader is the record's HeaderRead, if it has a valid one. A repair
+// without it (an older kcleanup's) disputes nothing, as before.
+func readHeader(r Record) (int64, bool) {
+	for _, h := range r.Headers {
+		if h.Key == HeaderRead {
+			n, err := strconv.ParseInt(string(h.Value), 10, 64)
+			return n, err == nil && n >= 0
+		}
+	}
+	return 0, false
 }
 
 // pinDisputes returns the pin disputes of this view, by key.

@@ -40,7 +40,8 @@ func TestPinRepairWindowAfterACommitCopy(t *testing.T) {
 	}
 	for i, r := range reps {
 		r.Offset = int64(4 + i)
-		r.Headers = []Header{{Key: HeaderMaintenance, Value: []byte(MaintenanceRepair)}} // as a worker writes it
+		// As a worker writes it: its view had folded the log below 4.
+		r.Headers = []Header{{Key: HeaderMaintenance, Value: []byte(MaintenanceRepair)}, {Key: HeaderRead, Value: []byte("4")}}
 		log = append(log, r)
 	}
 	full = fold(log)
@@ -102,7 +103,7 @@ func TestPinRepairAfterARetractedCommitIsNoDispute(t *testing.T) {
 	}
 	pin := events.NewPin("sp-1", topic, tid, events.Offsets{0: 0}, time.Time{}, "rollback", testEpoch.Add(time.Second), "pinner")
 	repairPin := record(5, pin)
-	repairPin.Headers = []Header{{Key: HeaderMaintenance, Value: []byte(MaintenanceRepair)}}
+	repairPin.Headers = []Header{{Key: HeaderMaintenance, Value: []byte(MaintenanceRepair)}, {Key: HeaderRead, Value: []byte("5")}}
 	retract := Record{Offset: 3, Key: []byte(events.Key(plan.PlanID, events.Committed)),
 		Headers: []Header{{Key: HeaderMaintenance, Value: []byte(MaintenanceRetraction)}}}
 	log := []Record{
@@ -123,5 +124,39 @@ func TestPinRepairAfterARetractedCommitIsNoDispute(t *testing.T) {
 	}
 	if b := st.Boundary(); len(b) != 0 {
 		t.Fatalf("boundary %s, want none: the pin rejected the only commit", b)
+	}
+}
+
+// A commit rejected for a pin that lands between a worker's read and its
+// repair of that pin (the repair's writer had not read it: header
+// kcleanup-read at or below its offset) is no dispute: it is retracted at
+// once, or the cleaner, once it removed the pin's first record, would show
+// it before the pin and accepted. Without the header (an older worker's
+// repair) nothing is disputed either, as before.
+func TestPinRepairByAWriterThatHadNotReadTheCommitIsNoDispute(t *testing.T) {
+	topic, tid := "action-state", testTopicID(1)
+	plan := newPlan("chk-0", topic, tid, events.Offsets{0: 296})
+	env := envelope(plan, events.Committed, 2, "apply")
+	env.Boundary = plan.Offsets
+	pin := events.NewPin("sp-1", topic, tid, events.Offsets{0: 0}, time.Time{}, "rollback", testEpoch.Add(time.Second), "pinner")
+	for _, headers := range [][]Header{
+		{{Key: HeaderMaintenance, Value: []byte(MaintenanceRepair)}, {Key: HeaderRead, Value: []byte("2")}},
+		{{Key: HeaderMaintenance, Value: []byte(MaintenanceRepair)}},
+	} {
+		repairPin := record(3, pin)
+		repairPin.Headers = headers
+		st := fold([]Record{
+			record(0, envelope(plan, events.Planned, 0, "apply")),
+			record(1, pin),
+			record(2, env), // rejected: above the pin, landed after the repair's writer read
+			repairPin,
+		})
+		if risk, why := st.AtRisk(); risk || len(st.Disputed()) > 0 {
+			t.Fatalf("headers %v: at risk (%v: %s) or disputed (%v)", headers, risk, why, st.Disputed())
+		}
+		rs := st.Retractions()
+		if len(rs) != 1 || string(rs[0].Key) != events.Key(plan.PlanID, events.Committed) || !rs[0].Now {
+			t.Fatalf("headers %v: retractions %+v, want the COMMITTED at offset 2, at once", headers, rs)
+		}
 	}
 }

@@ -43,6 +43,11 @@ const (
 	HeaderMaintenance = "kcleanup-maintenance" // MaintenanceRepair, MaintenanceRetraction, ...
 	HeaderActor       = "kcleanup-actor"       // the worker that wrote it
 	HeaderReason      = "kcleanup-reason"      // why, for a person
+	// HeaderRead is the offset (decimal) below which the writer had folded
+	// the log when it listed the record: a repair of a PINNED says which of
+	// the commits that pin rejected its writer had read and not retracted
+	// (a pin dispute, pins.go).
+	HeaderRead = "kcleanup-read"
 )
 
 // The kinds of maintenance record (HeaderMaintenance).
