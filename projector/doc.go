@@ -170,13 +170,16 @@
 //	    committed one. Since workers retract the commits a pin rejected
 //	    before they re-append the pin, a worker's repair of a PINNED (header
 //	    kcleanup-maintenance: repair) after a COMMITTED that pin rejected,
-//	    never retracted, says the full log may have had that commit first:
+//	    never retracted, and that its writer had read (header kcleanup-read
+//	    past it), says the full log may have had that commit first:
 //	    the key is in a pin dispute (pins.go) for as long as it holds only
 //	    rejected records. The view is AtRisk (the gate cannot tell, nothing
 //	    is deleted on it), never retracts that key, and lists the plan in
 //	    Disputed (a worker reads afresh); a key a tombstone already retracted
-//	    is never disputed. TestPinRepairWindowAfterACommitCopy,
-//	    TestPinRepairAfterARetractedCommitIsNoDispute.
+//	    is never disputed, nor is one the writer had not read, nor any for a
+//	    repair without kcleanup-read. TestPinRepairWindowAfterACommitCopy,
+//	    TestPinRepairAfterARetractedCommitIsNoDispute,
+//	    TestPinRepairByAWriterThatHadNotReadTheCommitIsNoDispute.
 //
 // # Degraded
 //

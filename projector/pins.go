@@ -441,6 +441,38 @@ func (s *State) pinRepaired(p *Pin, read int64) {
 	}
 }
 
+// pinRepairRejected notes that this view rejected for a pin the COMMITTED
+// under key at offset, a worker's repair: workers re-append only what their
+// view accepted, so another view had this commit before the pin. Unless a
+// tombstone already retracted the key, it is a pin dispute.
+func (s *State) pinRepairRejected(key string, offset int64) {
+	if s.pin.retracted[key] {
+		return
+	}
+	for _, p := range s.pin.list {
+		if n := len(p.Rejected); n > 0 && p.Rejected[n-1] == offset {
+			if s.pin.disputed == nil {
+				s.pin.disputed = map[string]string{}
+			}
+			if _, ok := s.pin.disputed[key]; !ok {
+				s.pin.disputed[key] = p.PinID
+			}
+			return
+		}
+	}
+}
+
+// isRepair reports whether a record carries a worker's repair header
+// (HeaderMaintenance MaintenanceRepair).
+func isRepair(r Record) bool {
+	for _, h := range r.Headers {
+		if h.Key == HeaderMaintenance {
+			return string(h.Value) == MaintenanceRepair
+		}
+	}
+	return false
+}
+
 // readHeader is the record's HeaderRead, if it has a valid one. A repair
 // without it (an older kcleanup's) disputes nothing, as before.
 func readHeader(r Record) (int64, bool) {
@@ -480,7 +512,7 @@ func (s *State) pinAtRisk() []string {
 	var risks []string
 	for _, d := range s.pinDisputes() {
 		risks = append(risks, fmt.Sprintf(
-			"key %s holds a COMMITTED (offset %d) rejected for pin %s, and a worker re-appended that pin after it: workers retract the commits a pin rejected before they re-append it, so in the full log this commit may have come first and the log cleaner removed its first record but not yet the pin's; this reader cannot tell the boundary, retracts nothing and deletes nothing (read the control topic afresh, e.g. restart the worker, once the cleaner has removed the pin's first record)",
+			"key %s holds a COMMITTED (offset %d) rejected for pin %s that another worker's view accepted (it re-appended the commit, or re-appended the pin after reading the commit without retracting it): in the full log this commit may have come first and the log cleaner removed its first record but not yet the pin's; this reader cannot tell the boundary, retracts nothing and deletes nothing (read the control topic afresh, e.g. restart the worker, once the cleaner has caught up)",
 			d.key, d.offset, d.pinID))
 	}
 	for _, k := range slices.Sorted(maps.Keys(s.pin.overwritten)) {

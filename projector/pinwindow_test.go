@@ -160,3 +160,55 @@ func TestPinRepairByAWriterThatHadNotReadTheCommitIsNoDispute(t *testing.T) {
 		}
 	}
 }
+
+// The same window through an UNPINNED (the simulation's seed 7852): an
+// operator's second UNPINNED overwrites the first's key, the repairs
+// re-append the UNPINNED, the commit accepted after it and a pin that
+// commit voided; the cleaner removes the first UNPINNED before the
+// repairs are old enough. A fresh reader has the commit rejected by the
+// first pin, the second pin active, and the worker's repaired copy of the
+// commit rejected by it: a repaired COMMITTED is one another view accepted,
+// so the key is disputed, never retracted, and the reader is at risk.
+func TestPinRepairWindowAfterASecondUnpin(t *testing.T) {
+	topic, tid := "action-state", testTopicID(1)
+	plan := newPlan("chk-4", topic, tid, events.Offsets{0: 730})
+	env := envelope(plan, events.Committed, 3, "apply")
+	env.Boundary = plan.Offsets
+	pin1 := events.NewPin("sp-21", topic, tid, events.Offsets{0: 263}, time.Time{}, "rollback", testEpoch, "pinner")
+	pin2 := events.NewPin("sp-111", topic, tid, events.Offsets{0: 95}, time.Time{}, "rollback", testEpoch.Add(4*time.Second), "pinner")
+	id1 := pin1.Pin.PinID
+	log := []Record{
+		record(0, pin1),
+		record(1, events.NewUnpin(id1, "done", testEpoch.Add(time.Second), "operator")),
+		record(2, envelope(plan, events.Planned, 2, "apply")),
+		record(3, env),
+		record(4, pin2), // void: the commit landed first
+		record(5, events.NewUnpin(id1, "done", testEpoch.Add(5*time.Second), "operator")), // the second UNPINNED
+	}
+	full := fold(log)
+	reps := full.Repairs()
+	if len(reps) == 0 {
+		t.Fatal("no repairs for the moved UNPINNED")
+	}
+	for i, r := range reps {
+		r.Offset = int64(6 + i)
+		r.Headers = []Header{{Key: HeaderMaintenance, Value: []byte(MaintenanceRepair)}, {Key: HeaderRead, Value: []byte("6")}}
+		log = append(log, r)
+	}
+	full = fold(log)
+	if got := full.Boundary(); got[0] != 730 {
+		t.Fatalf("full history's boundary %s, want 0=730", got)
+	}
+	// The cleaner with offsets below 6 lag-old: the first UNPINNED goes.
+	fresh := fold(compactBelow(log, 6))
+	risk, why := fresh.AtRisk()
+	t.Logf("%d repairs; in the window: boundary %s (full history %s); at risk %v: %s", len(reps), fresh.Boundary(), full.Boundary(), risk, why)
+	if fresh.Boundary()[0] < full.Boundary()[0] && !risk {
+		t.Fatalf("a fresh reader folds the boundary %s, below the full history's %s, and is not at risk", fresh.Boundary(), full.Boundary())
+	}
+	for _, r := range fresh.Retractions() {
+		if string(r.Key) == events.Key(plan.PlanID, events.Committed) {
+			t.Fatalf("a fresh reader in the window retracts the COMMITTED the full log accepted (offset %d, now %v)", r.Offset, r.Now)
+		}
+	}
+}

@@ -638,6 +638,9 @@ func (s *State) track(r Record, v Verdict, accepted int32) {
 			return
 		}
 		s.rejectedOnly[string(r.Key)] = retraction{offset: r.Offset, timestamp: r.Timestamp}
+		if v.Reason == ReasonPinned && isRepair(r) {
+			s.pinRepairRejected(string(r.Key), r.Offset) // pins.go
+		}
 	}
 }
 
