@@ -173,13 +173,17 @@
 //	    never retracted, and that its writer had read (header kcleanup-read
 //	    past it), says the full log may have had that commit first:
 //	    the key is in a pin dispute (pins.go) for as long as it holds only
-//	    rejected records. The view is AtRisk (the gate cannot tell, nothing
+//	    rejected records. So is a COMMITTED rejected for a pin that is itself
+//	    a worker's repair (workers re-append only what their view accepted:
+//	    the window through an operator's second UNPINNED). The view is
+//	    AtRisk (the gate cannot tell, nothing
 //	    is deleted on it), never retracts that key, and lists the plan in
 //	    Disputed (a worker reads afresh); a key a tombstone already retracted
 //	    is never disputed, nor is one the writer had not read, nor any for a
 //	    repair without kcleanup-read. TestPinRepairWindowAfterACommitCopy,
 //	    TestPinRepairAfterARetractedCommitIsNoDispute,
-//	    TestPinRepairByAWriterThatHadNotReadTheCommitIsNoDispute.
+//	    TestPinRepairByAWriterThatHadNotReadTheCommitIsNoDispute,
+//	    TestPinRepairWindowAfterASecondUnpin.
 //
 // # Degraded
 //
