@@ -119,9 +119,10 @@ func (s *State) disputedBy(oi int32) []string {
 // Disputed returns the plan IDs, sorted, of the accepted COMMITTEDs whose
 // conflict another reader judged the other way (a worker's retraction
 // tombstone over a COMMITTED that defeated another), and of the COMMITTEDs
-// it rejected for a pin a worker then re-appended (a pin dispute, pins.go):
-// this projection may show a compacted order the full log did not have. A worker reads the
-// control topic afresh to resolve it (AtRisk holds meanwhile).
+// it rejected for a pin that another worker's view accepted (a pin
+// dispute, pins.go): this projection may show a compacted order the full
+// log did not have. A worker reads the control topic afresh to resolve it
+// (AtRisk holds meanwhile).
 func (s *State) Disputed() []string {
 	var out []string
 	for _, w := range s.overwritten {

@@ -402,10 +402,12 @@ func (s *State) pinRepairs(from int64) []Record {
 	return out
 }
 
-// A pin dispute (docs/design.md §12, "Compaction"): a COMMITTED this view
-// rejected for a pin, still unretracted, that a worker had read (header
-// kcleanup-read) before it re-appended that pin's PINNED (header
-// kcleanup-maintenance: repair). Workers retract the commits a pin rejected
+// A pin dispute (docs/design.md §12, "The pin's repair window, and the pin
+// dispute"): a COMMITTED this view rejected for a pin, still unretracted,
+// that another worker's view accepted: that worker re-appended it (a
+// repair of the COMMITTED itself: workers repair only what they accepted),
+// or had read it (header kcleanup-read) before it re-appended that pin's
+// PINNED (header kcleanup-maintenance: repair). Workers retract the commits a pin rejected
 // before they re-append the pin (Retraction.Now comes first), so that
 // worker did not reject this commit: in the full log the commit came first,
 // voided the pin, and a later copy of it moved past the pin, which Repairs
@@ -430,14 +432,23 @@ type pinDispute struct {
 // have landed between that writer's read and its repair.
 func (s *State) pinRepaired(p *Pin, read int64) {
 	for _, k := range p.rejectedKeys {
-		if r, ok := s.rejectedOnly[k]; ok && r.offset < read && !s.pin.retracted[k] {
-			if s.pin.disputed == nil {
-				s.pin.disputed = map[string]string{}
-			}
-			if _, ok := s.pin.disputed[k]; !ok {
-				s.pin.disputed[k] = p.PinID
-			}
+		if r, ok := s.rejectedOnly[k]; ok && r.offset < read {
+			s.pinDispute(k, p.PinID)
 		}
+	}
+}
+
+// pinDispute puts the rejected COMMITTED key in a pin dispute with the pin
+// pinID, unless a tombstone already retracted it.
+func (s *State) pinDispute(key, pinID string) {
+	if s.pin.retracted[key] {
+		return
+	}
+	if s.pin.disputed == nil {
+		s.pin.disputed = map[string]string{}
+	}
+	if _, ok := s.pin.disputed[key]; !ok {
+		s.pin.disputed[key] = pinID
 	}
 }
 
@@ -446,17 +457,9 @@ func (s *State) pinRepaired(p *Pin, read int64) {
 // view accepted, so another view had this commit before the pin. Unless a
 // tombstone already retracted the key, it is a pin dispute.
 func (s *State) pinRepairRejected(key string, offset int64) {
-	if s.pin.retracted[key] {
-		return
-	}
 	for _, p := range s.pin.list {
 		if n := len(p.Rejected); n > 0 && p.Rejected[n-1] == offset {
-			if s.pin.disputed == nil {
-				s.pin.disputed = map[string]string{}
-			}
-			if _, ok := s.pin.disputed[key]; !ok {
-				s.pin.disputed[key] = p.PinID
-			}
+			s.pinDispute(key, p.PinID)
 			return
 		}
 	}
