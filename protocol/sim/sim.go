@@ -215,6 +215,11 @@ func Run(seed uint64, cfg Config) Result {
 		}
 	}
 	for ; w.tick < settleEnd; w.tick++ {
+		// The log cleaner keeps running while the fleet settles: a copy superseded
+		// by a repair goes once the repair is lag-old (seed 6954 waited on it).
+		if w.tick%w.cfg.CompactionLag == 0 {
+			w.compact()
+		}
 		w.applyDue()
 		w.mirrorTick()
 		w.restartDead()
