@@ -118,14 +118,21 @@ func (s *State) disputedBy(oi int32) []string {
 
 // Disputed returns the plan IDs, sorted, of the accepted COMMITTEDs whose
 // conflict another reader judged the other way (a worker's retraction
-// tombstone over a COMMITTED that defeated another): this projection may
-// show a compacted order the full log did not have. A worker reads the
-// control topic afresh to resolve it (AtRisk holds meanwhile).
+// tombstone over a COMMITTED that defeated another), and of the COMMITTEDs
+// it rejected for a pin that another worker's view accepted (a pin
+// dispute, pins.go): this projection may show a compacted order the full
+// log did not have. A worker reads the control topic afresh to resolve it
+// (AtRisk holds meanwhile).
 func (s *State) Disputed() []string {
 	var out []string
 	for _, w := range s.overwritten {
 		if w.event == events.Committed && s.disputed(w.op) {
 			out = append(out, s.ops[w.op].id.String())
+		}
+	}
+	for _, d := range s.pinDisputes() { // pins.go: the same window, a pin for the other commit
+		if id, _, err := events.ParseKey([]byte(d.key)); err == nil && !slices.Contains(out, id) {
+			out = append(out, id)
 		}
 	}
 	slices.Sort(out)

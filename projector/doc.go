@@ -163,6 +163,27 @@
 //	    COMMITTED keys a pin rejected are retracted at once (Retraction.Now).
 //	    TestPropertyCompaction generates pins, expiries and unpins among its
 //	    random logs; testdata/pins shows each rule.
+//	    The repair lands after the copy it answers, so for a while the
+//	    cleaner may remove the COMMITTED's first record (its copy is old
+//	    enough) and not yet the pin's: a fresh reader then folds the pin
+//	    first, active, and the copy rejected by it, a boundary below the
+//	    committed one. Since workers retract the commits a pin rejected
+//	    before they re-append the pin, a worker's repair of a PINNED (header
+//	    kcleanup-maintenance: repair) after a COMMITTED that pin rejected,
+//	    never retracted, and that its writer had read (header kcleanup-read
+//	    past it), says the full log may have had that commit first:
+//	    the key is in a pin dispute (pins.go) for as long as it holds only
+//	    rejected records. So is a COMMITTED rejected for a pin that is itself
+//	    a worker's repair (workers re-append only what their view accepted:
+//	    the window through an operator's second UNPINNED). The view is
+//	    AtRisk (the gate cannot tell, nothing
+//	    is deleted on it), never retracts that key, and lists the plan in
+//	    Disputed (a worker reads afresh); a key a tombstone already retracted
+//	    is never disputed, nor is one the writer had not read, nor any for a
+//	    repair without kcleanup-read. TestPinRepairWindowAfterACommitCopy,
+//	    TestPinRepairAfterARetractedCommitIsNoDispute,
+//	    TestPinRepairByAWriterThatHadNotReadTheCommitIsNoDispute,
+//	    TestPinRepairWindowAfterASecondUnpin.
 //
 // # Degraded
 //

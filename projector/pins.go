@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -40,8 +41,10 @@ type Pin struct {
 	after int64
 	// Unpinned is the UNPINNED that ended it, nil while none has.
 	Unpinned *PinEnd
-	// Rejected lists the offsets of the COMMITTED records it rejected.
-	Rejected []int64
+	// Rejected lists the offsets of the COMMITTED records it rejected;
+	// rejectedKeys their keys, in the same order.
+	Rejected     []int64
+	rejectedKeys []string
 }
 
 // Voided is why a pin protects nothing on one partition: the boundary was
@@ -125,6 +128,14 @@ type pins struct {
 	// Now: were a repair to move the pin past one of them, the compacted
 	// log would accept it.
 	rejectedKeys map[string]bool
+	// retracted: the keys of rejectedKeys a tombstone retracted once. Such
+	// a commit was rejected in a view that read the full order, so a later
+	// record under its key is never a pin dispute (pinDisputes): a dispute
+	// would stop every view from retracting it.
+	retracted map[string]bool
+	// disputed: the keys of rejectedKeys in a pin dispute (pinDisputes),
+	// with the pin; it lasts while the key holds only rejected records.
+	disputed map[string]string
 }
 
 // Pins returns every accepted pin in log order (copies).
@@ -177,8 +188,10 @@ func (s *State) pinRule(v Verdict, env events.Envelope) (Verdict, bool) {
 		if !above {
 			continue
 		}
+		key := events.Key(env.PlanID, events.Committed) // v.Key is set later (the fold builds it only when it must)
 		p.Rejected = append(p.Rejected, v.Offset)
-		s.pin.rejectedKeys[events.Key(env.PlanID, events.Committed)] = true // v.Key is set later (the fold builds it only when it must)
+		p.rejectedKeys = append(p.rejectedKeys, key)
+		s.pin.rejectedKeys[key] = true
 		expiry := "no expiry"
 		if !p.Expires.IsZero() {
 			expiry = "expires " + p.Expires.Format(time.RFC3339)
@@ -227,6 +240,15 @@ func (s *State) foldPin(r Record, env events.Envelope, err error) Verdict {
 	}
 	_, held := s.pin.held[key]
 	v = s.keepVerdict(r, v, held)
+	if m := v.Maintenance; m != nil && m.Kind == MaintenanceRepair && v.Event == events.Pinned && v.Outcome == Duplicate {
+		if id, _, err := events.ParsePinKey(r.Key); err == nil {
+			if i, ok := s.pin.byID[id]; ok {
+				if read, ok := readHeader(r); ok {
+					s.pinRepaired(s.pin.list[i], read)
+				}
+			}
+		}
+	}
 	if s.lean && v.Outcome == Accepted {
 		v.Key, v.Detail = "", "" // as for every accepted record in StepDecodedLean
 	}
@@ -380,10 +402,122 @@ func (s *State) pinRepairs(from int64) []Record {
 	return out
 }
 
+// A pin dispute (docs/design.md §12, "The pin's repair window, and the pin
+// dispute"): a COMMITTED this view rejected for a pin, still unretracted,
+// that another worker's view accepted: that worker re-appended it (a
+// repair of the COMMITTED itself: workers repair only what they accepted),
+// or had read it (header kcleanup-read) before it re-appended that pin's
+// PINNED (header kcleanup-maintenance: repair). Workers retract the commits a pin rejected
+// before they re-append the pin (Retraction.Now comes first), so that
+// worker did not reject this commit: in the full log the commit came first,
+// voided the pin, and a later copy of it moved past the pin, which Repairs
+// then re-appended after the copy; the log cleaner has removed the
+// commit's first record but not yet the pin's. This view cannot tell the
+// full log's order: it is at risk (its boundary may be below the one
+// committed), it never retracts the commit (that would erase a commit the
+// full log accepted), and a worker reads the log afresh once the cleaner
+// has removed the pin's first record.
+type pinDispute struct {
+	key    string // the COMMITTED's
+	pinID  string
+	offset int64 // of the rejected COMMITTED
+}
+
+// pinRepaired notes a worker's repair of p's PINNED, written by a view
+// that had folded the log below offset read: every commit p rejected that
+// this writer had read (its record below read), whose key still holds only
+// rejected records and that no tombstone retracted yet, is disputed from
+// now on (a later copy of it is a copy of the commit the full log may have
+// accepted). A commit the writer had not read yet proves nothing: it may
+// have landed between that writer's read and its repair.
+func (s *State) pinRepaired(p *Pin, read int64) {
+	for _, k := range p.rejectedKeys {
+		if r, ok := s.rejectedOnly[k]; ok && r.offset < read {
+			s.pinDispute(k, p.PinID)
+		}
+	}
+}
+
+// pinDispute puts the rejected COMMITTED key in a pin dispute with the pin
+// pinID, unless a tombstone already retracted it.
+func (s *State) pinDispute(key, pinID string) {
+	if s.pin.retracted[key] {
+		return
+	}
+	if s.pin.disputed == nil {
+		s.pin.disputed = map[string]string{}
+	}
+	if _, ok := s.pin.disputed[key]; !ok {
+		s.pin.disputed[key] = pinID
+	}
+}
+
+// pinRepairRejected notes that this view rejected for a pin the COMMITTED
+// under key at offset, a worker's repair: workers re-append only what their
+// view accepted, so another view had this commit before the pin. Unless a
+// tombstone already retracted the key, it is a pin dispute.
+func (s *State) pinRepairRejected(key string, offset int64) {
+	for _, p := range s.pin.list {
+		if n := len(p.Rejected); n > 0 && p.Rejected[n-1] == offset {
+			s.pinDispute(key, p.PinID)
+			return
+		}
+	}
+}
+
+// isRepair reports whether a record carries a worker's repair header
+// (HeaderMaintenance MaintenanceRepair).
+func isRepair(r Record) bool {
+	for _, h := range r.Headers {
+		if h.Key == HeaderMaintenance {
+			return string(h.Value) == MaintenanceRepair
+		}
+	}
+	return false
+}
+
+// readHeader is the record's HeaderRead, if it has a valid one. A repair
+// without it (an older kcleanup's) disputes nothing, as before.
+func readHeader(r Record) (int64, bool) {
+	for _, h := range r.Headers {
+		if h.Key == HeaderRead {
+			n, err := strconv.ParseInt(string(h.Value), 10, 64)
+			return n, err == nil && n >= 0
+		}
+	}
+	return 0, false
+}
+
+// pinDisputes returns the pin disputes of this view, by key.
+func (s *State) pinDisputes() []pinDispute {
+	var out []pinDispute
+	for _, k := range slices.Sorted(maps.Keys(s.pin.disputed)) {
+		if r, ok := s.rejectedOnly[k]; ok {
+			out = append(out, pinDispute{key: k, pinID: s.pin.disputed[k], offset: r.offset})
+		}
+	}
+	return out
+}
+
+// pinDisputed reports whether the rejected COMMITTED under key is in a pin
+// dispute: retracting it could erase a commit the full log accepted.
+func (s *State) pinDisputed(key string) bool {
+	if _, ok := s.pin.disputed[key]; !ok {
+		return false
+	}
+	_, ok := s.rejectedOnly[key]
+	return ok
+}
+
 // pinAtRisk is the pins' part of AtRisk: an accepted pin event overwritten
 // and not repaired.
 func (s *State) pinAtRisk() []string {
 	var risks []string
+	for _, d := range s.pinDisputes() {
+		risks = append(risks, fmt.Sprintf(
+			"key %s holds a COMMITTED (offset %d) rejected for pin %s that another worker's view accepted (it re-appended the commit, or re-appended the pin after reading the commit without retracting it): in the full log this commit may have come first and the log cleaner removed its first record but not yet the pin's; this reader cannot tell the boundary, retracts nothing and deletes nothing (read the control topic afresh, e.g. restart the worker, once the cleaner has caught up)",
+			d.key, d.offset, d.pinID))
+	}
 	for _, k := range slices.Sorted(maps.Keys(s.pin.overwritten)) {
 		risks = append(risks, fmt.Sprintf(
 			"key %s holds a pin event accepted at offset %d, overwritten at offset %d and not repaired yet: if the log cleaner runs first, the pins read from this control topic change (a running worker re-appends it)",

@@ -172,8 +172,8 @@ func (s *State) Retractions() []Retraction {
 		if s.holdsEvidence(k) {
 			continue // Repairs re-appends the evidence over it
 		}
-		if s.defeatedByDisputed(k) {
-			continue // it may be the commit the full log accepted (conflicts.go)
+		if s.defeatedByDisputed(k) || s.pin.rejectedKeys[k] && s.pinDisputed(k) {
+			continue // it may be the commit the full log accepted (conflicts.go, pins.go)
 		}
 		out = append(out, Retraction{Key: []byte(k), Offset: r.offset, Timestamp: r.timestamp, Now: s.pin.rejectedKeys[k] || s.losesToMoved(k, r.offset, &reappended)})
 	}

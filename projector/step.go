@@ -627,10 +627,20 @@ func (s *State) track(r Record, v Verdict, accepted int32) {
 		if r.Value == nil || v.Reason == ReasonCommitMissing || v.Reason == ReasonNewerSchema || v.Reason == ReasonUnknownEvent {
 			// A tombstone retracts itself; a newer build's record is not
 			// ours to erase; evidence of an erased COMMITTED must stay.
+			if _, was := s.rejectedOnly[string(r.Key)]; was && r.Value == nil && s.pin.rejectedKeys[string(r.Key)] {
+				if s.pin.retracted == nil {
+					s.pin.retracted = map[string]bool{}
+				}
+				s.pin.retracted[string(r.Key)] = true // pins.go, pinDisputes
+				delete(s.pin.disputed, string(r.Key))
+			}
 			delete(s.rejectedOnly, string(r.Key))
 			return
 		}
 		s.rejectedOnly[string(r.Key)] = retraction{offset: r.Offset, timestamp: r.Timestamp}
+		if v.Reason == ReasonPinned && isRepair(r) {
+			s.pinRepairRejected(string(r.Key), r.Offset) // pins.go
+		}
 	}
 }
 

@@ -22,9 +22,11 @@ type Record struct {
 	// Headers are the record's Kafka headers. The fold reads only the
 	// maintenance headers (HeaderMaintenance, HeaderActor, HeaderReason),
 	// to describe a record and, for a retraction tombstone over an accepted
-	// COMMITTED, to tell a disputed conflict (State.Disputed), which changes
-	// only what Repairs and Retractions list: they never change a verdict's
-	// outcome, the boundary or an operation's state.
+	// COMMITTED, to tell a disputed conflict (State.Disputed), and for a
+	// repair of a PINNED after a commit that pin rejected, a pin dispute
+	// (pins.go), which change only what Repairs and Retractions list, AtRisk
+	// and Disputed: they never change a verdict's outcome, the boundary or an
+	// operation's state.
 	Headers []Header
 }
 
@@ -41,6 +43,11 @@ const (
 	HeaderMaintenance = "kcleanup-maintenance" // MaintenanceRepair, MaintenanceRetraction, ...
 	HeaderActor       = "kcleanup-actor"       // the worker that wrote it
 	HeaderReason      = "kcleanup-reason"      // why, for a person
+	// HeaderRead is the offset (decimal) below which the writer had folded
+	// the log when it listed the record: a repair of a PINNED says which of
+	// the commits that pin rejected its writer had read and not retracted
+	// (a pin dispute, pins.go).
+	HeaderRead = "kcleanup-read"
 )
 
 // The kinds of maintenance record (HeaderMaintenance).

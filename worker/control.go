@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -517,6 +518,9 @@ func (p *Projection) Repair(ctx context.Context) error {
 // maintenanceHeaders say that this writer appended a record to keep the log
 // safe to compact, and why (projector.HeaderMaintenance and the others):
 // history, doctor, status and metrics show it as the fleet's maintenance.
+// HeaderRead says how far this view had read: a fresh reader tells by it
+// whether the writer of a pin's repair had read a commit that pin rejected
+// (a pin dispute, docs/design.md §12).
 func (p *Projection) maintenanceHeaders(kind, reason string) []kgo.RecordHeader {
 	actor := p.Actor
 	if actor == "" {
@@ -526,6 +530,7 @@ func (p *Projection) maintenanceHeaders(kind, reason string) []kgo.RecordHeader 
 		{Key: projector.HeaderMaintenance, Value: []byte(kind)},
 		{Key: projector.HeaderActor, Value: []byte(actor)},
 		{Key: projector.HeaderReason, Value: []byte(reason)},
+		{Key: projector.HeaderRead, Value: []byte(strconv.FormatInt(p.Next, 10))},
 	}
 }
 

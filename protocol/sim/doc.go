@@ -16,7 +16,8 @@
 //     fetch;
 //   - the log cleaner compacts the control topic between any two records
 //     (as Kafka does: only records older than min.compaction.lag, in ticks,
-//     and tombstones after delete.retention);
+//     and tombstones after delete.retention), and every CompactionLag
+//     ticks while the fleet settles;
 //   - apply processes commit concurrent, conflicting plans;
 //   - in half the seeds a Flink Agents mirror is attached (MIRROR_ATTACHED
 //     before the first plan or mid-history, then the attach's mirror

@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/cockroachdb/errors"
@@ -343,6 +344,7 @@ func (p *process) maintenance(kind string) []projector.Header {
 		{Key: projector.HeaderMaintenance, Value: []byte(kind)},
 		{Key: projector.HeaderActor, Value: []byte(p.actor)},
 		{Key: projector.HeaderReason, Value: []byte(kind + " by the simulated worker")},
+		{Key: projector.HeaderRead, Value: []byte(strconv.FormatInt(p.read, 10))},
 	}
 }
 

@@ -3,6 +3,7 @@ package sim
 import (
 	"encoding/base64"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"time"
@@ -97,6 +98,12 @@ type Result struct {
 	// the broker's; PinHolds the runs a pin the broker's clock still held
 	// stopped before DeleteRecords.
 	Skewed, PinHolds int
+	// AtRiskLower, AtRiskHigher and AtRiskStates count the compactions
+	// after which a fresh fold of the control topic as it is had a lower
+	// boundary, a higher one, or other operation states than the full
+	// history's while it was at risk (State.AtRisk: the gate says "cannot
+	// tell", no worker deletes on it). Not at risk, each is a violation.
+	AtRiskLower, AtRiskHigher, AtRiskStates int
 }
 
 // entry is one record on the simulated control topic.
@@ -208,6 +215,11 @@ func Run(seed uint64, cfg Config) Result {
 		}
 	}
 	for ; w.tick < settleEnd; w.tick++ {
+		// The log cleaner keeps running while the fleet settles: a copy superseded
+		// by a repair goes once the repair is lag-old (seed 6954 waited on it).
+		if w.tick%w.cfg.CompactionLag == 0 {
+			w.compact()
+		}
 		w.applyDue()
 		w.mirrorTick()
 		w.restartDead()
@@ -318,7 +330,88 @@ func (w *world) compact() {
 		}
 		out = append(out, e)
 	}
+	removed := len(out) < len(w.log)
 	w.log = out
+	if removed {
+		// A fresh reader may read the log at any moment, not only once the
+		// fleet settled: check it after every run that removed something.
+		w.errs = append(w.errs, w.compactionAgrees(fmt.Sprintf("tick %d", w.tick), false)...)
+	}
+}
+
+// compactionAgrees compares a fold of the control topic as it is with a
+// fold of its full history: the boundary on every partition (a lower one
+// is what lets a gate allow what is deleted or about to be, a higher one
+// what lets a worker delete too much) and every operation's state. After
+// a compaction a difference is a violation only when that fold is not at
+// risk (at risk, the gate says it cannot tell and no worker deletes on
+// it: the windows of docs/design.md §5 and §12); at the end (final), once
+// the fleet settled, any difference is one.
+func (w *world) compactionAgrees(when string, final bool) (errs []error) {
+	got, want := invariant.Fold(w.records()), invariant.Fold(w.full)
+	risk, _ := got.AtRisk()
+	var lower, higher, differ bool
+	defer func() {
+		if !risk || final {
+			return
+		}
+		// Fail-closed: every reader of this log is told it cannot tell.
+		errs = nil
+		w.res.AtRiskLower += b2i(lower)
+		w.res.AtRiskHigher += b2i(higher)
+		w.res.AtRiskStates += b2i(differ)
+	}()
+	gb, wb := got.Boundary(), want.Boundary()
+	parts := map[int32]bool{}
+	for p := range gb {
+		parts[p] = true
+	}
+	for p := range wb {
+		parts[p] = true
+	}
+	for _, p := range slices.Sorted(maps.Keys(parts)) {
+		g, gok := gb[p]
+		f, fok := wb[p]
+		switch {
+		case gok == fok && g == f:
+		case !gok || (fok && g < f):
+			lower = true
+			errs = append(errs, errors.Newf("compaction LOWER: %s: a fresh fold of the control topic as it is has partition %d's boundary at %s, its full history's at %s (%s vs %s)", when, p, offset(g, gok), offset(f, fok), gb, wb))
+		default:
+			higher = true
+			errs = append(errs, errors.Newf("compaction HIGHER: %s: a fresh fold of the control topic as it is has partition %d's boundary at %s, its full history's at %s (%s vs %s)", when, p, offset(g, gok), offset(f, fok), gb, wb))
+		}
+	}
+	states := map[string]fsm.State{}
+	for _, op := range got.Operations() {
+		states[op.PlanID] = op.State
+	}
+	for _, op := range want.Operations() {
+		if s, ok := states[op.PlanID]; !ok || s != op.State {
+			differ = true
+			errs = append(errs, errors.Newf("compaction state: %s: plan %s is %s in a fresh fold of the control topic as it is (present: %t), %s in its full history's", when, op.PlanID, s, ok, op.State))
+		}
+		delete(states, op.PlanID)
+	}
+	for id, s := range states {
+		differ = true
+		errs = append(errs, errors.Newf("compaction state: %s: plan %s is %s in a fresh fold of the control topic as it is, absent from its full history's", when, id, s))
+	}
+	return errs
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func offset(o int64, ok bool) string {
+	if !ok {
+		return "none"
+	}
+	return fmt.Sprint(o)
 }
 
 func (w *world) count(f Fault) {
@@ -437,9 +530,7 @@ func (w *world) check() []error {
 	errs = append(errs, invariant.Verify(invariant.Facts{Records: recs, Again: slices.Clone(recs), End: w.next,
 		DataTopic: dataTopic, LiveTopicID: w.topic.ID, LogStart: w.topic.Start.Clone()},
 		invariant.WantAllApplied())...)
-	if got, want := invariant.Fold(recs).Boundary(), invariant.Fold(w.full).Boundary(); !got.Equal(want) {
-		errs = append(errs, errors.Newf("compaction: the control topic's boundary is %s, its full history's %s", got, want))
-	}
+	errs = append(errs, w.compactionAgrees("at the end", true)...)
 	// The mirror: the job's fold never fails; once everything settled, its
 	// boundary is the control topic's.
 	if w.mirror != nil {

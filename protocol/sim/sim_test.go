@@ -32,10 +32,13 @@ func TestSimulation(t *testing.T) {
 	failed := 0
 	var records int64
 	disputed, disputedSeeds := 0, 0
+	var disputedIn []uint64
 	pins, pinRejected := 0, 0
 	staleByBinding, staleByIdentify := 0, 0
 	graceSeeds, graceWaits, graceKills := 0, 0, 0
 	skewed, pinHolds := 0, 0
+	atRiskLower, atRiskHigher, atRiskStates := 0, 0, 0
+	var atRiskSeeds []uint64
 	for seed := first; seed <= last; seed++ {
 		res := Run(seed, cfg)
 		pins += res.Pins
@@ -44,6 +47,12 @@ func TestSimulation(t *testing.T) {
 		staleByIdentify += res.StaleByIdentify
 		skewed += res.Skewed
 		pinHolds += res.PinHolds
+		atRiskLower += res.AtRiskLower
+		atRiskHigher += res.AtRiskHigher
+		atRiskStates += res.AtRiskStates
+		if res.AtRiskLower+res.AtRiskHigher+res.AtRiskStates > 0 {
+			atRiskSeeds = append(atRiskSeeds, seed)
+		}
 		if res.Grace > 0 {
 			graceSeeds++
 		}
@@ -68,6 +77,7 @@ func TestSimulation(t *testing.T) {
 		if res.Disputed > 0 {
 			disputed += res.Disputed
 			disputedSeeds++
+			disputedIn = append(disputedIn, seed)
 		}
 		if len(res.Errors) > 0 {
 			failed++
@@ -84,7 +94,8 @@ func TestSimulation(t *testing.T) {
 	n := last - first + 1
 	t.Logf("%d seeds (%d with a Flink Agents mirror attached, %d of them ending with plans on it), %d failed; %d control records in all",
 		n, mirrored, mirrorHeld, failed, records)
-	t.Logf("%d worker passes in %d seeds read a disputed conflict (docs/design.md §5) and repaired neither side", disputed, disputedSeeds)
+	t.Logf("%d worker passes in %d seeds (%v) read a disputed conflict (docs/design.md §5) or a pin dispute (§12) and repaired neither side", disputed, disputedSeeds, disputedIn)
+	t.Logf("after a compaction, a fresh fold of the control topic as it is disagreed with the full history's while at risk (the gate cannot tell; docs/design.md §5): %d times with a lower boundary, %d with a higher one, %d with other operation states (seeds %v)", atRiskLower, atRiskHigher, atRiskStates, atRiskSeeds)
 	t.Logf("%d pin events (PINNED, UNPINNED) appended; %d COMMITTED records rejected for a pin (docs/design.md §12)", pins, pinRejected)
 	t.Logf("%d seeds ran with a restore grace; %d runs stopped to wait it out, %d processes were killed while waiting (docs/design.md §11)", graceSeeds, graceWaits, graceKills)
 	if *only == 0 && n >= 200 && (graceWaits == 0 || graceKills == 0) {
