@@ -31,7 +31,9 @@ func followBase(tb testing.TB, n int) string {
 
 // BenchmarkFollowRound10000 is one round of a policy over a checkpoint base directory of 10,000
 // completed checkpoints (docs/benchmarks.md, "Following the job"): cold, every _metadata read;
-// cached, every _metadata skipped by path, size and modification time (one stat each).
+// cached, every _metadata skipped by path, size and modification time (one stat each); and the
+// floors of the same walk with the standard library alone (os.ReadDir, then os.Stat or
+// os.ReadFile of each _metadata), for the ratios docs/benchmarks.md gives.
 func BenchmarkFollowRound10000(b *testing.B) {
 	base := followBase(b, 10000)
 	p := projector.Policy{Retention: events.Retention{Watch: []string{base}, Every: time.Minute}}
@@ -42,6 +44,26 @@ func BenchmarkFollowRound10000(b *testing.B) {
 			b.Fatalf("round: %d locations, err %q, %d points", len(got), got[0].Err, len(got[0].Points))
 		}
 	}
+	floor := func(b *testing.B, each func(string) error) {
+		job := filepath.Join(base, flinkgentest.JobID)
+		for i := 0; i < b.N; i++ {
+			entries, err := os.ReadDir(job)
+			if err != nil || len(entries) != 10000 {
+				b.Fatalf("floor: %d entries, %v", len(entries), err)
+			}
+			for _, e := range entries {
+				if err := each(filepath.Join(job, e.Name(), store.MetadataName)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	}
+	b.Run("floor-stat", func(b *testing.B) {
+		floor(b, func(p string) error { _, err := os.Stat(p); return err })
+	})
+	b.Run("floor-read", func(b *testing.B) {
+		floor(b, func(p string) error { _, err := os.ReadFile(p); return err })
+	})
 	b.Run("cold", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
 			check(&Follower{Store: store.Options{Confined: true, Roots: store.Roots{{Scheme: "file", Path: base}}}})
