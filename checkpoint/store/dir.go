@@ -63,7 +63,7 @@ func (d *Dir) Path(name string) string {
 // child is the resolved path of a child name that is a plain directory (not a link), or ""
 // when it must be resolved in full.
 func (d *Dir) child(name string) (string, error) {
-	if name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/\\") {
+	if name == "" || name == "." || name == ".." || strings.Contains(name, "/") {
 		return "", errors.Newf("%q is not a name directly under %s: expected a name the listing gave", name, d.path)
 	}
 	if d.real == "" {
