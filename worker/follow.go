@@ -22,8 +22,8 @@ import (
 
 // Follower lists and reads watched locations for one control topic. Its
 // cache of points read makes a round over thousands of retained points cost
-// one listing and one stat (S3: HEAD) per point. A Follower is used by one
-// goroutine at a time.
+// one listing and, per point, an lstat of it and of its _metadata (S3: a
+// HEAD). A Follower is used by one goroutine at a time.
 type Follower struct {
 	// Store says where it may read: a worker confines it to --checkpoint-root.
 	Store store.Options

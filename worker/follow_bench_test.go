@@ -32,7 +32,8 @@ func followBase(tb testing.TB, n int) string {
 
 // BenchmarkFollowRound10000 is one round of a policy over a checkpoint base directory of 10,000
 // completed checkpoints (docs/benchmarks.md, "Following the job"): cold, every _metadata read;
-// cached, every _metadata skipped by path, size and modification time (one stat each); and the
+// cached, every _metadata skipped by path, size and modification time (an lstat of each point
+// and of its _metadata); and the
 // floors of the same walk with the standard library alone (os.ReadDir, then os.Stat or
 // os.ReadFile of each _metadata), for the ratios docs/benchmarks.md gives.
 func BenchmarkFollowRound10000(b *testing.B) {
