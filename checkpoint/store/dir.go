@@ -7,7 +7,6 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
-	"syscall"
 
 	"github.com/cockroachdb/errors"
 
@@ -116,15 +115,16 @@ func (d *Dir) OpenPoint(ctx context.Context, name string) (checkpoint.Store, Loc
 	return &localStore{dir: dir, c: d.c, plainMetadata: true}, loc, nil
 }
 
-// openPlainMetadata opens the _metadata that OpenPoint found a regular file, refusing a link
-// put there since (O_NOFOLLOW) and never blocking on a FIFO (O_NONBLOCK).
+// openPlainMetadata opens the _metadata that OpenPoint found a regular file in a directory
+// that was no link, refusing a link put in its path since (openNoLinks) and never blocking on a
+// FIFO (O_NONBLOCK).
 func openPlainMetadata(p string) (checkpoint.File, error) {
-	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	f, err := openNoLinks(p)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, errors.Mark(errors.Newf("checkpoint file %s does not exist", p), ErrNotFound)
 		}
-		return nil, errors.Newf("checkpoint file %s: %v (a symbolic link put in place of _metadata since the listing is refused)", p, err)
+		return nil, errors.Newf("checkpoint file %s: %v (a symbolic link put in its path since the listing is refused: the next round resolves and checks it)", p, err)
 	}
 	fi, err := f.Stat()
 	if err != nil {

@@ -63,8 +63,8 @@ func TestDirOpensPointsAsOpenDoes(t *testing.T) {
 // TestDirConfined: a point, a _metadata or a job directory under a listed directory that is a
 // symbolic link leaving --checkpoint-root is refused (ErrOutsideRoots) when opened or read, as
 // Open refuses it; a
-// link that stays under the root is followed; a _metadata turned into a link after the point
-// was opened is not read; a FIFO in place of _metadata is refused, not waited on.
+// link that stays under the root is followed; a _metadata, or the point's directory, turned
+// into a link after the point was opened is not read; a FIFO in place of _metadata is refused, not waited on.
 func TestDirConfined(t *testing.T) {
 	dir := t.TempDir()
 	allowed := filepath.Join(dir, "allowed")
@@ -132,5 +132,18 @@ func TestDirConfined(t *testing.T) {
 	if f, err := st.Open(ctx, MetadataName); err == nil {
 		f.Close()
 		t.Errorf("a _metadata replaced by a link leaving the root was opened")
+	}
+	// The point's directory itself swapped for a link leaving the root: not followed either.
+	writeCheckpoint(t, filepath.Join(allowed, "job2"))
+	jd2, _, err := d.ListSub(ctx, "job2")
+	must(err)
+	st, _, err = jd2.OpenPoint(ctx, "chk-7")
+	must(err)
+	point := filepath.Join(allowed, "job2", "chk-7")
+	must(os.Rename(point, point+".old"))
+	must(os.Symlink(secret, point))
+	if f, err := st.Open(ctx, MetadataName); err == nil {
+		f.Close()
+		t.Errorf("a point directory replaced by a link leaving the root was read through")
 	}
 }
