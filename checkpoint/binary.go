@@ -142,7 +142,12 @@ func (d *decoder) rawUTF(what string) []byte {
 }
 
 func (d *decoder) utf(what string) string {
-	n := d.take(2, what+" (its length)")
+	// The description is built only when take can fail: most strings read have their length.
+	desc := what
+	if d.err != nil || d.remaining() < 2 {
+		desc = what + " (its length)"
+	}
+	n := d.take(2, desc)
 	if n == nil {
 		return ""
 	}

@@ -172,11 +172,15 @@ func (k *kryoDecoder) str(what string) (s string, null bool) {
 	}
 	if c&0x80 == 0 {
 		start := at
+		// Byte by byte without byte1: its description, built for every byte,
+		// was most of the cost of a cold retention round (BenchmarkFollowRound10000).
 		for c&0x80 == 0 {
-			c = k.byte1(what + " (ASCII, its last byte marked)")
-			if k.err != nil {
+			if k.off >= len(k.b) {
+				k.failAt(k.off, "%s (ASCII, its last byte marked), but the element ends", what)
 				return "", false
 			}
+			c = k.b[k.off]
+			k.off++
 		}
 		b := make([]byte, k.off-start)
 		copy(b, k.b[start:k.off])

@@ -2,7 +2,6 @@ package worker
 
 import (
 	"context"
-	"path"
 	"regexp"
 	"strings"
 	"time"
@@ -23,8 +22,8 @@ import (
 
 // Follower lists and reads watched locations for one control topic. Its
 // cache of points read makes a round over thousands of retained points cost
-// one listing and one stat (S3: HEAD) per point. A Follower is used by one
-// goroutine at a time.
+// one listing and, per point, an lstat of it and of its _metadata (S3: a
+// HEAD). A Follower is used by one goroutine at a time.
 type Follower struct {
 	// Store says where it may read: a worker confines it to --checkpoint-root.
 	Store store.Options
@@ -57,15 +56,15 @@ func (f *Follower) Round(ctx context.Context, p projector.Policy) []protocol.Wat
 	seen := map[string]bool{}
 	for _, loc := range p.Watch {
 		w := protocol.WatchedLocation{Location: loc}
-		dirs, err := f.pointDirs(ctx, loc)
+		cands, err := f.candidates(ctx, loc)
 		switch {
 		case errors.Is(err, store.ErrOutsideRoots):
 			w.Outside = true
 		case err != nil:
 			w.Err = err.Error()
 		}
-		for _, dir := range dirs {
-			pt, ok := f.read(ctx, dir, sel)
+		for _, c := range cands {
+			pt, ok := f.read(ctx, c, sel)
 			if ok && !seen[pt.Path] {
 				seen[pt.Path] = true
 				w.Points = append(w.Points, pt)
@@ -76,49 +75,60 @@ func (f *Follower) Round(ctx context.Context, p projector.Policy) []protocol.Wat
 	return out
 }
 
-// pointDirs finds the candidate recovery points of one watched location:
+// candidate is one candidate recovery point: name under the listed
+// directory in, or (in nil) the watched location itself.
+type candidate struct {
+	in   *store.Dir
+	name string
+	path string // the point's path: the location joined with the names listed
+}
+
+// candidates finds the candidate recovery points of one watched location:
 // the location itself when it holds _metadata; its chk-N and savepoint-*
 // directories; and the chk-N directories of each job ID directory under it
-// (a checkpoint base directory keeps the old jobs' checkpoints too).
-func (f *Follower) pointDirs(ctx context.Context, loc string) ([]string, error) {
-	entries, err := store.List(ctx, loc, f.Store)
+// (a checkpoint base directory keeps the old jobs' checkpoints too). Each
+// directory listed is resolved and confined once (store.Dir), not once a
+// point.
+func (f *Follower) candidates(ctx context.Context, loc string) ([]candidate, error) {
+	d, entries, err := store.ListDir(ctx, loc, f.Store)
 	if err != nil {
 		return nil, err
 	}
-	var dirs []string
+	var out []candidate
 	for _, e := range entries {
 		switch {
 		case !e.Dir && e.Name == store.MetadataName:
-			return []string{loc}, nil // the location is one point
+			return []candidate{{path: loc}}, nil // the location is one point
 		case e.Dir && (chkDir.MatchString(e.Name) || strings.HasPrefix(e.Name, "savepoint-")):
-			dirs = append(dirs, join(loc, e.Name))
+			out = append(out, candidate{in: d, name: e.Name, path: d.Path(e.Name)})
 		case e.Dir && jobDir.MatchString(e.Name):
-			sub, err := store.List(ctx, join(loc, e.Name), f.Store)
+			job, sub, err := d.ListSub(ctx, e.Name)
 			if err != nil {
 				return nil, err
 			}
 			for _, s := range sub {
 				if s.Dir && chkDir.MatchString(s.Name) {
-					dirs = append(dirs, join(join(loc, e.Name), s.Name))
+					out = append(out, candidate{in: job, name: s.Name, path: job.Path(s.Name)})
 				}
 			}
 		}
 	}
-	return dirs, nil
-}
-
-func join(loc, name string) string {
-	if strings.Contains(loc, "://") {
-		return strings.TrimSuffix(loc, "/") + "/" + name
-	}
-	return path.Join(loc, name)
+	return out, nil
 }
 
 // read reads one candidate point: false when it has no _metadata (still
 // being written, or deleted since the listing), which is not a point.
-func (f *Follower) read(ctx context.Context, dir string, sel checkpoint.Selector) (protocol.RecoveryPointRead, bool) {
+func (f *Follower) read(ctx context.Context, c candidate, sel checkpoint.Selector) (protocol.RecoveryPointRead, bool) {
+	dir := c.path
 	pt := protocol.RecoveryPointRead{Path: dir}
-	st, loc, err := store.Open(ctx, dir, f.Store)
+	var st checkpoint.Store
+	var loc store.Location
+	var err error
+	if c.in != nil {
+		st, loc, err = c.in.OpenPoint(ctx, c.name)
+	} else {
+		st, loc, err = store.Open(ctx, dir, f.Store)
+	}
 	if errors.Is(err, store.ErrNotFound) {
 		return pt, false
 	}

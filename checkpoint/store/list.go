@@ -33,7 +33,8 @@ func List(ctx context.Context, p string, opts Options) ([]Entry, error) {
 		c = &confinement{roots: resolveRoots(opts.Roots)}
 	}
 	if scheme == "file" {
-		return listLocal(raw, c)
+		_, entries, err := listLocal(raw, c)
+		return entries, err
 	}
 	ref, err := parseS3(p, raw)
 	if err != nil {
@@ -42,20 +43,28 @@ func List(ctx context.Context, p string, opts Options) ([]Entry, error) {
 	return listS3(ctx, ref, c)
 }
 
-func listLocal(raw string, c *confinement) ([]Entry, error) {
+// listLocal lists raw, confined, and says where it resolved to.
+func listLocal(raw string, c *confinement) (string, []Entry, error) {
 	if err := c.check(Ref{Scheme: "file", Path: filepath.Clean(raw)}, "watched location"); err != nil {
-		return nil, err
+		return "", nil, err
 	}
 	real, err := filepath.EvalSymlinks(raw)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, errors.Mark(errors.Newf("watched location %s does not exist: expected a checkpoint base directory, one job's checkpoint directory or a savepoint directory", raw), ErrNotFound)
+			return "", nil, errors.Mark(errors.Newf("watched location %s does not exist: expected a checkpoint base directory, one job's checkpoint directory or a savepoint directory", raw), ErrNotFound)
 		}
-		return nil, errors.Newf("watched location %s: %v", raw, err)
+		return "", nil, errors.Newf("watched location %s: %v", raw, err)
 	}
-	if err := c.check(Ref{Scheme: "file", Path: filepath.Clean(real)}, "watched location"); err != nil {
-		return nil, err
+	real = filepath.Clean(real)
+	if err := c.check(Ref{Scheme: "file", Path: real}, "watched location"); err != nil {
+		return "", nil, err
 	}
+	entries, err := readLocalDir(real, raw)
+	return real, entries, err
+}
+
+// readLocalDir lists the resolved directory real (raw is what errors name).
+func readLocalDir(real, raw string) ([]Entry, error) {
 	des, err := os.ReadDir(real)
 	if err != nil {
 		return nil, errors.Newf("list watched location %s: %v", raw, err)

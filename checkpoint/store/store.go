@@ -130,6 +130,9 @@ func storeName(r Ref) string {
 type localStore struct {
 	dir Ref
 	c   *confinement
+	// plainMetadata: Dir.OpenPoint found dir (resolved, under the roots) holding a regular
+	// _metadata, so that file is opened without resolving it again.
+	plainMetadata bool
 }
 
 // openLocal resolves raw (absolute, not cleaned) with its symbolic links, so that both the
@@ -179,6 +182,9 @@ func openLocal(raw string, c *confinement) (checkpoint.Store, Location, error) {
 }
 
 func (s *localStore) Open(_ context.Context, name string) (checkpoint.File, error) {
+	if s.plainMetadata && name == MetadataName {
+		return openPlainMetadata(filepath.Join(s.dir.Path, MetadataName))
+	}
 	var raw string
 	if isAbsoluteName(name) {
 		scheme, r, err := splitRef(name, "")
