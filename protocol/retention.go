@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kcleanup/kcleanup/events"
+	"github.com/kcleanup/kcleanup/fsm"
 	"github.com/kcleanup/kcleanup/projector"
 )
 
@@ -222,4 +223,16 @@ func Follow(in FollowInput) FollowDecision {
 // the policy, and the worker that ran the round.
 func FollowActor(p projector.Policy, worker string) string {
 	return p.Name() + " via " + worker
+}
+
+// FollowCommits decides whether a round commits d's plan: a plan not yet on
+// the control topic, or one a round left only PLANNED (it died before its
+// COMMITTED, and nothing else ever commits it). A plan further on is the
+// owner's pass's to finish.
+func FollowCommits(d FollowDecision, st *projector.State) bool {
+	if d.Plan == nil {
+		return false
+	}
+	op, known := st.Operation(d.Plan.PlanID)
+	return !known || op.State == fsm.Planned
 }

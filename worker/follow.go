@@ -11,7 +11,6 @@ import (
 	"github.com/kcleanup/kcleanup/checkpoint"
 	"github.com/kcleanup/kcleanup/checkpoint/store"
 	"github.com/kcleanup/kcleanup/events"
-	"github.com/kcleanup/kcleanup/fsm"
 	"github.com/kcleanup/kcleanup/projector"
 	"github.com/kcleanup/kcleanup/protocol"
 )
@@ -190,14 +189,8 @@ func (c *Cluster) FollowRound(ctx context.Context, proj *Projection, f *Follower
 		return protocol.FollowDecision{}, false, err
 	}
 	d, policy, ok, err := c.FollowDryRun(ctx, proj, f)
-	if err != nil || !ok || d.Plan == nil {
+	if err != nil || !ok || !protocol.FollowCommits(d, proj.State) {
 		return d, ok, err
-	}
-	// A plan already on the control topic is left to the owner's pass, but
-	// one only PLANNED (a round that died before its COMMITTED) is this
-	// round's to commit: nothing else ever commits it.
-	if op, known := proj.State.Operation(d.Plan.PlanID); known && op.State != fsm.Planned {
-		return d, true, nil
 	}
 	o.Actor = protocol.FollowActor(policy, o.actor())
 	o.NoWait = true
