@@ -123,15 +123,8 @@ func (s *scene) applyArgs(p events.Plan) []string {
 // state reads the control topic afresh: a plan's state.
 func (s *scene) state(planID string) fsm.State {
 	s.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	proj, err := s.c.Project(ctx, s.ctl)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	defer proj.Close()
-	op, _ := proj.State.Operation(planID)
-	return op.State
+	st, _ := workertest.Operation(s.t, s.c, s.ctl, planID)
+	return st
 }
 
 // waitApplied polls until the plan is APPLIED and returns when it saw it.
