@@ -15,18 +15,12 @@ import (
 
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/gate"
-	"github.com/kcleanup/kcleanup/internal/kafkatest"
 	"github.com/kcleanup/kcleanup/internal/workertest"
 	"github.com/kcleanup/kcleanup/worker"
 )
 
 func TestValidateAdversarialOnTheRealBroker(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs a Kafka broker")
-	}
-	bootstrap := kafkatest.Bootstrap(t)
-	cl := kafkatest.Client(t, bootstrap)
-	c := workertest.Connect(t, bootstrap)
+	bootstrap, c, cl := workertest.RealBroker(t)
 	adm := kadm.NewClient(cl)
 	ctx, cancel := context.WithTimeout(context.Background(), workertest.RealTimeout)
 	defer cancel()

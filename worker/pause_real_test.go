@@ -5,12 +5,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/fsm"
-	"github.com/kcleanup/kcleanup/internal/kafkatest"
 	"github.com/kcleanup/kcleanup/internal/workertest"
 	"github.com/kcleanup/kcleanup/protocol"
 	"github.com/kcleanup/kcleanup/worker"
@@ -25,21 +23,12 @@ import (
 // on the Pause and Outcome.Paused hands the hold to the caller. Real
 // broker (the broker's LogAppendTime is the clock judged).
 func TestApplySleepsThroughAPinHold(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs a Kafka broker")
-	}
-	addr := kafkatest.Bootstrap(t)
-	c := workertest.Connect(t, addr)
-	cl := kafkatest.Client(t, addr)
+	_, c, cl := workertest.RealBroker(t)
 	for _, sleeps := range []bool{false, true} {
-		data, id := workertest.RealDataTopic(t, cl, "pause") // 200 records in each of 2 partitions
-		ctl := protocol.ControlTopicFor(data)
+		rc := workertest.RealControlled(t, c, cl, "pause", 200)
+		data, id, ctl := rc.Topic, rc.ID, rc.Ctl
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		if err := c.EnsureControlTopic(ctx, ctl, data, worker.Options{}); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _, _ = kadm.NewClient(cl).DeleteTopics(context.Background(), ctl) })
 		const pinFor = 10 * time.Second
 		pinAt := time.Now().Add(-24 * time.Hour)
 		pin := events.NewPin("sp", data, id, events.Offsets{0: 60, 1: 70}, pinAt.Add(pinFor), "rollback point", pinAt, "host-a-day-behind")

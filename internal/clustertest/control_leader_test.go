@@ -18,13 +18,13 @@ import (
 // the leader moves).
 func TestControlLeaderKilledBetweenCommittedAndDeleting(t *testing.T) {
 	s := newScene(t)
-	s.mustKcleanup("init", "--topic", s.topic)
-	s.waitISR(s.ctl, 3)
-	p, file := s.planFile("rp-1", 100)
-	if out, code := s.kcleanup([]string{worker.FailpointEnv + "=" + worker.AfterCommitted}, "apply", file); code != -1 {
+	s.MustKcleanup(s.K.Bootstrap, "init", "--topic", s.Topic)
+	s.waitISR(s.Ctl, 3)
+	p, file := s.PlanFile("rp-1", 100)
+	if out, code, _ := s.Kcleanup([]string{worker.FailpointEnv + "=" + worker.AfterCommitted}, s.K.Bootstrap, "apply", file); code != -1 {
 		t.Fatalf("apply with the failpoint: exit %d, want death by SIGKILL\n%s", code, out)
 	}
-	below := s.markersFile(50)
+	below := s.MarkersFile(50)
 
 	var polls, allowed, refused atomic.Int64
 	stop := make(chan struct{})
@@ -36,7 +36,7 @@ func TestControlLeaderKilledBetweenCommittedAndDeleting(t *testing.T) {
 				return
 			case <-time.After(100 * time.Millisecond):
 			}
-			out, code := s.kcleanup(nil, "validate", "--markers", below, "--timeout", "10s")
+			out, code, _ := s.Kcleanup(nil, s.K.Bootstrap, "validate", "--markers", below, "--timeout", "10s")
 			polls.Add(1)
 			switch code {
 			case 0:
@@ -48,19 +48,19 @@ func TestControlLeaderKilledBetweenCommittedAndDeleting(t *testing.T) {
 		}
 	})
 
-	old := s.partition(s.ctl).Leader
-	s.k.Kill(t, old)
+	old := s.partition(s.Ctl).Leader
+	s.K.Kill(t, old)
 	// Run at once: through the election the control topic's leader refuses the dial, then
 	// answers NOT_LEADER_OR_FOLLOWER or OFFSET_NOT_AVAILABLE for a moment, and apply asks
 	// again within its --timeout (worker.askAgain).
-	s.mustKcleanup("apply", file, "--timeout", "60s")
+	s.MustKcleanup(s.K.Bootstrap, "apply", file, "--timeout", "60s")
 	close(stop)
 	wg.Wait()
 	t.Logf("validate ran %d times: %d refused, %d cannot tell, %d allowed", polls.Load(), refused.Load(), polls.Load()-refused.Load()-allowed.Load(), allowed.Load())
-	if st, logStart := s.operation(p.PlanID); st != fsm.Applied || !logStart.Equal(events.Offsets{0: 100}) {
+	if st, logStart := s.Operation(p.PlanID); st != fsm.Applied || !logStart.Equal(events.Offsets{0: 100}) {
 		t.Fatalf("after the election: %s, log start %v, want APPLIED with {0:100}", st, logStart)
 	}
-	s.k.Start(t, old)
-	s.waitISR(s.ctl, 3)
-	s.check()
+	s.K.Start(t, old)
+	s.waitISR(s.Ctl, 3)
+	s.Check()
 }

@@ -16,19 +16,19 @@ import (
 // min.insync.replicas is 1 here, as on most clusters), and does not warn about its own work.
 func TestInitOnThreeBrokersMakesDurableTopics(t *testing.T) {
 	s := newScene(t)
-	mirror := s.topic + ".flink-cleanup"
-	s.deleteAtEnd(mirror)
-	out := s.mustKcleanup("init", "--topic", s.topic, "--mirror-topic", mirror)
+	mirror := s.Topic + ".flink-cleanup"
+	s.DeleteAtEnd(mirror)
+	out := s.MustKcleanup(s.K.Bootstrap, "init", "--topic", s.Topic, "--mirror-topic", mirror)
 	if strings.Contains(out, "min.insync.replicas=1") {
 		t.Errorf("init warns about the topics it created itself:\n%s", out)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	for _, topic := range []string{s.ctl, mirror} {
+	for _, topic := range []string{s.Ctl, mirror} {
 		if r := s.partition(topic); len(r.Replicas) != 3 {
 			t.Errorf("%s has replicas %v, want three", topic, r.Replicas)
 		}
-		cfg, err := s.c.TopicConfigs(ctx, topic)
+		cfg, err := s.C.TopicConfigs(ctx, topic)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -38,7 +38,7 @@ func TestInitOnThreeBrokersMakesDurableTopics(t *testing.T) {
 			}
 		}
 	}
-	s.check()
+	s.Check()
 }
 
 // TestDoctorWarnsOnAFragileControlTopic: on three brokers, doctor warns, with the command that
@@ -53,7 +53,7 @@ func TestDoctorWarnsOnAFragileControlTopic(t *testing.T) {
 		for k, v := range configs {
 			cfg[k] = &v
 		}
-		resp, err := s.adm.CreateTopic(ctx, 1, rf, cfg, ctl)
+		resp, err := s.Adm.CreateTopic(ctx, 1, rf, cfg, ctl)
 		if err == nil {
 			err = resp.Err
 		}
@@ -72,11 +72,11 @@ func TestDoctorWarnsOnAFragileControlTopic(t *testing.T) {
 			[]string{"min.insync.replicas=1: one broker's loss could lose a committed decision", "--add-config min.insync.replicas=2"}},
 	} {
 		// A control topic of its own per case: a deleted one lingers in clients' metadata.
-		s.ctl = protocol.ControlTopicFor(s.topic) + "." + tc.name
-		s.deleteAtEnd(s.ctl)
-		create(s.ctl, tc.rf, tc.configs)
-		s.waitISR(s.ctl, int(tc.rf))
-		out, _ := s.kcleanup(nil, "doctor", "--topic", s.topic, "--control-topic", s.ctl)
+		s.Ctl = protocol.ControlTopicFor(s.Topic) + "." + tc.name
+		s.DeleteAtEnd(s.Ctl)
+		create(s.Ctl, tc.rf, tc.configs)
+		s.waitISR(s.Ctl, int(tc.rf))
+		out, _, _ := s.Kcleanup(nil, s.K.Bootstrap, "doctor", "--topic", s.Topic, "--control-topic", s.Ctl)
 		for _, w := range tc.want {
 			if !strings.Contains(out, w) {
 				t.Errorf("%s: doctor does not say %q:\n%s", tc.name, w, out)
@@ -85,7 +85,7 @@ func TestDoctorWarnsOnAFragileControlTopic(t *testing.T) {
 		if !strings.Contains(out, "WARN ") && !strings.Contains(out, "BLOCK ") {
 			t.Errorf("%s: doctor neither warns nor blocks:\n%s", tc.name, out)
 		}
-		s.check()
+		s.Check()
 	}
 }
 

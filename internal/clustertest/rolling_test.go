@@ -25,10 +25,10 @@ import (
 // hold. The time from COMMITTED to APPLIED is logged (record timestamps; not asserted).
 func TestRollingRestartWithWorkers(t *testing.T) {
 	s := newScene(t)
-	kafkatest.Produce(t, s.cl, s.topic, 0, 700) // 1000 records: room for a plan a second
-	s.mustKcleanup("init", "--topic", s.topic)
-	s.waitISR(s.ctl, 3)
-	s.waitISR(s.topic, 3)
+	kafkatest.Produce(t, s.Cl, s.Topic, 0, 700) // 1000 records: room for a plan a second
+	s.MustKcleanup(s.K.Bootstrap, "init", "--topic", s.Topic)
+	s.waitISR(s.Ctl, 3)
+	s.waitISR(s.Topic, 3)
 	for i := range 3 {
 		s.startWorker(fmt.Sprintf("w%d", i+1))
 	}
@@ -40,7 +40,7 @@ func TestRollingRestartWithWorkers(t *testing.T) {
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		proj, err := s.c.OpenProjection(s.ctl)
+		proj, err := s.C.OpenProjection(s.Ctl)
 		if err != nil {
 			t.Error(err)
 			return
@@ -57,7 +57,7 @@ func TestRollingRestartWithWorkers(t *testing.T) {
 				t.Errorf("more plans than records: the rolling restart took longer than %d s", i)
 				return
 			}
-			p, err := events.BuildPlan(fmt.Sprintf("rp-%d", i), []events.Marker{{Topic: s.topic, TopicID: s.id, Offsets: events.Offsets{0: boundary}}})
+			p, err := events.BuildPlan(fmt.Sprintf("rp-%d", i), []events.Marker{{Topic: s.Topic, TopicID: s.ID, Offsets: events.Offsets{0: boundary}}})
 			if err != nil {
 				t.Error(err)
 				return
@@ -66,7 +66,7 @@ func TestRollingRestartWithWorkers(t *testing.T) {
 			var last error
 			for attempt := 0; attempt < 5; attempt++ {
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-				_, last = s.c.Apply(ctx, proj, p, worker.Options{NoWait: true, Actor: "rolling-restart"})
+				_, last = s.C.Apply(ctx, proj, p, worker.Options{NoWait: true, Actor: "rolling-restart"})
 				cancel()
 				if last == nil {
 					break
@@ -85,10 +85,10 @@ func TestRollingRestartWithWorkers(t *testing.T) {
 
 	for _, id := range kafkatest.Nodes {
 		began := time.Now()
-		s.k.Stop(t, id)
-		s.k.Start(t, id)
-		s.waitISR(s.ctl, 3)
-		s.waitISR(s.topic, 3)
+		s.K.Stop(t, id)
+		s.K.Start(t, id)
+		s.waitISR(s.Ctl, 3)
+		s.waitISR(s.Topic, 3)
 		t.Logf("broker %d restarted and back in sync in %s", id, time.Since(began).Round(time.Second))
 	}
 	close(stop)
@@ -105,20 +105,20 @@ func TestRollingRestartWithWorkers(t *testing.T) {
 
 	kafkatest.Eventually(t, 3*time.Minute, fmt.Sprintf("all %d plans APPLIED", len(plans)), func() bool {
 		for _, id := range plans {
-			if st, _ := s.operation(id); st != fsm.Applied {
+			if st, _ := s.Operation(id); st != fsm.Applied {
 				return false
 			}
 		}
 		return true
 	})
 	s.logCommitToApplied(plans)
-	s.check()
+	s.Check()
 }
 
 // logCommitToApplied logs the median and the longest time from a plan's COMMITTED record to
 // its APPLIED record (the records' timestamps: one clock, this machine's).
 func (s *scene) logCommitToApplied(plans []string) {
-	s.t.Helper()
+	s.T.Helper()
 	at := map[string]time.Time{}
 	for _, r := range s.controlRecords() {
 		at[string(r.Key)] = r.Timestamp
@@ -132,11 +132,11 @@ func (s *scene) logCommitToApplied(plans []string) {
 		}
 	}
 	if len(took) == 0 {
-		s.t.Logf("no COMMITTED/APPLIED pair found in the control topic (compacted?)")
+		s.T.Logf("no COMMITTED/APPLIED pair found in the control topic (compacted?)")
 		return
 	}
 	slices.Sort(took)
-	s.t.Logf("%d plans committed during the rolling restart; COMMITTED→APPLIED p50 %s, max %s",
+	s.T.Logf("%d plans committed during the rolling restart; COMMITTED→APPLIED p50 %s, max %s",
 		len(took), took[len(took)/2].Round(time.Millisecond), took[len(took)-1].Round(time.Millisecond))
 }
 
@@ -144,25 +144,25 @@ func (s *scene) logCommitToApplied(plans []string) {
 // the test's own; its log goes to a file the test prints when it fails. It is killed when the
 // test ends.
 func (s *scene) startWorker(name string) {
-	s.t.Helper()
-	log, err := os.Create(filepath.Join(s.t.TempDir(), name+".log"))
+	s.T.Helper()
+	log, err := os.Create(filepath.Join(s.T.TempDir(), name+".log"))
 	if err != nil {
-		s.t.Fatal(err)
+		s.T.Fatal(err)
 	}
-	cmd := exec.Command(workertest.Binary(s.t), "worker", "-b", s.k.Bootstrap, "--control-topic", s.ctl,
-		"--group", "kcleanup-"+s.topic, "--replica-name", name, "--http-addr", "127.0.0.1:0", "--log-format", "json")
+	cmd := exec.Command(workertest.Binary(s.T), "worker", "-b", s.K.Bootstrap, "--control-topic", s.Ctl,
+		"--group", "kcleanup-"+s.Topic, "--replica-name", name, "--http-addr", "127.0.0.1:0", "--log-format", "json")
 	cmd.Env = workertest.CleanEnv()
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
-		s.t.Fatal(err)
+		s.T.Fatal(err)
 	}
-	s.t.Cleanup(func() {
+	s.T.Cleanup(func() {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 		_ = log.Close()
-		if s.t.Failed() {
+		if s.T.Failed() {
 			b, _ := os.ReadFile(log.Name())
-			s.t.Logf("worker %s's log:\n%s", name, b)
+			s.T.Logf("worker %s's log:\n%s", name, b)
 		}
 	})
 }

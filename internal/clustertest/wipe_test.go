@@ -27,52 +27,52 @@ import (
 // boundary is never allowed, and one above it is allowed while the broker is away or catching up.
 func TestWipedBrokerReReplicates(t *testing.T) {
 	s := newScene(t)
-	s.mustKcleanup("init", "--topic", s.topic)
-	s.waitISR(s.ctl, 3)
-	s.waitISR(s.topic, 3)
-	p, file := s.planFile("rp-1", 100)
-	s.mustKcleanup("apply", file)
-	_, logStart := s.operation(p.PlanID)
+	s.MustKcleanup(s.K.Bootstrap, "init", "--topic", s.Topic)
+	s.waitISR(s.Ctl, 3)
+	s.waitISR(s.Topic, 3)
+	p, file := s.PlanFile("rp-1", 100)
+	s.MustKcleanup(s.K.Bootstrap, "apply", file)
+	_, logStart := s.Operation(p.PlanID)
 	before := s.controlRecords()
 
-	r := s.partition(s.ctl)
+	r := s.partition(s.Ctl)
 	victim := r.Replicas[0]
 	if victim == r.Leader {
 		victim = r.Replicas[1]
 	}
 	gate := s.serveValidation()
 	gate.mark()
-	s.k.Stop(t, victim)
-	s.k.Wipe(t, victim)
-	s.k.Start(t, victim)
-	s.waitISR(s.ctl, 3)
-	s.waitISR(s.topic, 3)
+	s.K.Stop(t, victim)
+	s.K.Wipe(t, victim)
+	s.K.Start(t, victim)
+	s.waitISR(s.Ctl, 3)
+	s.waitISR(s.Topic, 3)
 	gate.stop()
 	kafkatest.Eventually(t, time.Minute, fmt.Sprintf("wiped broker %d serves log start %d", victim, logStart[0]), func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		got, err := s.k.LogStartOn(ctx, victim, s.topic, 0)
+		got, err := s.K.LogStartOn(ctx, victim, s.Topic, 0)
 		return err == nil && got == logStart[0]
 	})
 	if after := s.controlRecords(); !reflect.DeepEqual(before, after) {
 		t.Errorf("the control topic reads differently after broker %d was wiped:\nbefore %d records, after %d", victim, len(before), len(after))
 	}
-	s.check()
+	s.Check()
 }
 
 // controlRecords reads the whole control topic.
 func (s *scene) controlRecords() []projector.Record {
-	s.t.Helper()
+	s.T.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	end, err := s.adm.ListEndOffsets(ctx, s.ctl)
+	end, err := s.Adm.ListEndOffsets(ctx, s.Ctl)
 	if err != nil {
-		s.t.Fatal(err)
+		s.T.Fatal(err)
 	}
-	o, _ := end.Lookup(s.ctl, 0)
-	recs, err := workertest.ReadControl(ctx, s.c, s.ctl, o.Offset)
+	o, _ := end.Lookup(s.Ctl, 0)
+	recs, err := workertest.ReadControl(ctx, s.C, s.Ctl, o.Offset)
 	if err != nil {
-		s.t.Fatal(err)
+		s.T.Fatal(err)
 	}
 	return recs
 }
@@ -92,20 +92,20 @@ type validationPoll struct {
 }
 
 func (s *scene) serveValidation() *validationPoll {
-	s.t.Helper()
-	d, err := daemon.New(s.c, daemon.WithControlTopics(s.ctl), daemon.WithGroup("kcleanup-"+s.topic+"-wipe"),
+	s.T.Helper()
+	d, err := daemon.New(s.C, daemon.WithControlTopics(s.Ctl), daemon.WithGroup("kcleanup-"+s.Topic+"-wipe"),
 		daemon.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
 	if err != nil {
-		s.t.Fatal(err)
+		s.T.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	ran := make(chan struct{})
 	go func() { defer close(ran); _ = d.Run(ctx) }()
-	s.t.Cleanup(func() { cancel(); <-ran })
+	s.T.Cleanup(func() { cancel(); <-ran })
 	srv := httptest.NewServer(d.Handler())
-	s.t.Cleanup(srv.Close)
-	below := events.Marker{Topic: s.topic, TopicID: s.id, Offsets: events.Offsets{0: 50}}.Encode()
-	above := events.Marker{Topic: s.topic, TopicID: s.id, Offsets: events.Offsets{0: 150}}.Encode()
+	s.T.Cleanup(srv.Close)
+	below := events.Marker{Topic: s.Topic, TopicID: s.ID, Offsets: events.Offsets{0: 50}}.Encode()
+	above := events.Marker{Topic: s.Topic, TopicID: s.ID, Offsets: events.Offsets{0: 150}}.Encode()
 	ask := func(body []byte) (int, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
@@ -118,7 +118,7 @@ func (s *scene) serveValidation() *validationPoll {
 		_, _ = io.Copy(io.Discard, resp.Body)
 		return resp.StatusCode, nil
 	}
-	kafkatest.Eventually(s.t, time.Minute, "the worker allows a recovery point above the boundary", func() bool {
+	kafkatest.Eventually(s.T, time.Minute, "the worker allows a recovery point above the boundary", func() bool {
 		code, err := ask(above)
 		return err == nil && code == http.StatusOK
 	})
@@ -163,7 +163,7 @@ func (p *validationPoll) mark() {
 
 // stop ends the poll and fails the test on what it saw.
 func (p *validationPoll) stop() {
-	t := p.s.t
+	t := p.s.T
 	t.Helper()
 	time.Sleep(300 * time.Millisecond) // a request or two after the ISR is full again
 	close(p.done)

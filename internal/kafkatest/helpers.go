@@ -48,11 +48,16 @@ func Admin(t testing.TB, cl *kgo.Client) *kadm.Client {
 // and deletes it when the test ends. It returns the name.
 func NewTopic(t testing.TB, cl *kgo.Client, prefix string, partitions int32, configs map[string]string) string {
 	t.Helper()
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	name := prefix + "-" + hex.EncodeToString(b[:])
+	name := UniqueName(prefix)
 	CreateTopic(t, cl, name, partitions, configs)
 	return name
+}
+
+// UniqueName is prefix-<12 random hex digits>: a topic or group no other test uses.
+func UniqueName(prefix string) string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return prefix + "-" + hex.EncodeToString(b[:])
 }
 
 // CreateTopic is NewTopic with an exact name (for tests that delete and recreate a topic).

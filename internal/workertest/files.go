@@ -55,7 +55,10 @@ func Operation(t testing.TB, c *worker.Cluster, ctl, planID string) (fsm.State, 
 }
 
 // CleanEnv is this process's environment without its KCLEANUP_ variables (a test's settings,
-// never a child's), and extra.
+// never a child's) and its Go memory settings (a child's are the test's choice, in extra), and
+// extra.
 func CleanEnv(extra ...string) []string {
-	return append(slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "KCLEANUP_") }), extra...)
+	return append(slices.DeleteFunc(os.Environ(), func(kv string) bool {
+		return strings.HasPrefix(kv, "KCLEANUP_") || strings.HasPrefix(kv, "GOMEMLIMIT=") || strings.HasPrefix(kv, "GOGC=")
+	}), extra...)
 }

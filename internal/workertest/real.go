@@ -23,13 +23,43 @@ type RealCase struct {
 	Plan           events.Plan // applied C1, when applied
 }
 
+// RealBroker is the real broker (kafkatest.Bootstrap: skipped under -short): its address, and
+// a worker.Cluster and a client on it, closed when the test ends.
+func RealBroker(t testing.TB) (string, *worker.Cluster, *kgo.Client) {
+	t.Helper()
+	bootstrap := kafkatest.Bootstrap(t)
+	return bootstrap, Connect(t, bootstrap), kafkatest.Client(t, bootstrap)
+}
+
+// RealControlled creates a two-partition data topic with records records in each partition
+// and its control topic, as Cluster.EnsureControlTopic makes it (deleted when the test ends),
+// on the real broker; nothing is applied.
+func RealControlled(t testing.TB, c *worker.Cluster, cl *kgo.Client, name string, records int) RealCase {
+	t.Helper()
+	rc := RealCase{}
+	rc.Topic, rc.ID = realDataTopic(t, cl, name, records)
+	rc.Ctl = protocol.ControlTopicFor(rc.Topic)
+	ctx, cancel := context.WithTimeout(context.Background(), RealTimeout)
+	defer cancel()
+	if err := c.EnsureControlTopic(ctx, rc.Ctl, rc.Topic, worker.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = kadm.NewClient(cl).DeleteTopics(context.Background(), rc.Ctl) })
+	return rc
+}
+
 // RealDataTopic creates a two-partition data topic with 200 records in each partition on the
 // real broker cl talks to, and returns its name and topic ID.
 func RealDataTopic(t testing.TB, cl *kgo.Client, name string) (string, string) {
 	t.Helper()
+	return realDataTopic(t, cl, name, 200)
+}
+
+func realDataTopic(t testing.TB, cl *kgo.Client, name string, records int) (string, string) {
+	t.Helper()
 	topic := kafkatest.NewTopic(t, cl, name, 2, map[string]string{"cleanup.policy": "compact,delete", "retention.ms": "-1", "retention.bytes": "-1"})
-	kafkatest.Produce(t, cl, topic, 0, 200)
-	kafkatest.Produce(t, cl, topic, 1, 200)
+	kafkatest.Produce(t, cl, topic, 0, records)
+	kafkatest.Produce(t, cl, topic, 1, records)
 	ctx, cancel := context.WithTimeout(context.Background(), RealTimeout)
 	defer cancel()
 	id, err := kafkatest.TopicIDUncached(ctx, cl, topic)

@@ -135,15 +135,8 @@ func commit(t *testing.T, c *worker.Cluster, ctl string, plan events.Plan) {
 // stateOf reads the control topic afresh and returns a plan's state.
 func stateOf(t *testing.T, c *worker.Cluster, ctl, planID string) fsm.State {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	proj, err := c.Project(ctx, ctl)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer proj.Close()
-	op, _ := proj.State.Operation(planID)
-	return op.State
+	st, _ := workertest.Operation(t, c, ctl, planID)
+	return st
 }
 
 func ownerCount(rs ...*running) (n int, who *running) {

@@ -15,6 +15,7 @@ import (
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/fsm"
 	"github.com/kcleanup/kcleanup/internal/kafkatest"
+	"github.com/kcleanup/kcleanup/internal/workertest"
 	"github.com/kcleanup/kcleanup/projector/invariant"
 	"github.com/kcleanup/kcleanup/report"
 	"github.com/kcleanup/kcleanup/topicconfig"
@@ -46,7 +47,7 @@ func (s *scene) another(prefix string) *scene {
 // serves reports whether the worker serves a control topic (/v1/status
 // answers 404 for one it does not).
 func (p *proc) serves(ctl string) bool {
-	resp, err := http.Get(p.url + "/v1/status?controlTopic=" + ctl)
+	resp, err := http.Get(p.URL + "/v1/status?controlTopic=" + ctl)
 	if err != nil {
 		return false
 	}
@@ -57,7 +58,7 @@ func (p *proc) serves(ctl string) bool {
 // statusOf is the state of a plan in the worker's /v1/status of a control
 // topic ("" when absent).
 func (p *proc) statusOf(ctl, planID string) fsm.State {
-	resp, err := http.Get(p.url + "/v1/status?controlTopic=" + ctl)
+	resp, err := http.Get(p.URL + "/v1/status?controlTopic=" + ctl)
 	if err != nil {
 		return ""
 	}
@@ -111,7 +112,7 @@ func TestFleetByRegexServesNewControlTopicsAndMovesAKilledReplicasShare(t *testi
 	})
 	for _, w := range ws {
 		if w.serves(base.ctl) || w.serves(typo) || w.owns(typo) {
-			t.Fatalf("%s serves %s (not matched) or %s (not a control topic)", w.name, base.ctl, typo)
+			t.Fatalf("%s serves %s (not matched) or %s (not a control topic)", w.Name, base.ctl, typo)
 		}
 	}
 	planB := b.plan("B1", events.Offsets{0: 100, 1: 100})
@@ -130,10 +131,10 @@ func TestFleetByRegexServesNewControlTopicsAndMovesAKilledReplicasShare(t *testi
 
 	victim := b.owner(ws...)
 	live := slices.DeleteFunc(slices.Clone(ws), func(p *proc) bool { return p == victim })
-	if err := victim.cmd.Process.Kill(); err != nil {
+	if err := victim.Cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	victim.waitDeath(t, 30*time.Second)
+	victim.WaitDeath(t, 30*time.Second)
 	for _, s := range []*scene{a, b} {
 		kafkatest.Eventually(t, time.Minute, "a survivor owns "+s.ctl, func() bool { return live[0].owns(s.ctl) || live[1].owns(s.ctl) })
 	}
@@ -144,7 +145,7 @@ func TestFleetByRegexServesNewControlTopicsAndMovesAKilledReplicasShare(t *testi
 		s.check(invariant.WantAllApplied())
 	}
 	for _, p := range live {
-		p.terminate(t)
+		p.Terminate(t)
 	}
 	if end, err := base.c.EndOffsets(context.Background(), typo); err != nil || !end.Equal(typoEnd) {
 		t.Fatalf("the data topic the regex matched by mistake was written to: end offsets %v, were %v (%v)", end, typoEnd, err)
@@ -162,11 +163,11 @@ func TestWorkerGivenADataTopicWritesNothingToIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := s.startWorkerServing("typo", []string{"--control-topic", s.topic})
-	w.waitLog(t, time.Minute, func(l logLine) bool { return strings.Contains(l.Err, "is not a control topic") })
+	w.WaitLog(t, time.Minute, func(l workertest.LogLine) bool { return strings.Contains(l.Err, "is not a control topic") })
 	if got, err := s.c.EndOffsets(context.Background(), s.topic); err != nil || !got.Equal(end) {
 		t.Fatalf("the data topic was written to: end offsets %v, were %v (%v)", got, end, err)
 	}
-	w.terminate(t)
+	w.Terminate(t)
 }
 
 // Every replica's fleet table names each replica as its operator named it
@@ -180,8 +181,8 @@ func TestFleetNamesEveryReplica(t *testing.T) {
 	b := s.startWorkerServing("b", []string{"--control-topic", s.ctl}, "KCLEANUP_REPLICA_NAME=kc-b")
 	for _, p := range []*proc{a, b} {
 		var fleet *report.FleetStatus
-		kafkatest.Eventually(t, time.Minute, p.name+" describes both replicas", func() bool {
-			resp, err := http.Get(p.url + "/v1/status")
+		kafkatest.Eventually(t, time.Minute, p.Name+" describes both replicas", func() bool {
+			resp, err := http.Get(p.URL + "/v1/status")
 			if err != nil {
 				return false
 			}
@@ -201,10 +202,10 @@ func TestFleetNamesEveryReplica(t *testing.T) {
 			m, ok := names[name]
 			if !ok || m.StartedAt == nil || m.StartedAt.IsZero() || m.Host == "" || m.Self != self ||
 				m.ClientID != "kcleanup-worker/"+name+"@"+m.StartedAt.Format(time.RFC3339) {
-				t.Errorf("%s's fleet: replica %q is %+v; want it named, with its host, start time and self=%t", p.name, name, m, self)
+				t.Errorf("%s's fleet: replica %q is %+v; want it named, with its host, start time and self=%t", p.Name, name, m, self)
 			}
 		}
-		resp, err := http.Get(p.url + "/")
+		resp, err := http.Get(p.URL + "/")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -212,10 +213,10 @@ func TestFleetNamesEveryReplica(t *testing.T) {
 		resp.Body.Close()
 		for _, name := range []string{"kc-a.example:9308", "kc-b"} {
 			if !strings.Contains(string(page), "<b>"+name+"</b>") || !strings.Contains(string(page), names[name].StartedAt.Format(time.RFC3339)) {
-				t.Errorf("%s's console does not name replica %s with its start time", p.name, name)
+				t.Errorf("%s's console does not name replica %s with its start time", p.Name, name)
 			}
 		}
 	}
-	a.terminate(t)
-	b.terminate(t)
+	a.Terminate(t)
+	b.Terminate(t)
 }

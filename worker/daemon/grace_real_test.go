@@ -9,15 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
-
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/fsm"
 	"github.com/kcleanup/kcleanup/internal/kafkatest"
 	"github.com/kcleanup/kcleanup/internal/workertest"
 	"github.com/kcleanup/kcleanup/projector/flinkagents"
-	"github.com/kcleanup/kcleanup/protocol"
 	"github.com/kcleanup/kcleanup/report"
 	"github.com/kcleanup/kcleanup/worker"
 )
@@ -33,23 +29,11 @@ import (
 // comes no earlier. Real broker.
 func TestRestoreGraceSurvivesAnOwnerStoppedMidWait(t *testing.T) {
 	const grace = 25 * time.Second
-	bootstrap := kafkatest.Bootstrap(t)
-	admin := kafkatest.Client(t, bootstrap)
-	c, err := worker.Connect(kgo.SeedBrokers(bootstrap))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	data := kafkatest.NewTopic(t, admin, "restore-grace", 2, map[string]string{"cleanup.policy": "compact,delete", "retention.ms": "-1", "retention.bytes": "-1"})
-	kafkatest.Produce(t, admin, data, 0, 50)
-	kafkatest.Produce(t, admin, data, 1, 50)
-	ctl := protocol.ControlTopicFor(data)
+	_, c, admin := workertest.RealBroker(t)
+	rc := workertest.RealControlled(t, c, admin, "restore-grace", 50)
+	data, ctl := rc.Topic, rc.Ctl
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	if err := c.EnsureControlTopic(ctx, ctl, data, worker.Options{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _, _ = kadm.NewClient(admin).DeleteTopics(context.Background(), ctl) })
 	mirror := kafkatest.NewTopic(t, admin, data+".flink", 1, map[string]string{"cleanup.policy": "compact"})
 	proj, err := c.Project(ctx, ctl)
 	if err != nil {

@@ -99,7 +99,7 @@ func TestMirrorHeldByADeadWriterIsFencedBeforeTheRead(t *testing.T) {
 		m := w.mirrorStatus(s.ctl)
 		return m != nil && m.Standing == protocol.MirrorHeld && m.Hold != nil && !m.Hold.KcleanupWriter && m.Hold.TransactionalID == foreign
 	})
-	w.terminate(t)
+	w.Terminate(t)
 	adm := kadm.NewClient(kafkatest.Client(t, s.bootstrap))
 	// Out of the way (a producer of the same transactional ID aborts it).
 	func() {
@@ -194,8 +194,8 @@ func TestMirrorApplyKilledInsideItsTransaction(t *testing.T) {
 			watch := s.watchMirror(mirror)
 			plan := s.plan("C1", events.Offsets{0: 150, 1: 120})
 			victim := s.startApply(plan, worker.InMirrorTransaction)
-			if st, _ := victim.waitDeath(t, time.Minute); !killedBySIGKILL(st) {
-				t.Fatalf("apply exited with %v, want death by SIGKILL inside its mirror transaction:\n%s", st, victim.tail(20))
+			if st, _ := victim.WaitDeath(t, time.Minute); !workertest.KilledBySIGKILL(st) {
+				t.Fatalf("apply exited with %v, want death by SIGKILL inside its mirror transaction:\n%s", st, victim.Tail(20))
 			}
 			txnID := worker.MirrorTransactionalID(mirror)
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -216,8 +216,8 @@ func TestMirrorApplyKilledInsideItsTransaction(t *testing.T) {
 			case "worker":
 				w := s.startWorker("w1")
 				s.waitApplied(plan.PlanID, 2*time.Minute)
-				w.terminate(t)
-				said = w.tail(200)
+				w.Terminate(t)
+				said = w.Tail(200)
 			}
 			fence := strings.Index(said, "fenced kcleanup's writer "+txnID)
 			// Waiting first shows as a failed attempt: an apply's error, a
@@ -256,7 +256,7 @@ func (s *scene) run(args ...string) (stdout, stderr string, code int) {
 // mirrorStatus is the mirror in the worker's /v1/status of a control
 // topic, nil when absent or unreadable.
 func (p *proc) mirrorStatus(ctl string) *protocol.MirrorAssessment {
-	resp, err := http.Get(p.url + "/v1/status?controlTopic=" + ctl)
+	resp, err := http.Get(p.URL + "/v1/status?controlTopic=" + ctl)
 	if err != nil {
 		return nil
 	}

@@ -9,12 +9,11 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/internal/kafkatest"
+	"github.com/kcleanup/kcleanup/internal/workertest"
 	"github.com/kcleanup/kcleanup/projector/flinkagents"
-	"github.com/kcleanup/kcleanup/protocol"
 	"github.com/kcleanup/kcleanup/worker"
 )
 
@@ -24,23 +23,11 @@ import (
 // the control topic does not move meanwhile (an idle owner still retries
 // its mirror sync). Real broker.
 func TestOwnerSyncsTheMirrorOnceItCan(t *testing.T) {
-	bootstrap := kafkatest.Bootstrap(t)
-	admin := kafkatest.Client(t, bootstrap)
-	c, err := worker.Connect(kgo.SeedBrokers(bootstrap))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	data := kafkatest.NewTopic(t, admin, "mirror-owner", 2, map[string]string{"cleanup.policy": "compact,delete", "retention.ms": "-1", "retention.bytes": "-1"})
-	kafkatest.Produce(t, admin, data, 0, 50)
-	kafkatest.Produce(t, admin, data, 1, 50)
-	ctl := protocol.ControlTopicFor(data)
+	_, c, admin := workertest.RealBroker(t)
+	rc := workertest.RealControlled(t, c, admin, "mirror-owner", 50)
+	data, ctl := rc.Topic, rc.Ctl
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	if err := c.EnsureControlTopic(ctx, ctl, data, worker.Options{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _, _ = kadm.NewClient(admin).DeleteTopics(context.Background(), ctl) })
 	info, err := c.TopicMetadata(ctx, data)
 	if err != nil {
 		t.Fatal(err)

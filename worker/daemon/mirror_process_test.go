@@ -18,6 +18,7 @@ import (
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/fsm"
 	"github.com/kcleanup/kcleanup/internal/kafkatest"
+	"github.com/kcleanup/kcleanup/internal/workertest"
 	"github.com/kcleanup/kcleanup/projector/invariant"
 	"github.com/kcleanup/kcleanup/worker"
 )
@@ -143,17 +144,17 @@ func TestMirrorWorkerDiesAtEachStepAndASurvivorFinishes(t *testing.T) {
 				survivors = []*proc{s.startWorker("w2"), s.startWorker("w3")}
 				kafkatest.Eventually(t, 30*time.Second, "survivors ready", func() bool { return survivors[0].ready() && survivors[1].ready() })
 				if who := s.owner(append(survivors, victim)...); who != victim {
-					t.Fatalf("ownership moved to %s before the test began", who.name)
+					t.Fatalf("ownership moved to %s before the test began", who.Name)
 				}
 				s.commit(plan)
 			}
-			st, diedAt := victim.waitDeath(t, time.Minute)
-			if !killedBySIGKILL(st) {
-				t.Fatalf("%s exited with %v, want death by SIGKILL at %s", victim.name, st, step)
+			st, diedAt := victim.WaitDeath(t, time.Minute)
+			if !workertest.KilledBySIGKILL(st) {
+				t.Fatalf("%s exited with %v, want death by SIGKILL at %s", victim.Name, st, step)
 			}
 			watch.observe(s, mirror) // right after the crash, before a survivor takes over
 			appliedAt := s.waitApplied(plan.PlanID, time.Minute)
-			t.Logf("failpoint %s: %s died; APPLIED %s later", step, victim.name, appliedAt.Sub(diedAt).Round(10*time.Millisecond))
+			t.Logf("failpoint %s: %s died; APPLIED %s later", step, victim.Name, appliedAt.Sub(diedAt).Round(10*time.Millisecond))
 			s.checkLogStart(events.Offsets{0: 150, 1: 120})
 			watch.require(t)
 			s.requireMirrorAgrees(mirror)
@@ -161,7 +162,7 @@ func TestMirrorWorkerDiesAtEachStepAndASurvivorFinishes(t *testing.T) {
 				t.Fatalf("the plan is %q on the mirror, want APPLIED", st)
 			}
 			for _, p := range survivors {
-				p.terminate(t)
+				p.Terminate(t)
 			}
 			s.check(invariant.WantAllApplied())
 		})
@@ -180,8 +181,8 @@ func TestMirrorApplyDiesAtEachStepAndResumes(t *testing.T) {
 			watch := s.watchMirror(mirror)
 			plan := s.plan("C1", events.Offsets{0: 150, 1: 120})
 			victim := s.startApply(plan, step)
-			if st, _ := victim.waitDeath(t, time.Minute); !killedBySIGKILL(st) {
-				t.Fatalf("apply exited with %v, want death by SIGKILL at %s:\n%s", st, step, victim.tail(20))
+			if st, _ := victim.WaitDeath(t, time.Minute); !workertest.KilledBySIGKILL(st) {
+				t.Fatalf("apply exited with %v, want death by SIGKILL at %s:\n%s", st, step, victim.Tail(20))
 			}
 			// Nothing runs now: the state the crash left, observed once more.
 			watch.observe(s, mirror)
@@ -231,7 +232,7 @@ func TestMirrorConcurrentAppliesAndFailover(t *testing.T) {
 		})
 	}
 	time.Sleep(500 * time.Millisecond)
-	if err := first.cmd.Process.Kill(); err != nil {
+	if err := first.Cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	wg.Wait()
@@ -249,7 +250,7 @@ func TestMirrorConcurrentAppliesAndFailover(t *testing.T) {
 	watch.require(t)
 	s.requireMirrorAgrees(mirror)
 	for _, p := range rest {
-		p.terminate(t)
+		p.Terminate(t)
 	}
 	s.check(invariant.WantAllApplied())
 }

@@ -136,9 +136,7 @@ func grepLines(s, prefix string) string {
 // transaction (still ready; a foreign producer is not fenced); once the
 // transaction is aborted the mirror is in step again. Real broker.
 func TestWorkerSaysWhenTheMirrorCannotBeRead(t *testing.T) {
-	b := kafkatest.Bootstrap(t)
-	c := workertest.Connect(t, b)
-	cl := kafkatest.Client(t, b)
+	b, c, cl := workertest.RealBroker(t)
 	rc := workertest.Applied(t, c, cl, "mirror-hold")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*workertest.RealTimeout)
 	defer cancel()

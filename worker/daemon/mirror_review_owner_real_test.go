@@ -11,8 +11,8 @@ import (
 
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/internal/kafkatest"
+	"github.com/kcleanup/kcleanup/internal/workertest"
 	"github.com/kcleanup/kcleanup/projector/flinkagents"
-	"github.com/kcleanup/kcleanup/protocol"
 	"github.com/kcleanup/kcleanup/worker"
 )
 
@@ -26,24 +26,12 @@ import (
 // owner must bring the mirror back up to the boundary by itself. Real
 // broker.
 func TestReviewOwnerResyncsAMirrorThatLostItsPlan(t *testing.T) {
-	bootstrap := kafkatest.Bootstrap(t)
-	admin := kafkatest.Client(t, bootstrap)
+	_, c, admin := workertest.RealBroker(t)
 	adm := kadm.NewClient(admin)
-	c, err := worker.Connect(kgo.SeedBrokers(bootstrap))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	data := kafkatest.NewTopic(t, admin, "mirror-resync", 2, map[string]string{"cleanup.policy": "compact,delete", "retention.ms": "-1", "retention.bytes": "-1"})
-	kafkatest.Produce(t, admin, data, 0, 50)
-	kafkatest.Produce(t, admin, data, 1, 50)
-	ctl := protocol.ControlTopicFor(data)
+	rc := workertest.RealControlled(t, c, admin, "mirror-resync", 50)
+	data, ctl := rc.Topic, rc.Ctl
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	if err := c.EnsureControlTopic(ctx, ctl, data, worker.Options{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _, _ = adm.DeleteTopics(context.Background(), ctl) })
 	info, err := c.TopicMetadata(ctx, data)
 	if err != nil {
 		t.Fatal(err)

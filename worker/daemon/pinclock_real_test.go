@@ -13,8 +13,6 @@ import (
 	"github.com/kcleanup/kcleanup/fsm"
 	"github.com/kcleanup/kcleanup/internal/kafkatest"
 	"github.com/kcleanup/kcleanup/internal/workertest"
-	"github.com/kcleanup/kcleanup/protocol"
-	"github.com/kcleanup/kcleanup/worker"
 )
 
 // pinClockCase is one skewed writer against a short pin (issue 30).
@@ -49,23 +47,11 @@ func TestPinFromAHostADayBehindHoldsForItsDuration(t *testing.T) {
 }
 
 func testPinClock(t *testing.T, tc pinClockCase) {
-	bootstrap := kafkatest.Bootstrap(t)
-	admin := kafkatest.Client(t, bootstrap)
-	c, err := worker.Connect(kgo.SeedBrokers(bootstrap))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	data := kafkatest.NewTopic(t, admin, "pin-clock", 2, map[string]string{"cleanup.policy": "compact,delete", "retention.ms": "-1", "retention.bytes": "-1"})
-	kafkatest.Produce(t, admin, data, 0, 100)
-	kafkatest.Produce(t, admin, data, 1, 100)
-	ctl := protocol.ControlTopicFor(data)
+	_, c, admin := workertest.RealBroker(t)
+	rc := workertest.RealControlled(t, c, admin, "pin-clock", 100)
+	data, ctl := rc.Topic, rc.Ctl
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	if err := c.EnsureControlTopic(ctx, ctl, data, worker.Options{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _, _ = kadm.NewClient(admin).DeleteTopics(context.Background(), ctl) })
 	cfgs, err := kadm.NewClient(admin).DescribeTopicConfigs(ctx, ctl)
 	if err != nil {
 		t.Fatal(err)

@@ -6,7 +6,6 @@ package daemon_test
 // invariant checker. Skipped under -short.
 
 import (
-	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -20,7 +19,6 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -52,7 +50,6 @@ type scene struct {
 	id        string
 	ctl       string
 	group     string
-	procs     []*proc
 }
 
 func newScene(t *testing.T) *scene {
@@ -75,13 +72,6 @@ func newScene(t *testing.T) *scene {
 		t.Fatal(err)
 	}
 	s.id = info.ID
-	t.Cleanup(func() {
-		if t.Failed() {
-			for _, p := range s.procs {
-				t.Logf("log of %s:\n%s", p.name, p.tail(60))
-			}
-		}
-	})
 	return s
 }
 
@@ -93,11 +83,7 @@ func randomHex() string {
 
 func (s *scene) plan(rp string, offs events.Offsets) events.Plan {
 	s.t.Helper()
-	p, err := events.BuildPlan(rp, []events.Marker{{Topic: s.topic, TopicID: s.id, Offsets: offs}})
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	return p
+	return workertest.MustPlan(s.t, rp, s.topic, s.id, offs)
 }
 
 // commit runs `kcleanup apply PLAN --no-wait`: check, PLANNED, COMMITTED,
@@ -118,27 +104,27 @@ func (s *scene) commit(p events.Plan) {
 // control topic.
 func (s *scene) applyCmd(p events.Plan, args ...string) *exec.Cmd {
 	s.t.Helper()
+	cmd := exec.Command(workertest.Binary(s.t), append(s.applyArgs(p), args...)...)
+	cmd.Env = workertest.CleanEnv()
+	return cmd
+}
+
+// applyArgs are the arguments of `kcleanup apply` of a plan, written to a
+// file, on the scene's control topic.
+func (s *scene) applyArgs(p events.Plan) []string {
+	s.t.Helper()
 	file := filepath.Join(s.t.TempDir(), p.PlanID+".plan.json")
 	if err := os.WriteFile(file, p.Encode(), 0o600); err != nil {
 		s.t.Fatal(err)
 	}
-	cmd := exec.Command(workertest.Binary(s.t), append([]string{"apply", file, "-b", s.bootstrap, "--control-topic", s.ctl}, args...)...)
-	cmd.Env = workertest.CleanEnv()
-	return cmd
+	return []string{"apply", file, "-b", s.bootstrap, "--control-topic", s.ctl}
 }
 
 // state reads the control topic afresh: a plan's state.
 func (s *scene) state(planID string) fsm.State {
 	s.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	proj, err := s.c.Project(ctx, s.ctl)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	defer proj.Close()
-	op, _ := proj.State.Operation(planID)
-	return op.State
+	st, _ := workertest.Operation(s.t, s.c, s.ctl, planID)
+	return st
 }
 
 // waitApplied polls until the plan is APPLIED and returns when it saw it.
@@ -159,18 +145,8 @@ func (s *scene) check(opts ...invariant.Option) {
 	workertest.RequireInvariants(s.t, s.c, s.ctl, append([]invariant.Option{invariant.InitialLogStart(events.Offsets{0: 0, 1: 0})}, opts...)...)
 }
 
-// proc is one `kcleanup worker` process.
-type proc struct {
-	name string
-	cmd  *exec.Cmd
-	url  string
-
-	mu     sync.Mutex
-	lines  []string // stderr: JSON log lines
-	done   chan struct{}
-	state  *os.ProcessState
-	diedAt time.Time
-}
+// proc is one `kcleanup worker` (or failpoint-armed `kcleanup apply`) process of a scene.
+type proc struct{ *workertest.Process }
 
 // startWorker starts a worker process with the default timings; env adds
 // variables (a failpoint). It returns once the process serves HTTP.
@@ -183,113 +159,16 @@ func (s *scene) startWorker(name string, env ...string) *proc {
 // topics it serves.
 func (s *scene) startWorkerServing(name string, serve []string, env ...string) *proc {
 	s.t.Helper()
-	args := append([]string{"worker", "-b", s.bootstrap}, serve...)
-	cmd := exec.Command(workertest.Binary(s.t), append(args, "--group", s.group, "--http-addr", "127.0.0.1:0", "--log-format", "json")...)
-	cmd.Env = workertest.CleanEnv(env...)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		s.t.Fatal(err)
-	}
-	p := &proc{name: name, cmd: cmd, done: make(chan struct{})}
-	s.procs = append(s.procs, p)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		sc.Buffer(make([]byte, 1<<16), 1<<20)
-		for sc.Scan() {
-			p.mu.Lock()
-			p.lines = append(p.lines, sc.Text())
-			p.mu.Unlock()
-		}
-		_ = cmd.Wait()
-		p.mu.Lock()
-		p.state, p.diedAt = cmd.ProcessState, time.Now()
-		p.mu.Unlock()
-		close(p.done)
-	}()
-	s.t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGCONT) // a paused process cannot die otherwise
-		_ = cmd.Process.Kill()
-		<-p.done
-	})
-	line := p.waitLog(s.t, 30*time.Second, func(l logLine) bool { return l.Msg == "http listening" })
-	p.url = "http://" + line.Addr
-	return p
-}
-
-// logLine is the part of a worker log line the tests read.
-type logLine struct {
-	Time         time.Time `json:"time"`
-	Level        string    `json:"level"`
-	Msg          string    `json:"msg"`
-	Addr         string    `json:"addr"`
-	Plan         string    `json:"plan"`
-	Step         string    `json:"step"`
-	ControlTopic string    `json:"control_topic"`
-	Err          string    `json:"err"`
-}
-
-func (p *proc) logLines() []logLine {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	out := make([]logLine, 0, len(p.lines))
-	for _, s := range p.lines {
-		var l logLine
-		if json.Unmarshal([]byte(s), &l) == nil {
-			out = append(out, l)
-		}
-	}
-	return out
-}
-
-func (p *proc) findLog(match func(logLine) bool) (logLine, bool) {
-	for _, l := range p.logLines() {
-		if match(l) {
-			return l, true
-		}
-	}
-	return logLine{}, false
-}
-
-func (p *proc) waitLog(t *testing.T, within time.Duration, match func(logLine) bool) logLine {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		if l, ok := p.findLog(match); ok {
-			return l
-		}
-		select {
-		case <-p.done:
-			if l, ok := p.findLog(match); ok {
-				return l
-			}
-			t.Fatalf("%s exited (%v) before logging what the test waits for", p.name, p.state)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s did not log what the test waits for within %s", p.name, within)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-func (p *proc) tail(n int) string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	from := max(len(p.lines)-n, 0)
-	return strings.Join(p.lines[from:], "\n")
+	args := append([]string{"-b", s.bootstrap}, serve...)
+	return &proc{workertest.StartWorker(s.t, name, append(args, "--group", s.group), env...)}
 }
 
 // owns asks the process whether it owns the control topic.
 func (p *proc) owns(ctl string) bool {
-	select {
-	case <-p.done:
+	if p.Exited() {
 		return false
-	default:
 	}
-	resp, err := http.Get(p.url + "/v1/status?controlTopic=" + ctl)
+	resp, err := http.Get(p.URL + "/v1/status?controlTopic=" + ctl)
 	if err != nil {
 		return false
 	}
@@ -302,44 +181,13 @@ func (p *proc) owns(ctl string) bool {
 }
 
 func (p *proc) ready() bool {
-	resp, err := http.Get(p.url + "/readyz")
+	resp, err := http.Get(p.URL + "/readyz")
 	if err != nil {
 		return false
 	}
 	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	return resp.StatusCode == http.StatusOK
-}
-
-// waitDeath waits for the process to exit and returns when it did.
-func (p *proc) waitDeath(t *testing.T, within time.Duration) (*os.ProcessState, time.Time) {
-	t.Helper()
-	select {
-	case <-p.done:
-	case <-time.After(within):
-		t.Fatalf("%s still runs after %s", p.name, within)
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.state, p.diedAt
-}
-
-// terminate sends SIGTERM and wants exit status 0.
-func (p *proc) terminate(t *testing.T) {
-	t.Helper()
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	st, _ := p.waitDeath(t, 30*time.Second)
-	if !st.Success() {
-		t.Fatalf("%s exited with %v after SIGTERM, want 0", p.name, st)
-	}
-	if _, ok := p.findLog(func(l logLine) bool { return l.Msg == "worker stopped" }); !ok {
-		t.Fatalf("%s exited without logging a clean stop", p.name)
-	}
-}
-
-func killedBySIGKILL(st *os.ProcessState) bool {
-	ws, ok := st.Sys().(syscall.WaitStatus)
-	return ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL
 }
 
 // owner returns the one process that owns the control topic, waiting for
@@ -394,24 +242,26 @@ func TestWorkerDiesAtEachStepAndASurvivorFinishes(t *testing.T) {
 				survivors = []*proc{s.startWorker("w2"), s.startWorker("w3")}
 				kafkatest.Eventually(t, 30*time.Second, "survivors ready", func() bool { return survivors[0].ready() && survivors[1].ready() })
 				if who := s.owner(append(survivors, victim)...); who != victim {
-					t.Fatalf("ownership moved to %s before the test began", who.name)
+					t.Fatalf("ownership moved to %s before the test began", who.Name)
 				}
 				s.commit(plan)
 			}
-			st, diedAt := victim.waitDeath(t, time.Minute)
-			if !killedBySIGKILL(st) {
-				t.Fatalf("%s exited with %v, want death by SIGKILL at %s", victim.name, st, step)
+			st, diedAt := victim.WaitDeath(t, time.Minute)
+			if !workertest.KilledBySIGKILL(st) {
+				t.Fatalf("%s exited with %v, want death by SIGKILL at %s", victim.Name, st, step)
 			}
 			appliedAt := s.waitApplied(plan.PlanID, time.Minute)
-			t.Logf("failpoint %s: %s died; APPLIED %s later", step, victim.name, appliedAt.Sub(diedAt).Round(10*time.Millisecond))
+			t.Logf("failpoint %s: %s died; APPLIED %s later", step, victim.Name, appliedAt.Sub(diedAt).Round(10*time.Millisecond))
 			for _, p := range survivors {
-				if l, ok := p.findLog(func(l logLine) bool { return l.Msg == "took ownership of control topic" && l.Time.After(diedAt) }); ok {
-					t.Logf("failpoint %s: %s took over %s after the death", step, p.name, l.Time.Sub(diedAt).Round(10*time.Millisecond))
+				if l, ok := p.FindLog(func(l workertest.LogLine) bool {
+					return l.Msg == "took ownership of control topic" && l.Time.After(diedAt)
+				}); ok {
+					t.Logf("failpoint %s: %s took over %s after the death", step, p.Name, l.Time.Sub(diedAt).Round(10*time.Millisecond))
 				}
 			}
 			s.checkLogStart(events.Offsets{0: 150, 1: 120})
 			for _, p := range survivors {
-				p.terminate(t)
+				p.Terminate(t)
 			}
 			s.check(invariant.WantAllApplied())
 		})
@@ -421,24 +271,7 @@ func TestWorkerDiesAtEachStepAndASurvivorFinishes(t *testing.T) {
 // startApply starts `kcleanup apply PLAN` armed with the failpoint step.
 func (s *scene) startApply(plan events.Plan, step string) *proc {
 	s.t.Helper()
-	cmd := s.applyCmd(plan)
-	cmd.Env = workertest.CleanEnv(worker.FailpointEnv + "=" + step)
-	var out strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		s.t.Fatal(err)
-	}
-	p := &proc{name: "apply", cmd: cmd, done: make(chan struct{})}
-	go func() {
-		_ = cmd.Wait()
-		p.mu.Lock()
-		p.state, p.diedAt = cmd.ProcessState, time.Now()
-		p.lines = strings.Split(out.String(), "\n")
-		p.mu.Unlock()
-		close(p.done)
-	}()
-	s.procs = append(s.procs, p)
-	return p
+	return &proc{workertest.StartProcess(s.t, "apply", s.applyArgs(plan), worker.FailpointEnv+"="+step)}
 }
 
 // TestApplyNoWaitWithoutWorkersThenOneWorkerFinishes: with no worker
@@ -458,7 +291,7 @@ func TestApplyNoWaitWithoutWorkersThenOneWorkerFinishes(t *testing.T) {
 	appliedAt := s.waitApplied(plan.PlanID, time.Minute)
 	t.Logf("one worker started: APPLIED %s after its start", appliedAt.Sub(started).Round(10*time.Millisecond))
 	s.checkLogStart(events.Offsets{0: 200, 1: 100})
-	w.terminate(t)
+	w.Terminate(t)
 	s.check(invariant.WantAllApplied())
 }
 
@@ -485,12 +318,12 @@ func pausedOwner(t *testing.T, step string) {
 	b, c := s.startWorker("b"), s.startWorker("c")
 	kafkatest.Eventually(t, 30*time.Second, "b and c ready", func() bool { return b.ready() && c.ready() })
 	if who := s.owner(a, b, c); who != a {
-		t.Fatalf("ownership moved to %s before the test began", who.name)
+		t.Fatalf("ownership moved to %s before the test began", who.Name)
 	}
 
 	p1 := s.plan("C1", events.Offsets{0: 100, 1: 100})
 	s.commit(p1)
-	kafkatest.Eventually(t, 30*time.Second, "a stops itself at "+step, func() bool { return stopped(a.cmd.Process.Pid) })
+	kafkatest.Eventually(t, 30*time.Second, "a stops itself at "+step, func() bool { return stopped(a.Cmd.Process.Pid) })
 	pausedAt := time.Now()
 
 	// While a is frozen, a newer plan raises the boundary; b or c takes over
@@ -505,16 +338,16 @@ func pausedOwner(t *testing.T, step string) {
 
 	// a wakes up inside its stale step: whatever it does must be harmless.
 	resumedAt := time.Now()
-	if err := a.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+	if err := a.Cmd.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
-	a.waitLog(t, 30*time.Second, func(l logLine) bool {
+	a.WaitLog(t, 30*time.Second, func(l workertest.LogLine) bool {
 		return l.Plan == p1.PlanID && (l.Msg == "operation applied" || strings.HasPrefix(l.Msg, "step in flight abandoned") ||
 			strings.HasPrefix(l.Msg, "operation attempt failed") || strings.HasPrefix(l.Msg, "operation blocked"))
 	})
-	a.waitLog(t, 30*time.Second, func(l logLine) bool { return l.Msg == "released control topic" })
+	a.WaitLog(t, 30*time.Second, func(l workertest.LogLine) bool { return l.Msg == "released control topic" })
 	kafkatest.Eventually(t, 30*time.Second, "a no longer owns the control topic", func() bool { return !a.owns(s.ctl) })
-	for _, l := range a.logLines() {
+	for _, l := range a.LogLines() {
 		if l.Time.After(resumedAt) {
 			t.Logf("a after SIGCONT: %s %q step=%s err=%s", l.Level, l.Msg, l.Step, l.Err)
 		}
@@ -547,7 +380,7 @@ func pausedOwner(t *testing.T, step string) {
 		t.Logf("rejected at offset %d: %s %s: %s", v.Offset, v.Key, v.Reason, v.Detail)
 	}
 	for _, p := range []*proc{a, b, c} {
-		p.terminate(t)
+		p.Terminate(t)
 	}
 	s.check(invariant.WantAllApplied())
 }
@@ -573,15 +406,15 @@ func TestFailoverTime(t *testing.T) {
 	for round := 1; round <= 3; round++ {
 		victim := s.owner(live...)
 		live = slices.DeleteFunc(live, func(p *proc) bool { return p == victim })
-		if err := victim.cmd.Process.Kill(); err != nil {
+		if err := victim.Cmd.Process.Kill(); err != nil {
 			t.Fatal(err)
 		}
-		_, diedAt := victim.waitDeath(t, 30*time.Second)
+		_, diedAt := victim.WaitDeath(t, 30*time.Second)
 		plan := s.plan(fmt.Sprintf("R%d", round), events.Offsets{0: int64(100 + round), 1: int64(100 + round)})
 		s.commit(plan)
 		d := s.waitApplied(plan.PlanID, time.Minute).Sub(diedAt)
 		took = append(took, d)
-		t.Logf("round %d: owner %s killed; APPLIED %s later", round, victim.name, d.Round(10*time.Millisecond))
+		t.Logf("round %d: owner %s killed; APPLIED %s later", round, victim.Name, d.Round(10*time.Millisecond))
 		live = append(live, s.startWorker(fmt.Sprintf("w%d", 3+round)))
 	}
 	slices.Sort(took)
@@ -589,7 +422,7 @@ func TestFailoverTime(t *testing.T) {
 		daemon.DefaultSessionTimeout, daemon.DefaultHeartbeatInterval,
 		took[len(took)/2].Round(10*time.Millisecond), took[0].Round(10*time.Millisecond), took[len(took)-1].Round(10*time.Millisecond))
 	for _, p := range live {
-		p.terminate(t)
+		p.Terminate(t)
 	}
 	s.check(invariant.WantAllApplied())
 }

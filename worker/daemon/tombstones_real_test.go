@@ -31,11 +31,7 @@ func TestWorkerBlocksDeletionWhenTheJobWritesTombstonesAgain(t *testing.T) {
 }
 
 func watchScene(t *testing.T, limit int64) {
-	if testing.Short() {
-		t.Skip("needs a Kafka broker")
-	}
-	c := workertest.Connect(t, kafkatest.Bootstrap(t))
-	cl := kafkatest.Client(t, kafkatest.Bootstrap(t))
+	_, c, cl := workertest.RealBroker(t)
 	rc := workertest.Applied(t, c, cl, "tombstone-watch") // C1 0=150 1=120 APPLIED, 200 records each
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
@@ -109,11 +105,7 @@ func watchScene(t *testing.T, limit int64) {
 // tombstone the job writes again shows at once in the metric and /readyz, before anyone
 // commits the next plan.
 func TestTombstoneWatchRunsWithNothingDue(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs a Kafka broker")
-	}
-	c := workertest.Connect(t, kafkatest.Bootstrap(t))
-	cl := kafkatest.Client(t, kafkatest.Bootstrap(t))
+	_, c, cl := workertest.RealBroker(t)
 	rc := workertest.Applied(t, c, cl, "tombstone-idle") // C1 0=150 1=120 APPLIED: nothing pending
 	r := startDaemon(t, c, WithControlTopics(rc.Ctl), WithGroupTimings(6*time.Second, 500*time.Millisecond, 10*time.Second),
 		WithPollInterval(100*time.Millisecond), WithBackoff(50*time.Millisecond, time.Second), WithShutdownGrace(time.Second),

@@ -48,12 +48,7 @@ func wantVerdict(t *testing.T, code int, v gate.Verdict, wantCode int, reason ga
 }
 
 func TestValidateOnAWorkerOfTheRealBroker(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs a Kafka broker")
-	}
-	bootstrap := kafkatest.Bootstrap(t)
-	cl := kafkatest.Client(t, bootstrap)
-	c := workertest.Connect(t, bootstrap)
+	bootstrap, c, cl := workertest.RealBroker(t)
 	adm := kadm.NewClient(cl)
 
 	live := workertest.Applied(t, c, cl, "gate-live")

@@ -39,8 +39,8 @@ func watch(t *testing.T, w *proc, ctl string, d time.Duration, what string) read
 	var last readyz
 	deadline := time.Now().Add(d)
 	for i := 0; time.Now().Before(deadline); i++ {
-		if w.exited() {
-			t.Fatalf("%s: the worker exited (%v)", what, w.state)
+		if w.Exited() {
+			t.Fatalf("%s: the worker exited (%v)", what, w.ExitState())
 		}
 		r, code, err := w.ready()
 		if err == nil {
@@ -58,7 +58,7 @@ func watch(t *testing.T, w *proc, ctl string, d time.Duration, what string) read
 // statusOf says whether the worker owns the control topic and why its operations wait.
 func (p *proc) statusOf(ctl string) string {
 	var st report.TopicStatus
-	code, err := p.get("/v1/status?controlTopic="+ctl, &st)
+	code, err := p.Get("/v1/status?controlTopic="+ctl, &st)
 	if err != nil || code != 200 {
 		return fmt.Sprintf("/v1/status %d (%v)", code, err)
 	}
@@ -79,7 +79,7 @@ func short(s string) string {
 // served is the number of control topics the worker logged it serves.
 func served(w *proc) int {
 	n := 0
-	for _, l := range w.logLines() {
+	for _, l := range w.LogLines() {
 		if l.Msg == "serving control topic" {
 			n = max(n, l.Served)
 		}
@@ -92,7 +92,7 @@ func served(w *proc) int {
 // settings it could not read for want of file descriptors).
 func noFalseClaims(t *testing.T, w *proc) {
 	t.Helper()
-	for _, l := range w.logLines() {
+	for _, l := range w.LogLines() {
 		if strings.HasPrefix(l.Msg, "the control topic regex matches a topic that is not a control topic") ||
 			l.Msg == "assigned a control topic it cannot serve; not owning it" {
 			t.Errorf("the worker said %q of %s, a control topic", l.Msg, l.ControlTopic)
@@ -104,7 +104,7 @@ func noFalseClaims(t *testing.T, w *proc) {
 // files").
 func counts(t *testing.T, w *proc) {
 	seen, emfile := map[string]int{}, 0
-	for _, l := range w.logLines() {
+	for _, l := range w.LogLines() {
 		if l.Level == "WARN" || l.Level == "ERROR" {
 			if seen[l.Msg] == 0 && l.Err != "" {
 				t.Logf("first %q: %s", l.Msg, short(l.Err))
@@ -120,12 +120,12 @@ func counts(t *testing.T, w *proc) {
 
 // applied commits a plan to 100 through the direct CLI and waits until the worker applied it.
 func (f *fleet) applied(within time.Duration) (bool, time.Duration) {
-	f.t.Helper()
-	p, file := f.planFile("limits", 100)
+	f.T.Helper()
+	p, file := f.PlanFile("limits", 100)
 	start := time.Now()
-	f.kcleanup("apply", file, "--no-wait")
+	f.MustKcleanup(f.K.Bootstrap, "apply", file, "--no-wait")
 	for time.Since(start) < within {
-		if st, _ := f.operation(p.PlanID); st == fsm.Applied {
+		if st, _ := f.Operation(p.PlanID); st == fsm.Applied {
 			return true, time.Since(start)
 		}
 		time.Sleep(500 * time.Millisecond)
@@ -151,21 +151,21 @@ func TestWorkerWithFewFileDescriptors(t *testing.T) {
 	const soft = 256
 	w.setNofile(t, soft)
 	f.addIdle(n - 1)
-	kafkatest.Eventually(t, 2*time.Minute, fmt.Sprintf("the worker serving %d control topics", n), func() bool { return w.exited() || served(w) == n })
+	kafkatest.Eventually(t, 2*time.Minute, fmt.Sprintf("the worker serving %d control topics", n), func() bool { return w.Exited() || served(w) == n })
 	kafkatest.Eventually(t, time.Minute, "/readyz saying the open-file limit is too low", func() bool {
 		r, _, _ := w.ready()
-		return w.exited() || strings.Contains(r.Descriptors, "open-file limit is 256")
+		return w.Exited() || strings.Contains(r.Descriptors, "open-file limit is 256")
 	})
-	r := watch(t, w, f.ctl, 20*time.Second, "at 256 descriptors")
+	r := watch(t, w, f.Ctl, 20*time.Second, "at 256 descriptors")
 	t.Logf("at 256 descriptors /readyz says: %s", r.Descriptors)
 	ok, took := f.applied(30 * time.Second)
-	t.Logf("a plan committed at 256 descriptors: APPLIED %v after %s (%s)", ok, took.Round(100*time.Millisecond), w.statusOf(f.ctl))
+	t.Logf("a plan committed at 256 descriptors: APPLIED %v after %s (%s)", ok, took.Round(100*time.Millisecond), w.statusOf(f.Ctl))
 
 	w.setNofile(t, w.hardNofile(t))
 	lifted := time.Now()
 	kafkatest.Eventually(t, 2*time.Minute, "ready, no shortfall, nothing unowned after the limit is raised", func() bool {
 		r, code, _ := w.ready()
-		return w.exited() || code == 200 && r.Descriptors == "" && len(r.Unowned) == 0
+		return w.Exited() || code == 200 && r.Descriptors == "" && len(r.Unowned) == 0
 	})
 	t.Logf("limit raised: ready with nothing unowned %s later, %d descriptors open", time.Since(lifted).Round(100*time.Millisecond), w.fds())
 	if !ok {
@@ -173,12 +173,12 @@ func TestWorkerWithFewFileDescriptors(t *testing.T) {
 			t.Fatalf("a plan committed after the limit was raised is not APPLIED after %s", took)
 		}
 	}
-	if w.exited() {
-		t.Fatalf("the worker exited (%v)", w.state)
+	if w.Exited() {
+		t.Fatalf("the worker exited (%v)", w.ExitState())
 	}
 	noFalseClaims(t, w)
 	counts(t, w)
-	f.check()
+	f.Check()
 }
 
 // TestWorkerWithASmallGOMEMLIMIT: a worker started with GOMEMLIMIT=32MiB serves 1,000 control
@@ -190,25 +190,25 @@ func TestWorkerWithASmallGOMEMLIMIT(t *testing.T) {
 	n := controlTopics(t)
 	w := f.startWorker("w1", "GOMEMLIMIT=32MiB")
 	f.addIdle(n - 1)
-	kafkatest.Eventually(t, 3*time.Minute, fmt.Sprintf("the worker serving %d control topics", n), func() bool { return w.exited() || served(w) == n })
+	kafkatest.Eventually(t, 3*time.Minute, fmt.Sprintf("the worker serving %d control topics", n), func() bool { return w.Exited() || served(w) == n })
 	kafkatest.Eventually(t, time.Minute, "/readyz saying the heap is above GOMEMLIMIT", func() bool {
 		r, _, _ := w.ready()
-		return w.exited() || strings.Contains(r.Memory, "GOMEMLIMIT (32 MiB)")
+		return w.Exited() || strings.Contains(r.Memory, "GOMEMLIMIT (32 MiB)")
 	})
-	r := watch(t, w, f.ctl, 15*time.Second, "GOMEMLIMIT=32MiB")
+	r := watch(t, w, f.Ctl, 15*time.Second, "GOMEMLIMIT=32MiB")
 	t.Logf("/readyz says: %s", r.Memory)
 	ok, took := f.applied(2 * time.Minute)
 	if !ok {
 		t.Fatalf("a plan committed under GOMEMLIMIT=32MiB is not APPLIED after %s", took)
 	}
 	t.Logf("a plan committed under GOMEMLIMIT=32MiB: APPLIED after %s", took.Round(100*time.Millisecond))
-	kafkatest.Eventually(t, 2*time.Minute, "ready", func() bool { _, code, _ := w.ready(); return w.exited() || code == 200 })
-	if w.exited() {
-		t.Fatalf("the worker exited (%v)", w.state)
+	kafkatest.Eventually(t, 2*time.Minute, "ready", func() bool { _, code, _ := w.ready(); return w.Exited() || code == 200 })
+	if w.Exited() {
+		t.Fatalf("the worker exited (%v)", w.ExitState())
 	}
 	noFalseClaims(t, w)
 	counts(t, w)
-	f.check()
+	f.Check()
 }
 
 // TestWorkerWhileTheBrokersRefuseConnections: the brokers' max.connections on the listener
@@ -229,30 +229,30 @@ func TestWorkerWhileTheBrokersRefuseConnections(t *testing.T) {
 	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err != nil || lim.Cur < uint64(5*n) {
 		t.Fatalf("the test process may open %d files (%v): its proxies need about %d for %d control topics; raise ulimit -n (the hard limit)", lim.Cur, err, 5*n, n)
 	}
-	link := netfault.Start(t, f.k, 1).Links()[0]
+	link := netfault.Start(t, f.K, 1).Links()[0]
 	f.addIdle(n - 1)
 	key := "listener.name." + strings.ToLower(link.Name) + ".max.connections"
-	maxConnections(t, f.adm, key, "100")
+	maxConnections(t, f.Adm, key, "100")
 	restored := false
 	restore := func() {
 		if !restored {
 			restored = true
-			maxConnections(t, f.adm, key, "")
+			maxConnections(t, f.Adm, key, "")
 		}
 	}
 	t.Cleanup(restore)
 	w := f.startWorkerVia("w1", link.Bootstrap)
-	p, file := f.planFile("limited", 100)
-	f.kcleanup("apply", file, "--no-wait") // the CLI's path is not limited
+	p, file := f.PlanFile("limited", 100)
+	f.MustKcleanup(f.K.Bootstrap, "apply", file, "--no-wait") // the CLI's path is not limited
 	var said readyz
 	kafkatest.Eventually(t, 2*time.Minute, fmt.Sprintf("the worker serving %d control topics, /readyz saying which it has not read", n), func() bool {
 		r, code, _ := w.ready()
 		if code == 503 && len(r.NotReady) > 0 {
 			said = r
 		}
-		return w.exited() || served(w) == n && said.NotReady != nil
+		return w.Exited() || served(w) == n && said.NotReady != nil
 	})
-	r := watch(t, w, f.ctl, 20*time.Second, "max.connections 100")
+	r := watch(t, w, f.Ctl, 20*time.Second, "max.connections 100")
 	if len(r.NotReady) > 0 {
 		said = r
 	}
@@ -260,27 +260,27 @@ func TestWorkerWhileTheBrokersRefuseConnections(t *testing.T) {
 		t.Logf("at max.connections 100 /readyz says (one of %d): %s: %s", len(said.NotReady), topic, why)
 		break
 	}
-	st, _ := f.operation(p.PlanID)
+	st, _ := f.Operation(p.PlanID)
 	t.Logf("a plan committed at max.connections 100 is %s", st)
-	f.check() // nothing deleted that the log does not allow, limited or not
+	f.Check() // nothing deleted that the log does not allow, limited or not
 	restore()
 	lifted := time.Now()
 	kafkatest.Eventually(t, 3*time.Minute, "ready after max.connections is removed", func() bool {
 		_, code, _ := w.ready()
-		return w.exited() || code == 200
+		return w.Exited() || code == 200
 	})
 	t.Logf("max.connections removed: ready %s later", time.Since(lifted).Round(100*time.Millisecond))
 	kafkatest.Eventually(t, 2*time.Minute, "the plan committed while limited APPLIED", func() bool {
-		st, _ := f.operation(p.PlanID)
+		st, _ := f.Operation(p.PlanID)
 		return st == fsm.Applied
 	})
 	t.Logf("the plan committed while limited: APPLIED (seen %s after the limit was removed)", time.Since(lifted).Round(100*time.Millisecond))
-	if w.exited() {
-		t.Fatalf("the worker exited (%v)", w.state)
+	if w.Exited() {
+		t.Fatalf("the worker exited (%v)", w.ExitState())
 	}
 	noFalseClaims(t, w)
 	counts(t, w)
-	f.check()
+	f.Check()
 }
 
 // maxConnections sets a cluster-wide max.connections config, or removes it ("").

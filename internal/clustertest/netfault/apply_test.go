@@ -25,10 +25,10 @@ const liveness = 6*time.Second + 30*time.Second
 func TestApplyPartitionedBetweenCommittedAndDeleteRecords(t *testing.T) {
 	s := newScene(t)
 	link := s.net.Links()[0]
-	p, file := s.planFile("rp-100", 100)
+	p, file := s.PlanFile("rp-100", 100)
 	netfault.PartitionOn(21, "DeleteRecords").Apply(t, link)
 	const timeout = 8 * time.Second
-	out, code, took := s.run(nil, link.Bootstrap, "apply", file, "--timeout", timeout.String())
+	out, code, took := s.Kcleanup(nil, link.Bootstrap, "apply", file, "--timeout", timeout.String())
 	t.Logf("apply partitioned at DeleteRecords: exit %d in %s\n%s", code, took.Round(time.Millisecond), out)
 	if code != 1 {
 		t.Errorf("apply: exit %d, want 1", code)
@@ -39,20 +39,20 @@ func TestApplyPartitionedBetweenCommittedAndDeleteRecords(t *testing.T) {
 	if !contains(strings.ToLower(out), "worker") {
 		t.Errorf("apply's error does not say that the workers finish the plan:\n%s", out)
 	}
-	st, _ := s.operation(p.PlanID)
+	st, _ := s.Operation(p.PlanID)
 	if st != fsm.Committed && st != fsm.Deleting {
 		t.Fatalf("after apply lost its link: %s, want COMMITTED or DELETING (the plan left for the workers)", st)
 	}
 	if ls := s.logStart(); ls != 0 {
 		t.Fatalf("log start %d after a DeleteRecords that never reached a broker", ls)
 	}
-	s.check()
+	s.Check()
 
 	// The partition outlasts apply; the workers' link (direct) heals the plan.
-	s.startWorker("w1", s.k.Bootstrap)
+	s.startWorker("w1", s.K.Bootstrap)
 	start := time.Now()
 	kafkatest.Eventually(t, liveness+30*time.Second, "the plan APPLIED by a worker", func() bool {
-		st, _ := s.operation(p.PlanID)
+		st, _ := s.Operation(p.PlanID)
 		return st == fsm.Applied
 	})
 	took = time.Since(start)
@@ -60,9 +60,9 @@ func TestApplyPartitionedBetweenCommittedAndDeleteRecords(t *testing.T) {
 	if took > liveness {
 		t.Errorf("APPLIED after %s, beyond session timeout + one retry interval (%s)", took, liveness)
 	}
-	if _, ls := s.operation(p.PlanID); !ls.Equal(events.Offsets{0: 100}) {
+	if _, ls := s.Operation(p.PlanID); !ls.Equal(events.Offsets{0: 100}) {
 		t.Errorf("APPLIED with log start %v, want {0:100}", ls)
 	}
 	link.Heal(t)
-	s.check()
+	s.Check()
 }

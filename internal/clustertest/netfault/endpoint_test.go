@@ -34,15 +34,15 @@ const endpointRead = 4 * time.Second
 // Fails with a worker that answers from its cached view when the refresh fails.
 func TestValidateEndpointUnderNetworkFaults(t *testing.T) {
 	s := newScene(t)
-	_, file := s.planFile("rp-100", 100)
-	s.must(s.k.Bootstrap, "apply", file, "--timeout", "60s")
+	_, file := s.PlanFile("rp-100", 100)
+	s.MustKcleanup(s.K.Bootstrap, "apply", file, "--timeout", "60s")
 	link := s.net.Links()[0]
 	c, err := worker.Connect(kgo.SeedBrokers(strings.Split(link.Bootstrap, ",")...))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
-	d, err := daemon.New(c, daemon.WithControlTopics(s.ctl), daemon.WithGroup("kcleanup-"+s.topic+"-endpoint"),
+	d, err := daemon.New(c, daemon.WithControlTopics(s.Ctl), daemon.WithGroup("kcleanup-"+s.Topic+"-endpoint"),
 		daemon.WithReadTimeout(endpointRead), daemon.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
 	if err != nil {
 		t.Fatal(err)
@@ -54,7 +54,7 @@ func TestValidateEndpointUnderNetworkFaults(t *testing.T) {
 	srv := httptest.NewServer(d.Handler())
 	t.Cleanup(srv.Close)
 	marker := func(o int64) []byte {
-		return events.Marker{Topic: s.topic, TopicID: s.id, Offsets: events.Offsets{0: o}}.Encode()
+		return events.Marker{Topic: s.Topic, TopicID: s.ID, Offsets: events.Offsets{0: o}}.Encode()
 	}
 	boundary := int64(100)
 	above := marker(280)
@@ -90,8 +90,8 @@ func TestValidateEndpointUnderNetworkFaults(t *testing.T) {
 			f.Apply(t, link, tg.nodes...)
 			// A higher boundary, committed where the worker cannot see it (or only slowly).
 			boundary += 15
-			_, file := s.planFile(fmt.Sprintf("rp-%d", boundary), boundary)
-			s.must(s.k.Bootstrap, "apply", file, "--no-wait", "--timeout", "60s")
+			_, file := s.PlanFile(fmt.Sprintf("rp-%d", boundary), boundary)
+			s.MustKcleanup(s.K.Bootstrap, "apply", file, "--no-wait", "--timeout", "60s")
 			below := marker(boundary - 5)
 			for _, q := range []struct {
 				name    string
@@ -118,5 +118,5 @@ func TestValidateEndpointUnderNetworkFaults(t *testing.T) {
 			})
 		}
 	}
-	s.check()
+	s.Check()
 }

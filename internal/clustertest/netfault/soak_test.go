@@ -90,7 +90,7 @@ func TestSoakUnderRandomNetworkFaults(t *testing.T) {
 	deadline := time.Now().Add(duration)
 	for time.Now().Before(deadline) {
 		if boundary+30 >= end {
-			kafkatest.Produce(t, s.cl, s.topic, 0, 200)
+			kafkatest.Produce(t, s.Cl, s.Topic, 0, 200)
 			end += 200
 		}
 		boundary += 5 + rng.Int64N(10)
@@ -99,21 +99,21 @@ func TestSoakUnderRandomNetworkFaults(t *testing.T) {
 		pinID := ""
 		if rng.IntN(4) == 0 {
 			pinAt := boundary - 2
-			out, code, _ := s.run(nil, cli.Bootstrap, "pin", "--markers", s.markersFile(pinAt), "--recovery-point",
+			out, code, _ := s.Kcleanup(nil, cli.Bootstrap, "pin", "--markers", s.MarkersFile(pinAt), "--recovery-point",
 				"pin-"+strconv.FormatInt(pinAt, 10), "--reason", "soak", "--timeout", "5s")
 			counts["pin exit "+strconv.Itoa(code)]++
 			if code == 0 {
 				pinID = pinIDPattern.FindString(out)
 			}
 		}
-		p, file := s.planFile("rp-"+strconv.FormatInt(boundary, 10), boundary)
-		out, code, _ := s.run(nil, cli.Bootstrap, "apply", file, "--no-wait", "--timeout", "5s")
+		p, file := s.PlanFile("rp-"+strconv.FormatInt(boundary, 10), boundary)
+		out, code, _ := s.Kcleanup(nil, cli.Bootstrap, "apply", file, "--no-wait", "--timeout", "5s")
 		if pinID != "" && code == 0 {
 			violations++
 			t.Errorf("apply committed plan %d above pin %s that landed before it\n%s", boundary, pinID, out)
 		}
 		if pinID != "" { // lifted over the direct path: the faults are not this step's subject
-			s.must(s.k.Bootstrap, "unpin", pinID, "--control-topic", s.ctl, "--reason", "soak")
+			s.MustKcleanup(s.K.Bootstrap, "unpin", pinID, "--control-topic", s.Ctl, "--reason", "soak")
 		}
 		counts["apply exit "+strconv.Itoa(code)]++
 		plans = append(plans, p)
@@ -129,7 +129,7 @@ func TestSoakUnderRandomNetworkFaults(t *testing.T) {
 			if tc.at < 0 {
 				continue
 			}
-			out, code, took := s.run(nil, cli.Bootstrap, "validate", "--markers", s.markersFile(tc.at), "--timeout", "4s")
+			out, code, took := s.Kcleanup(nil, cli.Bootstrap, "validate", "--markers", s.MarkersFile(tc.at), "--timeout", "4s")
 			counts[fmt.Sprintf("validate %s exit %d", tc.name, code)]++
 			if tc.name == "below" && code == 0 {
 				violations++
@@ -152,7 +152,7 @@ func TestSoakUnderRandomNetworkFaults(t *testing.T) {
 	defer cancel()
 	var committed, pending int
 	for {
-		proj, err := s.c.Project(ctx, s.ctl)
+		proj, err := s.C.Project(ctx, s.Ctl)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -181,7 +181,7 @@ func TestSoakUnderRandomNetworkFaults(t *testing.T) {
 		violations++
 		t.Errorf("%d of %d committed plans not APPLIED %s after the heal (bound %s)", pending, committed, took, liveness)
 	}
-	errs := workertest.CheckInvariants(ctx, s.c, s.ctl, invariant.InitialLogStart(events.Offsets{0: 0}))
+	errs := workertest.CheckInvariants(ctx, s.C, s.Ctl, invariant.InitialLogStart(events.Offsets{0: 0}))
 	for _, err := range errs {
 		violations++
 		t.Errorf("invariant: %v", err)

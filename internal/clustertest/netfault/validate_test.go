@@ -24,9 +24,9 @@ const (
 // read that did not reach the control topic's end count as caught up.
 func TestValidateUnderNetworkFaults(t *testing.T) {
 	s := newScene(t)
-	_, file := s.planFile("rp-100", 100)
-	s.must(s.k.Bootstrap, "apply", file, "--timeout", "60s")
-	below, above := s.markersFile(50), s.markersFile(200)
+	_, file := s.PlanFile("rp-100", 100)
+	s.MustKcleanup(s.K.Bootstrap, "apply", file, "--timeout", "60s")
+	below, above := s.MarkersFile(50), s.MarkersFile(200)
 	link := s.net.Links()[0]
 	ctlLeader, dataLeader := s.separateLeaders()
 	type target struct {
@@ -47,7 +47,7 @@ func TestValidateUnderNetworkFaults(t *testing.T) {
 				markers string
 				allowed bool // whether ALLOWED holds
 			}{{below, false}, {above, true}} {
-				out, code, took := s.run(nil, link.Bootstrap, "validate", "--markers", tc.markers, "--timeout", validateTimeout.String())
+				out, code, took := s.Kcleanup(nil, link.Bootstrap, "validate", "--markers", tc.markers, "--timeout", validateTimeout.String())
 				cases++
 				t.Logf("%s on %s, %s: exit %d in %s", f, tg.name, map[bool]string{true: "above", false: "below"}[tc.allowed], code, took.Round(time.Millisecond))
 				if took > validateTimeout+slack {
@@ -63,12 +63,12 @@ func TestValidateUnderNetworkFaults(t *testing.T) {
 				}
 			}
 			link.Heal(t)
-			out, code, _ := s.run(nil, link.Bootstrap, "validate", "--markers", above, "--timeout", "30s")
+			out, code, _ := s.Kcleanup(nil, link.Bootstrap, "validate", "--markers", above, "--timeout", "30s")
 			if code != 0 {
 				t.Errorf("after %s on %s healed: validate exit %d, want ALLOWED\n%s", f, tg.name, code, out)
 			}
 		}
 	}
 	t.Logf("%d validations under %d faults: none wrongly ALLOWED, none hung", cases, len(netfault.Faults()))
-	s.check()
+	s.Check()
 }

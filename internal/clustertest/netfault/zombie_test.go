@@ -2,8 +2,6 @@ package netfault_test
 
 import (
 	"context"
-	"os"
-	"strings"
 	"testing"
 	"time"
 
@@ -25,15 +23,15 @@ func TestZombieOwnerPartitionedMidRun(t *testing.T) {
 	s := newScene(t)
 	links := s.net.Links()
 	a, b := links[0], links[1]
-	p, file := s.planFile("rp-100", 100)
+	p, file := s.PlanFile("rp-100", 100)
 	// The plan is committed and its apply dies: a worker must finish it.
-	if out, code, _ := s.run([]string{worker.FailpointEnv + "=" + worker.AfterCommitted}, s.k.Bootstrap, "apply", file); code != -1 {
+	if out, code, _ := s.Kcleanup([]string{worker.FailpointEnv + "=" + worker.AfterCommitted}, s.K.Bootstrap, "apply", file); code != -1 {
 		t.Fatalf("apply with the failpoint: exit %d, want death by SIGKILL\n%s", code, out)
 	}
 	netfault.PartitionOn(21, "DeleteRecords").Apply(t, a)
-	s.startWorker("w1", a.Bootstrap)
+	w1 := s.startWorker("w1", a.Bootstrap)
 	kafkatest.Eventually(t, time.Minute, "w1 reaches DELETING (its DeleteRecords swallowed)", func() bool {
-		st, _ := s.operation(p.PlanID)
+		st, _ := s.Operation(p.PlanID)
 		return st == fsm.Deleting
 	})
 	partitioned := time.Now()
@@ -42,7 +40,7 @@ func TestZombieOwnerPartitionedMidRun(t *testing.T) {
 	}
 	s.startWorker("w2", b.Bootstrap)
 	kafkatest.Eventually(t, liveness+30*time.Second, "the survivor w2 APPLIES the plan", func() bool {
-		st, _ := s.operation(p.PlanID)
+		st, _ := s.Operation(p.PlanID)
 		return st == fsm.Applied
 	})
 	took := time.Since(partitioned)
@@ -50,7 +48,7 @@ func TestZombieOwnerPartitionedMidRun(t *testing.T) {
 	if took > liveness {
 		t.Errorf("APPLIED %s after the partition, beyond session timeout + one retry interval (%s)", took, liveness)
 	}
-	st0, ls0 := s.operation(p.PlanID)
+	st0, ls0 := s.Operation(p.PlanID)
 	end0 := s.controlEnd()
 
 	a.Heal(t) // w1 wakes up with its old view
@@ -59,7 +57,7 @@ func TestZombieOwnerPartitionedMidRun(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	end1 := s.controlEnd()
-	recs, err := workertest.ReadControl(ctx, s.c, s.ctl, end1)
+	recs, err := workertest.ReadControl(ctx, s.C, s.Ctl, end1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,35 +67,25 @@ func TestZombieOwnerPartitionedMidRun(t *testing.T) {
 			t.Logf("  @%d %s %s", r.Offset, r.Key, r.Value)
 		}
 	}
-	if log, err := os.ReadFile(s.logs["w1"]); err == nil {
-		t.Logf("the zombie w1's last log lines:\n%s", tail(string(log), 6))
-	}
-	if st, ls := s.operation(p.PlanID); st != st0 || !ls.Equal(ls0) || !ls.Equal(events.Offsets{0: 100}) {
+	t.Logf("the zombie w1's last log lines:\n%s", w1.Tail(6))
+	if st, ls := s.Operation(p.PlanID); st != st0 || !ls.Equal(ls0) || !ls.Equal(events.Offsets{0: 100}) {
 		t.Errorf("after the zombie's heal: %s with log start %v, the log had decided %s with %v", st, ls, st0, ls0)
 	}
 	if ls := s.logStart(); ls != 100 {
 		t.Errorf("data log start %d after the zombie's heal, want 100 (the committed boundary)", ls)
 	}
-	s.check()
+	s.Check()
 }
 
 // controlEnd is the control topic's end offset (direct path).
 func (s *scene) controlEnd() int64 {
-	s.t.Helper()
+	s.T.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	ends, err := kafkatest.Admin(s.t, s.cl).ListEndOffsets(ctx, s.ctl)
+	ends, err := kafkatest.Admin(s.T, s.Cl).ListEndOffsets(ctx, s.Ctl)
 	if err != nil {
-		s.t.Fatal(err)
+		s.T.Fatal(err)
 	}
-	o, _ := ends.Lookup(s.ctl, 0)
+	o, _ := ends.Lookup(s.Ctl, 0)
 	return o.Offset
-}
-
-func tail(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
