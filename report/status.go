@@ -90,6 +90,12 @@ type Status struct {
 	// RestoreGrace lists the operations the owning worker holds back until
 	// the restore grace is out (worker only: protocol.RestoreGrace).
 	RestoreGrace []GraceOperation `json:"restoreGrace,omitempty"`
+	// Retrying lists the operations the owning worker retries on its own
+	// schedule, for a cause that may pass by itself (a request that failed, a
+	// tombstone watch or a settings read that cannot tell yet), each with the
+	// last reason and when it retries (worker only). Without it a plan held
+	// that way showed as COMMITTED with no word of why.
+	Retrying []BlockedOperation `json:"retrying,omitempty"`
 	// UnrepairedKeys counts accepted records listed for repair (key overwritten, or out of order) and
 	// not yet re-appended (a worker repairs them).
 	UnrepairedKeys int `json:"unrepairedKeys"`

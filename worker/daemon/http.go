@@ -215,6 +215,7 @@ func (d *Daemon) topicStatus(topic string, all bool) report.TopicStatus {
 		ts.Owned = true
 		ts.Blocked = o.blocked()
 		ts.RestoreGrace = o.waiting()
+		ts.Retrying = o.retrying()
 		ts.Retention = o.retentionFollow()
 	}
 	ts.CaughtUp, _ = s.caughtUp(d.cfg.readyWindow)

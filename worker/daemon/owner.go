@@ -718,11 +718,22 @@ func (o *owner) awaitingOperator() int {
 
 // blocked lists the blocked operations, oldest first.
 func (o *owner) blocked() []report.BlockedOperation {
+	return o.attemptsWhere(func(a *attempt) bool { return a.blocked })
+}
+
+// retrying lists the operations retried on the owner's schedule (neither
+// blocked nor waiting out a restore grace), oldest first, with the last reason.
+func (o *owner) retrying() []report.BlockedOperation {
+	return o.attemptsWhere(func(a *attempt) bool { return !a.blocked && a.grace == nil && a.reason != "" })
+}
+
+// attemptsWhere lists the operations whose last attempt matches, oldest first.
+func (o *owner) attemptsWhere(match func(*attempt) bool) []report.BlockedOperation {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	out := []report.BlockedOperation{}
 	for id, a := range o.attempts {
-		if a.blocked {
+		if match(a) {
 			out = append(out, report.BlockedOperation{PlanID: id, Reason: a.reason, Hints: slices.Clone(a.hints), Since: a.since, RetryAt: a.next})
 		}
 	}
