@@ -1,7 +1,6 @@
 package worker_test
 
 import (
-	"context"
 	"slices"
 	"strings"
 	"testing"
@@ -11,10 +10,8 @@ import (
 
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/fsm"
-	"github.com/kcleanup/kcleanup/internal/kafkatest"
 	"github.com/kcleanup/kcleanup/internal/workertest"
 	"github.com/kcleanup/kcleanup/projector"
-	"github.com/kcleanup/kcleanup/worker"
 )
 
 // Kafka's log cleaner shows a conflict the other way (docs/design.md §5), on
@@ -28,25 +25,9 @@ import (
 // too, l's record is gone and a fresh read names w. Real broker only: kfake
 // compacts differently (it moves the log start, docs/testing.md).
 func TestCleanerShowsAConflictTheOtherWay(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs a Kafka broker")
-	}
-	bootstrap := kafkatest.Bootstrap(t)
-	cl := kafkatest.Client(t, bootstrap)
-	ctl := kafkatest.NewTopic(t, cl, "disputed", 1, map[string]string{
-		"cleanup.policy":            "compact",
-		"segment.ms":                "100", // the next append after 100 ms rolls the segment
-		"min.cleanable.dirty.ratio": "0.01",
-		"min.compaction.lag.ms":     "0",
-		"delete.retention.ms":       "86400000", // the retraction tombstone stays
+	s := newCleanerScene(t, "disputed", map[string]string{
+		"delete.retention.ms": "86400000", // the retraction tombstone stays
 	})
-	c, err := worker.Connect(kgo.SeedBrokers(bootstrap))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
 
 	const id = "Xw8WDWFFGCB7AAZnSGmHfw"
 	w := workertest.MustPlan(t, "CW", "action-state", id, events.Offsets{0: 60, 1: 120})
@@ -55,48 +36,19 @@ func TestCleanerShowsAConflictTheOtherWay(t *testing.T) {
 		env := workertest.Envelope(events.Committed, p, "apply/test")
 		env.Boundary = p.Offsets.Clone()
 		key, value := env.Encode()
-		return &kgo.Record{Topic: ctl, Partition: 0, Key: key, Value: value}
+		return &kgo.Record{Key: key, Value: value}
 	}
-	produce := func(recs ...*kgo.Record) {
-		t.Helper()
-		if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	produce(commit(w), commit(l), commit(w))
+	s.produce(commit(w), commit(l), commit(w))
 	// Let segment.ms pass so that the retraction opens the next segment
 	// (a roll happens on an append, never by itself).
 	time.Sleep(300 * time.Millisecond)
-	produce(&kgo.Record{Topic: ctl, Partition: 0, Key: []byte(events.Key(l.PlanID, events.Committed)), Headers: []kgo.RecordHeader{
+	s.produce(&kgo.Record{Key: []byte(events.Key(l.PlanID, events.Committed)), Headers: []kgo.RecordHeader{
 		{Key: projector.HeaderMaintenance, Value: []byte(projector.MaintenanceRetraction)},
 		{Key: projector.HeaderActor, Value: []byte("worker/other")},
 		{Key: projector.HeaderReason, Value: []byte("retracts a key whose every record was rejected")},
 	}})
 
-	// survivors reads the control topic afresh and returns the offsets on it
-	// and the projection.
-	survivors := func() ([]int64, *worker.Projection) {
-		t.Helper()
-		proj, err := c.Project(ctx, ctl, projector.KeepAudit())
-		if err != nil {
-			t.Fatal(err)
-		}
-		var offs []int64
-		for _, v := range proj.State.Audit() {
-			offs = append(offs, v.Offset)
-		}
-		return offs, proj
-	}
-	var proj *worker.Projection
-	var offs []int64
-	kafkatest.Eventually(t, 90*time.Second, "the cleaner removes w's first COMMITTED copy", func() bool {
-		offs, proj = survivors()
-		if !slices.Contains(offs, 0) {
-			return true
-		}
-		proj.Close()
-		return false
-	})
+	offs, proj := s.waitRemoved("the cleaner removes w's first COMMITTED copy", 0, nil)
 	if !slices.Equal(offs, []int64{1, 2, 3}) {
 		t.Fatalf("control topic holds offsets %v; want [1 2 3]: l's record kept while its retraction is in the active segment", offs)
 	}
@@ -121,16 +73,10 @@ func TestCleanerShowsAConflictTheOtherWay(t *testing.T) {
 	// The retraction's segment is cleaned too once later appends roll it:
 	// l's record goes, w's copy stays, and a fresh read is not disputed.
 	pad := workertest.Envelope(events.Planned, w, "padding") // a duplicate: COMMITTED implied it
-	kafkatest.Eventually(t, 90*time.Second, "the cleaner removes l's record", func() bool {
+	offs, proj = s.waitRemoved("the cleaner removes l's record", 1, func() {
 		pad.At = time.Now().UTC()
 		key, value := pad.Encode()
-		produce(&kgo.Record{Topic: ctl, Partition: 0, Key: key, Value: value})
-		offs, proj = survivors()
-		if !slices.Contains(offs, 1) {
-			return true
-		}
-		proj.Close()
-		return false
+		s.produce(&kgo.Record{Key: key, Value: value})
 	})
 	defer proj.Close()
 	st = proj.State

@@ -1,7 +1,6 @@
 package worker_test
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -12,10 +11,8 @@ import (
 
 	"github.com/kcleanup/kcleanup/events"
 	"github.com/kcleanup/kcleanup/fsm"
-	"github.com/kcleanup/kcleanup/internal/kafkatest"
 	"github.com/kcleanup/kcleanup/internal/workertest"
 	"github.com/kcleanup/kcleanup/projector"
-	"github.com/kcleanup/kcleanup/worker"
 )
 
 // Kafka's log cleaner opens the pin's repair window (docs/design.md §12),
@@ -29,69 +26,25 @@ import (
 // segment is cleaned too, the pin's first record is gone and a fresh read
 // has c committed again. Real broker only: kfake compacts differently.
 func TestCleanerOpensThePinRepairWindow(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs a Kafka broker")
-	}
-	bootstrap := kafkatest.Bootstrap(t)
-	cl := kafkatest.Client(t, bootstrap)
-	ctl := kafkatest.NewTopic(t, cl, "pinwindow", 1, map[string]string{
-		"cleanup.policy":            "compact",
-		"segment.ms":                "100", // the next append after 100 ms rolls the segment
-		"min.cleanable.dirty.ratio": "0.01",
-		"min.compaction.lag.ms":     "0",
-	})
-	c, err := worker.Connect(kgo.SeedBrokers(bootstrap))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
+	s := newCleanerScene(t, "pinwindow", nil)
 
 	const id = "Xw8WDWFFGCB7AAZnSGmHfw"
 	plan := workertest.MustPlan(t, "CP", "action-state", id, events.Offsets{0: 296})
 	record := func(env events.Envelope, headers ...kgo.RecordHeader) *kgo.Record {
 		key, value := env.Encode()
-		return &kgo.Record{Topic: ctl, Partition: 0, Key: key, Value: value, Headers: headers}
+		return &kgo.Record{Key: key, Value: value, Headers: headers}
 	}
 	committed := workertest.Envelope(events.Committed, plan, "apply/test")
 	committed.Boundary = plan.Offsets.Clone()
 	pin := events.NewPin("sp-1", "action-state", id, events.Offsets{0: 0}, time.Time{}, "rollback", time.Now().UTC(), "pinner/test")
-	produce := func(recs ...*kgo.Record) {
-		t.Helper()
-		if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	produce(record(workertest.Envelope(events.Planned, plan, "apply/test")), record(committed), record(pin), record(committed))
+	s.produce(record(workertest.Envelope(events.Planned, plan, "apply/test")), record(committed), record(pin), record(committed))
 	time.Sleep(300 * time.Millisecond) // segment.ms: the repair opens the next segment
-	produce(record(pin,
+	s.produce(record(pin,
 		kgo.RecordHeader{Key: projector.HeaderMaintenance, Value: []byte(projector.MaintenanceRepair)},
 		kgo.RecordHeader{Key: projector.HeaderActor, Value: []byte("worker/other")},
 		kgo.RecordHeader{Key: projector.HeaderRead, Value: []byte("4")}))
 
-	survivors := func() ([]int64, *worker.Projection) {
-		t.Helper()
-		proj, err := c.Project(ctx, ctl, projector.KeepAudit())
-		if err != nil {
-			t.Fatal(err)
-		}
-		var offs []int64
-		for _, v := range proj.State.Audit() {
-			offs = append(offs, v.Offset)
-		}
-		return offs, proj
-	}
-	var proj *worker.Projection
-	var offs []int64
-	kafkatest.Eventually(t, 90*time.Second, "the cleaner removes c's first COMMITTED", func() bool {
-		offs, proj = survivors()
-		if !slices.Contains(offs, 1) {
-			return true
-		}
-		proj.Close()
-		return false
-	})
+	offs, proj := s.waitRemoved("the cleaner removes c's first COMMITTED", 1, nil)
 	if !slices.Equal(offs, []int64{0, 2, 3, 4}) {
 		t.Fatalf("control topic holds offsets %v; want [0 2 3 4]: the pin's first record kept while its repair is in the active segment", offs)
 	}
@@ -119,15 +72,9 @@ func TestCleanerOpensThePinRepairWindow(t *testing.T) {
 	// pin's first record goes, and a fresh read has c committed, the pin
 	// void, nothing at risk.
 	pad := workertest.Envelope(events.Planned, plan, "padding") // a duplicate PLANNED
-	kafkatest.Eventually(t, 90*time.Second, "the cleaner removes the pin's first record", func() bool {
+	offs, proj = s.waitRemoved("the cleaner removes the pin's first record", 2, func() {
 		pad.At = time.Now().UTC()
-		produce(record(pad))
-		offs, proj = survivors()
-		if !slices.Contains(offs, 2) {
-			return true
-		}
-		proj.Close()
-		return false
+		s.produce(record(pad))
 	})
 	defer proj.Close()
 	st = proj.State
